@@ -1,0 +1,350 @@
+"""The hardware and model catalogs: schemas for the data files in ``planner/data`` and their loaders.
+
+Catalogs are data, not classes: one YAML file per rack system in ``data/hardware/`` and one per model in
+``data/models/``. These pydantic models only validate those files and derive quantities (parameter counts, KV bytes
+per token) from the public config fields; every number the rest of the planner uses comes from here.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import math
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DATA_DIR = Path(__file__).parent / "data"
+CATALOG_VERSION = "2026.11.30"
+
+Confidence = Literal["official", "press", "estimate"]
+Precision = Literal["fp4", "fp8", "bf16"]
+Role = Literal["prefill", "decode", "attention", "ffn"]
+TierKind = Literal["sram", "hbm", "gddr", "ddr", "lpddr"]
+
+PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
+# Bytes per weight element. FP4 carries one 8-bit scale per 16 elements (NVFP4 block size), so 4.5 bits.
+WEIGHT_BYTES = {"fp4": 4.5 / 8.0, "fp8": 1.0, "bf16": 2.0}
+# KV cache element bytes at each serving precision: FP4 deployments keep the KV cache in FP8.
+KV_BYTES = {"fp4": 1.0, "fp8": 1.0, "bf16": 2.0}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Figure(Strict):
+    """One sourced number. ``source`` is a key of ``data/sources.yaml``; an estimate states its basis."""
+
+    value: float
+    source: str
+    confidence: Confidence
+    basis: str | None = Field(None, description="how an estimate was derived; required when confidence is estimate")
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _estimate_has_basis(self) -> "Figure":
+        if not math.isfinite(self.value):
+            raise ValueError("value must be a finite number")
+        if self.confidence == "estimate" and not self.basis:
+            raise ValueError("an estimate must state its basis")
+        return self
+
+
+class DateFigure(Strict):
+    value: _dt.date
+    source: str
+    confidence: Confidence
+    basis: str | None = None
+    note: str | None = None
+
+
+class MemoryTier(Strict):
+    tier: TierKind
+    capacity_bytes: Figure
+    bandwidth_bytes_per_s: Figure
+
+
+class Link(Strict):
+    bandwidth_bytes_per_s: Figure = Field(description="per chip, one direction")
+    latency_s: Figure
+
+
+class ScaleUp(Link):
+    domain_chips: Figure
+
+
+class Chip(Strict):
+    name: str
+    memory: list[MemoryTier] = Field(min_length=1, description="fastest tier first")
+    peak_flops_per_s: dict[Precision, Figure] = Field(description="dense peak per precision (never sparse)")
+    power_w: Figure | None = None
+    scale_up: ScaleUp
+    scale_out: Link
+
+
+class Rack(Strict):
+    chips: Figure
+    power_kw: Figure = Field(description="design (IT) power of one rack")
+    capex_usd: Figure
+    available: DateFigure
+    note: str | None = None
+
+
+class Hardware(Strict):
+    id: str
+    name: str
+    vendor: str
+    family: str = Field(description="calibration family in data/efficiency.yaml")
+    chip: Chip
+    rack: Rack
+    precisions: list[Precision] = Field(min_length=1)
+    roles: list[Role] = Field(min_length=1)
+    model_lock: str | None = Field(None, description="model id wired into the silicon; serves nothing else")
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _precisions_have_flops(self) -> "Hardware":
+        missing = [p for p in self.precisions if p not in self.chip.peak_flops_per_s]
+        if missing:
+            raise ValueError(f"precisions {missing} have no chip.peak_flops_per_s entry")
+        return self
+
+    @property
+    def chips_per_rack(self) -> int:
+        return int(self.rack.chips.value)
+
+    @property
+    def rack_power_w(self) -> float:
+        return self.rack.power_kw.value * 1e3
+
+    def precision_or_best(self, precision: str | None) -> str:
+        """The precision asked for, or the fastest the hardware supports."""
+        if precision is not None:
+            return precision
+        return next(p for p in PRECISIONS if p in self.precisions)
+
+
+class Model(Strict):
+    """A transformer from its public config. Parameter counts and KV sizes are derived, never typed in."""
+
+    id: str
+    name: str
+    source: str = Field(description="URL of the public config the fields were read from")
+    layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    tie_word_embeddings: bool = False
+    attention: Literal["gqa", "mla"]
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0, description="for MLA the latent is shared: 1")
+    head_dim: int = Field(gt=0, description="GQA head dim; for MLA qk_nope_head_dim + qk_rope_head_dim")
+    # MLA (DeepSeek-style) ranks
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    attention_bias: bool = False
+    sliding_window_tokens: int | None = Field(None, description="window of the sliding-window layers")
+    sliding_window_layers: int = Field(0, ge=0, description="how many layers use the sliding window")
+    # FFN: dense layers use intermediate_size; MoE layers use experts of moe_intermediate_size
+    intermediate_size: int = Field(0, ge=0, description="dense FFN width (0 when every layer is MoE)")
+    dense_layers: int | None = Field(None, description="layers with a dense FFN; default all (dense) or 0 (MoE)")
+    experts: int = Field(0, ge=0)
+    experts_per_token: int = Field(0, ge=0)
+    shared_experts: int = Field(0, ge=0)
+    moe_intermediate_size: int = Field(0, ge=0)
+    native_precision: Precision = "bf16"
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Model":
+        if self.attention == "mla":
+            for f in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+                if getattr(self, f) is None:
+                    raise ValueError(f"MLA attention needs {f}")
+        if self.experts:
+            if not (0 < self.experts_per_token <= self.experts) or self.moe_intermediate_size <= 0:
+                raise ValueError("MoE needs 0 < experts_per_token <= experts and moe_intermediate_size > 0")
+        elif self.intermediate_size <= 0:
+            raise ValueError("a dense model needs intermediate_size > 0")
+        if self.sliding_window_layers > self.layers:
+            raise ValueError("sliding_window_layers exceeds layers")
+        if self.sliding_window_layers and not self.sliding_window_tokens:
+            raise ValueError("sliding_window_layers needs sliding_window_tokens")
+        if self.n_dense_layers > self.layers:
+            raise ValueError("dense_layers exceeds layers")
+        return self
+
+    # ---- derived structure -------------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def n_dense_layers(self) -> int:
+        if self.dense_layers is not None:
+            return self.dense_layers
+        return 0 if self.is_moe else self.layers
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.layers - self.n_dense_layers
+
+    @property
+    def attention_params_per_layer(self) -> int:
+        h = self.hidden_size
+        if self.attention == "gqa":
+            q = h * self.heads * self.head_dim
+            kv = 2 * h * self.kv_heads * self.head_dim
+            o = self.heads * self.head_dim * h
+            bias = (self.heads + 2 * self.kv_heads) * self.head_dim if self.attention_bias else 0
+            return q + kv + o + bias
+        qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+        if self.q_lora_rank:
+            q = h * self.q_lora_rank + self.q_lora_rank * self.heads * qk
+        else:
+            q = h * self.heads * qk
+        kv = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank * self.heads * (
+            self.qk_nope_head_dim + self.v_head_dim
+        )
+        o = self.heads * self.v_head_dim * h
+        return q + kv + o
+
+    @property
+    def dense_ffn_params_per_layer(self) -> int:
+        return 3 * self.hidden_size * self.intermediate_size  # gated (SwiGLU): gate, up, down
+
+    @property
+    def expert_params(self) -> int:
+        """One routed expert (gated FFN of moe_intermediate_size)."""
+        return 3 * self.hidden_size * self.moe_intermediate_size
+
+    @property
+    def shared_params_per_moe_layer(self) -> int:
+        """Shared experts plus the router, read for every token of an MoE layer."""
+        return self.shared_experts * self.expert_params + self.hidden_size * self.experts
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    @property
+    def lm_head_params(self) -> int:
+        return self.vocab_size * self.hidden_size
+
+    @property
+    def non_expert_params(self) -> int:
+        """Weights every token reads: attention, dense FFNs, shared experts, router, embeddings."""
+        return (
+            self.layers * self.attention_params_per_layer
+            + self.n_dense_layers * self.dense_ffn_params_per_layer
+            + self.n_moe_layers * self.shared_params_per_moe_layer
+            + self.embedding_params
+        )
+
+    @property
+    def total_params(self) -> int:
+        return self.non_expert_params + self.n_moe_layers * self.experts * self.expert_params
+
+    @property
+    def active_params(self) -> int:
+        """Parameters a single token touches (the embedding table counts once, as the LM head)."""
+        return (
+            self.non_expert_params
+            - (self.embedding_params - self.lm_head_params)
+            + self.n_moe_layers * self.experts_per_token * self.expert_params
+        )
+
+    @property
+    def kv_elements_per_token_per_layer(self) -> int:
+        if self.attention == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.kv_heads * self.head_dim
+
+    def kv_bytes_per_token(self, precision: str, context_tokens: int | None = None) -> float:
+        """KV bytes one token adds over all layers; sliding-window layers stop growing past their window."""
+        per_layer = self.kv_elements_per_token_per_layer * KV_BYTES[precision]
+        full = self.layers - self.sliding_window_layers
+        if context_tokens is None or not self.sliding_window_layers:
+            return per_layer * (full + self.sliding_window_layers)
+        windowed = self.sliding_window_layers * min(context_tokens, self.sliding_window_tokens) / context_tokens
+        return per_layer * (full + windowed)
+
+    @property
+    def attention_flops_per_token_per_context(self) -> int:
+        """FLOPs per layer for one query token against one cached token (QK^T and AV, 2 FLOPs per MAC).
+
+        GQA: 2 * heads * (head_dim + head_dim). MLA with absorbed projections attends in the latent space:
+        2 * heads * ((kv_lora_rank + rope) + kv_lora_rank).
+        """
+        if self.attention == "mla":
+            return 2 * self.heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        return 2 * self.heads * 2 * self.head_dim
+
+
+# ---- loading --------------------------------------------------------------------------------------------------
+class CatalogError(ValueError):
+    """A catalog file is missing or invalid."""
+
+
+def _read_yaml(path: Path) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def _load_dir(sub: str, cls: type[BaseModel]) -> dict[str, BaseModel]:
+    out: dict[str, BaseModel] = {}
+    for path in sorted((DATA_DIR / sub).glob("*.yaml")):
+        try:
+            item = cls.model_validate(_read_yaml(path))
+        except Exception as exc:  # pydantic.ValidationError or YAML error: name the file
+            raise CatalogError(f"{path}: {exc}") from exc
+        if item.id != path.stem:
+            raise CatalogError(f"{path}: id {item.id!r} must equal the file name {path.stem!r}")
+        out[item.id] = item
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def hardware_catalog() -> dict[str, Hardware]:
+    return _load_dir("hardware", Hardware)  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=None)
+def model_catalog() -> dict[str, Model]:
+    return _load_dir("models", Model)  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=None)
+def sources() -> dict[str, dict]:
+    return _read_yaml(DATA_DIR / "sources.yaml")
+
+
+def did_you_mean(name: str, choices) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def get_hardware(hw_id: str) -> Hardware:
+    cat = hardware_catalog()
+    if hw_id not in cat:
+        raise CatalogError(f"unknown hardware {hw_id!r}{did_you_mean(hw_id, cat)}; known: {', '.join(sorted(cat))}")
+    return cat[hw_id]
+
+
+def get_model(model_id: str) -> Model:
+    cat = model_catalog()
+    if model_id not in cat:
+        raise CatalogError(
+            f"unknown model {model_id!r}{did_you_mean(model_id, cat)}; known: {', '.join(sorted(cat))}"
+        )
+    return cat[model_id]

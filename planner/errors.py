@@ -1,0 +1,32 @@
+"""Errors that reach the user as one clear message and an exit code (see the interface's exit codes)."""
+
+from __future__ import annotations
+
+
+class PlannerError(Exception):
+    """Base class: the CLI prints the message (no traceback) and exits with ``exit_code``."""
+
+    exit_code = 1
+
+
+class InputError(PlannerError):
+    """Bad input: a scenario, a catalog id or a command-line value. Exit code 2.
+
+    The message names the file, the line where known, the field path and what was expected.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None):
+        self.file, self.line, self.field = file, line, field
+        where = ""
+        if file:
+            where = f"{file}:{line}: " if line else f"{file}: "
+        what = f"{field}: " if field else ""
+        super().__init__(f"{where}{what}{message}")
+
+
+class InfeasibleError(PlannerError):
+    """No feasible plan exists. Exit code 3."""
+
+    exit_code = 3

@@ -1,0 +1,349 @@
+"""The analytical performance model, jitted. Every formula is written out in docs/MODEL.md (section numbers below).
+
+One replica = ``tp * pp`` chips: ``pp`` pipeline stages of ``tp`` tensor-parallel chips each. Every stage holds
+``ceil(layers / pp)`` layers' worth of weights (the slowest stage sets the pace). ``ep`` = 1 spreads each stage's
+routed experts over its ``tp`` chips with two all-to-alls per MoE layer instead of one all-reduce.
+
+Only arrays and scalars cross in; vectors are laid out as in ``solvers.layout``. ``solvers.reference`` is the
+plain-Python twin that tests compare against on random inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solvers._numba import njit, njit_parallel, prange
+from solvers.layout import (
+    B_BOUND,
+    B_BYTES_READ_PER_CHIP,
+    B_COMM_S,
+    B_COMPUTE_S,
+    B_FITS,
+    B_FLOOR_S,
+    B_FLOPS_PER_CHIP,
+    B_KV_BYTES_PER_CHIP,
+    B_MEMORY_S,
+    B_POWER_W,
+    B_ROOFLINE_S,
+    B_TIME_S,
+    B_TOKENS_PER_S,
+    B_TPS_PER_USER,
+    B_USABLE_BYTES_PER_CHIP,
+    B_WEIGHT_BYTES_PER_CHIP,
+    H_ACT_BYTES,
+    H_BW,
+    H_BW_EFF,
+    H_CAP,
+    H_CHIPS_PER_RACK,
+    H_COLL_LAT_S,
+    H_FLOPS_EFF,
+    H_KV_BYTES,
+    H_LAYER_FLOOR_S,
+    H_MEM_USABLE,
+    H_N_TIERS,
+    H_PEAK_FLOPS,
+    H_RACK_POWER_W,
+    H_SO_BW,
+    H_SO_LAT,
+    H_SU_BW,
+    H_SU_DOMAIN,
+    H_SU_LAT,
+    H_WEIGHT_BYTES,
+    M_ATTN_FLOPS,
+    M_ATTN_PARAMS,
+    M_DENSE_FFN_PARAMS,
+    M_DENSE_LAYERS,
+    M_EMBED_PARAMS,
+    M_EXPERT_PARAMS,
+    M_EXPERTS,
+    M_EXPERTS_PER_TOKEN,
+    M_HIDDEN,
+    M_KV_ELEMS,
+    M_LAYERS,
+    M_LM_HEAD_PARAMS,
+    M_MOE_LAYERS,
+    M_SHARED_PARAMS,
+    M_WINDOW_LAYERS,
+    M_WINDOW_TOKENS,
+    N_BREAKDOWN,
+)
+
+
+@njit
+def stage_layers(model, pp):
+    """(layers, dense layers, MoE layers) of the largest pipeline stage (MODEL.md 2.1)."""
+    layers = model[M_LAYERS]
+    per_stage = math.ceil(layers / pp)
+    share = per_stage / layers
+    return per_stage, model[M_DENSE_LAYERS] * share, model[M_MOE_LAYERS] * share
+
+
+@njit
+def experts_touched(model, tokens):
+    """Distinct routed experts per MoE layer that ``tokens`` tokens touch, uniform routing (MODEL.md 2.3)."""
+    e = model[M_EXPERTS]
+    if e <= 0.0:
+        return 0.0
+    k = model[M_EXPERTS_PER_TOKEN]
+    return e * (1.0 - (1.0 - k / e) ** tokens)
+
+
+@njit
+def context_layers(model, layers_in_stage, context):
+    """Layer-equivalents of attention over ``context`` tokens: sliding-window layers count min(S, W) / S."""
+    if context <= 0.0:
+        return 0.0
+    share_window = model[M_WINDOW_LAYERS] / model[M_LAYERS]
+    window_share = 0.0
+    if model[M_WINDOW_LAYERS] > 0.0:
+        window_share = min(context, model[M_WINDOW_TOKENS]) / context
+    return layers_in_stage * ((1.0 - share_window) + share_window * window_share)
+
+
+@njit
+def held_weight_params_per_chip(model, tp, pp):
+    """Weights one chip stores (MODEL.md 2.2): its stage's layers over ``tp``, plus 1/pp of the embeddings."""
+    ls, dense, moe = stage_layers(model, pp)
+    per_stage = (
+        ls * model[M_ATTN_PARAMS]
+        + dense * model[M_DENSE_FFN_PARAMS]
+        + moe * (model[M_SHARED_PARAMS] + model[M_EXPERTS] * model[M_EXPERT_PARAMS])
+        + model[M_EMBED_PARAMS] / pp
+    )
+    return per_stage / tp
+
+
+@njit
+def read_weight_params_per_chip(model, tp, pp, tokens):
+    """Weights one chip reads in one stage step over ``tokens`` tokens (touched experts only)."""
+    ls, dense, moe = stage_layers(model, pp)
+    per_stage = (
+        ls * model[M_ATTN_PARAMS]
+        + dense * model[M_DENSE_FFN_PARAMS]
+        + moe * (model[M_SHARED_PARAMS] + experts_touched(model, tokens) * model[M_EXPERT_PARAMS])
+        + model[M_LM_HEAD_PARAMS] / pp
+    )
+    return per_stage / tp
+
+
+@njit
+def active_params_per_stage(model, pp):
+    """Weights each token multiplies through in one stage (for FLOPs)."""
+    ls, dense, moe = stage_layers(model, pp)
+    return (
+        ls * model[M_ATTN_PARAMS]
+        + dense * model[M_DENSE_FFN_PARAMS]
+        + moe * (model[M_SHARED_PARAMS] + model[M_EXPERTS_PER_TOKEN] * model[M_EXPERT_PARAMS])
+        + model[M_LM_HEAD_PARAMS] / pp
+    )
+
+
+@njit
+def kv_bytes_per_chip(model, hw, tp, pp, streams, context):
+    """KV cache one chip holds for ``streams`` streams at ``context`` tokens (MODEL.md 2.4)."""
+    ls, _, _ = stage_layers(model, pp)
+    per_token = model[M_KV_ELEMS] * hw[H_KV_BYTES] * context_layers(model, ls, context)
+    return streams * context * per_token / tp
+
+
+@njit
+def usable_bytes_per_chip(hw):
+    total = 0.0
+    for i in range(int(hw[H_N_TIERS])):
+        total += hw[H_CAP + i]
+    return total * hw[H_MEM_USABLE]
+
+
+@njit
+def tier_read_time(hw, held_w, read_w, held_kv, read_kv):
+    """Seconds to read ``read_w`` weight bytes and ``read_kv`` KV bytes, weights placed in the fastest tiers
+    first and the KV cache after them; reads come from each tier in proportion to what it holds (MODEL.md 2.5)."""
+    usable = hw[H_MEM_USABLE]
+    w_left = held_w
+    kv_left = held_kv
+    t = 0.0
+    for i in range(int(hw[H_N_TIERS])):
+        room = hw[H_CAP + i] * usable
+        w_here = min(w_left, room)
+        w_left -= w_here
+        kv_here = min(kv_left, room - w_here)
+        kv_left -= kv_here
+        nbytes = 0.0
+        if held_w > 0.0:
+            nbytes += read_w * w_here / held_w
+        if held_kv > 0.0:
+            nbytes += read_kv * kv_here / held_kv
+        t += nbytes / (hw[H_BW + i] * hw[H_BW_EFF])
+    if w_left > 0.0 or kv_left > 0.0:
+        # Does not fit: price the overflow at the slowest tier so the time stays finite and monotone.
+        last = int(hw[H_N_TIERS]) - 1
+        over = 0.0
+        if held_w > 0.0:
+            over += read_w * w_left / held_w
+        if held_kv > 0.0:
+            over += read_kv * kv_left / held_kv
+        t += over / (hw[H_BW + last] * hw[H_BW_EFF])
+    return t
+
+
+@njit
+def allreduce_time(hw, tp, nbytes):
+    """Ring all-reduce over the scale-up domain: latency + 2 (tp-1)/tp * bytes / bandwidth (MODEL.md 2.7)."""
+    if tp <= 1:
+        return 0.0
+    return hw[H_COLL_LAT_S] + 2.0 * (tp - 1) / tp * nbytes / hw[H_SU_BW]
+
+
+@njit
+def alltoall_time(hw, tp, nbytes_per_chip):
+    """One all-to-all in which each chip receives ``nbytes_per_chip``."""
+    if tp <= 1:
+        return 0.0
+    return hw[H_COLL_LAT_S] + nbytes_per_chip * (tp - 1) / tp / hw[H_SU_BW]
+
+
+@njit
+def pipeline_hop_time(hw, tp, pp, nbytes):
+    """One stage-to-stage hop: over scale-up when the replica fits one domain, else over scale-out."""
+    if pp <= 1:
+        return 0.0
+    if tp * pp <= hw[H_SU_DOMAIN]:
+        return hw[H_SU_LAT] + nbytes / hw[H_SU_BW]
+    return hw[H_SO_LAT] + nbytes / hw[H_SO_BW]
+
+
+@njit
+def stage_comm_time(model, hw, tp, pp, ep, tokens):
+    """Collectives of one stage step over ``tokens`` tokens: 2 all-reduces per dense layer; per MoE layer one
+    all-reduce (attention) plus one more (experts tensor-parallel) or two all-to-alls (expert parallel)."""
+    ls, dense, moe = stage_layers(model, pp)
+    msg = tokens * model[M_HIDDEN] * hw[H_ACT_BYTES]
+    ar = allreduce_time(hw, tp, msg)
+    t = dense * 2.0 * ar
+    if ep > 0 and tp > 1:
+        a2a = alltoall_time(hw, tp, msg * model[M_EXPERTS_PER_TOKEN] / tp)
+        t += moe * (ar + 2.0 * a2a)
+    else:
+        t += moe * 2.0 * ar
+    return t + pipeline_hop_time(hw, tp, pp, msg)
+
+
+@njit
+def bound_of(memory, compute, comm, floor):
+    """Index of the largest term: 0 memory, 1 compute, 2 communication, 3 floor."""
+    best = 0
+    value = memory
+    if compute > value:
+        best, value = 1, compute
+    if comm > value:
+        best, value = 2, comm
+    if floor > value:
+        best = 3
+    return best
+
+
+@njit
+def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, query_tokens, accepted_tokens, out):
+    """Decode of ``streams`` concurrent streams on one replica (MODEL.md 3). Writes a breakdown into ``out``.
+
+    The streams form ``pp`` micro-batches of b = max(streams / pp, 1); a stream's token interval is the sum of the
+    ``pp`` stage steps. ``query_tokens`` per stream per step (1 + draft tokens with speculative decoding), of which
+    ``accepted_tokens`` are kept on average.
+    """
+    b = max(streams / pp, 1.0)
+    tokens = b * query_tokens
+    ls, _, _ = stage_layers(model, pp)
+    wbytes = hw[H_WEIGHT_BYTES]
+
+    held_w = held_weight_params_per_chip(model, tp, pp) * wbytes
+    read_w = read_weight_params_per_chip(model, tp, pp, tokens) * wbytes
+    held_kv = kv_bytes_per_chip(model, hw, tp, pp, streams, context_max)
+    read_kv = kv_bytes_per_chip(model, hw, tp, pp, b, context_avg)
+    memory = tier_read_time(hw, held_w, read_w, held_kv, read_kv)
+
+    flops = 2.0 * tokens * active_params_per_stage(model, pp) / tp
+    flops += tokens * context_avg * model[M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
+    compute = flops / (hw[H_PEAK_FLOPS] * hw[H_FLOPS_EFF])
+
+    comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
+    floor = ls * hw[H_LAYER_FLOOR_S]
+    roofline = max(memory, compute)
+    step = roofline + comm + floor
+    interval = pp * step
+
+    usable = usable_bytes_per_chip(hw)
+    out[B_TIME_S] = interval
+    out[B_MEMORY_S] = pp * memory
+    out[B_COMPUTE_S] = pp * compute
+    out[B_ROOFLINE_S] = pp * roofline
+    out[B_COMM_S] = pp * comm
+    out[B_FLOOR_S] = pp * floor
+    out[B_TPS_PER_USER] = accepted_tokens / interval
+    out[B_TOKENS_PER_S] = streams * accepted_tokens / interval
+    out[B_FITS] = 1.0 if held_w + held_kv <= usable else 0.0
+    out[B_WEIGHT_BYTES_PER_CHIP] = held_w
+    out[B_KV_BYTES_PER_CHIP] = held_kv
+    out[B_USABLE_BYTES_PER_CHIP] = usable
+    out[B_BOUND] = bound_of(memory, compute, comm, floor)
+    out[B_POWER_W] = tp * pp * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
+    out[B_BYTES_READ_PER_CHIP] = read_w + read_kv
+    out[B_FLOPS_PER_CHIP] = flops
+
+
+@njit
+def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
+    """Prefill of one prompt of ``input_tokens`` tokens alone on a replica (MODEL.md 4): the prompt passes the
+    ``pp`` stages in turn, so TTFT is ``pp`` stage times; with stages pipelined over prompts the replica takes
+    ``input_tokens / stage time`` prompt tokens per second."""
+    n = input_tokens
+    ls, _, _ = stage_layers(model, pp)
+    wbytes = hw[H_WEIGHT_BYTES]
+
+    held_w = held_weight_params_per_chip(model, tp, pp) * wbytes
+    read_w = read_weight_params_per_chip(model, tp, pp, n) * wbytes
+    kv_written = kv_bytes_per_chip(model, hw, tp, pp, 1.0, n)
+    memory = tier_read_time(hw, held_w, read_w, kv_written, kv_written)
+
+    # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs in all (window layers: n * min(W, n/2)).
+    flops = 2.0 * n * active_params_per_stage(model, pp) / tp
+    flops += n * (n / 2.0) * model[M_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
+    compute = flops / (hw[H_PEAK_FLOPS] * hw[H_FLOPS_EFF])
+
+    comm = stage_comm_time(model, hw, tp, pp, ep, n)
+    floor = ls * hw[H_LAYER_FLOOR_S]
+    roofline = max(memory, compute)
+    step = roofline + comm + floor
+
+    usable = usable_bytes_per_chip(hw)
+    out[B_TIME_S] = pp * step
+    out[B_MEMORY_S] = pp * memory
+    out[B_COMPUTE_S] = pp * compute
+    out[B_ROOFLINE_S] = pp * roofline
+    out[B_COMM_S] = pp * comm
+    out[B_FLOOR_S] = pp * floor
+    out[B_TPS_PER_USER] = 0.0
+    out[B_TOKENS_PER_S] = n / step
+    out[B_FITS] = 1.0 if held_w + kv_written <= usable else 0.0
+    out[B_WEIGHT_BYTES_PER_CHIP] = held_w
+    out[B_KV_BYTES_PER_CHIP] = kv_written
+    out[B_USABLE_BYTES_PER_CHIP] = usable
+    out[B_BOUND] = bound_of(memory, compute, comm, floor)
+    out[B_POWER_W] = tp * pp * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
+    out[B_BYTES_READ_PER_CHIP] = read_w + kv_written
+    out[B_FLOPS_PER_CHIP] = flops
+
+
+@njit_parallel
+def decode_sweep(model, hw, tp, pp, ep, streams, context_avg, context_max, query_tokens, accepted_tokens):
+    """Decode breakdowns of many configurations at once: ``tp, pp, ep, streams`` are equal-length arrays.
+    Returns an (n, N_BREAKDOWN) array."""
+    n = tp.shape[0]
+    out = np.empty((n, N_BREAKDOWN))
+    for i in prange(n):
+        decode_breakdown(
+            model, hw, tp[i], pp[i], ep[i], streams[i], context_avg, context_max, query_tokens, accepted_tokens,
+            out[i],
+        )
+    return out

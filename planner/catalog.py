@@ -166,6 +166,8 @@ class Model(Strict):
             for f in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
                 if getattr(self, f) is None:
                     raise ValueError(f"MLA attention needs {f}")
+            if self.kv_heads != 1 or self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
+                raise ValueError("MLA needs kv_heads 1 and head_dim = qk_nope_head_dim + qk_rope_head_dim")
         if self.experts:
             if not (0 < self.experts_per_token <= self.experts) or self.moe_intermediate_size <= 0:
                 raise ValueError("MoE needs 0 < experts_per_token <= experts and moe_intermediate_size > 0")
@@ -284,6 +286,13 @@ class Model(Strict):
         if self.attention == "mla":
             return 2 * self.heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
         return 2 * self.heads * 2 * self.head_dim
+
+    @property
+    def prefill_attention_flops_per_token_per_context(self) -> int:
+        """As above for prefill, where MLA runs un-absorbed (vLLM, SGLang): 2 * heads * (qk_dim + v_head_dim)."""
+        if self.attention == "mla":
+            return 2 * self.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
+        return self.attention_flops_per_token_per_context
 
 
 # ---- loading --------------------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ def model_vector(model: Model) -> np.ndarray:
     v[L.M_WINDOW_LAYERS] = model.sliding_window_layers
     v[L.M_WINDOW_TOKENS] = model.sliding_window_tokens or 0
     v[L.M_ATTN_FLOPS] = model.attention_flops_per_token_per_context
+    v[L.M_PREFILL_ATTN_FLOPS] = model.prefill_attention_flops_per_token_per_context
     return v
 
 
@@ -288,27 +289,27 @@ def colocated_tokens_per_s(decode_tokens_per_s, prefill_tokens_per_s, input_toke
     return output_tokens / per_request_s
 
 
-def sweep_points(model: Model, hw: Hardware, precision: str, input_tokens: int, output_tokens: int):
-    """Every fitting (tp, pp, ep, batch) of one system at one precision, with per-user speed and tokens/s/MW."""
+def sweep_points(model: Model, hw: Hardware, precision: str, input_tokens: int, output_tokens: int,
+                 efficiency: dict[str, float] | None = None, chips: int | None = None,
+                 batches: np.ndarray = FRONTIER_BATCHES) -> dict:
+    """Every fitting (tp, pp, ep, batch) of one system at one precision (replicas of ``chips`` chips if given),
+    with per-user speed, TTFT and output tokens/s per MW including the replica's own prefill work."""
     from solvers.perf_kernels import decode_sweep, prefill_breakdown
 
-    grid = parallel_grid(hw, model)
-    mv, hv = model_vector(model), hardware_vector(hw, precision)
-    nb = len(FRONTIER_BATCHES)
-    tp = np.repeat(grid[:, 0], nb)
-    pp = np.repeat(grid[:, 1], nb)
-    ep = np.repeat(grid[:, 2], nb)
-    streams = np.tile(FRONTIER_BATCHES, len(grid))
+    grid = parallel_grid(hw, model, chips)
+    mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
+    nb = len(batches)
+    tp, pp, ep = (np.repeat(grid[:, j], nb) for j in range(3))
+    streams = np.tile(batches, len(grid))
     res = decode_sweep(mv, hv, tp, pp, ep, streams, input_tokens + output_tokens / 2.0,
                        float(input_tokens + output_tokens), 1.0, 1.0)
-    prefill_rate = np.empty(len(grid))
+    prefill_rate, ttft = np.empty(len(grid)), np.empty(len(grid))
     pre = np.zeros(L.N_BREAKDOWN)
     for i, (t, p, e) in enumerate(grid):
         prefill_breakdown(mv, hv, t, p, e, float(input_tokens), pre)
-        prefill_rate[i] = pre[L.B_TOKENS_PER_S]
-    prefill_rate = np.repeat(prefill_rate, nb)
+        prefill_rate[i], ttft[i] = pre[L.B_TOKENS_PER_S], pre[L.B_TIME_S]
     keep = res[:, L.B_FITS] > 0.5
-    tput = colocated_tokens_per_s(res[:, L.B_TOKENS_PER_S], prefill_rate, input_tokens, output_tokens)
+    tput = colocated_tokens_per_s(res[:, L.B_TOKENS_PER_S], np.repeat(prefill_rate, nb), input_tokens, output_tokens)
     mw = res[:, L.B_POWER_W] / 1e6
     return {
         "hardware": hw.id,
@@ -319,6 +320,8 @@ def sweep_points(model: Model, hw: Hardware, precision: str, input_tokens: int, 
         "batch": streams[keep].astype(int),
         "chips": (tp * pp)[keep].astype(int),
         "tps_per_user": res[keep, L.B_TPS_PER_USER],
+        "output_tokens_per_s": tput[keep],
+        "ttft_s": np.repeat(ttft, nb)[keep],
         "output_tokens_per_s_per_mw": (tput / mw)[keep],
         "decode_tokens_per_s_per_mw": (res[:, L.B_TOKENS_PER_S] / mw)[keep],
         "bound": res[keep, L.B_BOUND].astype(int),

@@ -21,8 +21,9 @@ M_LM_HEAD_PARAMS = 11  # LM head weights read per generated token
 M_KV_ELEMS = 12  # KV elements per token per layer
 M_WINDOW_LAYERS = 13  # sliding-window layers
 M_WINDOW_TOKENS = 14  # their window (0 if none)
-M_ATTN_FLOPS = 15  # attention FLOPs per query token per cached token per layer
-N_MODEL = 16
+M_ATTN_FLOPS = 15  # decode attention FLOPs per query token per cached token per layer
+M_PREFILL_ATTN_FLOPS = 16  # the same in prefill (MLA runs un-absorbed there)
+N_MODEL = 17
 
 # ---- hardware vector (one system at one precision, efficiencies applied in the kernel) ----------------------
 MAX_TIERS = 4

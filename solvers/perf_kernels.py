@@ -63,6 +63,7 @@ from solvers.layout import (
     M_KV_ELEMS,
     M_LAYERS,
     M_LM_HEAD_PARAMS,
+    M_PREFILL_ATTN_FLOPS,
     M_MOE_LAYERS,
     M_SHARED_PARAMS,
     M_WINDOW_LAYERS,
@@ -308,7 +309,7 @@ def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
 
     # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs in all (window layers: n * min(W, n/2)).
     flops = 2.0 * n * active_params_per_stage(model, pp) / tp
-    flops += n * (n / 2.0) * model[M_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
+    flops += n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
     compute = flops / (hw[H_PEAK_FLOPS] * hw[H_FLOPS_EFF])
 
     comm = stage_comm_time(model, hw, tp, pp, ep, n)

@@ -1,0 +1,29 @@
+# Two entry points that work on a fresh machine: `make demo` and `make test`. Each creates .venv on first use.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+
+.PHONY: demo test test-slow bench clean
+
+$(VENV)/.installed: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/planner validate scenarios/mixed-site.yaml
+	$(VENV)/bin/planner frontier --model llama-3.1-70b --hardware hgx-h200 --hardware gb200-nvl72 \
+		--hardware vr-nvl72 --hardware groq3-lpx --hardware cs3
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+test-slow: $(VENV)/.installed
+	$(PY) -m pytest -q -m slow
+
+bench: $(VENV)/.installed
+	$(PY) benchmarks/bench_perf_model.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,143 @@
+"""Fitting the few physical efficiency parameters of each hardware family to published figures.
+
+The points are in ``data/calibration.yaml``, the fitted values with their provenance in ``data/efficiency.yaml``.
+Each family minimises the sum of squared log errors of its points over the parameters it is allowed to fit, within
+physical bounds, by coordinate descent on a log scale. Nothing is special-cased per model or figure.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+
+import numpy as np
+import yaml
+
+from planner import catalog, performance
+
+# Replica batches searched for throughput points (streams in flight per replica).
+BATCHES = np.unique(np.round(np.geomspace(1, 8192, 64))).astype(np.float64)
+
+
+def calibration_data() -> dict:
+    return catalog._read_yaml(catalog.DATA_DIR / "calibration.yaml")
+
+
+def points() -> list[dict]:
+    return calibration_data()["points"]
+
+
+def predict(point: dict, efficiency: dict[str, float] | None = None) -> dict:
+    """The model's figure for one calibration point, with the configuration that achieves it."""
+    model = catalog.get_model(point["model"])
+    hw = catalog.get_hardware(point["hardware"])
+    eff = efficiency or performance.family_efficiency(hw.family)
+    if point["metric"] == "per_user":
+        return _predict_per_user(point, model, hw, eff)
+    return _predict_throughput(point, model, hw, eff)
+
+
+def _predict_per_user(point, model, hw, eff) -> dict:
+    s = performance.sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
+                                 efficiency=eff, chips=point.get("chips"), batches=np.array([1.0]))
+    if len(s["tps_per_user"]) == 0:
+        return {"predicted": 0.0, "config": "does not fit"}
+    i = int(np.argmax(s["tps_per_user"]))
+    return {"predicted": float(s["tps_per_user"][i]), "config": _config(s, i)}
+
+
+def _predict_throughput(point, model, hw, eff) -> dict:
+    total = int(point["chips"])
+    best, where = 0.0, "no layout meets the condition"
+    for replica in (r for r in range(1, total + 1) if total % r == 0):
+        s = performance.sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
+                                     efficiency=eff, chips=replica, batches=BATCHES)
+        ok = (s["tps_per_user"] >= point.get("min_tps_per_user", 0.0)) & (s["ttft_s"] <= point.get("max_ttft_s", math.inf))
+        if not ok.any():
+            continue
+        system = s["output_tokens_per_s"] * (total // replica)
+        i = int(np.argmax(np.where(ok, system, -1.0)))
+        if system[i] > best:
+            best, where = float(system[i]), f"{total // replica} x ({_config(s, i)})"
+    return {"predicted": best, "config": where}
+
+
+def _config(s: dict, i: int) -> str:
+    ep = " ep" if s["ep"][i] else ""
+    return f"tp{s['tp'][i]} pp{s['pp'][i]}{ep} batch {s['batch'][i]} {s['precision']}"
+
+
+def log_error(predicted: float, published: float) -> float:
+    return math.log(max(predicted, 1e-9) / published)
+
+
+def family_points(family: str) -> list[dict]:
+    return [p for p in points() if catalog.get_hardware(p["hardware"]).family == family]
+
+
+def loss(family: str, eff: dict[str, float]) -> float:
+    return sum(log_error(predict(p, eff)["predicted"], p["published"]) ** 2 for p in family_points(family))
+
+
+def fit_family(family: str, sweeps: int = 3, steps: int = 9) -> dict[str, float]:
+    """Coordinate descent on a log grid that narrows around the best value each sweep."""
+    spec = calibration_data()
+    names = spec["fit"][family]["params"]
+    bounds = spec["bounds"]
+    eff = dict(performance.family_efficiency(family))
+    width = {n: math.log(bounds[n][1] / bounds[n][0]) for n in names}
+    for _ in range(sweeps):
+        for n in names:
+            lo, hi = bounds[n]
+            centre = math.log(eff[n])
+            grid = np.exp(np.linspace(centre - width[n] / 2, centre + width[n] / 2, steps))
+            grid = np.unique(np.clip(grid, lo, hi))
+            scores = [loss(family, {**eff, n: float(v)}) for v in grid]
+            eff[n] = float(grid[int(np.argmin(scores))])
+            width[n] /= 3.0
+    return eff
+
+
+def write_fit() -> None:
+    """Refit every family named in calibration.yaml and rewrite data/efficiency.yaml with provenance."""
+    path = catalog.DATA_DIR / "efficiency.yaml"
+    table = yaml.safe_load(path.read_text())
+    for family in calibration_data()["fit"]:
+        fitted = fit_family(family)
+        ids = [p["id"] for p in family_points(family)]
+        for name in calibration_data()["fit"][family]["params"]:
+            table[family][name] = {
+                "value": float(f"{fitted[name]:.4g}"),
+                "basis": f"fitted {_dt.date.today().isoformat()} to calibration points {', '.join(ids)}",
+            }
+        performance.efficiency_table.cache_clear()
+        path.write_text(_header(path) + yaml.safe_dump(table, sort_keys=False, width=120))
+        performance.efficiency_table.cache_clear()
+
+
+def _header(path) -> str:
+    lines = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def comparison() -> list[dict]:
+    """Predicted against published for every point, with the error."""
+    rows = []
+    for p in points():
+        pred = predict(p)
+        rows.append({
+            "id": p["id"],
+            "model": p["model"],
+            "hardware": p["hardware"],
+            "metric": p["metric"],
+            "published": float(p["published"]),
+            "predicted": pred["predicted"],
+            "error_pct": 100.0 * (pred["predicted"] / p["published"] - 1.0),
+            "config": pred["config"],
+            "confidence": p["confidence"],
+        })
+    return rows

@@ -1,0 +1,173 @@
+"""The ``planner`` command line: a thin shell over the library. Heavy imports happen inside the commands."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from planner import __version__
+
+FORMATS = click.Choice(["table", "json"])
+PRECISION = click.Choice(["fp4", "fp8", "bf16"])
+
+
+def _fail(exc: Exception) -> None:
+    """Print a planner error as one line and exit with its code; anything else propagates."""
+    from planner.catalog import CatalogError
+    from planner.errors import PlannerError
+
+    if isinstance(exc, PlannerError):
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    if isinstance(exc, CatalogError):
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    raise exc
+
+
+class PlannerGroup(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - mapped to exit codes, re-raised if unknown
+            _fail(exc)
+
+
+@click.group(cls=PlannerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="planner")
+def main() -> None:
+    """Fleet planner for AI inference hardware: which racks to buy, how many, and how to run them."""
+
+
+@main.command()
+@click.option("--model", "-m", required=True, help="model id (planner catalog)")
+@click.option("--hardware", "-H", required=True, help="hardware id (planner catalog)")
+@click.option("--chips", type=int, default=None, help="chips per replica [default: smallest that fits]")
+@click.option("--batch", type=int, default=1, show_default=True, help="concurrent streams per replica")
+@click.option("--precision", type=PRECISION, default=None, help="[default: fastest the hardware runs]")
+@click.option("--input-tokens", type=int, default=1000, show_default=True)
+@click.option("--output-tokens", type=int, default=1000, show_default=True)
+@click.option("--draft-tokens", type=int, default=0, show_default=True, help="speculative decoding draft length")
+@click.option("--acceptance", type=float, default=0.7, show_default=True, help="draft token acceptance rate")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+def estimate(model, hardware, chips, batch, precision, input_tokens, output_tokens, draft_tokens, acceptance, fmt):
+    """One deployment's performance, with the breakdown that explains it."""
+    from planner import performance, render
+
+    est = performance.estimate(model, hardware, chips=chips, batch=batch, precision=precision,
+                               input_tokens=input_tokens, output_tokens=output_tokens,
+                               draft_tokens=draft_tokens, acceptance=acceptance)
+    d = est.to_dict()
+    if fmt == "json":
+        click.echo(render.to_json(d))
+        return
+    head = {k: v for k, v in d.items() if not isinstance(v, dict)}
+    render.table([{"field": k, "value": v} for k, v in head.items()], title=f"{model} on {hardware}")
+    parts = [{"phase": "decode (per token interval)", **d["decode"]}, {"phase": "prefill (TTFT)", **d["prefill"]}]
+    render.table(parts, title="time breakdown (s)")
+    render.table([d["memory"]], title="memory per chip (bytes)")
+
+
+@main.command()
+@click.option("--model", "-m", required=True, help="model id")
+@click.option("--hardware", "-H", multiple=True, help="hardware id, repeatable [default: every system that serves it]")
+@click.option("--precision", type=PRECISION, default=None, help="[default: every precision each system runs]")
+@click.option("--input-tokens", type=int, default=1000, show_default=True)
+@click.option("--output-tokens", type=int, default=1000, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+def frontier(model, hardware, precision, input_tokens, output_tokens, fmt):
+    """Pareto frontier of output tokens/s per MW against tokens/s per user, per hardware."""
+    from planner import performance, render
+
+    points = performance.frontier(model, list(hardware) or None, precision, input_tokens, output_tokens)
+    if fmt == "json":
+        click.echo(render.to_json(points))
+    elif fmt == "csv":
+        click.echo(render.to_csv(points), nl=False)
+    else:
+        cols = ["hardware", "tier", "tps_per_user", "output_tokens_per_s_per_mw", "chips", "tensor_parallel",
+                "pipeline_parallel", "expert_parallel", "batch", "precision", "bound"]
+        render.table(points, title=f"frontier: {model}, {input_tokens} in / {output_tokens} out", columns=cols)
+        render.table(performance.best_at_tiers(points),
+                     title="best output tokens/s per MW at each tier (tier boundaries: "
+                           + ", ".join(f"{k} {v:g}" for k, v in performance.TIERS.items()) + " tok/s/user)")
+
+
+@main.group(invoke_without_command=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.pass_context
+def catalog(ctx, fmt):
+    """List the hardware and model catalogs (``catalog show ID`` for one entry with sources)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from planner import render
+    from planner.catalog_view import hardware_rows, model_rows
+
+    hw, models = hardware_rows(), model_rows()
+    if fmt == "json":
+        click.echo(render.to_json({"hardware": hw, "models": models}))
+    elif fmt == "csv":
+        click.echo(render.to_csv(hw), nl=False)
+        click.echo(render.to_csv(models), nl=False)
+    else:
+        render.table(hw, title="hardware (per chip unless the column says rack)")
+        render.table(models, title="models (parameters derived from the public configs)")
+
+
+@catalog.command("show")
+@click.argument("item_id")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+def catalog_show(item_id, fmt):
+    """One catalog entry with every figure's source and confidence (and derived values for models)."""
+    from planner import render
+    from planner.catalog_view import show_entry
+
+    entry = show_entry(item_id)
+    if fmt == "json":
+        click.echo(render.to_json(entry))
+    else:
+        import yaml
+
+        click.echo(yaml.safe_dump(entry, sort_keys=False, allow_unicode=True), nl=False)
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=True, path_type=str))
+def validate(scenario):
+    """Check a scenario file against the schema and the catalog."""
+    from planner.scenario import load_scenario
+
+    sc = load_scenario(scenario)
+    click.echo(f"{scenario}: valid ({len(sc.workloads)} workloads)")
+
+
+@main.command()
+def schema():
+    """Print the scenario file's JSON Schema."""
+    from planner import render
+    from planner.scenario import scenario_json_schema
+
+    click.echo(render.to_json(scenario_json_schema()))
+
+
+@main.command()
+@click.option("--write", is_flag=True, help="write the fitted parameters to data/efficiency.yaml")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+def calibrate(write, fmt):
+    """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies."""
+    from planner import calibration, render
+
+    if write:
+        calibration.write_fit()
+    rows = calibration.comparison()
+    if fmt == "json":
+        click.echo(render.to_json(rows))
+    else:
+        render.table(rows, title="calibration: predicted vs published")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Plain-Python twin of ``solvers.perf_kernels``: the same model written a second time, readably and slowly.
+
+Tests compare the two on random inputs. It reads the same vectors (``solvers.layout``) but shares no code with the
+jitted kernels, so a slip in one shows up as a disagreement.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solvers import layout as L
+
+
+@dataclass
+class Replica:
+    """Plain names for the model and hardware vectors, and the layout of one replica."""
+
+    m: list
+    h: list
+    tp: float
+    pp: float
+    ep: float
+
+    @property
+    def layers_per_stage(self) -> float:
+        return math.ceil(self.m[L.M_LAYERS] / self.pp)
+
+    @property
+    def stage_share(self) -> float:
+        return self.layers_per_stage / self.m[L.M_LAYERS]
+
+    def weights_held(self) -> float:
+        m = self.m
+        stage = self.layers_per_stage * m[L.M_ATTN_PARAMS]
+        stage += self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
+        stage += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS] + m[L.M_EXPERTS] * m[L.M_EXPERT_PARAMS])
+        stage += m[L.M_EMBED_PARAMS] / self.pp
+        return stage / self.tp * self.h[L.H_WEIGHT_BYTES]
+
+    def touched(self, tokens: float) -> float:
+        e, k = self.m[L.M_EXPERTS], self.m[L.M_EXPERTS_PER_TOKEN]
+        if e == 0:
+            return 0.0
+        miss_one = 1.0 - k / e  # chance that one token does not pick a given expert
+        return e * (1.0 - miss_one**tokens)
+
+    def weights_read(self, tokens: float) -> float:
+        m = self.m
+        stage = self.layers_per_stage * m[L.M_ATTN_PARAMS]
+        stage += self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
+        stage += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS] + self.touched(tokens) * m[L.M_EXPERT_PARAMS])
+        stage += m[L.M_LM_HEAD_PARAMS] / self.pp
+        return stage / self.tp * self.h[L.H_WEIGHT_BYTES]
+
+    def active_per_stage(self) -> float:
+        m = self.m
+        moe_per_layer = m[L.M_SHARED_PARAMS] + m[L.M_EXPERTS_PER_TOKEN] * m[L.M_EXPERT_PARAMS]
+        return (
+            self.layers_per_stage * m[L.M_ATTN_PARAMS]
+            + self.stage_share * (m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS] + m[L.M_MOE_LAYERS] * moe_per_layer)
+            + m[L.M_LM_HEAD_PARAMS] / self.pp
+        )
+
+    def attended_layers(self, context: float) -> float:
+        """Layers of the stage weighted by how much of ``context`` each attends to."""
+        m = self.m
+        if context <= 0:
+            return 0.0
+        n_window = m[L.M_WINDOW_LAYERS] * self.stage_share
+        n_full = self.layers_per_stage - n_window
+        frac = min(context, m[L.M_WINDOW_TOKENS]) / context if m[L.M_WINDOW_LAYERS] > 0 else 0.0
+        return n_full + n_window * frac
+
+    def kv_bytes(self, streams: float, context: float) -> float:
+        per_token = self.m[L.M_KV_ELEMS] * self.h[L.H_KV_BYTES] * self.attended_layers(context)
+        return streams * context * per_token / self.tp
+
+    def usable(self) -> float:
+        n = int(self.h[L.H_N_TIERS])
+        return sum(self.h[L.H_CAP + i] for i in range(n)) * self.h[L.H_MEM_USABLE]
+
+    def read_seconds(self, held_w, read_w, held_kv, read_kv) -> float:
+        h = self.h
+        n = int(h[L.H_N_TIERS])
+        rooms = [h[L.H_CAP + i] * h[L.H_MEM_USABLE] for i in range(n)]
+        w_in, kv_in = [], []
+        w_rest, kv_rest = held_w, held_kv
+        for room in rooms:
+            w = min(w_rest, room)
+            kv = min(kv_rest, room - w)
+            w_in.append(w)
+            kv_in.append(kv)
+            w_rest -= w
+            kv_rest -= kv
+        w_in[-1] += w_rest  # overflow is read at the slowest tier's speed
+        kv_in[-1] += kv_rest
+        seconds = 0.0
+        for i in range(n):
+            nbytes = (read_w * w_in[i] / held_w if held_w else 0.0) + (read_kv * kv_in[i] / held_kv if held_kv else 0.0)
+            seconds += nbytes / (h[L.H_BW + i] * h[L.H_BW_EFF])
+        return seconds
+
+    def comm_seconds(self, tokens: float) -> float:
+        m, h, tp, pp = self.m, self.h, self.tp, self.pp
+        msg = tokens * m[L.M_HIDDEN] * h[L.H_ACT_BYTES]
+        allreduce = 0.0 if tp <= 1 else h[L.H_COLL_LAT_S] + 2 * (tp - 1) / tp * msg / h[L.H_SU_BW]
+        dense = self.stage_share * m[L.M_DENSE_LAYERS]
+        moe = self.stage_share * m[L.M_MOE_LAYERS]
+        total = dense * 2 * allreduce
+        if self.ep > 0 and tp > 1:
+            received = msg * m[L.M_EXPERTS_PER_TOKEN] / tp
+            alltoall = h[L.H_COLL_LAT_S] + received * (tp - 1) / tp / h[L.H_SU_BW]
+            total += moe * (allreduce + 2 * alltoall)
+        else:
+            total += moe * 2 * allreduce
+        if pp > 1:
+            if tp * pp <= h[L.H_SU_DOMAIN]:
+                total += h[L.H_SU_LAT] + msg / h[L.H_SU_BW]
+            else:
+                total += h[L.H_SO_LAT] + msg / h[L.H_SO_BW]
+        return total
+
+
+def _finish(r: Replica, memory, compute, comm, stages_per_result):
+    floor = r.layers_per_stage * r.h[L.H_LAYER_FLOOR_S]
+    terms = [memory, compute, comm, floor]
+    bound = max(range(4), key=lambda i: (terms[i], -i))
+    step = max(memory, compute) + comm + floor
+    return step, floor, bound
+
+
+def decode(m, h, tp, pp, ep, streams, context_avg, context_max, query_tokens, accepted_tokens) -> dict:
+    r = Replica(list(m), list(h), tp, pp, ep)
+    b = max(streams / pp, 1.0)
+    tokens = b * query_tokens
+    held_w, read_w = r.weights_held(), r.weights_read(tokens)
+    held_kv, read_kv = r.kv_bytes(streams, context_max), r.kv_bytes(b, context_avg)
+    memory = r.read_seconds(held_w, read_w, held_kv, read_kv)
+    flops = (2 * tokens * r.active_per_stage() + tokens * context_avg * m[L.M_ATTN_FLOPS] * r.attended_layers(context_avg)) / tp
+    compute = flops / (h[L.H_PEAK_FLOPS] * h[L.H_FLOPS_EFF])
+    comm = r.comm_seconds(tokens)
+    step, floor, bound = _finish(r, memory, compute, comm, pp)
+    interval = pp * step
+    return {
+        "time_s": interval, "memory_s": pp * memory, "compute_s": pp * compute, "comm_s": pp * comm,
+        "floor_s": pp * floor, "tps_per_user": accepted_tokens / interval,
+        "tokens_per_s": streams * accepted_tokens / interval, "fits": held_w + held_kv <= r.usable(),
+        "bound": bound, "power_w": tp * pp * h[L.H_RACK_POWER_W] / h[L.H_CHIPS_PER_RACK],
+    }
+
+
+def prefill(m, h, tp, pp, ep, input_tokens) -> dict:
+    r = Replica(list(m), list(h), tp, pp, ep)
+    n = input_tokens
+    held_w, read_w = r.weights_held(), r.weights_read(n)
+    kv = r.kv_bytes(1.0, n)
+    memory = r.read_seconds(held_w, read_w, kv, kv)
+    pairs = n * n / 2.0
+    flops = (2 * n * r.active_per_stage() + pairs * m[L.M_PREFILL_ATTN_FLOPS] * r.attended_layers(n / 2.0)) / tp
+    compute = flops / (h[L.H_PEAK_FLOPS] * h[L.H_FLOPS_EFF])
+    comm = r.comm_seconds(n)
+    step, floor, bound = _finish(r, memory, compute, comm, pp)
+    return {
+        "time_s": pp * step, "memory_s": pp * memory, "compute_s": pp * compute, "comm_s": pp * comm,
+        "floor_s": pp * floor, "tokens_per_s": n / step, "fits": held_w + kv <= r.usable(), "bound": bound,
+    }

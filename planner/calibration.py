@@ -71,12 +71,35 @@ def log_error(predicted: float, published: float) -> float:
     return math.log(max(predicted, 1e-9) / published)
 
 
-def family_points(family: str) -> list[dict]:
-    return [p for p in points() if catalog.get_hardware(p["hardware"]).family == family]
+# Efficiencies of a machine with no overheads: a published figure above this roofline cannot be fitted.
+IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "layer_floor_s": 0.0, "collective_latency_s": 0.0}
 
 
-def loss(family: str, eff: dict[str, float]) -> float:
-    return sum(log_error(predict(p, eff)["predicted"], p["published"]) ** 2 for p in family_points(family))
+def ideal_prediction(point: dict) -> float:
+    hw = catalog.get_hardware(point["hardware"])
+    eff = {**performance.family_efficiency(hw.family), **IDEAL}
+    return predict(point, eff)["predicted"]
+
+
+def above_roofline(point: dict) -> bool:
+    """True if the published figure beats the model with perfect efficiency on the catalog's hardware figures:
+    the point's condition must include something the model does not (e.g. speculative decoding), so it is shown
+    but not fitted."""
+    return point["published"] > ideal_prediction(point)
+
+
+def family_points(family: str, fitted_only: bool = True) -> list[dict]:
+    mine = [p for p in points() if catalog.get_hardware(p["hardware"]).family == family]
+    return [p for p in mine if is_fitted(p)] if fitted_only else mine
+
+
+def is_fitted(point: dict) -> bool:
+    return point.get("fit", True) and not above_roofline(point)
+
+
+def loss(pts: list[dict], eff: dict[str, float]) -> float:
+    """Sum of squared log errors of ``pts`` under efficiencies ``eff``."""
+    return sum(log_error(predict(p, eff)["predicted"], p["published"]) ** 2 for p in pts)
 
 
 def fit_family(family: str, sweeps: int = 3, steps: int = 9) -> dict[str, float]:
@@ -85,6 +108,7 @@ def fit_family(family: str, sweeps: int = 3, steps: int = 9) -> dict[str, float]
     names = spec["fit"][family]["params"]
     bounds = spec["bounds"]
     eff = dict(performance.family_efficiency(family))
+    pts = family_points(family)
     width = {n: math.log(bounds[n][1] / bounds[n][0]) for n in names}
     for _ in range(sweeps):
         for n in names:
@@ -92,7 +116,7 @@ def fit_family(family: str, sweeps: int = 3, steps: int = 9) -> dict[str, float]
             centre = math.log(eff[n])
             grid = np.exp(np.linspace(centre - width[n] / 2, centre + width[n] / 2, steps))
             grid = np.unique(np.clip(grid, lo, hi))
-            scores = [loss(family, {**eff, n: float(v)}) for v in grid]
+            scores = [loss(pts, {**eff, n: float(v)}) for v in grid]
             eff[n] = float(grid[int(np.argmin(scores))])
             width[n] /= 3.0
     return eff
@@ -124,6 +148,14 @@ def _header(path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _why_not(point: dict) -> str | None:
+    if not point.get("fit", True):
+        return point.get("fit_reason", "excluded")
+    if above_roofline(point):
+        return "above the ideal roofline of the catalog figures"
+    return None
+
+
 def comparison() -> list[dict]:
     """Predicted against published for every point, with the error."""
     rows = []
@@ -139,5 +171,8 @@ def comparison() -> list[dict]:
             "error_pct": 100.0 * (pred["predicted"] / p["published"] - 1.0),
             "config": pred["config"],
             "confidence": p["confidence"],
+            "ideal_roofline": ideal_prediction(p),
+            "fitted": is_fitted(p),
+            "why_not_fitted": _why_not(p),
         })
     return rows

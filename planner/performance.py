@@ -116,11 +116,9 @@ def tp_options(hw: Hardware, model: Model) -> list[int]:
     return sorted(opts)
 
 
-def pp_options(model: Model, max_pp: int | None = None) -> list[int]:
-    """Pipeline depths: 1..8 then powers of two and multiples of 8 up to the layer count."""
-    top = model.layers if max_pp is None else min(model.layers, max_pp)
-    opts = set(range(1, min(8, top) + 1)) | {p for p in range(8, top + 1, 8)} | {top}
-    return sorted(opts)
+def pp_options(model: Model) -> list[int]:
+    """Pipeline depths: every stage count from 1 to the layer count (a stage holds at least one layer)."""
+    return list(range(1, model.layers + 1))
 
 
 def parallel_grid(hw: Hardware, model: Model, chips: int | None = None) -> np.ndarray:
@@ -284,7 +282,8 @@ def _check_positive(**values) -> None:
 # ---- frontier -----------------------------------------------------------------------------------------------
 def colocated_tokens_per_s(decode_tokens_per_s, prefill_tokens_per_s, input_tokens, output_tokens):
     """Output tokens/s of a replica that also prefills its own requests (MODEL.md 6): each request costs
-    O / decode rate + I / prefill rate seconds of the replica."""
+    O / decode rate + I / prefill rate seconds of the replica. Each stream's speed falls by the same factor,
+    since the prefill chunks are interleaved into the decode steps it waits on."""
     per_request_s = output_tokens / decode_tokens_per_s + input_tokens / prefill_tokens_per_s
     return output_tokens / per_request_s
 
@@ -310,6 +309,8 @@ def sweep_points(model: Model, hw: Hardware, precision: str, input_tokens: int, 
         prefill_rate[i], ttft[i] = pre[L.B_TOKENS_PER_S], pre[L.B_TIME_S]
     keep = res[:, L.B_FITS] > 0.5
     tput = colocated_tokens_per_s(res[:, L.B_TOKENS_PER_S], np.repeat(prefill_rate, nb), input_tokens, output_tokens)
+    # Prefill chunks share the replica's steps with decode, so a stream's speed falls by the same share.
+    tps_user = res[:, L.B_TPS_PER_USER] * tput / res[:, L.B_TOKENS_PER_S]
     mw = res[:, L.B_POWER_W] / 1e6
     return {
         "hardware": hw.id,
@@ -319,7 +320,8 @@ def sweep_points(model: Model, hw: Hardware, precision: str, input_tokens: int, 
         "ep": ep[keep].astype(int),
         "batch": streams[keep].astype(int),
         "chips": (tp * pp)[keep].astype(int),
-        "tps_per_user": res[keep, L.B_TPS_PER_USER],
+        "tps_per_user": tps_user[keep],
+        "decode_tps_per_user": res[keep, L.B_TPS_PER_USER],
         "output_tokens_per_s": tput[keep],
         "ttft_s": np.repeat(ttft, nb)[keep],
         "output_tokens_per_s_per_mw": (tput / mw)[keep],

@@ -1,0 +1,686 @@
+"""The scenario file: what a site must serve, under which limits, and with which hardware.
+
+A scenario is YAML (see ``scenarios/`` and the interface contract). :func:`load_scenario` reads it with a safe loader
+(plain mappings, lists, strings, numbers and dates; never Python objects) and validates it with the pydantic models
+below. Every failure becomes a :class:`planner.errors.InputError` whose message names the file, the line, the field
+path (``workloads[1].tier``) and what was expected.
+
+Ids are checked against the catalog (``planner/data``) plus the scenario's inline ``hardware.custom`` and ``models``.
+:meth:`Scenario.resolved_hardware` is the hardware a plan may use: catalog and custom racks, with
+``hardware.overrides`` applied, filtered by ``hardware.allow`` and by availability on ``start_date``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import math
+import re
+import types
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+import yaml
+from annotated_types import Ge, Gt, Le, Lt
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
+
+from planner.catalog import (
+    DateFigure,
+    Figure,
+    Hardware,
+    Model,
+    Precision,
+    did_you_mean,
+    hardware_catalog,
+    model_catalog,
+)
+from planner.errors import InputError
+
+# Output tokens per second each user sees, by latency tier (interface contract).
+TIERS: dict[str, float] = {"standard": 100.0, "high": 200.0, "premium": 400.0, "ultra": 1000.0}
+Tier = Literal["standard", "high", "premium", "ultra"]
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_NODES = 200_000  # YAML nodes after alias expansion: stops "billion laughs" files
+
+# Numbers: real numbers only (no booleans, no strings), finite (no .nan / .inf).
+Number = Annotated[float, Strict(), AllowInfNan(False)]
+PosNumber = Annotated[float, Strict(), AllowInfNan(False), Gt(0)]
+NonNegNumber = Annotated[float, Strict(), AllowInfNan(False), Ge(0)]
+Share = Annotated[float, Strict(), AllowInfNan(False), Ge(0), Lt(1)]
+Count = Annotated[int, Strict(), Ge(0)]
+PosCount = Annotated[int, Strict(), Ge(1)]
+Name = Annotated[str, Strict(), Field(min_length=1)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _problem(message: str, *loc: str | int) -> PydanticCustomError:
+    """A validation error at ``loc`` (relative to the model that raises it); load_scenario maps it to a line."""
+    return PydanticCustomError("scenario", "{message}", {"message": message, "loc": loc})
+
+
+# ---- sections -------------------------------------------------------------------------------------------------
+class Finance(_Section):
+    wacc: Annotated[Number, Ge(0), Lt(1)] = Field(
+        description="weighted average cost of capital per year, as a share (0.08 = 8%); annualizes capex"
+    )
+    electricity_usd_per_mwh: NonNegNumber = Field(description="electricity price, USD per MWh of facility energy")
+    pue: Annotated[Number, Ge(1), Le(3)] = Field(
+        description="power usage effectiveness: facility power / rack (IT) power, 1.0 to 3.0"
+    )
+    maintenance_share_of_capex_per_year: Share = Field(
+        0.05, description="yearly support, spares and maintenance as a share of capex (default 0.05)"
+    )
+    average_load_share: Annotated[Number, Gt(0), Le(1)] = Field(
+        1.0,
+        description="average rack power over the year as a share of design power, for the energy bill only; "
+        "the power budget always uses design power (default 1.0: bill at design power)",
+    )
+
+
+class Site(_Section):
+    power_budget_mw: PosNumber | None = Field(
+        None, description="facility power budget in MW (rack power x PUE); default: no limit"
+    )
+    max_racks: PosCount | None = Field(None, description="most racks the site can hold, all types; default: no limit")
+
+
+class HardwareChoice(_Section):
+    allow: list[Name] | None = Field(
+        None,
+        description="hardware ids a plan may use (catalog or custom); default: every catalog and custom system "
+        "available by start_date",
+    )
+    max_racks: dict[str, Count] = Field(
+        default_factory=dict, description="supply caps: hardware id -> most racks that can be bought"
+    )
+    overrides: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="hardware id -> {field: value}. A field is a catalog field name when unique (capex_usd, "
+        "power_kw, available, chips, ...) or a dotted path (chip.memory.0.capacity_bytes, "
+        "chip.peak_flops_per_s.fp8). A bare number replaces a figure's value and marks it as a scenario estimate.",
+    )
+    custom: list[Hardware] = Field(default_factory=list, description="inline rack types, in the catalog schema")
+
+
+class SolverSettings(_Section):
+    name: Literal["scip", "highs", "cp-sat"] = Field("scip", description="MILP solver (default scip)")
+    time_limit_s: PosNumber = Field(60.0, description="wall-clock limit for one solve in seconds (default 60)")
+    relative_gap: Share = Field(0.001, description="stop when within this relative gap of the bound (default 0.001)")
+
+
+class Workload(_Section):
+    """One stream of requests (chat) or of sessions of several model calls (agentic)."""
+
+    name: Name = Field(description="unique name of the workload")
+    model: Name = Field(description="model id: catalog or an id from the scenario's models")
+    kind: Literal["chat", "agentic"] = Field(
+        "chat", description="chat: one model call per request; agentic: sessions of `turns` calls (default chat)"
+    )
+    requests_per_s: PosNumber = Field(description="mean arrival rate: requests (chat) or sessions (agentic) per s")
+    peak_to_mean: Annotated[Number, Ge(1)] = Field(1.0, description="peak / mean rate; the fleet is sized for the peak")
+    input_tokens: PosNumber = Field(description="mean prompt tokens per request (agentic: of the first turn)")
+    output_tokens: PosNumber = Field(description="mean visible output tokens per request (agentic: per turn)")
+    reasoning_tokens: NonNegNumber = Field(
+        0.0,
+        description="mean hidden reasoning tokens per call, generated at the same speed before the output; "
+        "not carried into the next turn's context (default 0)",
+    )
+    tier: Tier | None = Field(
+        None, description="latency tier: standard 100, high 200, premium 400, ultra 1000 output tok/s per user"
+    )
+    min_tps_per_user: PosNumber | None = Field(
+        None, description="output tokens/s each user must see; give this or tier, not both"
+    )
+    ttft_s: PosNumber = Field(2.0, description="time-to-first-token target in seconds (default 2.0)")
+    ttft_percentile: Annotated[Number, Gt(0), Lt(100)] = Field(
+        90.0, description="percentile of requests that must meet ttft_s, in (0, 100): 50, 90, 99... (default 90)"
+    )
+    precision: Precision | None = Field(
+        None, description="serving precision fp4|fp8|bf16; default: the fastest each hardware supports"
+    )
+    prefix_cache_hit: Share = Field(
+        0.0, description="share of input tokens served from a prefix cache, in [0, 1) (default 0)"
+    )
+    turns: PosCount = Field(1, description="model calls per session (agentic), at least 1 (default 1)")
+    tool_call_gap_s: NonNegNumber = Field(
+        0.0, description="mean seconds between turns spent in tools, while the session's context waits (default 0)"
+    )
+    context_growth_tokens_per_turn: NonNegNumber = Field(
+        0.0,
+        description="new input tokens (tool results, user messages) each later turn adds to the context, on top "
+        "of the previous turn's prompt and output (default 0)",
+    )
+    allow_hardware: list[Name] | None = Field(
+        None, description="hardware ids this workload may run on; default: any resolved hardware"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        if self.tier is not None and self.min_tps_per_user is not None:
+            raise _problem("give tier or min_tps_per_user, not both", "min_tps_per_user")
+        if self.tier is None and self.min_tps_per_user is None:
+            raise _problem(f"expected a latency tier ({' | '.join(TIERS)}) or min_tps_per_user", "tier")
+        for field in ("tool_call_gap_s", "context_growth_tokens_per_turn"):
+            if getattr(self, field) > 0 and self.turns == 1:
+                raise _problem(f"{field} needs turns > 1 (a session of several model calls)", field)
+        return self
+
+    # ---- derived quantities ----------------------------------------------------------------------------------
+    @property
+    def resolved_min_tps_per_user(self) -> float:
+        """Output tokens/s each user must see: min_tps_per_user, or the tier's figure."""
+        return self.min_tps_per_user if self.min_tps_per_user is not None else TIERS[self.tier]
+
+    @property
+    def calls_per_s(self) -> float:
+        """Mean model calls per second (requests x turns)."""
+        return self.requests_per_s * self.turns
+
+    @property
+    def peak_calls_per_s(self) -> float:
+        return self.calls_per_s * self.peak_to_mean
+
+    @property
+    def generated_tokens_per_call(self) -> float:
+        """Tokens decoded per call: visible output plus reasoning."""
+        return self.output_tokens + self.reasoning_tokens
+
+    def turn_input_tokens(self, turn: int) -> float:
+        """Prompt tokens of turn ``turn`` (1-based): the first prompt plus each earlier turn's output and growth."""
+        return self.input_tokens + (turn - 1) * (self.output_tokens + self.context_growth_tokens_per_turn)
+
+    @property
+    def mean_input_tokens(self) -> float:
+        """Mean prompt tokens over a session's turns."""
+        return self.turn_input_tokens(1 + (self.turns - 1) / 2)
+
+
+# ---- the scenario -----------------------------------------------------------------------------------------------
+class Scenario(_Section):
+    name: Name = Field(description="scenario name, used in reports")
+    description: str | None = Field(None, description="free text")
+    start_date: _dt.date = Field(description="purchase date: only hardware available by this date is used")
+    horizon_years: Annotated[Number, Gt(0), Le(30)] = Field(description="years over which capex is annualized")
+    finance: Finance = Field(description="cost of capital, electricity and facility overhead")
+    site: Site = Field(default_factory=Site, description="limits of the site; default: none")
+    hardware: HardwareChoice = Field(
+        default_factory=HardwareChoice, description="which hardware may be bought, caps, overrides, custom racks"
+    )
+    models: list[Model] = Field(default_factory=list, description="inline model specs, in the catalog schema")
+    workloads: list[Workload] = Field(min_length=1, description="what the site must serve")
+    objective: Literal["min_cost", "min_power"] = Field(
+        "min_cost", description="min_cost: annual cost (capex annualized + energy + maintenance); min_power: power"
+    )
+    solver: SolverSettings = Field(default_factory=SolverSettings, description="solver and its limits")
+
+    _resolved: dict[str, Hardware] | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _references(self) -> Scenario:
+        for loc, message in _reference_problems(self):
+            raise _problem(message, *loc)
+        if not self.resolved_hardware():
+            where = ("hardware", "allow") if self.hardware.allow is not None else ("start_date",)
+            raise _problem(f"no allowed hardware is available by start_date {self.start_date}{self._earliest()}",
+                           *where)
+        return self
+
+    def _earliest(self) -> str:
+        known = self.known_hardware()
+        ids = [i for i in known if self.hardware.allow is None or i in self.hardware.allow]
+        first = min(ids, key=lambda i: known[i].rack.available.value, default=None)
+        return f" (earliest: {first} from {known[first].rack.available.value})" if first else ""
+
+    def known_hardware(self) -> dict[str, Hardware]:
+        """Every known rack type (catalog, then custom) with overrides applied, before allow/date filtering."""
+        known = {**hardware_catalog(), **{h.id: h for h in self.hardware.custom}}
+        return {i: _apply_overrides(h, self.hardware.overrides.get(i, {})) for i, h in known.items()}
+
+    def resolved_hardware(self) -> dict[str, Hardware]:
+        """Hardware a plan may use: catalog + custom, overrides applied, allow-listed, available by start_date."""
+        if self._resolved is None:
+            known = self.known_hardware()
+            self._resolved = {i: h for i, h in known.items() if self._exclusion(i, h) is None}
+        return dict(self._resolved)
+
+    def excluded_hardware(self) -> dict[str, str]:
+        """Known hardware a plan may not use, with the reason (for reports)."""
+        reasons = {i: self._exclusion(i, h) for i, h in self.known_hardware().items()}
+        return {i: r for i, r in reasons.items() if r is not None}
+
+    def _exclusion(self, hw_id: str, hw: Hardware) -> str | None:
+        if self.hardware.allow is not None and hw_id not in self.hardware.allow:
+            return "not in hardware.allow"
+        if hw.rack.available.value > self.start_date:
+            return f"available {hw.rack.available.value}, after start_date {self.start_date}"
+        return None
+
+    def resolved_models(self) -> dict[str, Model]:
+        """Every known model: the catalog plus the scenario's inline models."""
+        return {**model_catalog(), **{m.id: m for m in self.models}}
+
+    def model_for(self, workload: Workload) -> Model:
+        return self.resolved_models()[workload.model]
+
+    def with_solver(self, name: str | None = None, time_limit_s: float | None = None) -> Scenario:
+        """A copy with command-line solver settings applied; a bad value raises InputError."""
+        update = {k: v for k, v in (("name", name), ("time_limit_s", time_limit_s)) if v is not None}
+        try:
+            solver = SolverSettings.model_validate({**self.solver.model_dump(), **update})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            message = _describe(err, SolverSettings, tuple(err["loc"]))
+            raise InputError(message, field=f"solver.{err['loc'][0]}") from None
+        return self.model_copy(update={"solver": solver})
+
+
+# ---- cross-references -------------------------------------------------------------------------------------------
+def _unknown(kind: str, name: str, known, where: str) -> str:
+    return f"unknown {kind} id {name!r}{did_you_mean(name, known)}; expected a catalog id or an id from {where}"
+
+
+def _custom_id_problems(items, catalog, loc):
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.id in catalog:
+            yield (*loc, i, "id"), f"{item.id!r} is already a catalog id; choose a new id (or use overrides)"
+        elif item.id in seen:
+            yield (*loc, i, "id"), f"duplicate id {item.id!r}"
+        seen.add(item.id)
+
+
+def _reference_problems(s: Scenario):
+    """(loc, message) for every id that names nothing, duplicate, or invalid override."""
+    hw, models = s.hardware, s.resolved_models()
+    known_hw = {**hardware_catalog(), **{h.id: h for h in hw.custom}}
+    yield from _custom_id_problems(hw.custom, hardware_catalog(), ("hardware", "custom"))
+    yield from _custom_id_problems(s.models, model_catalog(), ("models",))
+    for i, h in enumerate(hw.custom):
+        if h.model_lock is not None and h.model_lock not in models:
+            yield ("hardware", "custom", i, "model_lock"), _unknown("model", h.model_lock, models, "models")
+    for i, hw_id in enumerate(hw.allow or []):
+        if hw_id not in known_hw:
+            yield ("hardware", "allow", i), _unknown("hardware", hw_id, known_hw, "hardware.custom")
+    for field in ("max_racks", "overrides"):
+        for hw_id in getattr(hw, field):
+            if hw_id not in known_hw:
+                yield ("hardware", field, hw_id), _unknown("hardware", hw_id, known_hw, "hardware.custom")
+    for hw_id, fields in hw.overrides.items():
+        if hw_id in known_hw:
+            try:
+                _apply_overrides(known_hw[hw_id], fields)
+            except _OverrideError as exc:
+                yield ("hardware", "overrides", hw_id, exc.key), exc.message
+    yield from _workload_problems(s.workloads, models, known_hw)
+
+
+def _workload_problems(workloads: list[Workload], models, known_hw):
+    first: dict[str, int] = {}
+    for j, w in enumerate(workloads):
+        if w.name in first:
+            yield ("workloads", j, "name"), f"duplicate workload name {w.name!r} (also workloads[{first[w.name]}])"
+        first.setdefault(w.name, j)
+        if w.model not in models:
+            yield ("workloads", j, "model"), _unknown("model", w.model, models, "models")
+        for k, hw_id in enumerate(w.allow_hardware or []):
+            if hw_id not in known_hw:
+                yield ("workloads", j, "allow_hardware", k), _unknown("hardware", hw_id, known_hw, "hardware.custom")
+
+
+# ---- hardware overrides -------------------------------------------------------------------------------------------
+class _OverrideError(ValueError):
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key, self.message = key, message
+
+
+_OVERRIDE_PROVENANCE = {"source": "scenario", "confidence": "estimate", "basis": "scenario override", "note": None}
+
+
+def _strip(tp):
+    """The type inside Optional[...] / Annotated[...]."""
+    if get_origin(tp) is Annotated:
+        return _strip(get_args(tp)[0])
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return _strip(args[0]) if len(args) == 1 else tp
+    return tp
+
+
+def _is_model(tp) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _child_type(tp, seg):
+    """The declared type of ``seg`` inside type ``tp`` (a model field, a list item, a dict value); KeyError if none."""
+    tp = _strip(tp)
+    if _is_model(tp) and isinstance(seg, str) and seg in tp.model_fields:
+        return tp.model_fields[seg].annotation
+    if get_origin(tp) is list and isinstance(seg, int):
+        return get_args(tp)[0]
+    if get_origin(tp) is dict and isinstance(seg, str):
+        return get_args(tp)[1]
+    raise KeyError(seg)
+
+
+@functools.lru_cache(maxsize=None)
+def _hardware_field_paths() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Short field name -> the Hardware paths that end in it (figures are leaves)."""
+    names: dict[str, list[tuple[str, ...]]] = {}
+
+    def walk(cls, prefix):
+        for name, field in cls.model_fields.items():
+            names.setdefault(name, []).append((*prefix, name))
+            sub = _strip(field.annotation)
+            if _is_model(sub) and sub not in (Figure, DateFigure):
+                walk(sub, (*prefix, name))
+
+    walk(Hardware, ())
+    return {k: tuple(v) for k, v in names.items()}
+
+
+def _override_path(key: str) -> tuple:
+    """The Hardware path an override key names: a dotted path, or a field name whose shallowest match is unique."""
+    if "." in key:
+        path = tuple(int(p) if p.isdigit() else p for p in key.split("."))
+    else:
+        paths = _hardware_field_paths().get(key)
+        if not paths:
+            names = _hardware_field_paths()
+            raise _OverrideError(key, f"unknown hardware field{did_you_mean(key, names)}; expected one of: "
+                                 f"{', '.join(sorted(names))} or a dotted path")
+        shallow = [p for p in paths if len(p) == min(map(len, paths))]
+        if len(shallow) > 1:
+            raise _OverrideError(key, f"ambiguous field; use a dotted path: {', '.join('.'.join(p) for p in shallow)}")
+        path = shallow[0]
+    if path[0] == "id":
+        raise _OverrideError(key, "the id cannot be overridden; add a hardware.custom entry instead")
+    tp = Hardware
+    for i, seg in enumerate(path):
+        try:
+            tp = _child_type(tp, seg)
+        except KeyError:
+            where = ".".join(map(str, path[:i])) or "hardware"
+            raise _OverrideError(key, f"{where} has no field {seg!r}") from None
+    return path
+
+
+def _set_path(data: dict, path: tuple, value, key: str) -> None:
+    node, tp = data, Hardware
+    for seg in path[:-1]:
+        tp = _child_type(tp, seg)
+        try:
+            node = node[seg]
+        except (KeyError, IndexError, TypeError):
+            raise _OverrideError(key, f"{'.'.join(map(str, path))} is not set in this hardware; "
+                                      "override the enclosing field whole") from None
+    tp = _strip(_child_type(tp, path[-1]))
+    if tp in (Figure, DateFigure):
+        value = {**_OVERRIDE_PROVENANCE, **(value if isinstance(value, dict) else {"value": value})}
+    if tp is Figure and not _positive_number(value.get("value")):
+        raise _OverrideError(key, f"expected a positive finite number, got {_short(value.get('value'))}")
+    if isinstance(node, list) and not (0 <= path[-1] < len(node)):
+        raise _OverrideError(key, f"index {path[-1]} is out of range (the list has {len(node)} items)")
+    node[path[-1]] = value
+
+
+def _positive_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _apply_overrides(hw: Hardware, fields: dict[str, Any]) -> Hardware:
+    """``hw`` with ``fields`` applied one at a time, each re-validated so that an error names its key."""
+    for key, value in fields.items():
+        data = hw.model_dump()
+        _set_path(data, _override_path(key), value, key)
+        try:
+            hw = Hardware.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise _OverrideError(key, f"the override makes {_fmt_loc(err['loc']) or 'the hardware'} invalid: "
+                                      f"{_describe(err, Hardware, tuple(err['loc']))}") from None
+    return hw
+
+
+# ---- reading YAML ------------------------------------------------------------------------------------------------
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that reads 1e6 and 9.0e6 as numbers (YAML 1.2 style; PyYAML's YAML 1.1 wants 9.0e+6) and leaves
+    impossible dates (2027-02-30) as strings, so that validation reports them with a line."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def _lenient_timestamp(loader: yaml.SafeLoader, node: yaml.Node):
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
+
+
+def _read_text(path: Path) -> str:
+    if path.is_dir():
+        raise InputError("is a directory; expected a scenario YAML file", file=str(path))
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file; expected a scenario YAML file", file=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror or exc})", file=str(path)) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(f"is larger than {MAX_FILE_BYTES} bytes; expected a scenario YAML file", file=str(path))
+    if b"\0" in raw:
+        raise InputError("is a binary file; expected a UTF-8 YAML text file", file=str(path))
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError("is not UTF-8 text; expected a UTF-8 YAML file", file=str(path), line=line) from None
+
+
+def _walk_nodes(root: yaml.Node):
+    """(path, key_node, value_node) for every node, each shared (aliased) node once."""
+    stack, seen = [((), None, root)], set()
+    while stack:
+        path, key, node = stack.pop()
+        yield path, key, node
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(((*path, k.value), k, v) for k, v in reversed(node.value) if isinstance(k, yaml.ScalarNode))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(((*path, i), None, v) for i, v in reversed(list(enumerate(node.value))))
+
+
+def _expanded_size(node: yaml.Node, memo: dict) -> int:
+    if id(node) not in memo:
+        memo[id(node)] = 1
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            children = [n for kv in node.value for n in kv]
+        memo[id(node)] = 1 + sum(_expanded_size(c, memo) for c in children)
+    return memo[id(node)]
+
+
+def _check_nodes(root: yaml.Node, file: str) -> None:
+    if _expanded_size(root, {}) > MAX_NODES:
+        raise InputError(f"has more than {MAX_NODES} YAML nodes after expanding aliases", file=file)
+    for path, _, node in _walk_nodes(root):
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        lines: dict[str, int] = {}
+        for k, _v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                if k.value in lines:
+                    raise InputError(f"duplicate key {k.value!r} (first at line {lines[k.value]})", file=file,
+                                     line=k.start_mark.line + 1, field=_fmt_loc((*path, k.value)))
+                lines[k.value] = k.start_mark.line + 1
+
+
+def _yaml_error(exc: yaml.YAMLError, file: str, root: yaml.Node | None) -> InputError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    if isinstance(exc, yaml.constructor.ConstructorError):
+        message = f"{problem}; a scenario holds only plain YAML (mappings, lists, strings, numbers, dates)"
+    else:
+        message = f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
+    field = None
+    if root is not None and mark is not None:
+        field = next((_fmt_loc(p) for p, _, n in _walk_nodes(root) if n.start_mark.index == mark.index and p), None)
+    return InputError(message, file=file, line=mark.line + 1 if mark else None, field=field)
+
+
+def _parse_yaml(text: str, file: str) -> tuple[Any, yaml.Node | None]:
+    loader, root = _Loader(text), None
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, None
+        _check_nodes(root, file)
+        return loader.construct_document(root), root
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, file, root) from None
+    except RecursionError:
+        raise InputError("is nested too deeply", file=file) from None
+    except ValueError as exc:  # a scalar PyYAML resolved but cannot convert
+        raise InputError(f"cannot read a value: {exc}", file=file) from None
+    finally:
+        loader.dispose()
+
+
+# ---- validation errors -> messages ---------------------------------------------------------------------------------
+_BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+
+
+def _fmt_loc(loc) -> str:
+    out = ""
+    for seg in loc:
+        out += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if out else str(seg))
+    return out
+
+
+def _clean_loc(loc) -> tuple:
+    """Drop pydantic's internal location parts ('[key]', union member tags such as 'function-after[...]')."""
+    return tuple(s for s in loc if isinstance(s, int) or ("[" not in s and not s.startswith("function-")))
+
+
+def _type_at(root_type, loc):
+    tp = root_type
+    for seg in loc:
+        tp = _child_type(tp, seg)
+    return _strip(tp)
+
+
+def _short(value) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe(err: dict, root_type, loc: tuple) -> str:
+    """What was wrong and what was expected, in words."""
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind == "scenario":
+        return ctx["message"]
+    if kind == "missing":
+        try:
+            tp = _type_at(root_type, loc[:-1])
+            desc = tp.model_fields[loc[-1]].description
+        except (KeyError, AttributeError):
+            desc = None
+        return "required field is missing" + (f" ({desc})" if desc else "")
+    if kind == "extra_forbidden":
+        try:
+            allowed = list(_type_at(root_type, loc[:-1]).model_fields)
+        except (KeyError, AttributeError):
+            allowed = []
+        return f"unknown field{did_you_mean(str(loc[-1]), allowed)}; expected one of: {', '.join(allowed)}"
+    if kind in _BOUNDS:
+        bound = next(iter(ctx.values()))
+        return f"expected a number {_BOUNDS[kind]} {bound:g}, got {_short(err['input'])}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"expected a mapping, got {_short(err['input'])}"
+    if kind == "too_short":
+        return f"expected at least {ctx.get('min_length')} item(s), got {ctx.get('actual_length')}"
+    msg = err["msg"].removeprefix("Value error, ")
+    if msg.startswith("Input should be "):
+        msg = "expected " + msg.removeprefix("Input should be ")
+    return f"{msg}, got {_short(err['input'])}"
+
+
+def _line_of(root: yaml.Node | None, loc: tuple) -> int | None:
+    """Line of the YAML key (or list item) at ``loc``, or of the nearest enclosing one that exists."""
+    if root is None:
+        return None
+    node = target = root
+    for seg in loc:
+        if isinstance(node, yaml.MappingNode):
+            # the last match: after merge keys (<<) are flattened, later keys win
+            pairs = ((k, v) for k, v in reversed(node.value) if isinstance(k, yaml.ScalarNode) and k.value == str(seg))
+            match = next(pairs, None)
+            if match is None:
+                break
+            target, node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(seg, int) and seg < len(node.value):
+            target = node = node.value[seg]
+        else:
+            break
+    return target.start_mark.line + 1
+
+
+def _validation_error(exc: ValidationError, file: str, root: yaml.Node | None) -> InputError:
+    problems = []
+    for err in exc.errors():
+        loc = _clean_loc(tuple(err["loc"]) + tuple((err.get("ctx") or {}).get("loc", ())))
+        problems.append((_line_of(root, loc), _fmt_loc(loc), _describe(err, Scenario, loc)))
+    line, field, message = problems[0]
+    for other_line, other_field, other_message in problems[1:10]:
+        at = f"line {other_line}: " if other_line else ""
+        message += f"\n  also {at}{other_field or 'scenario'}: {other_message}"
+    if len(problems) > 10:
+        message += f"\n  and {len(problems) - 10} more"
+    return InputError(message, file=file, line=line, field=field or None)
+
+
+# ---- public API ------------------------------------------------------------------------------------------------------
+def scenario_from_yaml(text: str, file: str = "<scenario>") -> Scenario:
+    """Parse and validate scenario YAML text; ``file`` names it in error messages."""
+    hardware_catalog(), model_catalog()  # a broken catalog is the planner's fault (exit 1), not the scenario's
+    data, root = _parse_yaml(text, file)
+    if data is None:
+        raise InputError("is empty; expected a scenario mapping (name, start_date, finance, workloads, ...)", file=file)
+    if not isinstance(data, dict):
+        raise InputError(f"expected a mapping of scenario fields at the top level, got {_short(data)}", file=file,
+                         line=root.start_mark.line + 1)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(exc, file, root) from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file; any problem raises InputError (file, line, field path, expectation)."""
+    path = Path(path)
+    return scenario_from_yaml(_read_text(path), str(path))
+
+
+def scenario_json_schema() -> dict:
+    """JSON Schema (draft 2020-12) of the scenario file."""
+    schema = Scenario.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

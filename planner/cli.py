@@ -155,7 +155,7 @@ def schema():
 
 @main.command()
 @click.option("--write", is_flag=True, help="write the fitted parameters to data/efficiency.yaml")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
 def calibrate(write, fmt):
     """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies."""
     from planner import calibration, render
@@ -165,6 +165,8 @@ def calibrate(write, fmt):
     rows = calibration.comparison()
     if fmt == "json":
         click.echo(render.to_json(rows))
+    elif fmt == "markdown":
+        click.echo(render.to_markdown(rows), nl=False)
     else:
         render.table(rows, title="calibration: predicted vs published")
 

@@ -177,6 +177,7 @@ class Estimate:
     decode: dict = field(default_factory=dict)
     prefill: dict = field(default_factory=dict)
     memory: dict = field(default_factory=dict)
+    roles: list = field(default_factory=list)
     source: str = "planner performance model (docs/MODEL.md), efficiencies from data/efficiency.yaml"
 
     def to_dict(self) -> dict:
@@ -270,6 +271,7 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = 1
             "kv_bytes_per_chip": float(dec[L.B_KV_BYTES_PER_CHIP]),
             "usable_bytes_per_chip": float(dec[L.B_USABLE_BYTES_PER_CHIP]),
         },
+        roles=list(hw.roles),
     )
 
 
@@ -360,6 +362,9 @@ def frontier(model: str, hardware: list[str] | None = None, precision: str | Non
         hw = catalog.get_hardware(hw_id)
         if hardware is None and (not _serves(hw, m) or (precision and precision not in hw.precisions)):
             continue
+        if "decode" not in hw.roles:
+            raise InputError(f"{hw.id} takes only the {', '.join(hw.roles)} role(s): it has no decode frontier",
+                             field="hardware")
         precs = [precision] if precision else list(hw.precisions)
         for prec in precs:
             check_pair(hw, m, prec)

@@ -22,10 +22,10 @@ def fmt(value) -> str:
         if value == 0:
             return "0"
         mag = abs(value)
-        if mag >= 1e5:
+        if mag >= 1e3:
             return f"{value:,.0f}"
         if mag >= 1e-3:
-            return f"{value:,.4g}"
+            return f"{value:.4g}"
         return f"{value:.3e}"
     return str(value)
 
@@ -53,3 +53,11 @@ def to_csv(rows: list[dict]) -> str:
     import polars as pl
 
     return pl.DataFrame(rows).write_csv()
+
+
+def to_markdown(rows: list[dict], columns: Iterable[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table, cells formatted as in the terminal tables."""
+    cols = list(columns) if columns else (list(rows[0].keys()) if rows else [])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(c)).replace("|", "/") for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"

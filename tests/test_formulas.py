@@ -1,0 +1,511 @@
+"""The performance model's formulas against values worked out by hand (docs/MODEL.md, section numbers below).
+
+Every expected number is derived in a comment next to its assertion, from tiny hand-built model and hardware vectors
+(round numbers, so the arithmetic can be redone on paper). The jitted kernels in ``solvers.perf_kernels`` are called
+directly; ``tests/test_kernels_twin.py`` separately checks them against the plain-Python twin on random inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.catalog import get_model
+from planner.performance import colocated_tokens_per_s, model_vector, pareto_mask, spec_tokens, tier_of
+from solvers import layout as L
+from solvers.perf_kernels import (
+    active_params_per_stage,
+    allreduce_time,
+    alltoall_time,
+    context_layers,
+    decode_breakdown,
+    experts_touched,
+    held_weight_params_per_chip,
+    kv_bytes_per_chip,
+    pipeline_hop_time,
+    prefill_breakdown,
+    read_weight_params_per_chip,
+    stage_comm_time,
+    stage_layers,
+    tier_read_time,
+    usable_bytes_per_chip,
+)
+
+REL = 1e-12
+
+
+def approx(x):
+    return pytest.approx(x, rel=REL, abs=0.0)
+
+
+# ---- hand-built vectors -------------------------------------------------------------------------------------
+def model(**slots) -> np.ndarray:
+    """A model vector with the named slots set (names without the ``M_`` prefix) and every other slot 0."""
+    v = np.zeros(L.N_MODEL)
+    for name, value in slots.items():
+        v[getattr(L, "M_" + name.upper())] = value
+    return v
+
+
+def hardware(tiers=((1e11, 1e12),), **slots) -> np.ndarray:
+    """A hardware vector: ``tiers`` as (capacity bytes, bandwidth bytes/s), fastest first; other slots by name."""
+    v = np.zeros(L.N_HW)
+    v[L.H_N_TIERS] = len(tiers)
+    for i, (cap, bw) in enumerate(tiers):
+        v[L.H_CAP + i] = cap
+        v[L.H_BW + i] = bw
+    for name, value in slots.items():
+        v[getattr(L, "H_" + name.upper())] = value
+    return v
+
+
+# A dense toy model: 4 layers of 4e6 attention + 12e6 FFN weights, hidden 1000, vocab 1000 untied
+# (embedding + LM head 2 * 1000 * 1000 = 2e6, LM head 1e6), 500 KV elements per token per layer, 4000 attention
+# FLOPs per query-context pair in decode and 6000 in prefill (deliberately different, to see which one is used).
+DENSE = model(
+    layers=4, dense_layers=4, moe_layers=0, hidden=1000, attn_params=4e6, dense_ffn_params=12e6,
+    embed_params=2e6, lm_head_params=1e6, kv_elems=500, attn_flops=4000, prefill_attn_flops=6000,
+)
+
+# One-tier toy hardware: 100 GB at 1 TB/s, 1 PFLOP/s, 1-byte weights and KV, 16-bit activations, scale-up domain of
+# 8 chips at 100 GB/s and 1 us, scale-out 10 GB/s and 10 us, 8 chips in an 8 kW rack; efficiencies 0.5 / 0.5,
+# 10 us floor per layer, 2 us per collective, half of memory usable.
+HW = hardware(
+    tiers=((1e11, 1e12),), peak_flops=1e15, weight_bytes=1.0, kv_bytes=1.0, act_bytes=2.0,
+    su_domain=8, su_bw=1e11, su_lat=1e-6, so_bw=1e10, so_lat=1e-5, chips_per_rack=8, rack_power_w=8000.0,
+    bw_eff=0.5, flops_eff=0.5, layer_floor_s=1e-5, coll_lat_s=2e-6, mem_usable=0.5,
+)
+
+# A small MoE: 2 MoE layers, 8 experts of 100 weights, top-2, shared expert + router 50, attention 10,
+# embeddings 40 (LM head 20).
+MOE = model(
+    layers=2, dense_layers=0, moe_layers=2, hidden=1000, attn_params=10, expert_params=100, experts=8,
+    experts_per_token=2, shared_params=50, embed_params=40, lm_head_params=20,
+)
+
+
+# ---- 2.1 pipeline stages ------------------------------------------------------------------------------------
+def test_stage_layers_takes_the_largest_stage():
+    m = model(layers=10, dense_layers=4, moe_layers=6)
+    # ceil(10 / 3) = 4 layers in the largest stage, 4/10 = 0.4 of the model: 0.4 * 4 = 1.6 dense, 0.4 * 6 = 2.4 MoE
+    ls, dense, moe = stage_layers(m, 3.0)
+    assert (ls, dense, moe) == (approx(4.0), approx(1.6), approx(2.4))
+    # pp = 1: the whole model
+    assert stage_layers(m, 1.0) == (approx(10.0), approx(4.0), approx(6.0))
+    # pp = 10: one layer per stage
+    assert stage_layers(m, 10.0) == (approx(1.0), approx(0.4), approx(0.6))
+
+
+# ---- 2.2 weights held and read ------------------------------------------------------------------------------
+def test_held_and_read_weight_params_dense():
+    # held per chip, tp 2, pp 1: (4 * 4e6 + 4 * 12e6 + 2e6) / 2 = (16e6 + 48e6 + 2e6) / 2 = 33e6
+    assert held_weight_params_per_chip(DENSE, 2.0, 1.0) == approx(33e6)
+    # read per step: the LM head (1e6) instead of embedding + LM head: (16e6 + 48e6 + 1e6) / 2 = 32.5e6
+    assert read_weight_params_per_chip(DENSE, 2.0, 1.0, 7.0) == approx(32.5e6)
+    # tp 2, pp 2: 2 layers per stage, embeddings spread 1/pp: (2 * 16e6 + 2e6 / 2) / 2 = 16.5e6 held,
+    # (2 * 16e6 + 1e6 / 2) / 2 = 16.25e6 read
+    assert held_weight_params_per_chip(DENSE, 2.0, 2.0) == approx(16.5e6)
+    assert read_weight_params_per_chip(DENSE, 2.0, 2.0, 1.0) == approx(16.25e6)
+    # active per stage (FLOPs): 4 * 4e6 + 4 * 12e6 + 1e6 = 65e6
+    assert active_params_per_stage(DENSE, 1.0) == approx(65e6)
+
+
+def test_held_and_read_weight_params_moe():
+    # held, tp 2: (2 * 10 attention + 2 * (50 shared + 8 * 100 experts) + 40 embeddings) / 2 = (20 + 1700 + 40) / 2
+    assert held_weight_params_per_chip(MOE, 2.0, 1.0) == approx(880.0)
+    # read with 1 token: it touches k = 2 experts: (20 + 2 * (50 + 2 * 100) + 20 LM head) / 2 = 540 / 2 = 270
+    assert read_weight_params_per_chip(MOE, 2.0, 1.0, 1.0) == approx(270.0)
+    # 2 tokens touch 8 * (1 - 0.75^2) = 3.5 experts: (20 + 2 * (50 + 350) + 20) / 2 = 840 / 2 = 420
+    assert read_weight_params_per_chip(MOE, 2.0, 1.0, 2.0) == approx(420.0)
+    # active per token: 20 + 2 * (50 + 2 * 100) + 20 = 540, whatever the batch
+    assert active_params_per_stage(MOE, 1.0) == approx(540.0)
+
+
+# ---- 2.3 experts touched ------------------------------------------------------------------------------------
+def test_experts_touched():
+    m = model(layers=1, moe_layers=1, experts=8, experts_per_token=2)
+    # batch 1: 8 * (1 - (1 - 2/8)^1) = 8 * 0.25 = 2 = k
+    assert experts_touched(m, 1.0) == approx(2.0)
+    # batch 2: 8 * (1 - 0.75^2) = 8 * 0.4375 = 3.5
+    assert experts_touched(m, 2.0) == approx(3.5)
+    # batch 4: 8 * (1 - 0.75^4) = 8 * (1 - 0.31640625) = 5.46875
+    assert experts_touched(m, 4.0) == approx(5.46875)
+    # large batch approaches E = 8 (0.75^100 ~ 3e-13)
+    assert experts_touched(m, 100.0) == pytest.approx(8.0, abs=1e-11)
+    assert experts_touched(m, 100.0) < 8.0
+    # a dense model touches none
+    assert experts_touched(DENSE, 64.0) == 0.0
+
+
+# ---- 2.4 KV cache -------------------------------------------------------------------------------------------
+def test_context_layers_with_sliding_window():
+    # 4 layers, 2 of them sliding-window over 100 tokens
+    m = model(layers=4, window_layers=2, window_tokens=100)
+    # context 1000: full layers count 1, window layers 100 / 1000 = 0.1: 4 * (0.5 * 1 + 0.5 * 0.1) = 2.2
+    assert context_layers(m, 4.0, 1000.0) == approx(2.2)
+    # a stage of 2 layers (pp 2) holds the same mix: 2 * 0.55 = 1.1
+    assert context_layers(m, 2.0, 1000.0) == approx(1.1)
+    # context inside the window: every layer counts fully
+    assert context_layers(m, 4.0, 50.0) == approx(4.0)
+    # no context, no attention
+    assert context_layers(m, 4.0, 0.0) == 0.0
+    # no window: layers as they are
+    assert context_layers(DENSE, 4.0, 1000.0) == approx(4.0)
+
+
+def test_kv_bytes_per_chip():
+    # dense toy, tp 2, pp 1, 4 streams at 2000 tokens, 1-byte KV: 4 * 2000 * 500 * 1 * 4 layers / 2 = 8e6
+    assert kv_bytes_per_chip(DENSE, HW, 2.0, 1.0, 4.0, 2000.0) == approx(8e6)
+    # with a window: 4 layers (2 windowed at 100 tokens), 500 elements, 2-byte KV, tp 2, pp 2, 3 streams at 1000:
+    # stage of 2 layers -> 1.1 layer-equivalents (above); per token 500 * 2 * 1.1 = 1100 B; 3 * 1000 * 1100 / 2
+    m = model(layers=4, dense_layers=4, kv_elems=500, window_layers=2, window_tokens=100)
+    hw = hardware(kv_bytes=2.0)
+    assert kv_bytes_per_chip(m, hw, 2.0, 2.0, 3.0, 1000.0) == approx(1.65e6)
+
+
+# ---- 2.5 memory tiers ---------------------------------------------------------------------------------------
+# SRAM 1 GB at 100 TB/s, HBM 100 GB at 1 TB/s; half of each usable, half of each bandwidth achieved.
+TWO_TIER = hardware(tiers=((1e9, 1e14), (1e11, 1e12)), mem_usable=0.5, bw_eff=0.5)
+
+
+def test_usable_bytes_sum_the_tiers():
+    # (1e9 + 1e11) * 0.5 = 50.5e9
+    assert usable_bytes_per_chip(TWO_TIER) == approx(50.5e9)
+
+
+def test_tier_read_time_weights_split_across_sram_and_hbm():
+    # 2 GB of weights held, 1 GB read (e.g. touched experts only); 1 GB of KV held, 0.4 GB read.
+    # SRAM room 0.5 GB: 0.5 GB of weights (a quarter of them), no room for KV.
+    #   reads 1e9 * 0.25 = 0.25e9 B at 1e14 * 0.5 = 5e13 B/s -> 5e-6 s
+    # HBM room 50 GB: the other 1.5 GB of weights and all the KV.
+    #   reads 1e9 * 0.75 + 0.4e9 = 1.15e9 B at 1e12 * 0.5 = 5e11 B/s -> 2.3e-3 s
+    # total 2.305e-3 s (tiers are read one after the other)
+    assert tier_read_time(TWO_TIER, 2e9, 1e9, 1e9, 0.4e9) == approx(2.305e-3)
+
+
+def test_tier_read_time_kv_fills_sram_after_weights():
+    # 0.2 GB of weights (all read), 1 GB of KV (0.5 GB read).
+    # SRAM (0.5 GB): 0.2 GB weights + 0.3 GB KV -> reads 0.2e9 + 0.5e9 * 0.3 = 0.35e9 B at 5e13 -> 7e-6 s
+    # HBM: 0.7 GB KV -> reads 0.5e9 * 0.7 = 0.35e9 B at 5e11 -> 7e-4 s; total 7.07e-4 s
+    assert tier_read_time(TWO_TIER, 0.2e9, 0.2e9, 1e9, 0.5e9) == approx(7.07e-4)
+
+
+def test_tier_read_time_overflow_is_priced_at_the_slowest_tier():
+    # SRAM 1 GB, HBM 4 GB, half usable: rooms 0.5 GB and 2 GB; 3 GB of weights, all read, no KV.
+    # SRAM 0.5e9 / 5e13 = 1e-5; HBM 2e9 / 5e11 = 4e-3; overflow 0.5e9 at the HBM's 5e11 -> 1e-3. Total 5.01e-3.
+    hw = hardware(tiers=((1e9, 1e14), (4e9, 1e12)), mem_usable=0.5, bw_eff=0.5)
+    assert tier_read_time(hw, 3e9, 3e9, 0.0, 0.0) == approx(5.01e-3)
+
+
+# ---- 2.7 communication --------------------------------------------------------------------------------------
+def test_allreduce_time():
+    hw = hardware(su_bw=1e11, coll_lat_s=2e-6)
+    # tp 4, 1 MB: 2e-6 + 2 * 3/4 * 1e6 / 1e11 = 2e-6 + 1.5e-5 = 1.7e-5
+    assert allreduce_time(hw, 4.0, 1e6) == approx(1.7e-5)
+    # tp 2: 2e-6 + 2 * 1/2 * 1e6 / 1e11 = 1.2e-5
+    assert allreduce_time(hw, 2.0, 1e6) == approx(1.2e-5)
+    # one chip: nothing to reduce, no latency either
+    assert allreduce_time(hw, 1.0, 1e6) == 0.0
+
+
+def test_alltoall_time():
+    hw = hardware(su_bw=1e11, coll_lat_s=2e-6)
+    # tp 4, each chip receives 1 MB of which 3/4 from the other chips: 2e-6 + 0.75e6 / 1e11 = 9.5e-6
+    assert alltoall_time(hw, 4.0, 1e6) == approx(9.5e-6)
+    assert alltoall_time(hw, 1.0, 1e6) == 0.0
+
+
+def test_pipeline_hop_time_scale_up_vs_scale_out():
+    hw = hardware(su_domain=8, su_bw=1e11, su_lat=1e-6, so_bw=1e10, so_lat=1e-5)
+    # tp 2 x pp 4 = 8 chips <= domain 8: scale-up, 1e-6 + 1e6 / 1e11 = 1.1e-5
+    assert pipeline_hop_time(hw, 2.0, 4.0, 1e6) == approx(1.1e-5)
+    # tp 2 x pp 8 = 16 chips > 8: scale-out, 1e-5 + 1e6 / 1e10 = 1.1e-4
+    assert pipeline_hop_time(hw, 2.0, 8.0, 1e6) == approx(1.1e-4)
+    # one stage: no hop
+    assert pipeline_hop_time(hw, 8.0, 1.0, 1e6) == 0.0
+
+
+def test_stage_comm_time_tensor_vs_expert_parallel():
+    m = model(layers=4, dense_layers=1, moe_layers=3, hidden=1000, experts=8, experts_per_token=2)
+    hw = hardware(act_bytes=2.0, su_bw=1e11, coll_lat_s=2e-6, su_domain=8)
+    # 10 tokens: message 10 * 1000 * 2 B = 20000 B.
+    # all-reduce, tp 4: 2e-6 + 2 * 3/4 * 20000 / 1e11 = 2e-6 + 3e-7 = 2.3e-6
+    # tensor-parallel experts: 2 all-reduces per layer, 4 layers: 8 * 2.3e-6 = 1.84e-5
+    assert stage_comm_time(m, hw, 4.0, 1.0, 0.0, 10.0) == approx(1.84e-5)
+    # expert parallel: all-to-all receives 20000 * k / tp = 20000 * 2 / 4 = 10000 B per chip:
+    #   2e-6 + 10000 * 3/4 / 1e11 = 2.075e-6
+    # dense layer 2 * 2.3e-6 = 4.6e-6; each MoE layer 2.3e-6 + 2 * 2.075e-6 = 6.45e-6, 3 of them 1.935e-5
+    # total 2.395e-5
+    assert stage_comm_time(m, hw, 4.0, 1.0, 1.0, 10.0) == approx(2.395e-5)
+
+
+# ---- 3 decode step ------------------------------------------------------------------------------------------
+def test_decode_breakdown_one_tier_dense_every_slot():
+    # tp 2, pp 1, 4 streams, average context 1000, longest 2000, no speculation.
+    out = np.full(L.N_BREAKDOWN, np.nan)
+    decode_breakdown(DENSE, HW, 2.0, 1.0, 0.0, 4.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    # b = max(4 / 1, 1) = 4 streams per micro-batch, 4 tokens per step; 4 layers in the stage.
+    # weights held 33e6 B, read 32.5e6 B (test_held_and_read_weight_params_dense, 1-byte weights)
+    # KV held: 4 streams * 2000 * 500 * 1 B * 4 layers / 2 = 8e6 B; read: 4 * 1000 * 500 * 4 / 2 = 4e6 B
+    # memory: (32.5e6 + 4e6) / (1e12 * 0.5) = 36.5e6 / 5e11 = 7.3e-5 s
+    # FLOPs per chip: 2 * 4 tokens * 65e6 / 2 = 260e6; attention 4 tokens * 1000 ctx * 4000 * 4 layers / 2 = 32e6
+    #   -> 292e6 FLOPs; compute 292e6 / (1e15 * 0.5) = 5.84e-7 s
+    # comm: message 4 * 1000 * 2 B = 8000 B; all-reduce 2e-6 + 2 * 1/2 * 8000 / 1e11 = 2.08e-6;
+    #   2 per layer * 4 layers = 1.664e-5 s; pp 1, no hop
+    # floor: 4 layers * 1e-5 = 4e-5 s
+    # step = max(7.3e-5, 5.84e-7) + 1.664e-5 + 4e-5 = 1.2964e-4 s; interval = pp * step = the same
+    step = 7.3e-5 + 1.664e-5 + 4e-5
+    assert out[L.B_TIME_S] == approx(step)
+    assert out[L.B_MEMORY_S] == approx(7.3e-5)
+    assert out[L.B_COMPUTE_S] == approx(5.84e-7)
+    assert out[L.B_ROOFLINE_S] == approx(7.3e-5)
+    assert out[L.B_COMM_S] == approx(1.664e-5)
+    assert out[L.B_FLOOR_S] == approx(4e-5)
+    # per user 1 / 1.2964e-4 = 7713.67 tok/s; replica 4 streams * that = 30854.7 tok/s
+    assert out[L.B_TPS_PER_USER] == approx(1.0 / step)
+    assert out[L.B_TPS_PER_USER] == pytest.approx(7713.67, rel=1e-6)
+    assert out[L.B_TOKENS_PER_S] == approx(4.0 / step)
+    # fits: 33e6 + 8e6 = 41e6 <= 1e11 * 0.5 = 5e10
+    assert out[L.B_FITS] == 1.0
+    assert out[L.B_WEIGHT_BYTES_PER_CHIP] == approx(33e6)
+    assert out[L.B_KV_BYTES_PER_CHIP] == approx(8e6)
+    assert out[L.B_USABLE_BYTES_PER_CHIP] == approx(5e10)
+    # largest of (memory 7.3e-5, compute 5.84e-7, comm 1.664e-5, floor 4e-5) is memory
+    assert L.BOUND_NAMES[int(out[L.B_BOUND])] == "memory"
+    # power: 2 chips * 8000 W / 8 chips per rack = 2000 W
+    assert out[L.B_POWER_W] == approx(2000.0)
+    assert out[L.B_BYTES_READ_PER_CHIP] == approx(36.5e6)
+    assert out[L.B_FLOPS_PER_CHIP] == approx(292e6)
+
+
+def test_decode_breakdown_two_stages():
+    # tp 2, pp 2 (4 chips <= domain 8: hops over scale-up), 4 streams, contexts 1000 / 2000.
+    out = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(DENSE, HW, 2.0, 2.0, 0.0, 4.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    # b = 4 / 2 = 2 streams per micro-batch; 2 layers per stage.
+    # weights held 16.5e6, read 16.25e6 (test_held_and_read_weight_params_dense)
+    # KV held: 4 * 2000 * 500 * 2 layers / 2 = 4e6; read: 2 * 1000 * 500 * 2 / 2 = 1e6
+    # memory (16.25e6 + 1e6) / 5e11 = 3.45e-5 s
+    # FLOPs: 2 * 2 * 32.5e6 / 2 = 65e6 + attention 2 * 1000 * 4000 * 2 / 2 = 8e6 -> 73e6; / 5e14 = 1.46e-7 s
+    # comm: message 2 * 1000 * 2 = 4000 B; all-reduce 2e-6 + 4000 / 1e11 = 2.04e-6, 2 per layer * 2 layers
+    #   = 8.16e-6; hop 1e-6 + 4000 / 1e11 = 1.04e-6; total 9.2e-6 s
+    # floor 2 * 1e-5 = 2e-5 s; step 3.45e-5 + 9.2e-6 + 2e-5 = 6.37e-5 s; interval 2 * 6.37e-5 = 1.274e-4 s
+    assert out[L.B_TIME_S] == approx(1.274e-4)
+    assert out[L.B_MEMORY_S] == approx(2 * 3.45e-5)
+    assert out[L.B_COMPUTE_S] == approx(2 * 1.46e-7)
+    assert out[L.B_COMM_S] == approx(2 * 9.2e-6)
+    assert out[L.B_FLOOR_S] == approx(2 * 2e-5)
+    assert out[L.B_TPS_PER_USER] == approx(1.0 / 1.274e-4)
+    assert out[L.B_TOKENS_PER_S] == approx(4.0 / 1.274e-4)
+    assert out[L.B_WEIGHT_BYTES_PER_CHIP] == approx(16.5e6)
+    assert out[L.B_KV_BYTES_PER_CHIP] == approx(4e6)
+    assert out[L.B_POWER_W] == approx(4000.0)
+
+
+def test_decode_breakdown_speculative_tokens():
+    # 1 stream, tp 1, pp 1, context 1000 (avg = max), 3 query tokens per step of which 2 accepted on average.
+    out = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(DENSE, HW, 1.0, 1.0, 0.0, 1.0, 1000.0, 1000.0, 3.0, 2.0, out)
+    # weights read 65e6 B; KV read 1 * 1000 * 500 * 4 = 2e6 B: memory 67e6 / 5e11 = 1.34e-4 s
+    # FLOPs 2 * 3 * 65e6 = 390e6 + 3 * 1000 * 4000 * 4 = 48e6 -> 438e6; compute 438e6 / 5e14 = 8.76e-7 s
+    # tp 1: no collectives; floor 4e-5; step 1.74e-4 s; 2 accepted tokens per step: 2 / 1.74e-4 tok/s
+    assert out[L.B_COMM_S] == 0.0
+    assert out[L.B_FLOPS_PER_CHIP] == approx(438e6)
+    assert out[L.B_TIME_S] == approx(1.74e-4)
+    assert out[L.B_TPS_PER_USER] == approx(2.0 / 1.74e-4)
+
+
+def test_decode_does_not_fit():
+    # tp 1, usable 1e11 * 0.5 = 5e10 B. 4000 streams at 2000 tokens: KV 4000 * 2000 * 500 * 4 layers = 1.6e10 B,
+    # plus 66e6 B of weights, fits. 20000 streams: KV 8e10 B > 5e10 B, does not.
+    out = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(DENSE, HW, 1.0, 1.0, 0.0, 4000.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    assert out[L.B_FITS] == 1.0
+    decode_breakdown(DENSE, HW, 1.0, 1.0, 0.0, 20000.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    assert out[L.B_FITS] == 0.0
+
+
+# ---- 4 prefill ----------------------------------------------------------------------------------------------
+def test_prefill_breakdown():
+    # one prompt of 1000 tokens, tp 2, pp 1.
+    out = np.full(L.N_BREAKDOWN, np.nan)
+    prefill_breakdown(DENSE, HW, 2.0, 1.0, 0.0, 1000.0, out)
+    # weights read 32.5e6 B; KV written 1 * 1000 * 500 * 4 / 2 = 1e6 B: memory 33.5e6 / 5e11 = 6.7e-5 s
+    # FLOPs: 2 * 1000 * 65e6 / 2 = 65e9; causal attention 1000 * 500 pairs * 6000 (prefill slot) * 4 layers / 2
+    #   = 6e9 -> 71e9; compute 71e9 / 5e14 = 1.42e-4 s
+    # comm: message 1000 * 1000 * 2 = 2e6 B; all-reduce 2e-6 + 2e6 / 1e11 = 2.2e-5; 8 of them 1.76e-4 s
+    # floor 4e-5; TTFT = 1.42e-4 + 1.76e-4 + 4e-5 = 3.58e-4 s; prompt rate 1000 / 3.58e-4 tok/s
+    assert out[L.B_MEMORY_S] == approx(6.7e-5)
+    assert out[L.B_FLOPS_PER_CHIP] == approx(71e9)
+    assert out[L.B_COMPUTE_S] == approx(1.42e-4)
+    assert out[L.B_ROOFLINE_S] == approx(1.42e-4)
+    assert out[L.B_COMM_S] == approx(1.76e-4)
+    assert out[L.B_FLOOR_S] == approx(4e-5)
+    assert out[L.B_TIME_S] == approx(3.58e-4)
+    assert out[L.B_TOKENS_PER_S] == approx(1000.0 / 3.58e-4)
+    assert out[L.B_TPS_PER_USER] == 0.0
+    assert out[L.B_KV_BYTES_PER_CHIP] == approx(1e6)
+    assert out[L.B_WEIGHT_BYTES_PER_CHIP] == approx(33e6)
+    assert out[L.B_BYTES_READ_PER_CHIP] == approx(33.5e6)
+    assert out[L.B_FITS] == 1.0
+    assert L.BOUND_NAMES[int(out[L.B_BOUND])] == "communication"
+
+
+def test_prefill_two_stages_ttft_and_rate():
+    # tp 2, pp 2, 1000 tokens: stage of 2 layers.
+    out = np.zeros(L.N_BREAKDOWN)
+    prefill_breakdown(DENSE, HW, 2.0, 2.0, 0.0, 1000.0, out)
+    # memory: (16.25e6 + 1000 * 500 * 2 / 2 = 0.5e6) / 5e11 = 3.35e-5
+    # FLOPs: 2 * 1000 * 32.5e6 / 2 = 32.5e9 + 1000 * 500 * 6000 * 2 / 2 = 3e9 -> 35.5e9; / 5e14 = 7.1e-5
+    # comm: 4 all-reduces * 2.2e-5 = 8.8e-5 + hop 1e-6 + 2e6 / 1e11 = 2.1e-5 -> 1.09e-4
+    # floor 2e-5; stage 7.1e-5 + 1.09e-4 + 2e-5 = 2.0e-4; TTFT 2 stages = 4.0e-4; rate 1000 / 2.0e-4 = 5e6 tok/s
+    assert out[L.B_TIME_S] == approx(4.0e-4)
+    assert out[L.B_TOKENS_PER_S] == approx(5e6)
+
+
+# ---- planner.performance helpers ----------------------------------------------------------------------------
+def test_spec_tokens():
+    # no drafting: one query token, one token out
+    assert spec_tokens(0, 0.7) == (1.0, 1.0)
+    # 3 drafts at 0.5: 4 query tokens; accepted 1 + 0.5 + 0.25 + 0.125 = (1 - 0.5^4) / (1 - 0.5) = 1.875
+    q, a = spec_tokens(3, 0.5)
+    assert (q, a) == (4.0, approx(1.875))
+    # every draft accepted: d + 1
+    assert spec_tokens(3, 1.0) == (4.0, 4.0)
+    # none accepted: only the verified token
+    assert spec_tokens(3, 0.0) == (4.0, approx(1.0))
+
+
+def test_colocated_tokens_per_s():
+    # decode 1000 tok/s, prefill 10000 tok/s, 1000 in / 500 out: each request takes 500 / 1000 + 1000 / 10000
+    # = 0.6 s of the replica; 500 / 0.6 = 833.33 output tok/s
+    assert colocated_tokens_per_s(1000.0, 10000.0, 1000, 500) == approx(500.0 / 0.6)
+    # arrays work elementwise
+    got = colocated_tokens_per_s(np.array([1000.0, 2000.0]), np.array([10000.0, 10000.0]), 1000, 500)
+    np.testing.assert_allclose(got, [500 / 0.6, 500 / 0.35], rtol=REL)
+
+
+def test_pareto_mask():
+    x = np.array([1.0, 2.0, 3.0, 2.0, 1.0, 0.5])
+    y = np.array([5.0, 4.0, 1.0, 3.0, 5.0, 5.0])
+    # by x descending: (3, 1) kept; (2, 4) kept; (2, 3) dominated by (2, 4); (1, 5) kept (first of the two equal
+    # points); its duplicate dropped; (0.5, 5) dominated by (1, 5)
+    assert pareto_mask(x, y).tolist() == [True, True, True, False, False, False]
+
+
+def test_tier_of():
+    assert tier_of(99.9) == "below-standard"
+    assert tier_of(100.0) == "standard"
+    assert tier_of(399.0) == "high"
+    assert tier_of(400.0) == "premium"
+    assert tier_of(1000.0) == "ultra"
+    assert tier_of(5000.0) == "ultra"
+
+
+# ---- catalog ------------------------------------------------------------------------------------------------
+def test_llama_3_1_70b_attention_by_hand():
+    m = get_model("llama-3.1-70b")
+    # hidden 8192, 64 heads, 8 KV heads, head_dim 128, no bias:
+    # q 8192 * 64 * 128 = 67,108,864; k and v 2 * 8192 * 8 * 128 = 16,777,216; o 64 * 128 * 8192 = 67,108,864
+    assert m.attention_params_per_layer == 67_108_864 + 16_777_216 + 67_108_864 == 150_994_944
+    # QK^T and AV: 2 FLOPs per MAC * 64 heads * (128 + 128) = 32,768 per query token per cached token per layer
+    assert m.attention_flops_per_token_per_context == 2 * 64 * 2 * 128 == 32_768
+    assert m.prefill_attention_flops_per_token_per_context == 32_768
+    # KV elements: K and V of 8 heads of 128 = 2048 per token per layer
+    assert m.kv_elements_per_token_per_layer == 2048
+    # FFN 3 * 8192 * 28672 = 704,643,072; 80 layers of 855,638,016 = 68,451,041,280;
+    # embeddings 2 * 128256 * 8192 = 2,101,346,304 -> total 70,552,387,584
+    assert m.dense_ffn_params_per_layer == 704_643_072
+    assert m.total_params == 70_552_387_584
+
+
+def test_deepseek_v3_mla_by_hand():
+    m = get_model("deepseek-v3")
+    # q: 7168 * 1536 + 1536 * 128 * 192 = 11,010,048 + 37,748,736 = 48,758,784
+    # kv: 7168 * (512 + 64) + 512 * 128 * (128 + 128) = 4,128,768 + 16,777,216 = 20,905,984
+    # o: 128 * 128 * 7168 = 117,440,512; sum 187,105,280
+    assert m.attention_params_per_layer == 187_105_280
+    # latent KV: 512 + 64 = 576 elements per token per layer
+    assert m.kv_elements_per_token_per_layer == 576
+    # decode (absorbed): 2 * 128 * (2 * 512 + 64) = 278,528; prefill (un-absorbed): 2 * 128 * (192 + 128) = 81,920
+    assert m.attention_flops_per_token_per_context == 278_528
+    assert m.prefill_attention_flops_per_token_per_context == 81_920
+
+
+# ---- MODEL.md 6: per-user speed on the frontier -----------------------------------------------------------------
+def test_frontier_per_user_speed_shares_the_replica_with_prefill():
+    # sweep_points scales decode per-user speed by R_col / R_dec; without speculation R_dec = B * tps_dec, so the
+    # frontier's per-user speed is R_col / B: the colocated replica throughput shared by its B streams.
+    from planner.catalog import get_hardware
+    from planner.performance import sweep_points
+
+    s = sweep_points(get_model("llama-3.1-70b"), get_hardware("vr-nvl72"), "fp8", 1000, 1000, chips=8,
+                     batches=np.array([16.0, 64.0]))
+    assert len(s["tp"]) > 0
+    np.testing.assert_allclose(s["tps_per_user"], s["output_tokens_per_s"] / s["batch"], rtol=1e-12)
+    assert (s["tps_per_user"] < s["decode_tps_per_user"]).all()
+
+
+# ---- MODEL.md 8: the worked example, with the hardware and efficiencies written out ----------------------------
+# nvidia-gpu efficiencies as fitted 2026-11-30 (data/efficiency.yaml at the time MODEL.md 8 was written).
+ETA_BW, ETA_F, FLOOR, COLL_LAT, USABLE = 0.5277, 0.4295, 2.154e-6, 1.057e-5, 0.9
+
+
+def test_worked_example_llama_70b_vr_nvl72_fp8():
+    # vr-nvl72 at fp8 as in docs/MODEL.md 8: one HBM tier of 288 GB at 22 TB/s, 17.5 PFLOP/s fp8, NVLink 1.8 TB/s
+    # per direction in a 72-chip domain, 72 chips in a 190 kW rack.
+    hw = hardware(
+        tiers=((288e9, 22e12),), peak_flops=17.5e15, weight_bytes=1.0, kv_bytes=1.0, act_bytes=2.0,
+        su_domain=72, su_bw=1.8e12, su_lat=1e-6, so_bw=200e9, so_lat=5e-6, chips_per_rack=72,
+        rack_power_w=190e3, bw_eff=ETA_BW, flops_eff=ETA_F, layer_floor_s=FLOOR, coll_lat_s=COLL_LAT,
+        mem_usable=USABLE,
+    )
+    mem_rate = 22e12 * ETA_BW  # 11.6094e12 B/s
+    flop_rate = 17.5e15 * ETA_F  # 7.51625e15 FLOP/s
+    mv = model_vector(get_model("llama-3.1-70b"))
+    dec = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(mv, hw, 8.0, 1.0, 0.0, 64.0, 1500.0, 2000.0, 1.0, 1.0, dec)
+    # weights held 70,552,387,584 / 8 = 8,819,048,448 B; read (LM head, not input embedding)
+    # 69,501,714,432 / 8 = 8,687,714,304 B
+    assert dec[L.B_WEIGHT_BYTES_PER_CHIP] == approx(8_819_048_448)
+    # KV per token 2048 * 80 = 163,840 B; held 64 * 2000 * 163,840 / 8 = 2,621,440,000 B;
+    # read 64 * 1500 * 163,840 / 8 = 1,966,080,000 B
+    assert dec[L.B_KV_BYTES_PER_CHIP] == approx(2_621_440_000)
+    assert dec[L.B_USABLE_BYTES_PER_CHIP] == approx(259.2e9)
+    assert dec[L.B_BYTES_READ_PER_CHIP] == approx(8_687_714_304 + 1_966_080_000)
+    # memory 10,653,794,304 / 11.6094e12 = 917.69 us
+    assert dec[L.B_MEMORY_S] == approx(10_653_794_304 / mem_rate)
+    assert dec[L.B_MEMORY_S] == pytest.approx(917.69e-6, rel=1e-5)
+    # FLOPs 16 * 69,501,714,432 + 64 * 1500 * 32768 * 80 / 8 = 1,112,027,430,912 + 31,457,280,000
+    assert dec[L.B_FLOPS_PER_CHIP] == approx(1_143_484_710_912)
+    assert dec[L.B_COMPUTE_S] == approx(1_143_484_710_912 / flop_rate)
+    assert dec[L.B_COMPUTE_S] == pytest.approx(152.135e-6, rel=1e-5)
+    # all-reduce of 64 * 8192 * 2 = 1,048,576 B: 1.057e-5 + 1.75 * 1,048,576 / 1.8e12 = 11.589 us; 160 of them
+    ar = COLL_LAT + 1.75 * 1_048_576 / 1.8e12
+    assert dec[L.B_COMM_S] == approx(160 * ar)
+    assert dec[L.B_COMM_S] == pytest.approx(1854.31e-6, rel=1e-5)
+    # floor 80 * 2.154 us = 172.32 us
+    assert dec[L.B_FLOOR_S] == approx(80 * FLOOR)
+    step = 10_653_794_304 / mem_rate + 160 * ar + 80 * FLOOR
+    assert dec[L.B_TIME_S] == approx(step)
+    assert dec[L.B_TIME_S] == pytest.approx(2.94432e-3, rel=1e-5)
+    assert dec[L.B_TPS_PER_USER] == pytest.approx(339.64, rel=1e-5)
+    assert dec[L.B_TOKENS_PER_S] == pytest.approx(21736.8, rel=1e-5)
+    assert dec[L.B_POWER_W] == approx(8 * 190e3 / 72)
+    assert L.BOUND_NAMES[int(dec[L.B_BOUND])] == "communication"
+
+    pre = np.zeros(L.N_BREAKDOWN)
+    prefill_breakdown(mv, hw, 8.0, 1.0, 0.0, 1000.0, pre)
+    # memory (8,687,714,304 + 1000 * 163,840 / 8) / 11.6094e12 = 750.10 us;
+    # FLOPs 2000 * 69,501,714,432 / 8 + 1000 * 500 * 32768 * 80 / 8 = 17,375,428,608,000 + 163,840,000,000;
+    # all-reduce of 16,384,000 B: 1.057e-5 + 1.75 * 16,384,000 / 1.8e12 = 26.499 us, 160 of them
+    assert pre[L.B_MEMORY_S] == approx(8_708_194_304 / mem_rate)
+    assert pre[L.B_FLOPS_PER_CHIP] == approx(17_539_268_608_000)
+    ar_p = COLL_LAT + 1.75 * 16_384_000 / 1.8e12
+    ttft = 17_539_268_608_000 / flop_rate + 160 * ar_p + 80 * FLOOR
+    assert pre[L.B_TIME_S] == approx(ttft)
+    assert pre[L.B_TIME_S] == pytest.approx(6.74566e-3, rel=1e-5)
+    # colocated: 1000 / (1000 / 21,736.8 + 1000 / 148,244) = 18,957.1 tok/s; per user / 64 = 296.20
+    colocated = colocated_tokens_per_s(dec[L.B_TOKENS_PER_S], pre[L.B_TOKENS_PER_S], 1000, 1000)
+    assert colocated == pytest.approx(18957.1, rel=1e-5)
+    assert colocated / 64 == pytest.approx(296.20, rel=1e-4)

@@ -51,6 +51,7 @@ def model_vector(model: Model) -> np.ndarray:
     v[L.M_WINDOW_TOKENS] = model.sliding_window_tokens or 0
     v[L.M_ATTN_FLOPS] = model.attention_flops_per_token_per_context
     v[L.M_PREFILL_ATTN_FLOPS] = model.prefill_attention_flops_per_token_per_context
+    v[L.M_KV_HEADS] = model.kv_heads
     return v
 
 
@@ -86,6 +87,7 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
         v[L.H_CAP + i] = tier.capacity_bytes.value
         v[L.H_BW + i] = tier.bandwidth_bytes_per_s.value
     v[L.H_PEAK_FLOPS] = chip.peak_flops_per_s[precision].value
+    v[L.H_ATTN_PEAK_FLOPS] = attention_peak_flops(hw, precision)
     v[L.H_WEIGHT_BYTES] = WEIGHT_BYTES[precision]
     v[L.H_KV_BYTES] = KV_BYTES[precision]
     v[L.H_ACT_BYTES] = ACTIVATION_BYTES
@@ -102,6 +104,13 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     v[L.H_COLL_LAT_S] = eff["collective_latency_s"]
     v[L.H_MEM_USABLE] = eff["usable_memory_fraction"]
     return v
+
+
+def attention_peak_flops(hw: Hardware, precision: str) -> float:
+    """Attention arithmetic runs at the KV cache's precision (fp8 for fp4 runs) when the chip has it."""
+    kv_precision = {"fp4": "fp8"}.get(precision, precision)
+    flops = hw.chip.peak_flops_per_s
+    return (flops[kv_precision] if kv_precision in flops else flops[precision]).value
 
 
 # ---- the parallelism grid -----------------------------------------------------------------------------------
@@ -155,7 +164,11 @@ def spec_tokens(draft_tokens: int, acceptance: float) -> tuple[float, float]:
 
 @dataclass
 class Estimate:
-    """One deployment's performance, with the decode and prefill breakdowns that explain it."""
+    """One deployment's performance, with the decode and prefill breakdowns that explain it.
+
+    ``tps_per_user``, ``output_tokens_per_s`` and ``output_tokens_per_s_per_mw`` are decode alone (prefill on other
+    replicas); the ``colocated_`` fields charge the replica with prefilling its own requests too, as the frontier
+    does."""
 
     model: str
     hardware: str
@@ -174,6 +187,8 @@ class Estimate:
     ttft_s: float
     power_w: float
     output_tokens_per_s_per_mw: float
+    colocated_tps_per_user: float
+    colocated_output_tokens_per_s: float
     decode: dict = field(default_factory=dict)
     prefill: dict = field(default_factory=dict)
     memory: dict = field(default_factory=dict)
@@ -258,6 +273,8 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = 1
     tp, pp, ep = choose_config(m, hw, prec, chips, batch, input_tokens, output_tokens, draft_tokens, acceptance)
     dec, pre = evaluate_config(m, hw, prec, tp, pp, ep, batch, input_tokens, output_tokens, draft_tokens, acceptance)
     power = float(dec[L.B_POWER_W])
+    colocated = colocated_tokens_per_s(float(dec[L.B_TOKENS_PER_S]), float(pre[L.B_TOKENS_PER_S]),
+                                       input_tokens, output_tokens)
     return Estimate(
         model=m.id, hardware=hw.id, precision=prec, chips=tp * pp, tensor_parallel=tp, pipeline_parallel=pp,
         expert_parallel=bool(ep), batch=batch, input_tokens=input_tokens, output_tokens=output_tokens,
@@ -265,6 +282,8 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = 1
         output_tokens_per_s=float(dec[L.B_TOKENS_PER_S]), step_time_s=float(dec[L.B_TIME_S]),
         ttft_s=float(pre[L.B_TIME_S]), power_w=power,
         output_tokens_per_s_per_mw=float(dec[L.B_TOKENS_PER_S]) / (power / 1e6),
+        colocated_tps_per_user=float(dec[L.B_TPS_PER_USER]) * colocated / float(dec[L.B_TOKENS_PER_S]),
+        colocated_output_tokens_per_s=colocated,
         decode=_breakdown_dict(dec), prefill=_breakdown_dict(pre),
         memory={
             "weight_bytes_per_chip": float(dec[L.B_WEIGHT_BYTES_PER_CHIP]),
@@ -345,7 +364,7 @@ def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def tier_of(tps_per_user: float) -> str:
-    """The fastest tier a per-user speed reaches ("below" under standard)."""
+    """The fastest tier a per-user speed reaches ("below-standard" under standard)."""
     reached = [name for name, speed in TIERS.items() if tps_per_user >= speed]
     return reached[-1] if reached else "below-standard"
 

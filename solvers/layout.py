@@ -23,7 +23,8 @@ M_WINDOW_LAYERS = 13  # sliding-window layers
 M_WINDOW_TOKENS = 14  # their window (0 if none)
 M_ATTN_FLOPS = 15  # decode attention FLOPs per query token per cached token per layer
 M_PREFILL_ATTN_FLOPS = 16  # the same in prefill (MLA runs un-absorbed there)
-N_MODEL = 17
+M_KV_HEADS = 17  # KV heads (1 for MLA's shared latent): tensor parallelism cannot split the cache further
+N_MODEL = 18
 
 # ---- hardware vector (one system at one precision, efficiencies applied in the kernel) ----------------------
 MAX_TIERS = 4
@@ -46,7 +47,8 @@ H_FLOPS_EFF = 21  # achieved share of dense peak FLOP/s
 H_LAYER_FLOOR_S = 22  # fixed time per layer per step (kernel launch, synchronisation, dataflow latency)
 H_COLL_LAT_S = 23  # fixed latency of one collective (all-reduce or all-to-all)
 H_MEM_USABLE = 24  # share of each tier's capacity usable for weights and KV
-N_HW = 25
+H_ATTN_PEAK_FLOPS = 25  # dense peak FLOP/s for attention arithmetic, at the KV cache's precision
+N_HW = 26
 
 # ---- decode / prefill breakdown -----------------------------------------------------------------------------
 # Times are per token interval of one stream (decode) or for one prompt (prefill), summed over pipeline stages.

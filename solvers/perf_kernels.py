@@ -1,8 +1,9 @@
 """The analytical performance model, jitted. Every formula is written out in docs/MODEL.md (section numbers below).
 
-One replica = ``tp * pp`` chips: ``pp`` pipeline stages of ``tp`` tensor-parallel chips each. Every stage holds
-``ceil(layers / pp)`` layers' worth of weights (the slowest stage sets the pace). ``ep`` = 1 spreads each stage's
-routed experts over its ``tp`` chips with two all-to-alls per MoE layer instead of one all-reduce.
+One replica = ``tp * pp`` chips: ``pp`` pipeline stages of ``tp`` chips each. The slowest stage sets the pace: it
+holds ``ceil(layers / pp)`` layers and the LM head. ``ep`` = 0 splits every layer tensor-parallel over the ``tp``
+chips; ``ep`` = 1 (MoE only) runs attention data-parallel (each chip its own streams, attention weights replicated)
+and spreads the routed experts over the ``tp`` chips, with two all-to-alls per MoE layer.
 
 Only arrays and scalars cross in; vectors are laid out as in ``solvers.layout``. ``solvers.reference`` is the
 plain-Python twin that tests compare against on random inputs.
@@ -33,6 +34,7 @@ from solvers.layout import (
     B_USABLE_BYTES_PER_CHIP,
     B_WEIGHT_BYTES_PER_CHIP,
     H_ACT_BYTES,
+    H_ATTN_PEAK_FLOPS,
     H_BW,
     H_BW_EFF,
     H_CAP,
@@ -61,6 +63,7 @@ from solvers.layout import (
     M_EXPERTS_PER_TOKEN,
     M_HIDDEN,
     M_KV_ELEMS,
+    M_KV_HEADS,
     M_LAYERS,
     M_LM_HEAD_PARAMS,
     M_PREFILL_ATTN_FLOPS,
@@ -104,49 +107,67 @@ def context_layers(model, layers_in_stage, context):
 
 
 @njit
-def held_weight_params_per_chip(model, tp, pp):
-    """Weights one chip stores (MODEL.md 2.2): its stage's layers over ``tp``, plus 1/pp of the embeddings."""
-    ls, dense, moe = stage_layers(model, pp)
-    per_stage = (
-        ls * model[M_ATTN_PARAMS]
-        + dense * model[M_DENSE_FFN_PARAMS]
-        + moe * (model[M_SHARED_PARAMS] + model[M_EXPERTS] * model[M_EXPERT_PARAMS])
-        + model[M_EMBED_PARAMS] / pp
-    )
-    return per_stage / tp
+def attention_shards(tp, ep):
+    """Chips that split the attention weights: all ``tp`` under tensor parallelism, none (replicated) under
+    data-parallel attention (MODEL.md 2.2)."""
+    return 1.0 if ep > 0 else tp
 
 
 @njit
-def read_weight_params_per_chip(model, tp, pp, tokens):
-    """Weights one chip reads in one stage step over ``tokens`` tokens (touched experts only)."""
+def kv_shards(model, tp, ep):
+    """Chips that split one stream's KV cache: tensor parallelism splits it by KV head, so no further than the
+    model's KV heads; data-parallel attention gives each chip whole streams, a 1/tp share (MODEL.md 2.4)."""
+    if ep > 0:
+        return tp
+    return min(tp, model[M_KV_HEADS])
+
+
+@njit
+def head_params_held(model, pp):
+    """Embedding and LM head weights on the largest stage: both when one stage holds all, else the LM head."""
+    if pp <= 1:
+        return model[M_EMBED_PARAMS]
+    return model[M_LM_HEAD_PARAMS]
+
+
+@njit
+def held_weight_params_per_chip(model, tp, pp, ep):
+    """Weights one chip of the largest stage stores (MODEL.md 2.2)."""
     ls, dense, moe = stage_layers(model, pp)
-    per_stage = (
-        ls * model[M_ATTN_PARAMS]
-        + dense * model[M_DENSE_FFN_PARAMS]
-        + moe * (model[M_SHARED_PARAMS] + experts_touched(model, tokens) * model[M_EXPERT_PARAMS])
-        + model[M_LM_HEAD_PARAMS] / pp
-    )
-    return per_stage / tp
+    split = dense * model[M_DENSE_FFN_PARAMS] + moe * (
+        model[M_SHARED_PARAMS] + model[M_EXPERTS] * model[M_EXPERT_PARAMS]
+    ) + head_params_held(model, pp)
+    return split / tp + ls * model[M_ATTN_PARAMS] / attention_shards(tp, ep)
+
+
+@njit
+def read_weight_params_per_chip(model, tp, pp, ep, tokens):
+    """Weights one chip reads in one stage step over ``tokens`` tokens (touched experts only, LM head included)."""
+    ls, dense, moe = stage_layers(model, pp)
+    split = dense * model[M_DENSE_FFN_PARAMS] + moe * (
+        model[M_SHARED_PARAMS] + experts_touched(model, tokens) * model[M_EXPERT_PARAMS]
+    ) + model[M_LM_HEAD_PARAMS]
+    return split / tp + ls * model[M_ATTN_PARAMS] / attention_shards(tp, ep)
 
 
 @njit
 def active_params_per_stage(model, pp):
-    """Weights each token multiplies through in one stage (for FLOPs)."""
+    """Weights each token multiplies through in the largest stage (for FLOPs), LM head included."""
     ls, dense, moe = stage_layers(model, pp)
     return (
         ls * model[M_ATTN_PARAMS]
         + dense * model[M_DENSE_FFN_PARAMS]
         + moe * (model[M_SHARED_PARAMS] + model[M_EXPERTS_PER_TOKEN] * model[M_EXPERT_PARAMS])
-        + model[M_LM_HEAD_PARAMS] / pp
+        + model[M_LM_HEAD_PARAMS]
     )
 
 
 @njit
-def kv_bytes_per_chip(model, hw, tp, pp, streams, context):
+def kv_bytes_per_chip(model, hw, tp, pp, ep, streams, context):
     """KV cache one chip holds for ``streams`` streams at ``context`` tokens (MODEL.md 2.4)."""
     ls, _, _ = stage_layers(model, pp)
     per_token = model[M_KV_ELEMS] * hw[H_KV_BYTES] * context_layers(model, ls, context)
-    return streams * context * per_token / tp
+    return streams * context * per_token / kv_shards(model, tp, ep)
 
 
 @njit
@@ -217,17 +238,17 @@ def pipeline_hop_time(hw, tp, pp, nbytes):
 
 @njit
 def stage_comm_time(model, hw, tp, pp, ep, tokens):
-    """Collectives of one stage step over ``tokens`` tokens: 2 all-reduces per dense layer; per MoE layer one
-    all-reduce (attention) plus one more (experts tensor-parallel) or two all-to-alls (expert parallel)."""
+    """Collectives of one stage step over ``tokens`` tokens (MODEL.md 2.7). Tensor parallel: two all-reduces per
+    layer (after attention, after the FFN or experts). Data-parallel attention with expert parallelism: per MoE
+    layer two all-to-alls (dispatch, combine), per dense layer one all-reduce (its FFN stays tensor-parallel)."""
     ls, dense, moe = stage_layers(model, pp)
     msg = tokens * model[M_HIDDEN] * hw[H_ACT_BYTES]
     ar = allreduce_time(hw, tp, msg)
-    t = dense * 2.0 * ar
     if ep > 0 and tp > 1:
         a2a = alltoall_time(hw, tp, msg * model[M_EXPERTS_PER_TOKEN] / tp)
-        t += moe * (ar + 2.0 * a2a)
+        t = dense * ar + moe * 2.0 * a2a
     else:
-        t += moe * 2.0 * ar
+        t = (dense + moe) * 2.0 * ar
     return t + pipeline_hop_time(hw, tp, pp, msg)
 
 
@@ -258,15 +279,16 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
     ls, _, _ = stage_layers(model, pp)
     wbytes = hw[H_WEIGHT_BYTES]
 
-    held_w = held_weight_params_per_chip(model, tp, pp) * wbytes
-    read_w = read_weight_params_per_chip(model, tp, pp, tokens) * wbytes
-    held_kv = kv_bytes_per_chip(model, hw, tp, pp, streams, context_max)
-    read_kv = kv_bytes_per_chip(model, hw, tp, pp, b, context_avg)
+    held_w = held_weight_params_per_chip(model, tp, pp, ep) * wbytes
+    read_w = read_weight_params_per_chip(model, tp, pp, ep, tokens) * wbytes
+    held_kv = kv_bytes_per_chip(model, hw, tp, pp, ep, streams, context_max)
+    read_kv = kv_bytes_per_chip(model, hw, tp, pp, ep, b, context_avg)
     memory = tier_read_time(hw, held_w, read_w, held_kv, read_kv)
 
-    flops = 2.0 * tokens * active_params_per_stage(model, pp) / tp
-    flops += tokens * context_avg * model[M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
-    compute = flops / (hw[H_PEAK_FLOPS] * hw[H_FLOPS_EFF])
+    linear = 2.0 * tokens * active_params_per_stage(model, pp) / tp
+    attn = tokens * context_avg * model[M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
+    flops = linear + attn
+    compute = (linear / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
     floor = ls * hw[H_LAYER_FLOOR_S]
@@ -296,33 +318,37 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
 @njit
 def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
     """Prefill of one prompt of ``input_tokens`` tokens alone on a replica (MODEL.md 4): the prompt passes the
-    ``pp`` stages in turn, so TTFT is ``pp`` stage times; with stages pipelined over prompts the replica takes
-    ``input_tokens / stage time`` prompt tokens per second."""
+    ``pp`` stages in turn, so TTFT is ``pp`` stage times less the hop after the last stage; with stages pipelined
+    over prompts the replica takes ``input_tokens / stage time`` prompt tokens per second. Only the last prompt
+    token goes through the LM head."""
     n = input_tokens
     ls, _, _ = stage_layers(model, pp)
     wbytes = hw[H_WEIGHT_BYTES]
 
-    held_w = held_weight_params_per_chip(model, tp, pp) * wbytes
-    read_w = read_weight_params_per_chip(model, tp, pp, n) * wbytes
-    kv_written = kv_bytes_per_chip(model, hw, tp, pp, 1.0, n)
+    held_w = held_weight_params_per_chip(model, tp, pp, ep) * wbytes
+    read_w = read_weight_params_per_chip(model, tp, pp, ep, n) * wbytes
+    kv_written = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, n)
     memory = tier_read_time(hw, held_w, read_w, kv_written, kv_written)
 
     # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs in all (window layers: n * min(W, n/2)).
-    flops = 2.0 * n * active_params_per_stage(model, pp) / tp
-    flops += n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
-    compute = flops / (hw[H_PEAK_FLOPS] * hw[H_FLOPS_EFF])
+    head = model[M_LM_HEAD_PARAMS]
+    linear = 2.0 * (n * (active_params_per_stage(model, pp) - head) + head) / tp
+    attn = n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
+    flops = linear + attn
+    compute = (linear / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
 
     comm = stage_comm_time(model, hw, tp, pp, ep, n)
     floor = ls * hw[H_LAYER_FLOOR_S]
     roofline = max(memory, compute)
     step = roofline + comm + floor
+    last_hop = pipeline_hop_time(hw, tp, pp, n * model[M_HIDDEN] * hw[H_ACT_BYTES])
 
     usable = usable_bytes_per_chip(hw)
-    out[B_TIME_S] = pp * step
+    out[B_TIME_S] = pp * step - last_hop
     out[B_MEMORY_S] = pp * memory
     out[B_COMPUTE_S] = pp * compute
     out[B_ROOFLINE_S] = pp * roofline
-    out[B_COMM_S] = pp * comm
+    out[B_COMM_S] = pp * comm - last_hop
     out[B_FLOOR_S] = pp * floor
     out[B_TPS_PER_USER] = 0.0
     out[B_TOKENS_PER_S] = n / step

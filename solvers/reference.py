@@ -30,13 +30,20 @@ class Replica:
     def stage_share(self) -> float:
         return self.layers_per_stage / self.m[L.M_LAYERS]
 
+    @property
+    def data_parallel_attention(self) -> bool:
+        return self.ep > 0
+
+    def attention_weights_per_chip(self) -> float:
+        whole = self.layers_per_stage * self.m[L.M_ATTN_PARAMS]
+        return whole if self.data_parallel_attention else whole / self.tp
+
     def weights_held(self) -> float:
         m = self.m
-        stage = self.layers_per_stage * m[L.M_ATTN_PARAMS]
-        stage += self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
-        stage += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS] + m[L.M_EXPERTS] * m[L.M_EXPERT_PARAMS])
-        stage += m[L.M_EMBED_PARAMS] / self.pp
-        return stage / self.tp * self.h[L.H_WEIGHT_BYTES]
+        split = self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
+        split += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS] + m[L.M_EXPERTS] * m[L.M_EXPERT_PARAMS])
+        split += m[L.M_EMBED_PARAMS] if self.pp == 1 else m[L.M_LM_HEAD_PARAMS]
+        return (split / self.tp + self.attention_weights_per_chip()) * self.h[L.H_WEIGHT_BYTES]
 
     def touched(self, tokens: float) -> float:
         e, k = self.m[L.M_EXPERTS], self.m[L.M_EXPERTS_PER_TOKEN]
@@ -47,11 +54,10 @@ class Replica:
 
     def weights_read(self, tokens: float) -> float:
         m = self.m
-        stage = self.layers_per_stage * m[L.M_ATTN_PARAMS]
-        stage += self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
-        stage += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS] + self.touched(tokens) * m[L.M_EXPERT_PARAMS])
-        stage += m[L.M_LM_HEAD_PARAMS] / self.pp
-        return stage / self.tp * self.h[L.H_WEIGHT_BYTES]
+        split = self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
+        split += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS] + self.touched(tokens) * m[L.M_EXPERT_PARAMS])
+        split += m[L.M_LM_HEAD_PARAMS]
+        return (split / self.tp + self.attention_weights_per_chip()) * self.h[L.H_WEIGHT_BYTES]
 
     def active_per_stage(self) -> float:
         m = self.m
@@ -59,7 +65,7 @@ class Replica:
         return (
             self.layers_per_stage * m[L.M_ATTN_PARAMS]
             + self.stage_share * (m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS] + m[L.M_MOE_LAYERS] * moe_per_layer)
-            + m[L.M_LM_HEAD_PARAMS] / self.pp
+            + m[L.M_LM_HEAD_PARAMS]
         )
 
     def attended_layers(self, context: float) -> float:
@@ -74,7 +80,8 @@ class Replica:
 
     def kv_bytes(self, streams: float, context: float) -> float:
         per_token = self.m[L.M_KV_ELEMS] * self.h[L.H_KV_BYTES] * self.attended_layers(context)
-        return streams * context * per_token / self.tp
+        shards = self.tp if self.data_parallel_attention else min(self.tp, self.m[L.M_KV_HEADS])
+        return streams * context * per_token / shards
 
     def usable(self) -> float:
         n = int(self.h[L.H_N_TIERS])
@@ -107,19 +114,22 @@ class Replica:
         allreduce = 0.0 if tp <= 1 else h[L.H_COLL_LAT_S] + 2 * (tp - 1) / tp * msg / h[L.H_SU_BW]
         dense = self.stage_share * m[L.M_DENSE_LAYERS]
         moe = self.stage_share * m[L.M_MOE_LAYERS]
-        total = dense * 2 * allreduce
         if self.ep > 0 and tp > 1:
             received = msg * m[L.M_EXPERTS_PER_TOKEN] / tp
             alltoall = h[L.H_COLL_LAT_S] + received * (tp - 1) / tp / h[L.H_SU_BW]
-            total += moe * (allreduce + 2 * alltoall)
+            total = dense * allreduce + moe * 2 * alltoall
         else:
-            total += moe * 2 * allreduce
-        if pp > 1:
-            if tp * pp <= h[L.H_SU_DOMAIN]:
-                total += h[L.H_SU_LAT] + msg / h[L.H_SU_BW]
-            else:
-                total += h[L.H_SO_LAT] + msg / h[L.H_SO_BW]
-        return total
+            total = (dense + moe) * 2 * allreduce
+        return total + self.hop_seconds(tokens)
+
+    def hop_seconds(self, tokens: float) -> float:
+        h = self.h
+        if self.pp <= 1:
+            return 0.0
+        msg = tokens * self.m[L.M_HIDDEN] * h[L.H_ACT_BYTES]
+        if self.tp * self.pp <= h[L.H_SU_DOMAIN]:
+            return h[L.H_SU_LAT] + msg / h[L.H_SU_BW]
+        return h[L.H_SO_LAT] + msg / h[L.H_SO_BW]
 
 
 def _finish(r: Replica, memory, compute, comm, stages_per_result):
@@ -137,8 +147,9 @@ def decode(m, h, tp, pp, ep, streams, context_avg, context_max, query_tokens, ac
     held_w, read_w = r.weights_held(), r.weights_read(tokens)
     held_kv, read_kv = r.kv_bytes(streams, context_max), r.kv_bytes(b, context_avg)
     memory = r.read_seconds(held_w, read_w, held_kv, read_kv)
-    flops = (2 * tokens * r.active_per_stage() + tokens * context_avg * m[L.M_ATTN_FLOPS] * r.attended_layers(context_avg)) / tp
-    compute = flops / (h[L.H_PEAK_FLOPS] * h[L.H_FLOPS_EFF])
+    linear = 2 * tokens * r.active_per_stage() / tp
+    attn = tokens * context_avg * m[L.M_ATTN_FLOPS] * r.attended_layers(context_avg) / tp
+    compute = (linear / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
     comm = r.comm_seconds(tokens)
     step, floor, bound = _finish(r, memory, compute, comm, pp)
     interval = pp * step
@@ -157,11 +168,15 @@ def prefill(m, h, tp, pp, ep, input_tokens) -> dict:
     kv = r.kv_bytes(1.0, n)
     memory = r.read_seconds(held_w, read_w, kv, kv)
     pairs = n * n / 2.0
-    flops = (2 * n * r.active_per_stage() + pairs * m[L.M_PREFILL_ATTN_FLOPS] * r.attended_layers(n / 2.0)) / tp
-    compute = flops / (h[L.H_PEAK_FLOPS] * h[L.H_FLOPS_EFF])
+    head = m[L.M_LM_HEAD_PARAMS]  # only the last prompt token needs logits
+    linear = 2 * (n * (r.active_per_stage() - head) + head) / tp
+    attn = pairs * m[L.M_PREFILL_ATTN_FLOPS] * r.attended_layers(n / 2.0) / tp
+    compute = (linear / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
     comm = r.comm_seconds(n)
     step, floor, bound = _finish(r, memory, compute, comm, pp)
+    last_hop = r.hop_seconds(n)  # nothing follows the last stage
     return {
-        "time_s": pp * step, "memory_s": pp * memory, "compute_s": pp * compute, "comm_s": pp * comm,
+        "time_s": pp * step - last_hop, "memory_s": pp * memory, "compute_s": pp * compute,
+        "comm_s": pp * comm - last_hop,
         "floor_s": pp * floor, "tokens_per_s": n / step, "fits": held_w + kv <= r.usable(), "bound": bound,
     }

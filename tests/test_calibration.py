@@ -10,9 +10,9 @@ from planner import calibration
 
 # Absolute error bands in percent: the measured error rounded up to the next 5 points, plus 5.
 TOLERANCE_PCT = {
-    "c1": 30, "c2-offline": 20, "c3-offline": 30, "c10": 10,
+    "c1": 30, "c2-offline": 15, "c3-offline": 20, "c10": 10,
     "c4-8b": 25, "c4-70b": 35, "c5-70b": 10, "c5-7b": 10, "c6-8b": 10,
-    "c7-8b": 105, "c7-70b": 30, "c8": 40,
+    "c7-8b": 35, "c7-70b": 15, "c8": 35,
 }
 # Points shown but not fitted, with why; their errors are recorded, not bounded.
 NOT_FITTED = {"c2-interactive", "c3-server", "c6-405b", "c6-70b"}

@@ -32,6 +32,7 @@ def random_model(rng):
         m[L.M_WINDOW_TOKENS] = float(rng.choice([128, 4096]))
     m[L.M_ATTN_FLOPS] = 4 * 64 * 128
     m[L.M_PREFILL_ATTN_FLOPS] = 2 * 64 * 320
+    m[L.M_KV_HEADS] = float(rng.choice([1, 4, 8, 64]))
     return m
 
 
@@ -46,6 +47,7 @@ def random_hw(rng):
         cap *= 10 ** rng.uniform(0.5, 2)
         bw /= 10 ** rng.uniform(0.5, 2)
     h[L.H_PEAK_FLOPS] = 10 ** rng.uniform(14, 16.5)
+    h[L.H_ATTN_PEAK_FLOPS] = h[L.H_PEAK_FLOPS] / float(rng.choice([1, 2]))
     h[L.H_WEIGHT_BYTES] = float(rng.choice([0.5625, 1.0, 2.0]))
     h[L.H_KV_BYTES] = float(rng.choice([1.0, 2.0]))
     h[L.H_ACT_BYTES] = 2.0

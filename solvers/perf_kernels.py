@@ -267,6 +267,28 @@ def bound_of(memory, compute, comm, floor):
 
 
 @njit
+def write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, held_kv, bytes_read, flops):
+    """The slots decode and prefill share: one stage's terms times ``pp`` stages (MODEL.md 3.2), memory fit,
+    the binding term and the replica's share of rack power."""
+    roofline = max(memory, compute)
+    usable = usable_bytes_per_chip(hw)
+    out[B_TIME_S] = pp * (roofline + comm + floor)
+    out[B_MEMORY_S] = pp * memory
+    out[B_COMPUTE_S] = pp * compute
+    out[B_ROOFLINE_S] = pp * roofline
+    out[B_COMM_S] = pp * comm
+    out[B_FLOOR_S] = pp * floor
+    out[B_FITS] = 1.0 if held_w + held_kv <= usable else 0.0
+    out[B_WEIGHT_BYTES_PER_CHIP] = held_w
+    out[B_KV_BYTES_PER_CHIP] = held_kv
+    out[B_USABLE_BYTES_PER_CHIP] = usable
+    out[B_BOUND] = bound_of(memory, compute, comm, floor)
+    out[B_POWER_W] = tp * pp * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
+    out[B_BYTES_READ_PER_CHIP] = bytes_read
+    out[B_FLOPS_PER_CHIP] = flops
+
+
+@njit
 def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, query_tokens, accepted_tokens, out):
     """Decode of ``streams`` concurrent streams on one replica (MODEL.md 3). Writes a breakdown into ``out``.
 
@@ -292,27 +314,10 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
     floor = ls * hw[H_LAYER_FLOOR_S]
-    roofline = max(memory, compute)
-    step = roofline + comm + floor
-    interval = pp * step
-
-    usable = usable_bytes_per_chip(hw)
-    out[B_TIME_S] = interval
-    out[B_MEMORY_S] = pp * memory
-    out[B_COMPUTE_S] = pp * compute
-    out[B_ROOFLINE_S] = pp * roofline
-    out[B_COMM_S] = pp * comm
-    out[B_FLOOR_S] = pp * floor
+    write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, held_kv, read_w + read_kv, flops)
+    interval = out[B_TIME_S]
     out[B_TPS_PER_USER] = accepted_tokens / interval
     out[B_TOKENS_PER_S] = streams * accepted_tokens / interval
-    out[B_FITS] = 1.0 if held_w + held_kv <= usable else 0.0
-    out[B_WEIGHT_BYTES_PER_CHIP] = held_w
-    out[B_KV_BYTES_PER_CHIP] = held_kv
-    out[B_USABLE_BYTES_PER_CHIP] = usable
-    out[B_BOUND] = bound_of(memory, compute, comm, floor)
-    out[B_POWER_W] = tp * pp * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
-    out[B_BYTES_READ_PER_CHIP] = read_w + read_kv
-    out[B_FLOPS_PER_CHIP] = flops
 
 
 @njit
@@ -339,27 +344,12 @@ def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
 
     comm = stage_comm_time(model, hw, tp, pp, ep, n)
     floor = ls * hw[H_LAYER_FLOOR_S]
-    roofline = max(memory, compute)
-    step = roofline + comm + floor
+    write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, kv_written, read_w + kv_written, flops)
     last_hop = pipeline_hop_time(hw, tp, pp, n * model[M_HIDDEN] * hw[H_ACT_BYTES])
-
-    usable = usable_bytes_per_chip(hw)
-    out[B_TIME_S] = pp * step - last_hop
-    out[B_MEMORY_S] = pp * memory
-    out[B_COMPUTE_S] = pp * compute
-    out[B_ROOFLINE_S] = pp * roofline
-    out[B_COMM_S] = pp * comm - last_hop
-    out[B_FLOOR_S] = pp * floor
+    out[B_TIME_S] -= last_hop
+    out[B_COMM_S] -= last_hop
     out[B_TPS_PER_USER] = 0.0
-    out[B_TOKENS_PER_S] = n / step
-    out[B_FITS] = 1.0 if held_w + kv_written <= usable else 0.0
-    out[B_WEIGHT_BYTES_PER_CHIP] = held_w
-    out[B_KV_BYTES_PER_CHIP] = kv_written
-    out[B_USABLE_BYTES_PER_CHIP] = usable
-    out[B_BOUND] = bound_of(memory, compute, comm, floor)
-    out[B_POWER_W] = tp * pp * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
-    out[B_BYTES_READ_PER_CHIP] = read_w + kv_written
-    out[B_FLOPS_PER_CHIP] = flops
+    out[B_TOKENS_PER_S] = n / (max(memory, compute) + comm + floor)
 
 
 @njit_parallel

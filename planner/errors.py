@@ -27,6 +27,10 @@ class InputError(PlannerError):
 
 
 class InfeasibleError(PlannerError):
-    """No feasible plan exists. Exit code 3."""
+    """No feasible plan exists. Exit code 3. ``plan`` carries the report of what was tried, where there is one."""
 
     exit_code = 3
+
+    def __init__(self, message: str, plan=None):
+        self.plan = plan
+        super().__init__(message)

@@ -1,0 +1,217 @@
+"""Deployment options for each workload: the columns of the fleet MILP (docs/OPTIMIZER.md, docs/MODEL.md 7).
+
+For every workload and every system that may serve it, the engine scores every layout (tensor x pipeline x expert
+parallel), speculative setting, batch and precision, and keeps per system the Pareto-optimal options: the most
+capacity for each replica size, dropping sizes that a smaller replica beats. Three kinds:
+
+* ``decode``: decode only; prompts are prefilled elsewhere (capacity in output tokens/s).
+* ``prefill``: prefill only, run at the utilization that keeps the TTFT percentile (capacity in prompt tokens/s).
+* ``colocated``: both on the same replicas; capacity in output tokens/s, covering the prefill of its own requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner import performance
+from planner.catalog import Hardware, Model
+from solvers import layout as L
+
+# Batches the engine tries per layout (streams in flight per replica): geometric from 1 to 8192.
+ENGINE_BATCHES = np.unique(np.round(np.geomspace(1, 8192, 160))).astype(np.float64)
+# Speculative decoding settings: (draft tokens, acceptance rate). Off, and a draft of 3 at 70% acceptance
+# (MTP/EAGLE-class drafts; the draft model's own cost is not modelled, MODEL.md 3.4).
+SPECULATIVE = ((0, 0.0), (3, 0.7))
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What one workload asks of the fleet at its peak (docs/MODEL.md 7)."""
+
+    name: str
+    model: str
+    output_tokens_per_s: float  # decode demand: peak calls/s x generated tokens per call
+    prefill_tokens_per_s: float  # prompt tokens/s to prefill after prefix-cache hits
+    calls_per_s: float
+    input_tokens: float  # mean prompt per call
+    prefill_tokens: float  # mean prompt per call still to compute (after prefix-cache hits)
+    output_tokens: float  # generated per call (output + reasoning)
+    min_tps_per_user: float
+    ttft_s: float
+    ttft_quantile: float  # 0..1
+    precision: str | None
+    allow_hardware: tuple[str, ...] | None
+
+    @property
+    def context_avg(self) -> float:
+        return self.input_tokens + self.output_tokens / 2.0
+
+    @property
+    def context_max(self) -> float:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def concurrent_streams(self) -> float:
+        """Little's law at the peak: calls/s x seconds each call spends decoding at the tier's speed."""
+        return self.calls_per_s * self.output_tokens / self.min_tps_per_user
+
+
+def demand_of(workload, model: Model) -> Demand:
+    calls = workload.peak_calls_per_s
+    generated = workload.generated_tokens_per_call
+    prompt = workload.mean_input_tokens
+    to_prefill = prompt * (1.0 - workload.prefix_cache_hit)
+    return Demand(
+        name=workload.name, model=model.id, output_tokens_per_s=calls * generated,
+        prefill_tokens_per_s=calls * to_prefill, calls_per_s=calls, input_tokens=prompt,
+        prefill_tokens=to_prefill, output_tokens=generated,
+        min_tps_per_user=workload.resolved_min_tps_per_user, ttft_s=workload.ttft_s,
+        ttft_quantile=workload.ttft_percentile / 100.0, precision=workload.precision,
+        allow_hardware=tuple(workload.allow_hardware) if workload.allow_hardware else None,
+    )
+
+
+@dataclass
+class Options:
+    """Columns for the MILP, one row per option, as numpy arrays (see ``COLUMNS``)."""
+
+    rows: dict[str, list] = field(default_factory=lambda: {c: [] for c in COLUMNS})
+    candidates_scored: int = 0
+
+    def add(self, **values) -> None:
+        for c in COLUMNS:
+            self.rows[c].append(values[c])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {c: np.asarray(v) for c, v in self.rows.items()}
+
+    def __len__(self) -> int:
+        return len(self.rows["workload"])
+
+
+COLUMNS = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
+           "draft_tokens", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
+           "prefill_tokens_per_s", "prefill_share", "power_w")
+
+
+def serves(hw: Hardware, model: Model, role: str) -> bool:
+    return role in hw.roles and hw.model_lock in (None, model.id)
+
+
+def precisions_for(hw: Hardware, demand: Demand) -> list[str]:
+    if demand.precision:
+        return [demand.precision] if demand.precision in hw.precisions else []
+    return list(hw.precisions)
+
+
+def pareto_by_chips(chips: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Indices of the options worth a column: from the smallest replica up, each must serve more per chip than
+    every smaller one. A larger replica that serves less per chip is never needed, since smaller replicas cover
+    the same demand with fewer chips; smaller, less efficient ones stay for packing into racks."""
+    per_chip = capacity / chips
+    order = np.lexsort((-capacity, chips))
+    keep, best = [], 0.0
+    for i in order:
+        if per_chip[i] > best * (1 + 1e-9):
+            keep.append(i)
+            best = per_chip[i]
+    return np.asarray(keep, dtype=int)
+
+
+def decode_options(demand: Demand, model: Model, hw: Hardware, precision: str, colocated: bool, opts: Options):
+    """Score every layout x speculative setting x batch of one system; add the Pareto options."""
+    from solvers import engine
+
+    grid = performance.parallel_grid(hw, model)
+    mv, hv = performance.model_vector(model), performance.hardware_vector(hw, precision)
+    pps = np.unique(grid[:, 1])
+    spec = [performance.spec_tokens(d, a) for d, a in SPECULATIVE]
+    q = np.array([s[0] for s in spec])
+    a = np.array([s[1] for s in spec])
+    touched = engine.touched_experts_table(mv, pps, ENGINE_BATCHES, q)
+    if colocated:
+        pre = engine.prefill_per_layout(mv, hv, grid, demand.prefill_tokens)
+        rate, single, target = pre[:, 0].copy(), pre[:, 1].copy(), demand.ttft_s
+        rate[rate <= 0] = 1e-30  # a layout whose prefill does not fit cannot serve colocated
+    else:
+        rate, single, target = np.full(len(grid), np.inf), np.zeros(len(grid)), np.inf
+    res = engine.best_decode_per_layout(
+        mv, hv, grid, np.searchsorted(pps, grid[:, 1]), touched, ENGINE_BATCHES, q, a, demand.context_avg,
+        demand.context_max, demand.min_tps_per_user, rate, single, demand.prefill_tokens, demand.output_tokens,
+        target, demand.ttft_quantile)
+    opts.candidates_scored += len(grid) * len(spec) * len(ENGINE_BATCHES)
+    layout_of = np.repeat(np.arange(len(grid)), len(spec))
+    spec_of = np.tile(np.arange(len(spec)), len(grid))
+    chips = grid[layout_of, 0] * grid[layout_of, 1]
+    ok = np.flatnonzero(res[:, 0] > 0)
+    for i in ok[pareto_by_chips(chips[ok], res[ok, 0])]:
+        g = grid[layout_of[i]]
+        served = res[i, 0]
+        opts.add(
+            workload=demand.name, kind="colocated" if colocated else "decode", hardware=hw.id, precision=precision,
+            tensor_parallel=int(g[0]), pipeline_parallel=int(g[1]), expert_parallel=bool(g[2]),
+            draft_tokens=SPECULATIVE[spec_of[i]][0], batch=int(res[i, 1]), chips=int(chips[i]),
+            tps_per_user=float(res[i, 2]), ttft_s=float(res[i, 3]) if colocated else float("nan"),
+            output_tokens_per_s=float(served),
+            prefill_tokens_per_s=float(served * demand.prefill_tokens / demand.output_tokens) if colocated else 0.0,
+            prefill_share=float(res[i, 4]), power_w=float(chips[i] * hw.rack_power_w / hw.chips_per_rack),
+        )
+
+
+def kv_transfer_s(model: Model, hw: Hardware, precision: str, chips: np.ndarray, prompt_tokens: float) -> np.ndarray:
+    """Seconds to move one prompt's KV cache from a prefill replica to a decode replica over scale-out, at the
+    prefill replica's aggregate scale-out bandwidth (MODEL.md 7)."""
+    nbytes = prompt_tokens * model.kv_bytes_per_token(precision, int(prompt_tokens))
+    link = hw.chip.scale_out
+    return link.latency_s.value + nbytes / (chips * link.bandwidth_bytes_per_s.value)
+
+
+def prefill_options(demand: Demand, model: Model, hw: Hardware, precision: str, opts: Options):
+    """Prefill-only replicas of every layout, each run at the highest utilization that keeps the TTFT percentile
+    (including the KV transfer to the decode pool)."""
+    from solvers import engine
+
+    grid = performance.parallel_grid(hw, model)
+    mv, hv = performance.model_vector(model), performance.hardware_vector(hw, precision)
+    pre = engine.prefill_per_layout(mv, hv, grid, demand.prefill_tokens)
+    opts.candidates_scored += len(grid)
+    chips = grid[:, 0] * grid[:, 1]
+    transfer = kv_transfer_s(model, hw, precision, chips, demand.input_tokens)
+    capacity = np.zeros(len(grid))
+    util = np.zeros(len(grid))
+    for i in np.flatnonzero(pre[:, 0] > 0):
+        service = demand.prefill_tokens / pre[i, 0]
+        util[i] = engine.max_prefill_utilization(demand.ttft_s, pre[i, 1] + transfer[i], service,
+                                                 demand.ttft_quantile)
+        capacity[i] = pre[i, 0] * util[i]
+    ok = np.flatnonzero(capacity > 0)
+    for i in ok[pareto_by_chips(chips[ok], capacity[ok])]:
+        service = demand.prefill_tokens / pre[i, 0]
+        ttft = pre[i, 1] + transfer[i] + engine.wait_quantile_s(util[i], service, demand.ttft_quantile)
+        opts.add(
+            workload=demand.name, kind="prefill", hardware=hw.id, precision=precision,
+            tensor_parallel=int(grid[i, 0]), pipeline_parallel=int(grid[i, 1]), expert_parallel=bool(grid[i, 2]),
+            draft_tokens=0, batch=1, chips=int(chips[i]), tps_per_user=float("nan"), ttft_s=float(ttft),
+            output_tokens_per_s=0.0, prefill_tokens_per_s=float(capacity[i]), prefill_share=float(util[i]),
+            power_w=float(chips[i] * hw.rack_power_w / hw.chips_per_rack),
+        )
+
+
+def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware]) -> Options:
+    """Every Pareto option of every workload on every system that may serve it."""
+    opts = Options()
+    for d in demands:
+        model = models[d.model]
+        for hw in hardware.values():
+            if d.allow_hardware and hw.id not in d.allow_hardware:
+                continue
+            for prec in precisions_for(hw, d):
+                if serves(hw, model, "decode"):
+                    decode_options(d, model, hw, prec, colocated=False, opts=opts)
+                    if serves(hw, model, "prefill"):
+                        decode_options(d, model, hw, prec, colocated=True, opts=opts)
+                if serves(hw, model, "prefill"):
+                    prefill_options(d, model, hw, prec, opts)
+    return opts

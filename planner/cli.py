@@ -43,6 +43,31 @@ def main() -> None:
 
 
 @main.command()
+@click.argument("scenario", type=click.Path(dir_okay=True, path_type=str))
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=str), default=None,
+              help="write the tables as CSV and Parquet and the whole result as plan.json into this directory")
+@click.option("--solver", type=click.Choice(["scip", "highs", "cp-sat"]), default=None,
+              help="MILP solver [default: the scenario's, else scip]")
+@click.option("--time-limit", type=float, default=None, help="solver time limit in seconds [default: the scenario's]")
+def solve(scenario, fmt, out_dir, solver, time_limit):
+    """The cheapest fleet that serves a scenario: racks per system, how each workload is served, cost and power."""
+    from planner import report
+    from planner.errors import InfeasibleError
+    from planner.fleet import solve as solve_plan
+    from planner.scenario import load_scenario
+
+    sc = load_scenario(scenario)
+    try:
+        plan = solve_plan(sc, solver=solver, time_limit_s=time_limit)
+    except InfeasibleError as exc:
+        if exc.plan is not None:
+            report.emit(exc.plan, fmt, out_dir, reason=str(exc))
+        raise
+    report.emit(plan, fmt, out_dir)
+
+
+@main.command()
 @click.option("--model", "-m", required=True, help="model id (planner catalog)")
 @click.option("--hardware", "-H", required=True, help="hardware id (planner catalog)")
 @click.option("--chips", type=int, default=None, help="chips per replica [default: smallest that fits]")

@@ -1,0 +1,145 @@
+"""Candidates scored per second: the jitted engine, a numpy-vectorized version of the same math, and pure Python.
+
+    python benchmarks/bench_engine.py [--quick]
+
+All three score the same candidates (DeepSeek-R1 on GB200 NVL72 at FP4: every tensor x pipeline x expert layout,
+speculative decoding off and on, a grid of batches) and pick, per layout, the best batch that reaches 100 tok/s
+per user. Pure Python runs on a slice and is timed per candidate. The last line printed is JSON with
+``candidates_per_s``, ``numpy_candidates_per_s``, ``python_candidates_per_s`` and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from planner import catalog, performance
+from solvers import engine as E
+from solvers import layout as L
+from solvers import reference
+
+MIN_TPS = 100.0
+CTX_AVG, CTX_MAX = 3000.0, 4000.0
+
+
+def setup(n_batches: int, repeat: int):
+    model, hw = catalog.get_model("deepseek-r1"), catalog.get_hardware("gb200-nvl72")
+    mv, hv = performance.model_vector(model), performance.hardware_vector(hw, "fp4")
+    grid = np.tile(performance.parallel_grid(hw, model), (repeat, 1))
+    batches = np.unique(np.round(np.geomspace(1, 8192, n_batches))).astype(np.float64)
+    q, a = np.array([1.0, 4.0]), np.array([1.0, 2.53])
+    return mv, hv, grid, batches, q, a
+
+
+def run_jit(mv, hv, grid, batches, q, a):
+    pps = np.unique(grid[:, 1])
+    touched = E.touched_experts_table(mv, pps, batches, q)
+    n = len(grid)
+    return E.best_decode_per_layout(mv, hv, grid, np.searchsorted(pps, grid[:, 1]), touched, batches, q, a,
+                                    CTX_AVG, CTX_MAX, MIN_TPS, np.full(n, np.inf), np.zeros(n), 1.0, 1.0, np.inf,
+                                    0.9)
+
+
+def numpy_coefficients(mv, hv, grid, q):
+    """Per-layout coefficients for the numpy path, computed once and not timed (numpy is only asked to do the
+    part that scales with candidates, which flatters it)."""
+    coef = np.empty((len(q), len(grid), E.N_COEF))
+    for j in range(len(q)):
+        for i, (tp, pp, ep) in enumerate(grid):
+            E.layout_coefficients(mv, hv, tp, pp, ep, q[j], CTX_AVG, CTX_MAX, coef[j, i])
+    return coef
+
+
+def run_numpy(coef, hv, grid, batches, q, a):
+    """The engine's batch scoring as whole-array numpy over (layouts x batches), per speculative setting."""
+    best = np.zeros((len(grid) * len(q), 2))
+    for j in range(len(q)):
+        c = {name: coef[j][:, getattr(E, name)][:, None] for name in dir(E) if name.startswith("C_")}
+        b = np.maximum(batches[None, :] / c["C_PP"], 1.0)
+        tokens = b * q[j]
+        touched = np.where(c["C_EXPERTS"] > 0, c["C_EXPERTS"] * (1.0 - np.exp(tokens * c["C_LOG_MISS"])), 0.0)
+        read_w = c["C_READ_W0"] + c["C_READ_W1"] * touched
+        held_kv = c["C_KV_HELD"] * batches[None, :]
+        memory = numpy_tier_read_time(hv, c["C_HELD_W"], read_w, held_kv, c["C_KV_READ"] * b)
+        interval = c["C_PP"] * (np.maximum(memory, c["C_COMPUTE"] * tokens) + c["C_COMM0"] + c["C_COMM1"] * tokens
+                                + c["C_FLOOR"])
+        tps = a[j] / interval
+        ok = (c["C_HELD_W"] + held_kv <= c["C_USABLE"]) & (tps >= MIN_TPS)
+        tput = np.where(ok, batches[None, :] * tps, 0.0)
+        k = np.argmax(tput, axis=1)
+        best[j::len(q), 0] = tput[np.arange(len(grid)), k]
+        best[j::len(q), 1] = batches[k]
+    return best
+
+
+def numpy_tier_read_time(hw, held_w, read_w, held_kv, read_kv):
+    usable = hw[L.H_MEM_USABLE]
+    w_left, kv_left = np.broadcast_to(held_w, read_w.shape).copy(), held_kv.copy()
+    t = np.zeros_like(read_w)
+    n = int(hw[L.H_N_TIERS])
+    for i in range(n):
+        room = hw[L.H_CAP + i] * usable
+        w_here = np.minimum(w_left, room)
+        w_left -= w_here
+        kv_here = np.minimum(kv_left, room - w_here)
+        kv_left -= kv_here
+        t += (read_w * w_here / held_w + read_kv * kv_here / np.maximum(held_kv, 1e-300)) / (hw[L.H_BW + i] * hw[L.H_BW_EFF])
+    over = read_w * w_left / held_w + read_kv * kv_left / np.maximum(held_kv, 1e-300)
+    return t + over / (hw[L.H_BW + n - 1] * hw[L.H_BW_EFF])
+
+
+def run_python(mv, hv, grid, batches, q, a):
+    """Pure Python: the plain-Python twin of the model, one candidate at a time."""
+    out = []
+    for tp, pp, ep in grid:
+        for qj, aj in zip(q, a):
+            best = (0.0, batches[0])
+            for bt in batches:
+                r = reference.decode(mv, hv, tp, pp, ep, bt, CTX_AVG, CTX_MAX, qj, aj)
+                if r["fits"] and r["tps_per_user"] >= MIN_TPS and r["tokens_per_s"] > best[0]:
+                    best = (r["tokens_per_s"], bt)
+            out.append(best)
+    return np.array(out)
+
+
+def timed(fn, *args, repeats=3):
+    best, result = np.inf, None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn(*args)
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="smaller problem (CI-sized)")
+    args = ap.parse_args()
+    n_batches, repeat, py_layouts = (160, 8, 6) if args.quick else (160, 40, 12)
+    mv, hv, grid, batches, q, a = setup(n_batches, repeat)
+    n = len(grid) * len(q) * len(batches)
+    run_jit(mv, hv, grid[:4], batches, q, a)  # compile or load the cache
+    jit_s, jit = timed(run_jit, mv, hv, grid, batches, q, a)
+    coef = numpy_coefficients(mv, hv, grid, q)
+    np_s, npy = timed(run_numpy, coef, hv, grid, batches, q, a)
+    sub = grid[:py_layouts]
+    py_n = len(sub) * len(q) * len(batches)
+    py_s, py = timed(run_python, mv, hv, sub, batches, q, a, repeats=1)
+    agree_np = np.allclose(jit[:, 0], npy[:, 0], rtol=1e-9)
+    agree_py = np.allclose(jit[: len(py), 0], py[:, 0], rtol=1e-9)
+    rates = {"candidates_per_s": n / jit_s, "numpy_candidates_per_s": n / np_s, "python_candidates_per_s": py_n / py_s}
+    print(f"candidates: {n:,} (layouts {len(grid):,} x speculative {len(q)} x batches {len(batches)})")
+    print(f"jit    {jit_s:8.3f} s  {rates['candidates_per_s']:>16,.0f} /s")
+    print(f"numpy  {np_s:8.3f} s  {rates['numpy_candidates_per_s']:>16,.0f} /s   agrees: {agree_np}")
+    print(f"python {py_s:8.3f} s  {rates['python_candidates_per_s']:>16,.0f} /s   ({py_n:,} candidates) agrees: {agree_py}")
+    rates["jit_over_numpy"] = rates["candidates_per_s"] / rates["numpy_candidates_per_s"]
+    rates["jit_over_python"] = rates["candidates_per_s"] / rates["python_candidates_per_s"]
+    rates["agree"] = bool(agree_np and agree_py)
+    print(json.dumps(rates))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,396 @@
+"""``planner.solve``: a scenario in, the cheapest fleet that serves it out (docs/OPTIMIZER.md).
+
+Build -> solve -> extract, each step callable alone:
+
+* ``build_problem(scenario)``: demands and candidate options (planner.candidates) become a ``FleetProblem`` of
+  arrays: two demand rows per workload (decode output tokens/s, prefill prompt tokens/s), one column per option.
+* ``solvers.fleet_milp.optimize``: the MILP.
+* ``extract_plan``: the solution becomes a ``Plan`` of Polars tables (fleet, allocation, workloads, totals).
+
+``evaluate(plan)`` re-checks a plan without the solver, re-scoring every allocation with the full performance
+model; ``solve`` runs it on every plan and refuses to return one that fails.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner import __version__, candidates, catalog, performance
+from planner.errors import InfeasibleError, PlannerError
+from solvers import layout as L
+
+SECONDS_PER_YEAR = 365.0 * 86400.0
+ROLE_OF_KIND = {"decode": "decode", "prefill": "prefill", "colocated": "colocated"}
+
+
+@dataclass
+class Built:
+    """What ``build_problem`` returns: the MILP's arrays and the tables needed to read its answer."""
+
+    scenario: object
+    problem: object  # solvers.fleet_milp.FleetProblem
+    demands: list  # [W] candidates.Demand
+    hardware: list  # [H] catalog.Hardware
+    options: dict  # column tables (candidates.COLUMNS), one entry per MILP column
+    candidates_scored: int
+    engine_seconds: float
+    unserved: dict = field(default_factory=dict)  # workload -> why no option exists
+
+
+def annual_costs(scenario, hardware: list) -> np.ndarray:
+    from solvers.fleet_milp import annual_rack_cost
+
+    f = scenario.finance
+    return np.array([
+        annual_rack_cost(hw.rack.capex_usd.value, hw.rack_power_w, f.wacc, scenario.horizon_years,
+                         f.maintenance_share_of_capex_per_year, f.electricity_usd_per_mwh, f.pue,
+                         f.average_load_share)
+        for hw in hardware
+    ])
+
+
+def build_problem(scenario) -> Built:
+    """Score every candidate deployment and assemble the MILP (rows: 2 per workload; columns: options)."""
+    from solvers.fleet_milp import FleetProblem
+
+    hardware = dict(sorted(scenario.resolved_hardware().items()))
+    models = scenario.resolved_models()
+    demands = [candidates.demand_of(w, scenario.model_for(w)) for w in scenario.workloads]
+    t0 = time.perf_counter()
+    opts = candidates.options_for(demands, models, hardware)
+    engine_s = time.perf_counter() - t0
+    cols = opts.arrays()
+    hw_list = list(hardware.values())
+    hw_index = {h.id: i for i, h in enumerate(hw_list)}
+    wl_index = {d.name: i for i, d in enumerate(demands)}
+    n = len(opts)
+    coverage = np.zeros((n, 2 * len(demands)))
+    chips = np.zeros((n, len(hw_list)))
+    for j in range(n):
+        w = wl_index[cols["workload"][j]]
+        coverage[j, 2 * w] = cols["output_tokens_per_s"][j]
+        coverage[j, 2 * w + 1] = cols["prefill_tokens_per_s"][j]
+        chips[j, hw_index[cols["hardware"][j]]] = cols["chips"][j]
+    demand = np.array([x for d in demands for x in (d.output_tokens_per_s, d.prefill_tokens_per_s)])
+    caps = scenario.hardware.max_racks
+    problem = FleetProblem(
+        chips_per_rack=np.array([h.chips_per_rack for h in hw_list], dtype=float),
+        rack_power_w=np.array([h.rack_power_w for h in hw_list]),
+        annual_cost_usd_per_rack=annual_costs(scenario, hw_list),
+        max_racks=np.array([caps.get(h.id, math.inf) for h in hw_list], dtype=float),
+        workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
+        capacity=coverage.max(axis=1) if n else np.zeros(0),
+        chips=chips, integer_replicas=np.ones(n, dtype=bool), demand=demand, coverage=coverage,
+        pue=scenario.finance.pue,
+        power_budget_w=(scenario.site.power_budget_mw or math.inf) * 1e6,
+        max_total_racks=scenario.site.max_racks or math.inf,
+        objective=scenario.objective,
+    )
+    return Built(scenario, problem, demands, hw_list, cols, opts.candidates_scored, engine_s,
+                 unserved_workloads(demands, cols))
+
+
+def unserved_workloads(demands, cols) -> dict[str, str]:
+    """Workloads that lack decode or prefill options entirely, and why (the first screen of infeasibility)."""
+    out = {}
+    for d in demands:
+        mine = cols["workload"] == d.name if len(cols["workload"]) else np.zeros(0, dtype=bool)
+        kinds = set(cols["kind"][mine].tolist()) if mine.any() else set()
+        decodes = kinds & {"decode", "colocated"}
+        prefills = kinds & {"prefill", "colocated"}
+        if not decodes:
+            out[d.name] = (f"no available hardware reaches {d.min_tps_per_user:g} tok/s per user on {d.model} "
+                           f"(with its {d.context_max:g}-token context fitting in memory)")
+        elif not prefills:
+            out[d.name] = f"no available hardware prefills {d.input_tokens:g}-token prompts within {d.ttft_s:g} s"
+    return out
+
+
+# ---- the plan ---------------------------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    """A solved fleet: Polars tables plus what the solver said. ``to_dict()`` is the interface's JSON."""
+
+    scenario: str
+    status: str
+    objective: str
+    objective_usd_per_year: float
+    solver: dict
+    fleet: object  # polars.DataFrame
+    allocation: object
+    workloads: object
+    totals: dict
+    provenance: dict
+    unserved: dict = field(default_factory=dict)
+    checks: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "scenario": self.scenario,
+            "status": self.status,
+            "objective": self.objective,
+            "objective_usd_per_year": self.objective_usd_per_year,
+            "solver": self.solver,
+            "fleet": self.fleet.to_dicts(),
+            "allocation": self.allocation.to_dicts(),
+            "workloads": self.workloads.to_dicts(),
+            "totals": self.totals,
+            "unserved": self.unserved,
+            "checks": self.checks,
+            "provenance": self.provenance,
+        }
+
+
+def extract_plan(built: Built, sol) -> Plan:
+    import polars as pl
+
+    sc = built.scenario
+    racks = np.asarray(sol.racks, dtype=float) if sol.status in ("optimal", "feasible", "time_limit") else None
+    solver = {"name": sol.solver, "status": sol.status, "relative_gap": _finite(sol.relative_gap),
+              "best_bound": _finite(sol.best_bound), "solve_s": sol.solve_seconds,
+              "engine_s": built.engine_seconds, "candidates_scored": built.candidates_scored,
+              "columns": built.problem.n_columns}
+    provenance = {"planner_version": __version__, "catalog_version": catalog.CATALOG_VERSION,
+                  "performance_model": "docs/MODEL.md", "efficiencies": "planner/data/efficiency.yaml"}
+    if racks is None:
+        empty = pl.DataFrame()
+        return Plan(sc.name, sol.status, sc.objective, float("nan"), solver, empty, empty, empty, {}, provenance,
+                    built.unserved)
+    alloc = allocation_table(built, np.asarray(sol.replicas))
+    fleet = fleet_table(built, racks, alloc)
+    wl = workload_table(built, alloc, fleet)
+    totals = totals_of(built, fleet)
+    return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
+                provenance, built.unserved)
+
+
+def _finite(x):
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def allocation_table(built: Built, replicas: np.ndarray):
+    import polars as pl
+
+    cols = built.options
+    used = np.flatnonzero(replicas > 1e-9)
+    rows = []
+    for j in used:
+        kind = str(cols["kind"][j])
+        n = float(round(replicas[j], 9))
+        rows.append({
+            "workload": str(cols["workload"][j]), "role": ROLE_OF_KIND[kind], "hardware": str(cols["hardware"][j]),
+            "replicas": int(round(n)) if abs(n - round(n)) < 1e-9 else n,
+            "chips_per_replica": int(cols["chips"][j]), "tensor_parallel": int(cols["tensor_parallel"][j]),
+            "pipeline_parallel": int(cols["pipeline_parallel"][j]),
+            "expert_parallel": bool(cols["expert_parallel"][j]), "batch": int(cols["batch"][j]),
+            "precision": str(cols["precision"][j]), "draft_tokens": int(cols["draft_tokens"][j]),
+            "tps_per_user": _finite(float(cols["tps_per_user"][j])), "ttft_s": _finite(float(cols["ttft_s"][j])),
+            "output_tokens_per_s": n * float(cols["output_tokens_per_s"][j]),
+            "prefill_tokens_per_s": n * float(cols["prefill_tokens_per_s"][j]),
+            "utilization": float(cols["prefill_share"][j]) if kind == "prefill" else None,
+            "prefill_share": float(cols["prefill_share"][j]) if kind == "colocated" else None,
+            "power_mw": n * float(cols["power_w"][j]) / 1e6,
+            "column": int(j),
+        })
+    schema_order = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
+                    "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "tps_per_user",
+                    "ttft_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share",
+                    "power_mw", "column"]
+    if not rows:
+        return pl.DataFrame(schema={c: pl.Float64 for c in schema_order})
+    return pl.DataFrame(rows, infer_schema_length=None).select(schema_order).sort(["workload", "role", "hardware"])
+
+
+def fleet_table(built: Built, racks: np.ndarray, alloc):
+    import polars as pl
+
+    p = built.problem
+    costs = p.annual_cost_usd_per_rack
+    rows = []
+    for h, hw in enumerate(built.hardware):
+        if racks[h] <= 0:
+            continue
+        mine = alloc.filter(pl.col("hardware") == hw.id)
+        used = float((mine["replicas"] * mine["chips_per_replica"]).sum()) if len(mine) else 0.0
+        n = int(round(racks[h]))
+        rows.append({
+            "hardware": hw.id, "racks": n, "chips": n * hw.chips_per_rack, "chips_used": used,
+            "chip_utilization": used / (n * hw.chips_per_rack),
+            "power_mw": n * hw.rack_power_w / 1e6,
+            "facility_power_mw": n * hw.rack_power_w * p.pue / 1e6,
+            "capex_usd": n * hw.rack.capex_usd.value,
+            "annual_cost_usd": n * float(costs[h]),
+            "capex_confidence": hw.rack.capex_usd.confidence,
+        })
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+def workload_table(built: Built, alloc, fleet):
+    """Per workload: demand and what is served, the speeds, and its share of the fleet's cost and power
+    (each system's cost and power split by the chips each workload uses on it)."""
+    import polars as pl
+
+    share_cost, share_power = _chip_shares(built, alloc, fleet)
+    rows = []
+    for w, d in enumerate(built.demands):
+        mine = alloc.filter(pl.col("workload") == d.name)
+        decode = mine.filter(pl.col("role").is_in(["decode", "colocated"]))
+        tokens_per_year = (d.output_tokens_per_s / built.scenario.workloads[w].peak_to_mean) * SECONDS_PER_YEAR
+        cost = share_cost.get(d.name, 0.0)
+        power_mw = share_power.get(d.name, 0.0)
+        rows.append({
+            "workload": d.name, "model": d.model, "min_tps_per_user": d.min_tps_per_user,
+            "demand_output_tokens_per_s": d.output_tokens_per_s,
+            "served_output_tokens_per_s": float(decode["output_tokens_per_s"].sum()) if len(decode) else 0.0,
+            "demand_prefill_tokens_per_s": d.prefill_tokens_per_s,
+            "served_prefill_tokens_per_s": float(mine["prefill_tokens_per_s"].sum()) if len(mine) else 0.0,
+            "tps_per_user": float(decode["tps_per_user"].min()) if len(decode) else None,
+            "ttft_s": float(mine["ttft_s"].drop_nulls().max()) if len(mine) and mine["ttft_s"].drop_nulls().len() else None,
+            "ttft_percentile": d.ttft_quantile * 100.0, "ttft_target_s": d.ttft_s,
+            "concurrent_streams": d.concurrent_streams,
+            "annual_cost_usd": cost, "power_mw": power_mw,
+            "cost_usd_per_mtok": cost / (tokens_per_year / 1e6) if tokens_per_year > 0 else None,
+            "output_tokens_per_s_per_mw": d.output_tokens_per_s / power_mw if power_mw > 0 else None,
+        })
+    return pl.DataFrame(rows)
+
+
+def _chip_shares(built: Built, alloc, fleet) -> tuple[dict, dict]:
+    import polars as pl
+
+    cost, power = {}, {}
+    if not len(fleet):
+        return cost, power
+    for f in fleet.iter_rows(named=True):
+        mine = alloc.filter(pl.col("hardware") == f["hardware"])
+        for r in mine.iter_rows(named=True):
+            share = r["replicas"] * r["chips_per_replica"] / f["chips_used"]
+            cost[r["workload"]] = cost.get(r["workload"], 0.0) + share * f["annual_cost_usd"]
+            power[r["workload"]] = power.get(r["workload"], 0.0) + share * f["power_mw"]
+    return cost, power
+
+
+def totals_of(built: Built, fleet) -> dict:
+    demand = sum(d.output_tokens_per_s for d in built.demands)
+    power = float(fleet["power_mw"].sum()) if len(fleet) else 0.0
+    return {
+        "racks": int(fleet["racks"].sum()) if len(fleet) else 0,
+        "chips": int(fleet["chips"].sum()) if len(fleet) else 0,
+        "power_mw": power,
+        "facility_power_mw": power * built.problem.pue,
+        "power_budget_mw": _finite(built.problem.power_budget_w / 1e6),
+        "capex_usd": float(fleet["capex_usd"].sum()) if len(fleet) else 0.0,
+        "annual_cost_usd": float(fleet["annual_cost_usd"].sum()) if len(fleet) else 0.0,
+        "output_tokens_per_s": demand,
+        "output_tokens_per_s_per_mw": demand / power if power > 0 else None,
+    }
+
+
+# ---- the whole job ----------------------------------------------------------------------------------------------
+def solve(scenario, solver: str | None = None, time_limit_s: float | None = None) -> Plan:
+    """The cheapest fleet for ``scenario`` (a ``planner.scenario.Scenario`` or a path), verified by ``evaluate``.
+    Raises ``InfeasibleError`` (exit 3) with the plan attached when no fleet can serve it."""
+    from solvers.fleet_milp import optimize
+
+    if not hasattr(scenario, "workloads"):
+        from planner.scenario import load_scenario
+
+        scenario = load_scenario(scenario)
+    settings = scenario.solver
+    built = build_problem(scenario)
+    sol = optimize(built.problem, solver=solver or settings.name,
+                   time_limit_s=time_limit_s or settings.time_limit_s, relative_gap=settings.relative_gap)
+    plan = extract_plan(built, sol)
+    if plan.status == "infeasible":
+        raise InfeasibleError(infeasibility_message(built), plan=plan)
+    plan.checks = evaluate(plan, built)
+    failed = [c for c in plan.checks if not c["ok"]]
+    if failed:
+        raise PlannerError("bug: the plan fails its own check: " + "; ".join(c["check"] + ": " + c["detail"]
+                                                                             for c in failed[:5]))
+    return plan
+
+
+def infeasibility_message(built: Built) -> str:
+    if built.unserved:
+        return "no feasible fleet: " + "; ".join(f"{w}: {why}" for w, why in built.unserved.items())
+    budget = built.problem.power_budget_w
+    return ("no feasible fleet: every workload has options, but together they exceed the site's limits "
+            f"(power budget {budget / 1e6:g} MW facility, rack caps); see the elastic diagnosis in a later release")
+
+
+# ---- checking a plan without the solver ----------------------------------------------------------------------
+def evaluate(plan: Plan, built: Built) -> list[dict]:
+    """Re-check every constraint and the cost from the plan's tables alone: each allocation re-scored with the
+    full performance model (not the engine), demand covered, chips within racks, power within budget, caps kept,
+    cost recomputed from the catalog."""
+    import polars as pl
+
+    checks = []
+    sc = built.scenario
+    hw = {h.id: h for h in built.hardware}
+    for r in plan.allocation.iter_rows(named=True):
+        checks.extend(_rescore(r, built, hw[r["hardware"]]))
+    for d in built.demands:
+        mine = plan.allocation.filter(pl.col("workload") == d.name)
+        served = float(mine.filter(pl.col("role").is_in(["decode", "colocated"]))["output_tokens_per_s"].sum())
+        prefilled = float(mine["prefill_tokens_per_s"].sum())
+        checks.append(_check(f"demand {d.name} decode", served >= d.output_tokens_per_s * (1 - 1e-6),
+                             f"served {served:.6g} of {d.output_tokens_per_s:.6g} output tokens/s"))
+        checks.append(_check(f"demand {d.name} prefill", prefilled >= d.prefill_tokens_per_s * (1 - 1e-6),
+                             f"prefilled {prefilled:.6g} of {d.prefill_tokens_per_s:.6g} prompt tokens/s"))
+    for f in plan.fleet.iter_rows(named=True):
+        h = hw[f["hardware"]]
+        checks.append(_check(f"chips {h.id}", f["chips_used"] <= f["racks"] * h.chips_per_rack + 1e-9,
+                             f"{f['chips_used']:g} used of {f['racks'] * h.chips_per_rack} in {f['racks']} racks"))
+        cap = sc.hardware.max_racks.get(h.id)
+        if cap is not None:
+            checks.append(_check(f"supply cap {h.id}", f["racks"] <= cap, f"{f['racks']} racks, cap {cap}"))
+        if h.rack.available.value > sc.start_date:
+            checks.append(_check(f"available {h.id}", False, f"available {h.rack.available.value}"))
+    facility = plan.totals["facility_power_mw"]
+    if sc.site.power_budget_mw:
+        checks.append(_check("power budget", facility <= sc.site.power_budget_mw * (1 + 1e-9),
+                             f"{facility:.6g} MW facility of {sc.site.power_budget_mw:g} MW"))
+    if sc.site.max_racks:
+        checks.append(_check("site racks", plan.totals["racks"] <= sc.site.max_racks,
+                             f"{plan.totals['racks']} of {sc.site.max_racks}"))
+    cost = sum(f["racks"] * c for f, c in _fleet_costs(plan, built))
+    checks.append(_check("annual cost", math.isclose(cost, plan.totals["annual_cost_usd"], rel_tol=1e-9),
+                         f"recomputed {cost:.6g} USD/year"))
+    return checks
+
+
+def _fleet_costs(plan, built):
+    costs = dict(zip([h.id for h in built.hardware], annual_costs(built.scenario, built.hardware)))
+    return [(f, costs[f["hardware"]]) for f in plan.fleet.iter_rows(named=True)]
+
+
+def _check(name: str, ok: bool, detail: str) -> dict:
+    return {"check": name, "ok": bool(ok), "detail": detail}
+
+
+def _rescore(r: dict, built: Built, hw) -> list[dict]:
+    """One allocation re-scored by ``performance.evaluate_config`` (the full breakdown kernels)."""
+    d = next(x for x in built.demands if x.name == r["workload"])
+    model = built.scenario.model_for(next(w for w in built.scenario.workloads if w.name == d.name))
+    spec = next(s for s in candidates.SPECULATIVE if s[0] == r["draft_tokens"])
+    dec, pre = performance.evaluate_config(
+        model, hw, r["precision"], r["tensor_parallel"], r["pipeline_parallel"], int(r["expert_parallel"]),
+        r["batch"], d.input_tokens, d.output_tokens, spec[0], spec[1])
+    name = f"allocation {d.name}/{r['role']}/{hw.id}"
+    out = []
+    if r["role"] in ("decode", "colocated"):
+        out.append(_check(name + " fits", dec[L.B_FITS] > 0.5, "weights and KV fit the replica"))
+    if r["role"] == "decode":
+        per_replica = float(dec[L.B_TOKENS_PER_S])
+        out.append(_check(name + " speed", dec[L.B_TPS_PER_USER] >= d.min_tps_per_user * (1 - 1e-9),
+                          f"{dec[L.B_TPS_PER_USER]:.4g} tok/s/user, tier {d.min_tps_per_user:g}"))
+        out.append(_check(name + " capacity", per_replica * r["replicas"] >= r["output_tokens_per_s"] * (1 - 1e-6),
+                          f"re-scored {per_replica:.6g} tok/s per replica"))
+    return out

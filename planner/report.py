@@ -1,0 +1,67 @@
+"""Showing a plan: terminal tables, JSON, and files (CSV, Parquet, plan.json) written atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from planner import render
+
+FLEET_COLUMNS = ["hardware", "racks", "chips", "chips_used", "power_mw", "facility_power_mw", "capex_usd",
+                 "annual_cost_usd", "capex_confidence"]
+ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
+                      "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "tps_per_user",
+                      "ttft_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share"]
+WORKLOAD_COLUMNS = ["workload", "model", "min_tps_per_user", "demand_output_tokens_per_s",
+                    "served_output_tokens_per_s", "tps_per_user", "ttft_s", "ttft_target_s", "ttft_percentile",
+                    "cost_usd_per_mtok", "output_tokens_per_s_per_mw", "power_mw", "annual_cost_usd"]
+
+
+def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None) -> None:
+    if out_dir:
+        write_files(plan, Path(out_dir))
+    if fmt == "json":
+        d = plan.to_dict()
+        if reason:
+            d["reason"] = reason
+        click.echo(render.to_json(d))
+        return
+    show_tables(plan, reason)
+
+
+def show_tables(plan, reason: str | None = None) -> None:
+    s = plan.solver
+    gap = s.get("relative_gap")
+    click.echo(f"scenario {plan.scenario}: {plan.status} ({s['name']}, gap {gap if gap is not None else '-'}, "
+               f"{s['candidates_scored']:,} candidates scored in {s['engine_s']:.2f} s, "
+               f"{s['columns']} columns, MILP {s['solve_s']:.2f} s)")
+    if reason:
+        click.echo(reason)
+    if not len(plan.fleet):
+        return
+    render.table(plan.fleet.to_dicts(), title="fleet", columns=FLEET_COLUMNS)
+    render.table(plan.allocation.to_dicts(), title="allocation (per workload and role)", columns=ALLOCATION_COLUMNS)
+    render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_COLUMNS)
+    render.table([plan.totals], title="totals")
+
+
+def write_files(plan, out: Path) -> None:
+    """Write every table as CSV and Parquet and the whole plan as plan.json, into a fresh temporary directory
+    first, then move it into place: a crash never leaves a half-written set."""
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    for name in ("fleet", "allocation", "workloads"):
+        df = getattr(plan, name)
+        df.write_csv(tmp / f"{name}.csv")
+        df.write_parquet(tmp / f"{name}.parquet")
+    (tmp / "plan.json").write_text(render.to_json(plan.to_dict()) + "\n", encoding="utf-8")
+    if out.exists():
+        for f in tmp.iterdir():
+            os.replace(f, out / f.name)
+        tmp.rmdir()
+    else:
+        os.replace(tmp, out)

@@ -1,0 +1,586 @@
+"""The fleet optimizer's core: a MILP over integer racks and replicas, arrays in, arrays out (docs/OPTIMIZER.md).
+
+Three steps, each callable alone (as in PyPSA/linopy): :func:`build` turns a :class:`FleetProblem` into an OR-Tools
+MathOpt model, :func:`solve` runs one solver on it, :func:`extract` reads the plan back as a :class:`FleetSolution`.
+:func:`optimize` chains them. :func:`evaluate` recomputes every constraint and the objective from a plan alone,
+without any solver; ``solvers.fleet_bruteforce`` finds the same optimum by enumeration on tiny problems.
+
+The columns (deployment options) come from the candidate engine, which has already applied what does not fit the
+arrays: hardware not available by the scenario's start date and model-locked hardware serving another model simply
+have no column.
+"""
+
+# Formulation (docs/OPTIMIZER.md, section 1; the same numbers there)
+# ------------------------------------------------------------------
+# Index sets: hardware types h = 0..H-1, columns (deployment options) j = 0..J-1, workloads w = 0..W-1.
+# Data: chips_per_rack_h, rack_power_w_h (IT), annual_cost_h (USD/year per rack, see annual_rack_cost),
+#       max_racks_h (supply cap, inf = none); workload_j, capacity_j (demand units per replica), chips_jh (chips of
+#       type h one replica of j uses), demand_w; pue, power_budget_w (facility), max_total_racks.
+#
+# Variables:
+#   racks_h  integer, 0 <= racks_h <= R_h                              (racks of type h bought)
+#   x_j      >= 0, <= X_j, integer where integer_replicas_j            (replicas of option j)
+#
+#   min   objective                                                    (O) below
+#   s.t.
+#   (1) sum_j coverage_jw x_j >= demand_w                               for each w with demand_w > 0
+#       (coverage_jw = capacity_j if workload_j = w, else 0, unless a coverage matrix is given: a column may
+#       then serve several demand rows, e.g. a colocated replica covers a workload's decode and prefill rows)
+#   (2) sum_j chips_jh x_j <= chips_per_rack_h racks_h                   for each h
+#   (3) pue * sum_h rack_power_w_h racks_h <= power_budget_w             (only if the budget is finite)
+#   (4) sum_h racks_h <= max_total_racks                                 (only if finite)
+#   (5) implied bounds, which cut off no optimum (any plan can be shrunk to them at no extra cost):
+#       X_j = demand_w / capacity_j (rounded up if integer, else times 1 + 1e-6; 0 if demand_w or capacity_j is 0;
+#             for CP-SAT, continuous X_j get 2 grid steps more, see CPSAT_MAX_SCALING)
+#       R_h = min(max_racks_h, floor(power_budget_w / (pue rack_power_w_h)), max_total_racks,
+#                 ceil(sum_j chips_jh X_j / chips_per_rack_h))
+#
+#   (O) primary p_h:   min_cost: p_h = annual_cost_h;   min_power: p_h = rack_power_w_h (IT watts)
+#       secondary q_h: min_cost: q_h = rack_power_w_h;  min_power: q_h = annual_cost_h
+#       minimize  sum_h p_h racks_h                                                       (primary)
+#               + D_R * sum_h (q_h / M) racks_h,  M = max_h q_h / p_h                     (tie-break 1: racks)
+#               + D_X * sum_j (sum_h p_h chips_jh / chips_per_rack_h) x_j                 (tie-break 2: replicas)
+#       with D_R = 1e-7, D_X = 1e-8. Each tie term is at most D * primary, so the solver's objective lies in
+#       [primary, (1 + D_R + D_X) primary]: its plan is within 1.1e-7 (relative) of the primary optimum, and
+#       dual_bound / (1 + D_R + D_X) is an honest lower bound on the primary optimum.
+#
+# Scaling (section 2): row (1) is divided by demand_w (coefficients capacity_j / demand_w, right side 1); row (2)
+# by chips_per_rack_h (coefficients are rack shares, racks_h's is -1); row (3) by pue * max_h rack_power_w_h
+# (coefficients in (0, 1]); the objective by max_h p_h.
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+
+HOURS_PER_YEAR = 8760.0
+OBJECTIVES = ("min_cost", "min_power")
+STATUSES = ("optimal", "feasible", "infeasible", "time_limit")
+RACK_TIE = 1e-7  # D_R in (O)
+REPLICA_TIE = 1e-8  # D_X in (O)
+TIE_FACTOR = 1.0 + RACK_TIE + REPLICA_TIE
+EVAL_TOL = 1e-6  # evaluate(): a row is violated when its scaled slack is below -EVAL_TOL
+# CP-SAT solves continuous variables as integers after multiplying them by mip_var_scaling; its default 1.0 turns
+# continuous replicas into integer ones (a worse plan reported as optimal). We scale so the largest replica bound
+# maps to CPSAT_MAX_BOUND, at most CPSAT_MAX_SCALING per replica.
+CPSAT_MAX_BOUND = 1e7
+CPSAT_MAX_SCALING = 1e5
+
+
+class SolverError(RuntimeError):
+    """A solver is unknown, missing from this OR-Tools build, or failed; the message names the alternatives."""
+
+
+# ---- costs ----------------------------------------------------------------------------------------------------
+def capital_recovery_factor(wacc, horizon_years):
+    """Share of capex paid each year to repay it over ``horizon_years`` at ``wacc``: wacc / (1 - (1 + wacc)^-n).
+
+    wacc 0 gives 1 / n. Works elementwise on arrays.
+    """
+    wacc = np.asarray(wacc, dtype=float)
+    n = np.asarray(horizon_years, dtype=float)
+    safe = np.where(wacc == 0.0, 1.0, wacc)
+    crf = np.where(wacc == 0.0, 1.0 / n, safe / (1.0 - (1.0 + safe) ** (-n)))
+    return crf if crf.ndim else float(crf)
+
+
+def annual_rack_cost(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh, pue,
+                     load_share=1.0):
+    """USD per year of one rack: annualized capex + maintenance (a share of capex a year) + facility energy.
+
+    Energy = power_w x load_share x pue x 8760 h, billed at electricity_usd_per_mwh. Works elementwise on arrays.
+    """
+    capex = np.asarray(capex_usd, dtype=float)
+    energy_mwh = np.asarray(power_w, dtype=float) * load_share * pue * HOURS_PER_YEAR / 1e6
+    cost = capex * capital_recovery_factor(wacc, horizon_years) + capex * maintenance_share
+    cost = cost + energy_mwh * electricity_usd_per_mwh
+    return cost if np.ndim(cost) else float(cost)
+
+
+# ---- the problem ----------------------------------------------------------------------------------------------
+def _frozen(a, dtype) -> np.ndarray:
+    arr = np.array(a, dtype=dtype, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class FleetProblem:
+    """Everything the MILP needs, as numpy arrays and scalars (formulation at the top of this module)."""
+
+    chips_per_rack: np.ndarray  # [H]
+    rack_power_w: np.ndarray  # [H] IT power of one rack
+    annual_cost_usd_per_rack: np.ndarray  # [H] see annual_rack_cost
+    max_racks: np.ndarray  # [H] supply caps, inf = none
+    workload: np.ndarray  # [J] int, the workload each column serves
+    capacity: np.ndarray  # [J] demand units one replica serves
+    chips: np.ndarray  # [J, H] chips of each type one replica uses
+    integer_replicas: np.ndarray  # [J] bool
+    demand: np.ndarray  # [W]
+    pue: float = 1.0
+    power_budget_w: float = math.inf  # facility power (rack power x pue)
+    max_total_racks: float = math.inf
+    objective: str = "min_cost"
+    coverage: np.ndarray | None = None  # [J, W] demand units of row w one replica of j serves; default from
+    # workload and capacity (one row per column)
+
+    def __post_init__(self):
+        if self.coverage is None:
+            cov = np.zeros((len(self.workload), len(self.demand)))
+            if len(self.workload):
+                cov[np.arange(len(self.workload)), np.asarray(self.workload, dtype=np.int64)] = self.capacity
+            object.__setattr__(self, "coverage", cov)
+        object.__setattr__(self, "coverage", _frozen(self.coverage, float))
+        for name, dtype in (("chips_per_rack", float), ("rack_power_w", float), ("annual_cost_usd_per_rack", float),
+                            ("max_racks", float), ("workload", np.int64), ("capacity", float), ("chips", float),
+                            ("integer_replicas", bool), ("demand", float)):
+            object.__setattr__(self, name, _frozen(getattr(self, name), dtype))
+        for name in ("pue", "power_budget_w", "max_total_racks"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        problems = list(self._problems())
+        if problems:
+            raise ValueError("invalid FleetProblem: " + "; ".join(problems))
+
+    def _problems(self):
+        H, J, W = self.n_hardware, self.n_columns, self.n_workloads
+        for name in ("rack_power_w", "annual_cost_usd_per_rack", "max_racks"):
+            if getattr(self, name).shape != (H,):
+                yield f"{name} has shape {getattr(self, name).shape}, expected ({H},) like chips_per_rack"
+        for name in ("workload", "capacity", "integer_replicas"):
+            if getattr(self, name).shape != (J,):
+                yield f"{name} has shape {getattr(self, name).shape}, expected ({J},) (one per column)"
+        if self.chips.shape != (J, H):
+            yield f"chips has shape {self.chips.shape}, expected ({J}, {H}) (columns x hardware types)"
+            return
+        if self.demand.ndim != 1:
+            yield f"demand must be 1-D, got shape {self.demand.shape}"
+        if self.coverage.shape != (J, len(self.demand)):
+            yield f"coverage has shape {self.coverage.shape}, expected ({J}, {len(self.demand)})"
+            return
+        if not np.all(np.isfinite(self.coverage) & (self.coverage >= 0)):
+            yield "coverage must be finite and >= 0"
+        checks = (
+            ("chips_per_rack", self.chips_per_rack, lambda a: np.isfinite(a) & (a > 0), "finite and > 0"),
+            ("rack_power_w", self.rack_power_w, lambda a: np.isfinite(a) & (a > 0), "finite and > 0"),
+            ("annual_cost_usd_per_rack", self.annual_cost_usd_per_rack, lambda a: np.isfinite(a) & (a > 0),
+             "finite and > 0"),
+            ("max_racks", self.max_racks, lambda a: a >= 0, ">= 0 (inf = no cap)"),
+            ("capacity", self.capacity, lambda a: np.isfinite(a) & (a >= 0), "finite and >= 0"),
+            ("chips", self.chips, lambda a: np.isfinite(a) & (a >= 0), "finite and >= 0"),
+            ("demand", self.demand, lambda a: np.isfinite(a) & (a >= 0), "finite and >= 0"),
+        )
+        for name, arr, ok, what in checks:
+            bad = np.argwhere(~ok(arr))
+            if len(bad):
+                yield f"{name}{list(bad[0])} = {arr[tuple(bad[0])]!r}, expected {what}"
+        if J and (self.workload.min() < 0 or self.workload.max() >= W):
+            yield f"workload indices must lie in 0..{W - 1}"
+        if J and np.any(self.chips.sum(axis=1) <= 0):
+            yield f"column {int(np.argmax(self.chips.sum(axis=1) <= 0))} uses no chips"
+        if not (math.isfinite(self.pue) and self.pue > 0):
+            yield f"pue = {self.pue!r}, expected finite and > 0"
+        if not self.power_budget_w > 0:
+            yield f"power_budget_w = {self.power_budget_w!r}, expected > 0 (inf = no budget)"
+        if not self.max_total_racks >= 0:
+            yield f"max_total_racks = {self.max_total_racks!r}, expected >= 0 (inf = no limit)"
+        if self.objective not in OBJECTIVES:
+            yield f"objective = {self.objective!r}, expected one of {', '.join(OBJECTIVES)}"
+
+    @property
+    def n_hardware(self) -> int:
+        return int(self.chips_per_rack.shape[0])
+
+    @property
+    def n_columns(self) -> int:
+        return int(self.workload.shape[0])
+
+    @property
+    def n_workloads(self) -> int:
+        return int(self.demand.shape[0])
+
+
+# ---- derived data (pure functions of the problem) -------------------------------------------------------------
+def primary_coefficients(problem: FleetProblem) -> np.ndarray:
+    """p_h of (O): USD/year per rack for min_cost, IT watts per rack for min_power."""
+    if problem.objective == "min_cost":
+        return problem.annual_cost_usd_per_rack
+    return problem.rack_power_w
+
+
+def secondary_coefficients(problem: FleetProblem) -> np.ndarray:
+    """q_h of (O): the tie-break measure between racks of equal primary value."""
+    if problem.objective == "min_cost":
+        return problem.rack_power_w
+    return problem.annual_cost_usd_per_rack
+
+
+def rack_tie_coefficients(problem: FleetProblem) -> np.ndarray:
+    """D_R q_h / M of (O), with M = max q/p, so every coefficient is at most D_R p_h."""
+    p, q = primary_coefficients(problem), secondary_coefficients(problem)
+    return RACK_TIE * q / np.max(q / p)
+
+
+def replica_tie_coefficients(problem: FleetProblem) -> np.ndarray:
+    """D_X sum_h p_h chips_jh / chips_per_rack_h of (O): the primary value of the rack shares a replica occupies."""
+    p = primary_coefficients(problem)
+    return REPLICA_TIE * (problem.chips / problem.chips_per_rack) @ p
+
+
+def replica_upper_bounds(problem: FleetProblem) -> np.ndarray:
+    """X_j of (5): one column alone never needs more replicas than cover, by themselves, every demand row it
+    serves."""
+    cov, d = problem.coverage, problem.demand[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where((cov > 0) & (d > 0), d / np.where(cov > 0, cov, 1.0), 0.0)
+    ub = need.max(axis=1, initial=0.0)
+    # ceil with a relative guard so 2.0000000001 (rounding) stays 2, but 2.001 becomes 3; continuous bounds get
+    # 1e-6 of room so a solver's tolerances never make a one-column workload infeasible at the bound
+    return np.where(problem.integer_replicas, np.ceil(ub * (1.0 - 1e-12)), ub * (1.0 + 1e-6))
+
+
+def rack_upper_bounds(problem: FleetProblem) -> np.ndarray:
+    """R_h of (5): supply cap, power budget, site rack limit, and enough racks for every column at its bound."""
+    need = problem.chips.T @ replica_upper_bounds(problem) / problem.chips_per_rack
+    ub = np.minimum(problem.max_racks, np.ceil(need * (1.0 - 1e-12)))
+    ub = np.minimum(ub, problem.max_total_racks)
+    if math.isfinite(problem.power_budget_w):
+        ub = np.minimum(ub, problem.power_budget_w / (problem.pue * problem.rack_power_w) * (1.0 + 1e-12))
+    return np.floor(ub * (1.0 + 1e-12))
+
+
+# ---- build -> solve -> extract --------------------------------------------------------------------------------
+def _solver_types():
+    from ortools.math_opt.python import mathopt
+
+    return {"scip": mathopt.SolverType.GSCIP, "highs": mathopt.SolverType.HIGHS, "cp-sat": mathopt.SolverType.CP_SAT}
+
+
+SOLVERS = ("scip", "highs", "cp-sat")
+
+
+def solver_key(name: str) -> str:
+    """Canonical solver name ('scip', 'highs', 'cp-sat'); accepts any case and cp_sat / cpsat."""
+    key = str(name).strip().lower().replace("_", "-")
+    key = "cp-sat" if key == "cpsat" else key
+    if key not in SOLVERS:
+        raise SolverError(f"unknown solver {name!r}; available: {', '.join(SOLVERS)}")
+    return key
+
+
+@dataclass
+class FleetModel:
+    """What :func:`build` returns: the MathOpt model and the handles :func:`extract` reads back."""
+
+    model: object  # mathopt.Model
+    racks: list  # [H] mathopt.Variable
+    replicas: list  # [J] mathopt.Variable
+    solver: str
+    objective_scale: float  # solver objective x this = objective in the problem's units (with tie terms)
+    replica_upper_bounds: np.ndarray
+    build_seconds: float
+    cpsat_var_scaling: float = 1.0
+
+
+@dataclass
+class RawSolve:
+    """What :func:`solve` returns: the MathOpt result, the model it belongs to, and the wall time."""
+
+    built: FleetModel
+    result: object  # mathopt.SolveResult
+    wall_seconds: float
+    relative_gap_tolerance: float
+
+
+@dataclass(frozen=True, eq=False)
+class FleetSolution:
+    """A plan and what the solver says about it. ``objective`` is the primary objective recomputed from ``racks``
+    (USD/year for min_cost, IT watts for min_power); ``best_bound`` is a proven lower bound on it (tie terms taken
+    out); ``violations`` is what :func:`evaluate` found wrong with the plan (empty when the solver kept its word)."""
+
+    racks: np.ndarray  # [H] int
+    replicas: np.ndarray  # [J] float
+    status: str  # optimal | feasible | infeasible | time_limit
+    objective: float
+    best_bound: float
+    relative_gap: float
+    solver: str
+    solve_seconds: float
+    build_seconds: float = 0.0
+    detail: str = ""
+    violations: tuple = field(default_factory=tuple)
+
+
+def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
+    """The MathOpt model of (1)-(5) and (O), scaled as described at the top of this module."""
+    from ortools.math_opt.python import mathopt
+
+    solver = solver_key(solver_name)
+    t0 = time.perf_counter()
+    m = mathopt.Model(name="fleet")
+    r_ub, x_ub = rack_upper_bounds(problem), replica_upper_bounds(problem)
+    racks = [m.add_integer_variable(lb=0.0, ub=float(r_ub[h]), name=f"racks[{h}]") for h in range(problem.n_hardware)]
+    cpsat_scaling = cpsat_var_scaling(x_ub[~problem.integer_replicas])
+    if solver == "cp-sat":  # the grid's last point must reach past the bound, or the bound becomes a cut
+        x_ub = np.where(problem.integer_replicas, x_ub, x_ub + 2.0 / cpsat_scaling)
+    replicas = [m.add_variable(lb=0.0, ub=float(x_ub[j]), is_integer=bool(problem.integer_replicas[j]),
+                               name=f"x[{j}]") for j in range(problem.n_columns)]
+    _add_demand_rows(m, problem, replicas)
+    _add_chip_rows(m, problem, racks, replicas)
+    _add_power_row(m, problem, racks)
+    _add_total_racks_row(m, problem, racks)
+    scale = _set_objective(m, problem, racks, replicas)
+    return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling)
+
+
+def cpsat_var_scaling(continuous_upper_bounds: np.ndarray) -> float:
+    """CP-SAT's mip_var_scaling: continuous replicas are solved on a grid of 1/this replicas. As fine as
+    CPSAT_MAX_SCALING allows while the largest bound still maps inside CPSAT_MAX_BOUND (with room for the margin)."""
+    largest = float(np.max(continuous_upper_bounds, initial=0.0)) + 1.0
+    return float(min(CPSAT_MAX_SCALING, 0.5 * CPSAT_MAX_BOUND / largest))
+
+
+def _add_demand_rows(m, problem: FleetProblem, replicas) -> None:
+    """(1), divided by demand_w."""
+    coef = problem.coverage / np.where(problem.demand > 0, problem.demand, 1.0)[None, :]
+    for w in range(problem.n_workloads):
+        if problem.demand[w] <= 0:
+            continue
+        row = m.add_linear_constraint(lb=1.0, name=f"demand[w={w}]")
+        for j in np.flatnonzero(coef[:, w] > 0):
+            row.set_coefficient(replicas[j], float(coef[j, w]))
+
+
+def _add_chip_rows(m, problem: FleetProblem, racks, replicas) -> None:
+    """(2), divided by chips_per_rack_h."""
+    share = problem.chips / problem.chips_per_rack
+    for h in range(problem.n_hardware):
+        row = m.add_linear_constraint(ub=0.0, name=f"chips[h={h}]")
+        row.set_coefficient(racks[h], -1.0)
+        for j in np.flatnonzero(share[:, h]).tolist():
+            row.set_coefficient(replicas[j], float(share[j, h]))
+
+
+def _add_power_row(m, problem: FleetProblem, racks) -> None:
+    """(3), divided by pue * max rack power."""
+    if not math.isfinite(problem.power_budget_w):
+        return
+    unit = problem.pue * float(problem.rack_power_w.max())
+    row = m.add_linear_constraint(ub=problem.power_budget_w / unit, name="power")
+    for h in range(problem.n_hardware):
+        row.set_coefficient(racks[h], float(problem.pue * problem.rack_power_w[h] / unit))
+
+
+def _add_total_racks_row(m, problem: FleetProblem, racks) -> None:
+    """(4)."""
+    if not math.isfinite(problem.max_total_racks):
+        return
+    row = m.add_linear_constraint(ub=problem.max_total_racks, name="total_racks")
+    for r in racks:
+        row.set_coefficient(r, 1.0)
+
+
+def _set_objective(m, problem: FleetProblem, racks, replicas) -> float:
+    """(O) divided by max p_h; returns that divisor."""
+    rack_coef = primary_coefficients(problem) + rack_tie_coefficients(problem)
+    replica_coef = replica_tie_coefficients(problem)
+    scale = float(primary_coefficients(problem).max())
+    m.objective.is_maximize = False
+    for h, v in enumerate(racks):
+        m.objective.set_linear_coefficient(v, float(rack_coef[h] / scale))
+    for j, v in enumerate(replicas):
+        m.objective.set_linear_coefficient(v, float(replica_coef[j] / scale))
+    return scale
+
+
+def solve_parameters(built: FleetModel, time_limit_s: float, relative_gap: float):
+    """MathOpt parameters: the limits, plus CP-SAT's variable scaling so continuous replicas stay continuous."""
+    from ortools.math_opt.python import mathopt
+    from ortools.sat import sat_parameters_pb2
+
+    params = mathopt.SolveParameters(time_limit=timedelta(seconds=float(time_limit_s)),
+                                     relative_gap_tolerance=float(relative_gap))
+    if built.solver == "cp-sat":
+        params.cp_sat = sat_parameters_pb2.SatParameters(
+            mip_var_scaling=built.cpsat_var_scaling, mip_max_bound=CPSAT_MAX_BOUND, mip_wanted_precision=1e-9,
+            absolute_gap_limit=0.0)
+    return params
+
+
+def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4) -> RawSolve:
+    """Run the solver named at build time; a missing or failing solver raises SolverError."""
+    from ortools.math_opt.python import mathopt
+
+    params = solve_parameters(built, time_limit_s, relative_gap)
+    t0 = time.perf_counter()
+    try:
+        result = mathopt.solve(built.model, _solver_types()[built.solver], params=params)
+    except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
+        others = ", ".join(s for s in SOLVERS if s != built.solver)
+        raise SolverError(f"solver {built.solver!r} failed or is not in this OR-Tools build ({exc}); "
+                          f"try one of: {others}") from exc
+    return RawSolve(built, result, time.perf_counter() - t0, float(relative_gap))
+
+
+def _status(result) -> str:
+    """Map MathOpt's termination onto optimal / feasible / infeasible / time_limit, or raise SolverError."""
+    from ortools.math_opt.python import mathopt
+
+    R = mathopt.TerminationReason
+    reason = result.termination.reason
+    if reason == R.OPTIMAL:
+        return "optimal"
+    if reason == R.FEASIBLE:
+        return "feasible"
+    if reason in (R.INFEASIBLE, R.INFEASIBLE_OR_UNBOUNDED):  # never unbounded: every variable is bounded
+        return "infeasible"
+    if reason == R.NO_SOLUTION_FOUND:
+        return "time_limit"
+    raise SolverError(f"solver stopped with {reason.name}: {result.termination.detail!r}; "
+                      f"try another of: {', '.join(SOLVERS)}")
+
+
+def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
+    """The plan from a solve: integers rounded, the primary objective recomputed, the bound and gap made honest."""
+    built, result = raw.built, raw.result
+    status = _status(result)
+    detail = f"{result.termination.reason.name}" + (
+        f" ({result.termination.limit.name})" if result.termination.limit is not None else "")
+    H, J = problem.n_hardware, problem.n_columns
+    dual = float(result.termination.objective_bounds.dual_bound) * built.objective_scale / TIE_FACTOR
+    bound = max(0.0, dual) if math.isfinite(dual) else 0.0
+    if status in ("infeasible", "time_limit"):
+        bound = math.inf if status == "infeasible" else bound
+        return FleetSolution(np.zeros(H, dtype=np.int64), np.zeros(J), status, math.nan, bound, math.nan,
+                             built.solver, raw.wall_seconds, built.build_seconds, detail)
+    racks, replicas = _plan_values(problem, built, result)
+    ev = evaluate(problem, racks, replicas)
+    bound = min(bound, ev.objective)  # a bound above the plan's value is solver tolerance, not information
+    gap = (ev.objective - bound) / ev.objective if ev.objective > 0 else 0.0
+    return FleetSolution(racks, replicas, status, ev.objective, bound, gap, built.solver, raw.wall_seconds,
+                         built.build_seconds, detail, ev.violations)
+
+
+def _plan_values(problem: FleetProblem, built: FleetModel, result):
+    racks = np.rint(np.asarray(result.variable_values(built.racks), dtype=float)).astype(np.int64)
+    x = np.maximum(np.asarray(result.variable_values(built.replicas), dtype=float).reshape(-1), 0.0)
+    x = np.where(problem.integer_replicas, np.rint(x), x)
+    return np.maximum(racks, 0), x
+
+
+def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 60.0,
+             relative_gap: float = 1e-4) -> FleetSolution:
+    """build -> solve -> extract."""
+    built = build(problem, solver)
+    return extract(problem, solve(built, time_limit_s, relative_gap))
+
+
+# ---- evaluate: every constraint and the objective, from the plan alone ----------------------------------------
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """Rows and objective recomputed from a plan. Slacks are in natural units (>= 0 means satisfied)."""
+
+    served: np.ndarray  # [W] demand units served
+    demand_slack: np.ndarray  # [W] served - demand
+    chips_used: np.ndarray  # [H]
+    chips_slack: np.ndarray  # [H] chips_per_rack x racks - chips used
+    supply_slack: np.ndarray  # [H] max_racks - racks (inf where no cap)
+    facility_power_w: float  # pue x rack power
+    power_slack_w: float  # budget - facility power (inf where none)
+    total_racks: int
+    total_racks_slack: float
+    annual_cost_usd: float
+    rack_power_w: float  # IT power
+    objective: float  # annual_cost_usd for min_cost, rack_power_w for min_power
+    violations: tuple  # names like "demand[w=2]", empty when the plan is feasible
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violations
+
+
+def evaluate(problem: FleetProblem, racks, replicas, tol: float = EVAL_TOL) -> Evaluation:
+    """Recompute (1)-(4), the bounds, integrality and the objective of a plan; no solver involved.
+
+    A row counts as violated when its slack, scaled as the MILP scales it, is below ``-tol``.
+    """
+    r = np.asarray(racks, dtype=float).reshape(-1)
+    x = np.asarray(replicas, dtype=float).reshape(-1)
+    if r.shape != (problem.n_hardware,) or x.shape != (problem.n_columns,):
+        raise ValueError(f"plan shapes {r.shape}, {x.shape}; expected ({problem.n_hardware},), "
+                         f"({problem.n_columns},)")
+    served = problem.coverage.T @ x
+    chips_used = problem.chips.T @ x
+    it_power = float(problem.rack_power_w @ r)
+    facility = problem.pue * it_power
+    cost = float(problem.annual_cost_usd_per_rack @ r)
+    ev = Evaluation(
+        served=served, demand_slack=served - problem.demand, chips_used=chips_used,
+        chips_slack=problem.chips_per_rack * r - chips_used, supply_slack=problem.max_racks - r,
+        facility_power_w=facility, power_slack_w=problem.power_budget_w - facility,
+        total_racks=int(round(r.sum())), total_racks_slack=problem.max_total_racks - r.sum(),
+        annual_cost_usd=cost, rack_power_w=it_power,
+        objective=cost if problem.objective == "min_cost" else it_power, violations=())
+    violations = tuple(_violations(problem, r, x, ev, tol))
+    object.__setattr__(ev, "violations", violations)
+    return ev
+
+
+def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float):
+    demand = problem.demand
+    for w in np.flatnonzero(ev.demand_slack / np.where(demand > 0, demand, 1.0) < -tol):
+        yield f"demand[w={w}]"
+    for h in np.flatnonzero(ev.chips_slack / problem.chips_per_rack < -tol):
+        yield f"chips[h={h}]"
+    for h in np.flatnonzero(ev.supply_slack < -tol):
+        yield f"max_racks[h={h}]"
+    if ev.power_slack_w / (problem.pue * problem.rack_power_w.max()) < -tol:
+        yield "power"
+    if ev.total_racks_slack < -tol:
+        yield "total_racks"
+    for h in np.flatnonzero((r < -tol) | (np.abs(r - np.rint(r)) > tol)):
+        yield f"racks_integer[h={h}]"
+    for j in np.flatnonzero(x < -tol):
+        yield f"replicas_nonnegative[j={j}]"
+    for j in np.flatnonzero(problem.integer_replicas & (np.abs(x - np.rint(x)) > tol)):
+        yield f"replicas_integer[j={j}]"
+
+
+# ---- synthetic problems for tests and benchmarks --------------------------------------------------------------
+def random_problem(seed: int, n_workloads: int, n_hardware: int, options_per_workload: int = 4,
+                   disaggregated_share: float = 0.2, budget_share: float = 1.5, cap_share: float = 0.3,
+                   objective: str = "min_cost") -> FleetProblem:
+    """A random but plausible problem: rack systems of 1-72 chips and 15-150 kW, replicas of 1-72 chips whose
+    throughput grows with their chips, demand log-uniform over 1e3-1e6 units; ``disaggregated_share`` of the
+    columns use two hardware types; supply caps of 1-49 racks on ``cap_share`` of the types; the power budget is
+    ``budget_share`` times the facility power of the fractional least-power fleet (0 or less: no budget)."""
+    rng = np.random.default_rng(seed)
+    H, W = n_hardware, n_workloads
+    cpr = rng.choice([1, 4, 8, 16, 32, 64, 72], H).astype(float)
+    chip_kw = rng.uniform(0.5, 2.0, H) * np.where(cpr == 1, 20.0, 1.5)
+    power = np.minimum(cpr * chip_kw * 1e3, 150e3)
+    capex = power * rng.uniform(20.0, 60.0, H)
+    cost = annual_rack_cost(capex, power, 0.08, 4, 0.05, 70.0, 1.25)
+    speed = rng.uniform(0.5, 2.0, H) * power / cpr  # demand units per chip
+    demand = np.exp(rng.uniform(np.log(1e3), np.log(1e6), W))
+    wl, caps, chips = [], [], []
+    for w in range(W):
+        for _ in range(options_per_workload):
+            use = rng.choice(H, 2 if (H > 1 and rng.random() < disaggregated_share) else 1, replace=False)
+            row = np.zeros(H)
+            for h in use:
+                row[h] = min(cpr[h], rng.choice([1, 2, 4, 8, 16, 32, 64, 72]))
+            wl.append(w)
+            chips.append(row)
+            caps.append(float(row @ speed) * rng.uniform(0.3, 1.0) / len(use))
+    chips = np.array(chips).reshape(-1, H)
+    integer = (chips / cpr).max(axis=1) >= 0.25
+    max_racks = np.where(rng.random(H) < cap_share, rng.integers(1, 50, H), np.inf)
+    per_unit_power = np.array([(chips[j] / cpr) @ power / caps[j] for j in range(len(wl))])
+    greedy_w = sum(demand[w] * per_unit_power[np.array(wl) == w].min() for w in range(W)) * 1.25
+    budget = budget_share * greedy_w if budget_share > 0 else math.inf
+    return FleetProblem(cpr, power, cost, max_racks, np.array(wl), np.array(caps), chips, integer, demand,
+                        pue=1.25, power_budget_w=budget, objective=objective)

@@ -1,0 +1,23 @@
+"""Regenerate the golden plan figures of the shipped scenarios: `python tests/golden/regenerate.py`.
+
+Run it only after reviewing why a plan changed; the diff of these files is the review.
+"""
+
+import json
+from pathlib import Path
+
+from planner import fleet
+from planner.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+
+for path in sorted((ROOT / "scenarios").glob("*.yaml")):
+    plan = fleet.solve(load_scenario(path))
+    golden = {
+        "status": plan.status,
+        "objective_usd_per_year": plan.objective_usd_per_year,
+        "racks": {r["hardware"]: r["racks"] for r in plan.fleet.to_dicts()},
+        "facility_power_mw": plan.totals["facility_power_mw"],
+    }
+    (Path(__file__).parent / f"{path.stem}.json").write_text(json.dumps(golden, indent=2) + "\n")
+    print(path.stem, golden)

@@ -1,0 +1,127 @@
+"""`planner solve` end to end: shipped scenarios, the CLI against the library, exit codes, solver agreement."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner import fleet
+from planner.cli import main
+from planner.errors import InfeasibleError
+from planner.scenario import load_scenario, scenario_from_yaml
+
+SCENARIOS = sorted(Path(__file__).resolve().parents[1].joinpath("scenarios").glob("*.yaml"))
+GOLDEN = Path(__file__).with_name("golden")
+
+SMALL = """
+name: small
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
+site: {power_budget_mw: BUDGET}
+hardware: {allow: [hgx-h200, gb200-nvl72]}
+workloads:
+  - {name: chat, model: llama-3.1-8b, requests_per_s: RATE, input_tokens: 1000, output_tokens: 300,
+     tier: standard, ttft_s: 1.0}
+"""
+
+
+def small(rate=50.0, budget=10.0):
+    return scenario_from_yaml(SMALL.replace("RATE", str(rate)).replace("BUDGET", str(budget)))
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {p.stem: fleet.solve(load_scenario(p)) for p in SCENARIOS}
+
+
+@pytest.mark.parametrize("name", [p.stem for p in SCENARIOS])
+def test_shipped_scenarios_solve_and_check(plans, name):
+    plan = plans[name]
+    assert plan.status == "optimal"
+    assert plan.checks and all(c["ok"] for c in plan.checks)
+    d = plan.to_dict()
+    for key in ("status", "objective_usd_per_year", "fleet", "allocation", "workloads", "totals"):
+        assert key in d
+    for key in ("racks", "power_mw", "facility_power_mw", "capex_usd", "annual_cost_usd", "output_tokens_per_s",
+                "output_tokens_per_s_per_mw"):
+        assert key in d["totals"]
+    for row in d["allocation"]:
+        assert row["role"] in ("prefill", "decode", "colocated", "attention", "ffn")
+    for row in d["workloads"]:
+        assert row["served_output_tokens_per_s"] >= row["demand_output_tokens_per_s"] * (1 - 1e-6)
+
+
+@pytest.mark.parametrize("name", [p.stem for p in SCENARIOS])
+def test_golden_results(plans, name):
+    """Key figures of each shipped scenario's plan, recorded when the plan was reviewed; a change must be looked at
+    and the golden file regenerated (tests/golden/README.md)."""
+    golden = json.loads((GOLDEN / f"{name}.json").read_text())
+    plan = plans[name]
+    assert plan.status == golden["status"]
+    assert plan.objective_usd_per_year == pytest.approx(golden["objective_usd_per_year"], rel=1e-6)
+    assert {r["hardware"]: r["racks"] for r in plan.fleet.to_dicts()} == golden["racks"]
+
+
+def test_cli_json_equals_library(tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL.replace("RATE", "50").replace("BUDGET", "10"))
+    res = CliRunner().invoke(main, ["solve", str(path), "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)
+    lib = json.loads(json.dumps(fleet.solve(load_scenario(path)).to_dict()))
+    for d in (got, lib):  # timings differ run to run
+        for k in ("solve_s", "engine_s"):
+            d["solver"].pop(k)
+    assert got == lib
+
+
+def test_out_dir_writes_tables(tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL.replace("RATE", "50").replace("BUDGET", "10"))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["solve", str(path), "--out", str(out)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    names = {p.name for p in out.iterdir()}
+    for t in ("fleet", "allocation", "workloads"):
+        assert f"{t}.csv" in names and f"{t}.parquet" in names
+    assert json.loads((out / "plan.json").read_text())["status"] == "optimal"
+
+
+def test_infeasible_power_budget_exits_3(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SMALL.replace("RATE", "5000").replace("BUDGET", "0.05"))
+    res = CliRunner().invoke(main, ["solve", str(path)])
+    assert res.exit_code == 3, res.output
+    assert "no feasible fleet" in res.output
+
+
+def test_unreachable_tier_names_the_workload(tmp_path):
+    text = SMALL.replace("RATE", "5").replace("BUDGET", "10").replace("tier: standard", "min_tps_per_user: 100000")
+    with pytest.raises(InfeasibleError, match="chat: no available hardware reaches"):
+        fleet.solve(scenario_from_yaml(text))
+
+
+@pytest.mark.parametrize("name", [p.stem for p in SCENARIOS])
+def test_scip_and_highs_agree(plans, name):
+    other = fleet.solve(load_scenario(GOLDEN.parent.parent / "scenarios" / f"{name}.yaml"), solver="highs")
+    assert other.status == "optimal"
+    assert other.objective_usd_per_year == pytest.approx(plans[name].objective_usd_per_year, rel=2e-3)
+
+
+@pytest.mark.parametrize("rate", [10.0, 40.0, 160.0])
+def test_more_demand_never_costs_less(rate):
+    assert fleet.solve(small(rate * 1.5)).objective_usd_per_year >= fleet.solve(small(rate)).objective_usd_per_year * (1 - 1e-9)
+
+
+def test_tighter_power_budget_never_costs_less():
+    loose = fleet.solve(small(200.0, 50.0)).objective_usd_per_year
+    costs = []
+    for budget in (5.0, 2.0, 1.0):
+        try:
+            costs.append(fleet.solve(small(200.0, budget)).objective_usd_per_year)
+        except InfeasibleError:
+            costs.append(math.inf)
+    assert loose <= costs[0] * (1 + 1e-9) <= costs[1] * (1 + 1e-9) <= costs[2] * (1 + 1e-9)

@@ -90,6 +90,23 @@ class Options:
     def __len__(self) -> int:
         return len(self.rows["workload"])
 
+    def pareto_across_precisions(self) -> "Options":
+        """Keep, per (workload, system, kind), only the options on the chips/capacity frontier over every
+        precision together (each call of the engine already filtered its own precision)."""
+        a = self.arrays()
+        if not len(self):
+            return self
+        capacity = np.where(a["kind"] == "prefill", a["prefill_tokens_per_s"], a["output_tokens_per_s"])
+        keys = list(zip(a["workload"].tolist(), a["hardware"].tolist(), a["kind"].tolist()))
+        keep: list[int] = []
+        for key in dict.fromkeys(keys):
+            idx = np.array([i for i, k in enumerate(keys) if k == key])
+            keep.extend(idx[pareto_by_chips(a["chips"][idx].astype(float), capacity[idx])].tolist())
+        out = Options(candidates_scored=self.candidates_scored)
+        for i in sorted(keep):
+            out.add(**{c: self.rows[c][i] for c in COLUMNS})
+        return out
+
 
 COLUMNS = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
            "draft_tokens", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
@@ -214,4 +231,4 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
                         decode_options(d, model, hw, prec, colocated=True, opts=opts)
                 if serves(hw, model, "prefill"):
                     prefill_options(d, model, hw, prec, opts)
-    return opts
+    return opts.pareto_across_precisions()

@@ -376,21 +376,43 @@ def _check(name: str, ok: bool, detail: str) -> dict:
 
 
 def _rescore(r: dict, built: Built, hw) -> list[dict]:
-    """One allocation re-scored by ``performance.evaluate_config`` (the full breakdown kernels)."""
+    """One allocation re-scored with the full breakdown kernels (not the engine) and the queueing formula."""
+    from solvers.engine import wait_quantile_s
+    from solvers.perf_kernels import decode_breakdown, prefill_breakdown
+
     d = next(x for x in built.demands if x.name == r["workload"])
-    model = built.scenario.model_for(next(w for w in built.scenario.workloads if w.name == d.name))
-    spec = next(s for s in candidates.SPECULATIVE if s[0] == r["draft_tokens"])
-    dec, pre = performance.evaluate_config(
-        model, hw, r["precision"], r["tensor_parallel"], r["pipeline_parallel"], int(r["expert_parallel"]),
-        r["batch"], d.input_tokens, d.output_tokens, spec[0], spec[1])
-    name = f"allocation {d.name}/{r['role']}/{hw.id}"
+    model = built.scenario.resolved_models()[d.model]
+    mv, hv = performance.model_vector(model), performance.hardware_vector(hw, r["precision"])
+    layout = (float(r["tensor_parallel"]), float(r["pipeline_parallel"]), float(int(r["expert_parallel"])))
+    name = f"allocation {d.name}/{r['role']}/{hw.id}/{r['chips_per_replica']} chips"
     out = []
-    if r["role"] in ("decode", "colocated"):
-        out.append(_check(name + " fits", dec[L.B_FITS] > 0.5, "weights and KV fit the replica"))
-    if r["role"] == "decode":
-        per_replica = float(dec[L.B_TOKENS_PER_S])
-        out.append(_check(name + " speed", dec[L.B_TPS_PER_USER] >= d.min_tps_per_user * (1 - 1e-9),
-                          f"{dec[L.B_TPS_PER_USER]:.4g} tok/s/user, tier {d.min_tps_per_user:g}"))
-        out.append(_check(name + " capacity", per_replica * r["replicas"] >= r["output_tokens_per_s"] * (1 - 1e-6),
-                          f"re-scored {per_replica:.6g} tok/s per replica"))
+    pre = np.zeros(L.N_BREAKDOWN)
+    prefill_breakdown(mv, hv, *layout, d.prefill_tokens, pre)
+    rate = float(pre[L.B_TOKENS_PER_S])
+    if r["role"] == "prefill":
+        transfer = float(candidates.kv_transfer_s(model, hw, r["precision"], np.array([r["chips_per_replica"]]),
+                                                  d.input_tokens)[0])
+        util = r["utilization"]
+        ttft = float(pre[L.B_TIME_S]) + transfer + wait_quantile_s(util, d.prefill_tokens / rate, d.ttft_quantile)
+        out.append(_check(name + " fits", pre[L.B_FITS] > 0.5, "weights and one prompt's KV fit"))
+        out.append(_check(name + " ttft", ttft <= d.ttft_s * (1 + 1e-9), f"{ttft:.4g} s at p{d.ttft_quantile * 100:g}"))
+        out.append(_check(name + " capacity", rate * util * r["replicas"] >= r["prefill_tokens_per_s"] * (1 - 1e-6),
+                          f"re-scored {rate * util:.6g} prompt tokens/s per replica"))
+        return out
+    q, a = performance.spec_tokens(*next(s for s in candidates.SPECULATIVE if s[0] == r["draft_tokens"]))
+    dec = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(mv, hv, *layout, float(r["batch"]), d.context_avg, d.context_max, q, a, dec)
+    served, tps = float(dec[L.B_TOKENS_PER_S]), float(dec[L.B_TPS_PER_USER])
+    if r["role"] == "colocated":
+        colocated = performance.colocated_tokens_per_s(served, rate, d.prefill_tokens, d.output_tokens)
+        tps *= colocated / served  # prefill chunks slow every stream by the same share
+        served = colocated
+        share = d.prefill_tokens / rate * served / d.output_tokens
+        ttft = float(pre[L.B_TIME_S]) + wait_quantile_s(share, d.prefill_tokens / rate, d.ttft_quantile)
+        out.append(_check(name + " ttft", ttft <= d.ttft_s * (1 + 1e-9), f"{ttft:.4g} s at p{d.ttft_quantile * 100:g}"))
+    out.append(_check(name + " fits", dec[L.B_FITS] > 0.5, "weights and KV fit the replica"))
+    out.append(_check(name + " speed", tps >= d.min_tps_per_user * (1 - 1e-9),
+                      f"{tps:.4g} tok/s/user, tier {d.min_tps_per_user:g}"))
+    out.append(_check(name + " capacity", served * r["replicas"] >= r["output_tokens_per_s"] * (1 - 1e-6),
+                      f"re-scored {served:.6g} output tokens/s per replica"))
     return out

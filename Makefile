@@ -12,9 +12,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 	touch $@
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/planner validate scenarios/mixed-site.yaml
-	$(VENV)/bin/planner frontier --model llama-3.1-70b --hardware hgx-h200 --hardware gb200-nvl72 \
-		--hardware vr-nvl72 --hardware groq3-lpx --hardware cs3
+	$(VENV)/bin/planner solve scenarios/sovereign-100mw.yaml
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
@@ -23,6 +21,8 @@ test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow
 
 bench: $(VENV)/.installed
+	$(PY) benchmarks/bench_engine.py
+	$(PY) benchmarks/bench_milp.py
 	$(PY) benchmarks/bench_perf_model.py
 
 clean:

@@ -5,7 +5,7 @@ Heavy dependencies (numba, polars, ortools) are imported lazily so that ``planne
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load_scenario", "estimate", "frontier"]
+__all__ = ["__version__", "load_scenario", "estimate", "frontier", "solve", "evaluate"]
 
 
 def __getattr__(name):
@@ -13,6 +13,10 @@ def __getattr__(name):
         from planner.scenario import load_scenario
 
         return load_scenario
+    if name in ("solve", "evaluate"):
+        from planner import fleet
+
+        return getattr(fleet, name)
     if name in ("estimate", "frontier"):
         from planner import performance
 

@@ -128,6 +128,7 @@ class Plan:
     provenance: dict
     unserved: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
+    built: Built | None = field(default=None, repr=False)  # the inputs, for evaluate(); not serialized
 
     def to_dict(self) -> dict:
         return {
@@ -160,13 +161,13 @@ def extract_plan(built: Built, sol) -> Plan:
     if racks is None:
         empty = pl.DataFrame()
         return Plan(sc.name, sol.status, sc.objective, float("nan"), solver, empty, empty, empty, {}, provenance,
-                    built.unserved)
+                    built.unserved, built=built)
     alloc = allocation_table(built, np.asarray(sol.replicas))
     fleet = fleet_table(built, racks, alloc)
     wl = workload_table(built, alloc, fleet)
     totals = totals_of(built, fleet)
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
-                provenance, built.unserved)
+                provenance, built.unserved, built=built)
 
 
 def _finite(x):
@@ -308,7 +309,7 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     plan = extract_plan(built, sol)
     if plan.status == "infeasible":
         raise InfeasibleError(infeasibility_message(built), plan=plan)
-    plan.checks = evaluate(plan, built)
+    plan.checks = evaluate(plan)
     failed = [c for c in plan.checks if not c["ok"]]
     if failed:
         raise PlannerError("bug: the plan fails its own check: " + "; ".join(c["check"] + ": " + c["detail"]
@@ -325,12 +326,13 @@ def infeasibility_message(built: Built) -> str:
 
 
 # ---- checking a plan without the solver ----------------------------------------------------------------------
-def evaluate(plan: Plan, built: Built) -> list[dict]:
-    """Re-check every constraint and the cost from the plan's tables alone: each allocation re-scored with the
-    full performance model (not the engine), demand covered, chips within racks, power within budget, caps kept,
-    cost recomputed from the catalog."""
+def evaluate(plan: Plan) -> list[dict]:
+    """Re-check every constraint and the cost from the plan's tables and the scenario alone, without the solver:
+    each allocation re-scored with the full performance model (not the engine), demand covered, chips within
+    racks, power within budget, caps kept, cost recomputed from the catalog. Returns one dict per check."""
     import polars as pl
 
+    built = plan.built
     checks = []
     sc = built.scenario
     hw = {h.id: h for h in built.hardware}
@@ -344,10 +346,15 @@ def evaluate(plan: Plan, built: Built) -> list[dict]:
                              f"served {served:.6g} of {d.output_tokens_per_s:.6g} output tokens/s"))
         checks.append(_check(f"demand {d.name} prefill", prefilled >= d.prefill_tokens_per_s * (1 - 1e-6),
                              f"prefilled {prefilled:.6g} of {d.prefill_tokens_per_s:.6g} prompt tokens/s"))
+    racks = {f["hardware"]: f["racks"] for f in plan.fleet.iter_rows(named=True)}
+    for hw_id in sorted(set(racks) | set(plan.allocation["hardware"].to_list())):
+        h = hw[hw_id]
+        mine = plan.allocation.filter(pl.col("hardware") == hw_id)
+        used = float((mine["replicas"] * mine["chips_per_replica"]).sum())
+        have = racks.get(hw_id, 0) * h.chips_per_rack
+        checks.append(_check(f"chips {h.id}", used <= have + 1e-9, f"{used:g} used of {have} in {racks.get(hw_id, 0)} racks"))
     for f in plan.fleet.iter_rows(named=True):
         h = hw[f["hardware"]]
-        checks.append(_check(f"chips {h.id}", f["chips_used"] <= f["racks"] * h.chips_per_rack + 1e-9,
-                             f"{f['chips_used']:g} used of {f['racks'] * h.chips_per_rack} in {f['racks']} racks"))
         cap = sc.hardware.max_racks.get(h.id)
         if cap is not None:
             checks.append(_check(f"supply cap {h.id}", f["racks"] <= cap, f"{f['racks']} racks, cap {cap}"))

@@ -125,3 +125,26 @@ def test_tighter_power_budget_never_costs_less():
         except InfeasibleError:
             costs.append(math.inf)
     assert loose <= costs[0] * (1 + 1e-9) <= costs[1] * (1 + 1e-9) <= costs[2] * (1 + 1e-9)
+
+
+def test_evaluate_catches_a_broken_plan():
+    import polars as pl
+
+    plan = fleet.solve(small(200.0, 10.0))
+    assert all(c["ok"] for c in fleet.evaluate(plan))
+    first = plan.allocation.row(0, named=True)
+    plan.allocation = plan.allocation.filter(~pl.col("role").is_in(["decode", "colocated"])).vstack(
+        plan.allocation.filter(pl.col("role").is_in(["decode", "colocated"])).head(1).with_columns(
+            pl.col("replicas") * 0 + 1, pl.col("output_tokens_per_s") * 0 + first["output_tokens_per_s"] / first["replicas"],
+            pl.col("chips_per_replica") * 100))
+    failed = {c["check"].split()[0] for c in fleet.evaluate(plan) if not c["ok"]}
+    assert "demand" in failed and "chips" in failed
+
+
+def test_evaluate_rescoring_catches_an_inflated_allocation():
+    import polars as pl
+
+    plan = fleet.solve(small(200.0, 10.0))
+    plan.allocation = plan.allocation.with_columns(pl.col("batch") * 50)
+    failed = [c["check"] for c in fleet.evaluate(plan) if not c["ok"]]
+    assert any("speed" in f or "fits" in f for f in failed)

@@ -128,6 +128,7 @@ class Plan:
     provenance: dict
     unserved: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
+    alternatives: object = None  # polars.DataFrame: the cheapest option per system, workload and role
     built: Built | None = field(default=None, repr=False)  # the inputs, for evaluate(); not serialized
 
     def to_dict(self) -> dict:
@@ -143,6 +144,7 @@ class Plan:
             "totals": self.totals,
             "unserved": self.unserved,
             "checks": self.checks,
+            "alternatives": self.alternatives.to_dicts() if self.alternatives is not None else [],
             "provenance": self.provenance,
         }
 
@@ -163,11 +165,12 @@ def extract_plan(built: Built, sol) -> Plan:
         return Plan(sc.name, sol.status, sc.objective, float("nan"), solver, empty, empty, empty, {}, provenance,
                     built.unserved, built=built)
     alloc = allocation_table(built, np.asarray(sol.replicas))
+    alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(np.asarray(sol.replicas) > 1e-9)))
     fleet = fleet_table(built, racks, alloc)
     wl = workload_table(built, alloc, fleet)
     totals = totals_of(built, fleet)
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
-                provenance, built.unserved, built=built)
+                provenance, built.unserved, alternatives=alternatives, built=built)
 
 
 def _finite(x):
@@ -318,11 +321,48 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
 
 
 def infeasibility_message(built: Built) -> str:
+    """Why no fleet exists: workloads with no option at all, else the least power the demand needs against the
+    budget (the same MILP minimising power with no budget), else the rack limits."""
+    import dataclasses
+
+    from solvers.fleet_milp import optimize
+
     if built.unserved:
         return "no feasible fleet: " + "; ".join(f"{w}: {why}" for w, why in built.unserved.items())
-    budget = built.problem.power_budget_w
-    return ("no feasible fleet: every workload has options, but together they exceed the site's limits "
-            f"(power budget {budget / 1e6:g} MW facility, rack caps); see the elastic diagnosis in a later release")
+    p = built.problem
+    relaxed = dataclasses.replace(p, power_budget_w=math.inf, objective="min_power")
+    least = optimize(relaxed, solver="highs", time_limit_s=30.0, relative_gap=1e-3)
+    if least.status in ("optimal", "feasible"):
+        need_mw = least.objective * p.pue / 1e6
+        return (f"no feasible fleet: serving every workload at its tier needs at least {need_mw:.4g} MW of facility "
+                f"power (the least-power fleet), but the site's budget is {p.power_budget_w / 1e6:.4g} MW: short by "
+                f"{need_mw - p.power_budget_w / 1e6:.4g} MW")
+    return ("no feasible fleet: even with unlimited power the rack limits (site max_racks, per-system supply caps) "
+            "cannot hold enough replicas for the demand")
+
+
+def alternatives_table(built: Built, chosen_columns: set[int]):
+    """Why each system was or was not chosen: per workload and role, the cheapest option on every system, as
+    annual cost and IT power per 1,000 tokens/s of capacity (rack share of the replica / its capacity)."""
+    import polars as pl
+
+    cols = built.options
+    if not len(cols["workload"]):
+        return pl.DataFrame()
+    cost_per_chip = {h.id: c / h.chips_per_rack for h, c in zip(built.hardware, built.problem.annual_cost_usd_per_rack)}
+    capacity = np.where(cols["kind"] == "prefill", cols["prefill_tokens_per_s"], cols["output_tokens_per_s"])
+    df = pl.DataFrame({
+        "workload": cols["workload"], "role": cols["kind"], "hardware": cols["hardware"],
+        "precision": cols["precision"], "chips_per_replica": cols["chips"], "capacity": capacity,
+        "usd_per_year_per_1k_tokens_per_s": [cost_per_chip[h] * c / cap * 1e3 for h, c, cap in
+                                             zip(cols["hardware"], cols["chips"], capacity)],
+        "kw_per_1k_tokens_per_s": cols["power_w"] / capacity,
+        "chosen": [j in chosen_columns for j in range(len(capacity))],
+    })
+    best = (df.sort("usd_per_year_per_1k_tokens_per_s")
+              .group_by(["workload", "role", "hardware"], maintain_order=True)
+              .agg(pl.all().first(), pl.col("chosen").any().alias("used")))
+    return best.drop("chosen", "capacity").sort(["workload", "role", "usd_per_year_per_1k_tokens_per_s"])
 
 
 # ---- checking a plan without the solver ----------------------------------------------------------------------

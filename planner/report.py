@@ -33,19 +33,22 @@ def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None) -> None
 
 
 def show_tables(plan, reason: str | None = None) -> None:
+    """The plan as terminal tables; the reason of an infeasible plan is printed by the CLI's error line."""
     s = plan.solver
     gap = s.get("relative_gap")
     click.echo(f"scenario {plan.scenario}: {plan.status} ({s['name']}, gap {gap if gap is not None else '-'}, "
                f"{s['candidates_scored']:,} candidates scored in {s['engine_s']:.2f} s, "
                f"{s['columns']} columns, MILP {s['solve_s']:.2f} s)")
-    if reason:
-        click.echo(reason)
     if not len(plan.fleet):
         return
     render.table(plan.fleet.to_dicts(), title="fleet", columns=FLEET_COLUMNS)
     render.table(plan.allocation.to_dicts(), title="allocation (per workload and role)", columns=ALLOCATION_COLUMNS)
     render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_COLUMNS)
     render.table([plan.totals], title="totals")
+    if plan.alternatives is not None and len(plan.alternatives):
+        render.table(plan.alternatives.to_dicts(),
+                     title="why these systems: the cheapest option on each system per workload and role "
+                           "(annual cost and IT power per 1,000 tokens/s of capacity; used = in the plan)")
 
 
 def write_files(plan, out: Path) -> None:
@@ -54,7 +57,7 @@ def write_files(plan, out: Path) -> None:
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    for name in ("fleet", "allocation", "workloads"):
+    for name in ("fleet", "allocation", "workloads", "alternatives"):
         df = getattr(plan, name)
         df.write_csv(tmp / f"{name}.csv")
         df.write_parquet(tmp / f"{name}.parquet")

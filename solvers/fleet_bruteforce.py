@@ -1,0 +1,192 @@
+"""Exact brute force for tiny fleet problems, the MILP's check that needs no solver (docs/OPTIMIZER.md, section 5).
+
+Only problems whose columns all have integer replicas (H <= 4 hardware types, J <= 6 columns, small bounds).
+
+The jitted kernel works in two steps:
+
+1. every integer replica vector x with 0 <= x_j <= U_j (U_j = ceil(demand_w / coverage_jw), the most over the
+   rows j serves) is enumerated; those that cover every demand row are kept with the racks they need, need_h = ceil(sum_j chips_jh x_j /
+   chips_per_rack_h);
+2. every rack vector 0 <= racks_h <= B_h is enumerated (B_h: the supply cap, and the most racks of type h that
+   any kept replica vector needs); one is feasible when it meets the power budget and the
+   site's rack limit and holds at least one kept replica vector (need <= racks); the cheapest feasible one wins
+   (the first met, in odometer order with h = 0 fastest, among equal objectives).
+
+Since every cost is positive, the best rack vector equals the need of some replica vector, which is what the
+plain-Python twin :func:`brute_force_python` uses instead: it walks the replica vectors alone (itertools) and
+prices each one's need. The two share no code; tests compare them on random tiny problems.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers._numba import njit
+
+MAX_REPLICA_VECTORS = 2_000_000
+MAX_RACK_VECTORS = 2_000_000
+TOL = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class BruteForceResult:
+    """The optimum by enumeration: objective inf and feasible False when nothing covers the demand."""
+
+    objective: float  # annual cost (min_cost) or IT watts (min_power)
+    racks: np.ndarray  # [H] int
+    replicas: np.ndarray  # [J] int
+    feasible: bool
+    rack_vectors: int  # rack vectors the search walked (the product of B_h + 1; 0 for the twin, which walks none)
+    covering_replica_vectors: int  # replica vectors that cover the demand
+
+
+def replica_bounds(problem) -> np.ndarray:
+    """U_j = max over the demand rows j serves of ceil(demand_w / coverage_jw); 0 where it serves none with demand."""
+    u = np.zeros(problem.n_columns, dtype=np.int64)
+    for j in range(problem.n_columns):
+        for w in range(problem.n_workloads):
+            if problem.coverage[j, w] > 0 and problem.demand[w] > 0:
+                u[j] = max(u[j], math.ceil(problem.demand[w] / problem.coverage[j, w] - TOL))
+    return u
+
+
+def rack_bounds(problem, needs: np.ndarray) -> np.ndarray:
+    """B_h = min(max_racks_h, the most racks of type h any covering replica vector needs): the optimum is one of
+    those needs, so nothing is cut off."""
+    most = needs.max(axis=0) if len(needs) else np.zeros(problem.n_hardware, dtype=np.int64)
+    return np.minimum(most, problem.max_racks).astype(np.int64)
+
+
+def primary_costs(problem) -> np.ndarray:
+    return problem.annual_cost_usd_per_rack if problem.objective == "min_cost" else problem.rack_power_w
+
+
+def _check_replicas(problem, u: np.ndarray) -> None:
+    if not np.all(problem.integer_replicas):
+        raise ValueError("brute force needs every column to have integer replicas")
+    if float(np.prod(u + 1.0)) > MAX_REPLICA_VECTORS:
+        raise ValueError(f"too big for brute force: {np.prod(u + 1.0):.0f} replica vectors")
+
+
+def _check_racks(b: np.ndarray) -> None:
+    if float(np.prod(b + 1.0)) > MAX_RACK_VECTORS:
+        raise ValueError(f"too big for brute force: {np.prod(b + 1.0):.0f} rack vectors")
+
+
+@njit
+def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub):
+    """Step 1: (needs[K, H], replicas[K, J]) of every integer replica vector within the bounds that covers demand."""
+    J, H, W = chips.shape[0], chips.shape[1], demand.shape[0]
+    total = 1
+    for j in range(J):
+        total *= replica_ub[j] + 1
+    needs = np.zeros((total, H), dtype=np.int64)
+    xs = np.zeros((total, J), dtype=np.int64)
+    x = np.zeros(J, dtype=np.int64)
+    served = np.zeros(W)
+    used = np.zeros(H)
+    k = 0
+    for _ in range(total):
+        served[:] = 0.0
+        used[:] = 0.0
+        for j in range(J):
+            for w in range(W):
+                served[w] += coverage[j, w] * x[j]
+            for h in range(H):
+                used[h] += chips[j, h] * x[j]
+        covers = True
+        for w in range(W):
+            if served[w] < demand[w] * (1.0 - 1e-9):
+                covers = False
+        if covers:
+            for h in range(H):
+                needs[k, h] = np.int64(math.ceil(used[h] / chips_per_rack[h] - 1e-9))
+            xs[k, :] = x
+            k += 1
+        for j in range(J):  # odometer, j = 0 fastest
+            x[j] += 1
+            if x[j] <= replica_ub[j]:
+                break
+            x[j] = 0
+    return needs[:k], xs[:k]
+
+
+@njit
+def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs):
+    """Step 2: (objective, racks[H], index of a need the racks hold) of the cheapest feasible rack vector;
+    (inf, zeros, -1) when none."""
+    H = primary.shape[0]
+    total = 1
+    for h in range(H):
+        total *= rack_ub[h] + 1
+    r = np.zeros(H, dtype=np.int64)
+    best, best_r, best_k = np.inf, np.zeros(H, dtype=np.int64), -1
+    for _ in range(total):
+        obj, power, count = 0.0, 0.0, 0
+        for h in range(H):
+            obj += primary[h] * r[h]
+            power += rack_power_w[h] * r[h]
+            count += r[h]
+        if (obj < best and pue * power <= power_budget_w * (1.0 + 1e-9) and count <= max_total_racks + 1e-9):
+            for k in range(needs.shape[0]):
+                holds = True
+                for h in range(H):
+                    if needs[k, h] > r[h]:
+                        holds = False
+                        break
+                if holds:
+                    best, best_k = obj, k
+                    best_r[:] = r
+                    break
+        for h in range(H):  # odometer, h = 0 fastest
+            r[h] += 1
+            if r[h] <= rack_ub[h]:
+                break
+            r[h] = 0
+    return best, best_r, best_k
+
+
+def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
+    """The exact optimum of a tiny all-integer FleetProblem by enumeration (jitted)."""
+    u = replica_bounds(problem) if replica_ub is None else np.asarray(replica_ub, dtype=np.int64)
+    _check_replicas(problem, u)
+    needs, xs = covering_needs(problem.coverage, problem.chips, problem.chips_per_rack, problem.demand, u)
+    b = rack_bounds(problem, needs) if rack_ub is None else np.minimum(rack_ub, problem.max_racks).astype(np.int64)
+    _check_racks(b)
+    best, racks, k = cheapest_rack_mix(primary_costs(problem), problem.rack_power_w, problem.pue,
+                                       problem.power_budget_w, problem.max_total_racks, b, needs)
+    replicas = xs[k].copy() if k >= 0 else np.zeros(problem.n_columns, dtype=np.int64)
+    return BruteForceResult(float(best), racks, replicas, k >= 0, int(np.prod(b + 1)), int(needs.shape[0]))
+
+
+def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
+    """Plain-Python twin: the cheapest need over every covering replica vector (itertools, no numpy in the loop)."""
+    u = replica_bounds(problem) if replica_ub is None else np.asarray(replica_ub, dtype=np.int64)
+    _check_replicas(problem, u)
+    b = problem.max_racks if rack_ub is None else np.minimum(rack_ub, problem.max_racks)
+    H, W = problem.n_hardware, problem.n_workloads
+    chips, coverage = problem.chips.tolist(), problem.coverage.tolist()
+    cpr, power, cost = problem.chips_per_rack.tolist(), problem.rack_power_w.tolist(), primary_costs(problem).tolist()
+    demand = problem.demand.tolist()
+    best, best_r, best_x, covering = math.inf, [0] * H, [0] * problem.n_columns, 0
+    for x in itertools.product(*(range(int(n) + 1) for n in u)):
+        served = [sum(coverage[j][w] * n for j, n in enumerate(x)) for w in range(W)]
+        if any(s < d * (1.0 - 1e-9) for s, d in zip(served, demand)):
+            continue
+        covering += 1
+        need = [math.ceil(sum(chips[j][h] * n for j, n in enumerate(x)) / cpr[h] - 1e-9) for h in range(H)]
+        if any(n > b[h] for h, n in enumerate(need)):
+            continue
+        if problem.pue * sum(p * n for p, n in zip(power, need)) > problem.power_budget_w * (1.0 + 1e-9):
+            continue
+        if sum(need) > problem.max_total_racks + 1e-9:
+            continue
+        obj = sum(c * n for c, n in zip(cost, need))
+        if obj < best:
+            best, best_r, best_x = obj, need, list(x)
+    return BruteForceResult(float(best), np.array(best_r, dtype=np.int64), np.array(best_x, dtype=np.int64),
+                            math.isfinite(best), 0, covering)

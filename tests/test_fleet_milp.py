@@ -1,0 +1,356 @@
+"""The fleet MILP (solvers.fleet_milp) against hand-computed plans, brute force, and itself across solvers.
+
+No single solver's word is trusted: every optimum here is either worked out by hand in a comment, or found again
+by the jitted brute force (solvers.fleet_bruteforce, itself checked against its plain-Python twin), or agreed on
+by SCIP, HiGHS and CP-SAT; every plan goes through evaluate(), which recomputes the constraints without a solver.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvers import fleet_bruteforce as bf
+from solvers import fleet_milp as F
+
+INF = math.inf
+TIGHT = 1e-9  # relative gap for exact comparisons
+REL = 1e-6  # agreement between solvers and brute force
+
+
+def problem(**kw) -> F.FleetProblem:
+    """One hardware type, one workload, one integer column unless overridden (keyword = FleetProblem field)."""
+    base = dict(chips_per_rack=[8], rack_power_w=[10e3], annual_cost_usd_per_rack=[100.0], max_racks=[INF],
+                workload=[0], capacity=[100.0], chips=[[2]], integer_replicas=[True], demand=[1050.0])
+    base.update(kw)
+    return F.FleetProblem(**base)
+
+
+def two_types(**kw) -> F.FleetProblem:
+    """Type A: 100 USD/rack, 1000 units/rack, 10 kW. Type B: 300 USD/rack, 2000 units/rack, 5 kW.
+    Per unit A costs 0.10 and B 0.15 (A is cheaper); per unit A draws 10 W and B 2.5 W. One replica = one rack."""
+    base = dict(chips_per_rack=[4, 8], rack_power_w=[10e3, 5e3], annual_cost_usd_per_rack=[100.0, 300.0],
+                max_racks=[INF, INF], workload=[0, 0], capacity=[1000.0, 2000.0], chips=[[4, 0], [0, 8]],
+                integer_replicas=[True, True], demand=[10_000.0])
+    base.update(kw)
+    return F.FleetProblem(**base)
+
+
+def solve_all(p, solvers=F.SOLVERS, gap=TIGHT):
+    return {s: F.optimize(p, s, time_limit_s=30, relative_gap=gap) for s in solvers}
+
+
+def assert_plan(sol, racks, objective):
+    assert sol.status == "optimal", sol.detail
+    assert list(sol.racks) == list(racks), sol.solver
+    assert sol.objective == pytest.approx(objective, rel=REL)
+    assert sol.violations == ()
+    assert sol.best_bound <= sol.objective * (1 + 1e-12)
+    assert 0.0 <= sol.relative_gap <= 1e-6
+
+
+# ---- hand-computed cases -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("integer", [True, False])
+def test_one_workload_one_hardware(integer):
+    # 4 replicas of 2 chips per 8-chip rack. Demand 1050 at 100 per replica: 11 integer replicas (22 chips) or
+    # 10.5 continuous ones (21 chips); either way ceil(22 / 8) = ceil(21 / 8) = 3 racks, 300 USD/year.
+    p = problem(integer_replicas=[integer])
+    for sol in solve_all(p).values():
+        assert_plan(sol, [3], 300.0)
+        assert sol.replicas[0] == pytest.approx(11.0 if integer else 10.5, rel=1e-6)
+
+
+def test_racks_are_ceil_of_replicas_over_replicas_per_rack():
+    # racks = ceil(ceil(demand / capacity) / replicas per rack) over a sweep of demands
+    for demand in (100.0, 399.0, 400.0, 401.0, 800.0, 1250.0, 3999.0):
+        want = math.ceil(math.ceil(demand / 100.0 - 1e-12) / 4)
+        sol = F.optimize(problem(demand=[demand]), "scip", relative_gap=TIGHT)
+        assert_plan(sol, [want], 100.0 * want)
+
+
+def test_cheaper_type_power_capped():
+    # Without a budget: 10 racks of A (0.10/unit), 1000 USD, 100 kW. Budget 60 kW (IT; 75 kW facility at pue
+    # 1.25): 1000a + 2000b >= 10000, 10a + 5b <= 60. a=6 needs b=2 (70 kW, too much); a=5 needs b=3 (1400);
+    # a=4, b=3: 1300 USD at 55 kW; a=3, b=4: 1500; a=0, b=5: 1500. Optimum a=4, b=3.
+    for sol in solve_all(two_types()).values():
+        assert_plan(sol, [10, 0], 1000.0)
+    p = two_types(pue=1.25, power_budget_w=75e3)
+    for sol in solve_all(p).values():
+        assert_plan(sol, [4, 3], 1300.0)
+    assert bf.brute_force(p).objective == pytest.approx(1300.0)
+
+
+def test_supply_cap_binds():
+    # At most 6 racks of A: 6000 units, the other 4000 from 2 racks of B: 600 + 600 = 1200 USD
+    # (a=5, b=3 would cost 1400).
+    p = two_types(max_racks=[6, INF])
+    for sol in solve_all(p).values():
+        assert_plan(sol, [6, 2], 1200.0)
+    assert bf.brute_force(p).objective == pytest.approx(1200.0)
+
+
+def test_site_rack_limit_binds():
+    # At most 7 racks in all: 1000a + 2000b >= 10000, a + b <= 7. a=4, b=3 (1300 USD) is the cheapest that fits
+    # (a=6, b=2 = 8 racks; a=5, b=3 = 8 racks).
+    for sol in solve_all(two_types(max_total_racks=7)).values():
+        assert_plan(sol, [4, 3], 1300.0)
+
+
+def test_infeasible_when_budget_too_small():
+    # The least power for 10000 units is 5 racks of B = 25 kW; a 20 kW budget can't do it.
+    for sol in solve_all(two_types(power_budget_w=20e3)).values():
+        assert sol.status == "infeasible"
+        assert math.isnan(sol.objective) and sol.racks.sum() == 0
+    for sol in solve_all(two_types(max_total_racks=4)).values():  # 4 racks of B serve 8000 < 10000
+        assert sol.status == "infeasible"
+    assert not bf.brute_force(two_types(power_budget_w=20e3)).feasible
+
+
+def test_disaggregated_column_uses_two_types():
+    # One replica = 4 chips of P (8-chip racks, 1000 USD) + 2 chips of D (4-chip racks, 500 USD), 100 units.
+    # Demand 1000: 10 replicas = 40 P chips (5 racks) + 20 D chips (5 racks): 5000 + 2500 = 7500 USD.
+    p = F.FleetProblem(chips_per_rack=[8, 4], rack_power_w=[20e3, 10e3], annual_cost_usd_per_rack=[1000.0, 500.0],
+                       max_racks=[INF, INF], workload=[0], capacity=[100.0], chips=[[4, 2]],
+                       integer_replicas=[True], demand=[1000.0])
+    for sol in solve_all(p).values():
+        assert_plan(sol, [5, 5], 7500.0)
+        assert sol.replicas[0] == pytest.approx(10.0)
+    # A colocated alternative on P alone: 8 chips (one rack) for 150 units, 1000 USD per 150 = 6.67 USD/unit, against
+    # 7.5 for the disaggregated one: 7 racks serve 1050 for 7000 USD.
+    p2 = dataclasses.replace(p, workload=[0, 0], capacity=[100.0, 150.0], chips=[[4, 2], [8, 0]],
+                             integer_replicas=[True, True], coverage=None)
+    for sol in solve_all(p2).values():
+        assert_plan(sol, [7, 0], 7000.0)
+    # ... mixing them: 6 colocated (900) + 1 disaggregated (100) = 6 P racks + 4 P chips (7 racks) + 1 D rack = 7500,
+    # worse. Brute force agrees.
+    assert bf.brute_force(p2).objective == pytest.approx(7000.0)
+
+
+def test_min_power_objective():
+    # min_power: B draws 2.5 W per unit against A's 10: 5 racks of B, 25 kW (objective in IT watts).
+    p = two_types(objective="min_power")
+    for sol in solve_all(p).values():
+        assert_plan(sol, [0, 5], 25e3)
+
+
+def test_ties_break_on_the_secondary_measure():
+    # Two types alike in everything but power (min_cost) or cost (min_power): the tie goes to the lower one.
+    same = dict(chips_per_rack=[4, 4], annual_cost_usd_per_rack=[100.0, 100.0], rack_power_w=[10e3, 8e3],
+                max_racks=[INF, INF], workload=[0, 0], capacity=[1000.0, 1000.0], chips=[[4, 0], [0, 4]],
+                integer_replicas=[True, True], demand=[3000.0])
+    for sol in solve_all(F.FleetProblem(**same), ("scip", "highs")).values():
+        assert_plan(sol, [0, 3], 300.0)
+    same.update(annual_cost_usd_per_rack=[100.0, 90.0], rack_power_w=[8e3, 8e3], objective="min_power")
+    for sol in solve_all(F.FleetProblem(**same), ("scip", "highs")).values():
+        assert_plan(sol, [0, 3], 24e3)
+
+
+def test_annual_rack_cost_hand_values():
+    # capex 1e6 over 4 years at 8%: crf = 0.08 / (1 - 1.08^-4) = 0.08 / 0.2649701 = 0.3019208 -> 301,920.80;
+    # maintenance 5% = 50,000; energy 100 kW x 1.25 x 8760 h = 1095 MWh x 70 USD = 76,650. Total 428,570.80.
+    assert F.capital_recovery_factor(0.08, 4) == pytest.approx(0.30192080, rel=1e-7)
+    assert F.annual_rack_cost(1e6, 100e3, 0.08, 4, 0.05, 70.0, 1.25) == pytest.approx(428_570.80, rel=1e-7)
+    # wacc 0: straight-line 1e6 / 4 = 250,000, plus the same 50,000 + 76,650
+    assert F.annual_rack_cost(1e6, 100e3, 0.0, 4, 0.05, 70.0, 1.25) == pytest.approx(376_650.0, rel=1e-12)
+    # half the load halves the energy bill: 38,325
+    assert F.annual_rack_cost(1e6, 100e3, 0.0, 4, 0.05, 70.0, 1.25, load_share=0.5) == pytest.approx(338_325.0)
+    # elementwise on arrays; one year at 10% repays 1.1 x capex
+    got = F.annual_rack_cost(np.array([1e6, 2e6]), np.array([0.0, 0.0]), 0.10, 1, 0.0, 70.0, 1.0)
+    np.testing.assert_allclose(got, [1.1e6, 2.2e6], rtol=1e-12)
+
+
+# ---- evaluate ------------------------------------------------------------------------------------------------
+def test_column_serving_two_rows():
+    # A colocated replica serves a workload's prefill row (w=0, 300 units) and its decode row (w=1, 100 units) at
+    # once; 8 chips = one rack, 1000 USD. Separate prefill-only (400 units, 4 chips) and decode-only (200 units,
+    # 4 chips) replicas pack two to a rack. Demand 1200 prefill + 400 decode.
+    # Colocated alone: max(1200/300, 400/100) = 4 replicas = 4 racks = 4000 USD.
+    # Split: 3 prefill + 2 decode = 5 half-racks -> 3 racks = 3000 USD. Two racks (4 halves; a colocated replica
+    # takes 2) cannot: 3P + 1D = 1200 / 200; 2P + 2D = 800 / 400; 1 colocated + 2P = 1100 / 100; + 1P 1D = 700 /
+    # 300; + 2D = 300 / 500; 2 colocated = 600 / 200. So 3 racks is the optimum.
+    p = F.FleetProblem(chips_per_rack=[8], rack_power_w=[10e3], annual_cost_usd_per_rack=[1000.0], max_racks=[INF],
+                       workload=[0, 0, 1], capacity=[300.0, 400.0, 200.0], chips=[[8], [4], [4]],
+                       integer_replicas=[True, True, True], demand=[1200.0, 400.0],
+                       coverage=[[300.0, 100.0], [400.0, 0.0], [0.0, 200.0]])
+    for sol in solve_all(p).values():
+        assert_plan(sol, [3], 3000.0)
+    assert bf.brute_force(p).objective == pytest.approx(3000.0)
+    # With a supply cap of 2 racks there is no plan
+    for sol in solve_all(dataclasses.replace(p, max_racks=[2])).values():
+        assert sol.status == "infeasible"
+
+
+def test_evaluate_names_each_violation():
+    p = two_types(pue=1.25, power_budget_w=75e3, max_racks=[5, INF], max_total_racks=7)
+    good = F.evaluate(p, [4, 3], [4, 3])
+    assert good.feasible and good.objective == 1300.0 and good.facility_power_w == 1.25 * 55e3
+    assert good.demand_slack[0] == 0.0 and list(good.chips_slack) == [0.0, 0.0] and good.total_racks_slack == 0.0
+    assert F.evaluate(p, [4, 3], [4, 2]).violations == ("demand[w=0]",)
+    assert F.evaluate(p, [3, 3], [4, 3]).violations == ("chips[h=0]",)
+    assert set(F.evaluate(p, [6, 3], [6, 3]).violations) == {"max_racks[h=0]", "power", "total_racks"}
+    assert F.evaluate(two_types(), [5, 3], [4.5, 3]).violations == ("replicas_integer[j=0]",)
+    assert F.evaluate(two_types(), [4, 3.5], [4, 3]).violations == ("racks_integer[h=1]",)
+    assert "replicas_nonnegative[j=1]" in F.evaluate(p, [4, 3], [4, -1]).violations
+    assert F.evaluate(p, [4, 3], [4, 3]).annual_cost_usd == 1300.0
+
+
+def test_repair_resolves_short_continuous_replicas():
+    # 10.4 continuous replicas leave demand 1050 short; the LP puts back exactly 10.5 in the 3 racks held.
+    p = problem(integer_replicas=[False])
+    assert F.evaluate(p, [3], [10.4]).violations == ("demand[w=0]",)
+    fixed = F.repair_replicas(p, [3], [10.4])
+    assert fixed[0] == pytest.approx(10.5, rel=1e-9) and F.evaluate(p, [3], fixed).feasible
+    # with too few racks no replicas can help: returned unchanged
+    assert list(F.repair_replicas(p, [2], [10.4])) == [10.4]
+
+
+# ---- errors --------------------------------------------------------------------------------------------------
+def test_unknown_and_missing_solvers_raise_solver_error(monkeypatch):
+    with pytest.raises(F.SolverError, match="scip, highs, cp-sat"):
+        F.build(problem(), "gurobi")
+    from ortools.math_opt.python import mathopt
+
+    monkeypatch.setattr(F, "_solver_types", lambda: dict.fromkeys(F.SOLVERS, mathopt.SolverType.GUROBI))
+    with pytest.raises(F.SolverError, match="try one of: highs, cp-sat"):
+        F.optimize(problem(), "scip")
+    assert F.solver_key("CP_SAT") == "cp-sat"
+
+
+def test_problem_validation():
+    with pytest.raises(ValueError, match="chips has shape"):
+        problem(chips=[[2, 1]])
+    with pytest.raises(ValueError, match="objective"):
+        problem(objective="max_profit")
+    with pytest.raises(ValueError, match="uses no chips"):
+        problem(chips=[[0]])
+    p = problem()
+    with pytest.raises(ValueError):
+        p.demand[0] = 5.0  # arrays are read-only
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.pue = 2.0
+
+
+def test_time_limit_reports_status_and_gap_honestly():
+    p = F.random_problem(1, 300, 12, 8)
+    sol = F.optimize(p, "scip", time_limit_s=0.2, relative_gap=TIGHT)
+    assert sol.status in ("feasible", "time_limit"), sol.detail
+    assert "TIME" in sol.detail or "NO_SOLUTION" in sol.detail
+    if sol.status == "feasible":
+        assert sol.best_bound <= sol.objective and sol.relative_gap > TIGHT and sol.violations == ()
+
+
+# ---- random tiny problems: brute force, its twin, SCIP, HiGHS, CP-SAT ----------------------------------------
+def tiny_problem(seed: int, all_integer: bool = True, multi_row: bool = False) -> F.FleetProblem:
+    """1-3 hardware types, 1-2 workloads, up to 4 columns (a quarter of them over two types), small bounds.
+    ``multi_row``: with two workloads, a third of the columns also serve the other row (a coverage matrix)."""
+    rng = np.random.default_rng(seed)
+    H, W = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    J = int(rng.integers(W, 5))
+    cpr = rng.choice([4.0, 8.0], H)
+    chips = np.zeros((J, H))
+    for j in range(J):
+        for h in rng.choice(H, 2 if (H > 1 and rng.random() < 0.25) else 1, replace=False):
+            chips[j, h] = rng.choice([1.0, 2.0, 4.0])
+    workload = np.concatenate([np.arange(W), rng.integers(0, W, J - W)])
+    capacity = rng.uniform(50.0, 150.0, J)
+    demand = np.array([rng.uniform(0.5, 3.0) * capacity[workload == w].mean() for w in range(W)])
+    power = rng.uniform(5e3, 50e3, H)
+    coverage = np.zeros((J, W))
+    coverage[np.arange(J), workload] = capacity
+    if multi_row and W == 2:
+        extra = rng.random(J) < 0.35
+        coverage[extra, 1 - workload[extra]] = rng.uniform(0.3, 1.0, int(extra.sum())) * capacity[extra]
+    return F.FleetProblem(
+        chips_per_rack=cpr, rack_power_w=power, annual_cost_usd_per_rack=rng.uniform(1e5, 1e6, H),
+        max_racks=np.where(rng.random(H) < 0.3, rng.integers(0, 6, H), INF), workload=workload,
+        capacity=capacity, chips=chips,
+        integer_replicas=np.ones(J, bool) if all_integer else rng.random(J) < 0.5, demand=demand,
+        pue=float(rng.choice([1.0, 1.25])),
+        power_budget_w=float(rng.uniform(1.0, 6.0) * power.mean()) if rng.random() < 0.4 else INF,
+        max_total_racks=float(rng.integers(1, 8)) if rng.random() < 0.3 else INF,
+        objective="min_power" if rng.random() < 0.3 else "min_cost", coverage=coverage)
+
+
+def same_objective(a: float, b: float) -> bool:
+    return (math.isinf(a) and math.isinf(b)) or abs(a - b) <= REL * max(abs(a), abs(b))
+
+
+def objective_or_inf(sol) -> float:
+    return sol.objective if sol.status == "optimal" else INF
+
+
+def test_brute_force_kernel_matches_python_twin():
+    for seed in range(60):
+        p = tiny_problem(seed, multi_row=seed % 2 == 1)
+        jit, py = bf.brute_force(p), bf.brute_force_python(p)
+        assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), seed
+        assert jit.covering_replica_vectors == py.covering_replica_vectors
+        if jit.feasible:  # the kernel's plan is a plan: it holds and costs what it says
+            assert F.evaluate(p, jit.racks, jit.replicas).feasible
+            assert F.evaluate(p, jit.racks, jit.replicas).objective == pytest.approx(jit.objective, rel=1e-12)
+
+
+def test_solvers_agree_with_brute_force_on_tiny_problems():
+    n_feasible = 0
+    for seed in range(60):
+        p = tiny_problem(seed, multi_row=seed % 2 == 1)
+        want = bf.brute_force(p)
+        for name, sol in solve_all(p).items():
+            assert sol.status in ("optimal", "infeasible"), (seed, name, sol.detail)
+            assert same_objective(objective_or_inf(sol), want.objective), (seed, name, sol.objective, want.objective)
+            if sol.status == "optimal":
+                assert sol.violations == () and F.evaluate(p, sol.racks, sol.replicas).feasible
+        n_feasible += want.feasible
+    assert n_feasible >= 20  # the generator makes enough feasible cases to mean something
+
+
+def test_solvers_agree_on_tiny_problems_with_continuous_replicas():
+    for seed in range(60):
+        p = tiny_problem(1000 + seed, all_integer=False)
+        sols = solve_all(p)
+        ref = objective_or_inf(sols["scip"])
+        for name, sol in sols.items():
+            assert same_objective(objective_or_inf(sol), ref), (seed, name, sol.objective, ref)
+            assert sol.violations == ()
+        # the continuous relaxation of the integer columns can only help
+        relaxed = dataclasses.replace(p, integer_replicas=np.zeros(p.n_columns, bool))
+        assert objective_or_inf(F.optimize(relaxed, "scip", relative_gap=TIGHT)) <= ref * (1 + REL)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])  # 12 workloads x 4 types, 48 columns; seed 1 is infeasible
+def test_scip_and_highs_agree_on_a_medium_problem(seed):
+    p = F.random_problem(seed, 12, 4, 4)
+    sols = solve_all(p, ("scip", "highs"), gap=1e-7)
+    assert sols["scip"].status == sols["highs"].status == ("infeasible" if seed == 1 else "optimal")
+    assert same_objective(objective_or_inf(sols["scip"]), objective_or_inf(sols["highs"]))
+    assert all(s.violations == () for s in sols.values())
+
+
+# ---- properties ----------------------------------------------------------------------------------------------
+seeds = st.integers(min_value=0, max_value=2**31 - 1)
+
+
+def min_objective(p) -> float:
+    return objective_or_inf(F.optimize(p, "scip", relative_gap=TIGHT))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seeds, st.floats(1.0, 3.0), st.booleans())
+def test_more_demand_never_costs_less(seed, factor, all_integer):
+    p = tiny_problem(seed, all_integer)
+    more = dataclasses.replace(p, demand=p.demand * factor)
+    assert min_objective(more) >= min_objective(p) * (1 - REL)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seeds, st.floats(0.2, 1.0), st.booleans())
+def test_tighter_power_budget_never_costs_less(seed, factor, all_integer):
+    p = tiny_problem(seed, all_integer)
+    budget = p.power_budget_w if math.isfinite(p.power_budget_w) else p.pue * p.rack_power_w.sum() * 10
+    loose, tight = (dataclasses.replace(p, power_budget_w=budget * f) for f in (1.0, factor))
+    assert min_objective(tight) >= min_objective(loose) * (1 - REL)

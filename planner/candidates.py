@@ -137,20 +137,39 @@ def pareto_by_chips(chips: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     return np.asarray(keep, dtype=int)
 
 
-def decode_options(demand: Demand, model: Model, hw: Hardware, precision: str, colocated: bool, opts: Options):
-    """Score every layout x speculative setting x batch of one system; add the Pareto options."""
+@dataclass
+class System:
+    """One system at one precision for one workload: its layouts, vectors, and each layout's prefill of the
+    workload's prompt (rate, one prompt's time), computed once and shared by every kind of option."""
+
+    hw: Hardware
+    precision: str
+    grid: np.ndarray
+    mv: np.ndarray
+    hv: np.ndarray
+    prefill: np.ndarray  # (layouts, 2): prompt tokens/s (0 if it does not fit), one prompt's prefill seconds
+
+
+def system_for(demand: Demand, model: Model, hw: Hardware, precision: str) -> System:
     from solvers import engine
 
     grid = performance.parallel_grid(hw, model)
     mv, hv = performance.model_vector(model), performance.hardware_vector(hw, precision)
+    return System(hw, precision, grid, mv, hv, engine.prefill_per_layout(mv, hv, grid, demand.prefill_tokens))
+
+
+def decode_options(demand: Demand, sys: System, colocated: bool, opts: Options):
+    """Score every layout x speculative setting x batch of one system; add the Pareto options."""
+    from solvers import engine
+
+    grid, mv, hv, hw, precision = sys.grid, sys.mv, sys.hv, sys.hw, sys.precision
     pps = np.unique(grid[:, 1])
     spec = [performance.spec_tokens(d, a) for d, a in SPECULATIVE]
     q = np.array([s[0] for s in spec])
     a = np.array([s[1] for s in spec])
     touched = engine.touched_experts_table(mv, pps, ENGINE_BATCHES, q)
     if colocated:
-        pre = engine.prefill_per_layout(mv, hv, grid, demand.prefill_tokens)
-        rate, single, target = pre[:, 0].copy(), pre[:, 1].copy(), demand.ttft_s
+        rate, single, target = sys.prefill[:, 0].copy(), sys.prefill[:, 1].copy(), demand.ttft_s
         rate[rate <= 0] = 1e-30  # a layout whose prefill does not fit cannot serve colocated
     else:
         rate, single, target = np.full(len(grid), np.inf), np.zeros(len(grid)), np.inf
@@ -185,14 +204,12 @@ def kv_transfer_s(model: Model, hw: Hardware, precision: str, chips: np.ndarray,
     return link.latency_s.value + nbytes / (chips * link.bandwidth_bytes_per_s.value)
 
 
-def prefill_options(demand: Demand, model: Model, hw: Hardware, precision: str, opts: Options):
+def prefill_options(demand: Demand, model: Model, sys: System, opts: Options):
     """Prefill-only replicas of every layout, each run at the highest utilization that keeps the TTFT percentile
     (including the KV transfer to the decode pool)."""
     from solvers import engine
 
-    grid = performance.parallel_grid(hw, model)
-    mv, hv = performance.model_vector(model), performance.hardware_vector(hw, precision)
-    pre = engine.prefill_per_layout(mv, hv, grid, demand.prefill_tokens)
+    grid, pre, hw, precision = sys.grid, sys.prefill, sys.hw, sys.precision
     opts.candidates_scored += len(grid)
     chips = grid[:, 0] * grid[:, 1]
     transfer = kv_transfer_s(model, hw, precision, chips, demand.input_tokens)
@@ -225,10 +242,13 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
             if d.allow_hardware and hw.id not in d.allow_hardware:
                 continue
             for prec in precisions_for(hw, d):
+                if not (serves(hw, model, "decode") or serves(hw, model, "prefill")):
+                    continue
+                sys = system_for(d, model, hw, prec)
                 if serves(hw, model, "decode"):
-                    decode_options(d, model, hw, prec, colocated=False, opts=opts)
+                    decode_options(d, sys, colocated=False, opts=opts)
                     if serves(hw, model, "prefill"):
-                        decode_options(d, model, hw, prec, colocated=True, opts=opts)
+                        decode_options(d, sys, colocated=True, opts=opts)
                 if serves(hw, model, "prefill"):
-                    prefill_options(d, model, hw, prec, opts)
+                    prefill_options(d, model, sys, opts)
     return opts.pareto_across_precisions()

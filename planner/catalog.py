@@ -301,8 +301,10 @@ class CatalogError(ValueError):
 
 
 def _read_yaml(path: Path) -> dict:
+    # libyaml's safe loader when PyYAML was built with it (about 10x faster); same safe semantics
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
+        data = yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: expected a mapping at the top level")
     return data

@@ -1,16 +1,17 @@
 """Exact brute force for tiny fleet problems, the MILP's check that needs no solver (docs/OPTIMIZER.md, section 5).
 
-Only problems whose columns all have integer replicas (H <= 4 hardware types, J <= 6 columns, small bounds).
+Only problems whose columns all have integer replicas, and small: at most 2 million replica vectors and 2 million
+rack vectors (in practice H <= 4 hardware types, J <= 6 columns, bounds of a dozen or so).
 
 The jitted kernel works in two steps:
 
 1. every integer replica vector x with 0 <= x_j <= U_j (U_j = ceil(demand_w / coverage_jw), the most over the
-   rows j serves) is enumerated; those that cover every demand row are kept with the racks they need, need_h = ceil(sum_j chips_jh x_j /
-   chips_per_rack_h);
+   rows j serves) is enumerated; those that cover every demand row are kept with the racks they need,
+   need_h = ceil(sum_j chips_jh x_j / chips_per_rack_h);
 2. every rack vector 0 <= racks_h <= B_h is enumerated (B_h: the supply cap, and the most racks of type h that
-   any kept replica vector needs); one is feasible when it meets the power budget and the
-   site's rack limit and holds at least one kept replica vector (need <= racks); the cheapest feasible one wins
-   (the first met, in odometer order with h = 0 fastest, among equal objectives).
+   any kept replica vector needs); one is feasible when it meets the power budget and the site's rack limit and
+   holds at least one kept replica vector (need <= racks); the cheapest feasible one wins (the first met, in
+   odometer order with h = 0 fastest, among equal objectives).
 
 Since every cost is positive, the best rack vector equals the need of some replica vector, which is what the
 plain-Python twin :func:`brute_force_python` uses instead: it walks the replica vectors alone (itertools) and

@@ -44,7 +44,7 @@ have no column.
 #       [primary, (1 + D_R + D_X) primary]: its plan is within 1.1e-7 (relative) of the primary optimum, and
 #       dual_bound / (1 + D_R + D_X) is an honest lower bound on the primary optimum.
 #
-# Scaling (section 2): row (1) is divided by demand_w (coefficients capacity_j / demand_w, right side 1); row (2)
+# Scaling (section 2): row (1) is divided by demand_w (coefficients coverage_jw / demand_w, right side 1); row (2)
 # by chips_per_rack_h (coefficients are rack shares, racks_h's is -1); row (3) by pue * max_h rack_power_w_h
 # (coefficients in (0, 1]); the objective by max_h p_h.
 

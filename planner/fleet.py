@@ -85,7 +85,7 @@ def build_problem(scenario) -> Built:
         max_racks=np.array([caps.get(h.id, math.inf) for h in hw_list], dtype=float),
         workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
         capacity=coverage.max(axis=1) if n else np.zeros(0),
-        chips=chips, integer_replicas=np.ones(n, dtype=bool), demand=demand, coverage=coverage,
+        chips=chips, integer_replicas=integer_replicas(chips, hw_list), demand=demand, coverage=coverage,
         pue=scenario.finance.pue,
         power_budget_w=(scenario.site.power_budget_mw or math.inf) * 1e6,
         max_total_racks=scenario.site.max_racks or math.inf,
@@ -93,6 +93,32 @@ def build_problem(scenario) -> Built:
     )
     return Built(scenario, problem, demands, hw_list, cols, opts.candidates_scored, engine_s,
                  unserved_workloads(demands, cols))
+
+
+# A replica of at least this share of a rack is an integer in the MILP, so that packing is real; smaller ones are
+# continuous (fast), and rounded up after the solve where the racks bought have room (``round_up_small``).
+INTEGER_REPLICA_RACK_SHARE = 1.0 / 8.0
+
+
+def integer_replicas(chips: np.ndarray, hw_list: list) -> np.ndarray:
+    per_rack = np.array([h.chips_per_rack for h in hw_list], dtype=float)
+    share = (chips / per_rack).max(axis=1) if len(chips) else np.zeros(0)
+    return share >= INTEGER_REPLICA_RACK_SHARE
+
+
+def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+    """Continuous replica counts rounded up to whole replicas where the racks bought hold the extra chips (the
+    smallest fractions first); the rest stay fractional (a share of one replica's capacity). Rounding up only
+    adds capacity, so demand stays covered and racks, power and cost do not change."""
+    x = replicas.copy()
+    frac = np.flatnonzero(~problem.integer_replicas & (np.abs(x - np.rint(x)) > 1e-9))
+    room = problem.chips_per_rack * racks - problem.chips.T @ x
+    for j in frac[np.argsort(np.ceil(x[frac]) - x[frac])]:
+        extra = (np.ceil(x[j]) - x[j]) * problem.chips[j]
+        if np.all(extra <= room + 1e-9):
+            room -= extra
+            x[j] = np.ceil(x[j])
+    return x
 
 
 def unserved_workloads(demands, cols) -> dict[str, str]:
@@ -164,8 +190,9 @@ def extract_plan(built: Built, sol) -> Plan:
         empty = pl.DataFrame()
         return Plan(sc.name, sol.status, sc.objective, float("nan"), solver, empty, empty, empty, {}, provenance,
                     built.unserved, built=built)
-    alloc = allocation_table(built, np.asarray(sol.replicas))
-    alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(np.asarray(sol.replicas) > 1e-9)))
+    replicas = round_up_small(built.problem, racks, np.asarray(sol.replicas, dtype=float))
+    alloc = allocation_table(built, replicas)
+    alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(replicas > 1e-9)))
     fleet = fleet_table(built, racks, alloc)
     wl = workload_table(built, alloc, fleet)
     totals = totals_of(built, fleet)
@@ -392,7 +419,8 @@ def evaluate(plan: Plan) -> list[dict]:
         mine = plan.allocation.filter(pl.col("hardware") == hw_id)
         used = float((mine["replicas"] * mine["chips_per_replica"]).sum())
         have = racks.get(hw_id, 0) * h.chips_per_rack
-        checks.append(_check(f"chips {h.id}", used <= have + 1e-9, f"{used:g} used of {have} in {racks.get(hw_id, 0)} racks"))
+        checks.append(_check(f"chips {h.id}", used <= have * (1 + 1e-6) + 1e-9,
+                             f"{used:.9g} used of {have} in {racks.get(hw_id, 0)} racks"))
     for f in plan.fleet.iter_rows(named=True):
         h = hw[f["hardware"]]
         cap = sc.hardware.max_racks.get(h.id)

@@ -178,26 +178,35 @@ def best_decode_per_layout(model, hw, layouts, pp_index, touched, batches, query
         per_token = c[C_COMM1]
         prefill_s = prefill_tokens / prefill_rate[i]  # replica time one request's prefill takes
         row = touched[pp_index[i], j]
-        tput = np.empty(nb)  # per-iteration buffers, reduced after the batch loop
-        ttft = np.empty(nb)
-        for k in range(nb):
-            streams = batches[k]
-            b = max(streams / pp, 1.0)
+        compute = c[C_COMPUTE]
+        interval = np.empty(nb)  # per-iteration buffers, reduced after the batch loops
+        tput = np.empty(nb)
+        ttft = np.full(nb, prefill_single_s[i])
+        for k in range(nb):  # everything read from the fastest tier: no calls, no branches
+            b = max(batches[k] / pp, 1.0)
             tokens = b * q
-            read_w = c[C_READ_W0] + c[C_READ_W1] * row[k]
-            held_kv = kvh * streams
-            if held_w + held_kv <= room0:
-                memory = (read_w + kvr * b) * inv_bw0
-            else:
-                memory = tier_read_time(hw, held_w, read_w, held_kv, kvr * b)
-            interval = pp * (max(memory, c[C_COMPUTE] * tokens) + fixed + per_token * tokens)
-            decode_tput = streams * a / interval
-            request_s = output_tokens / decode_tput + prefill_s
-            share = prefill_s / request_s
-            served = output_tokens / request_s
-            ttft[k] = prefill_single_s[i] + wait_quantile_s(share, prefill_s, quantile)
-            ok = held_w + held_kv <= c[C_USABLE] and served / streams >= min_tps_per_user and ttft[k] <= ttft_target_s
-            tput[k] = served if ok else 0.0
+            memory = (c[C_READ_W0] + c[C_READ_W1] * row[k] + kvr * b) * inv_bw0
+            interval[k] = pp * (max(memory, compute * tokens) + fixed + per_token * tokens)
+        for k in range(nb):  # batches whose KV spills past the fastest tier: the full placement
+            held_kv = kvh * batches[k]
+            if held_w + held_kv > room0:
+                b = max(batches[k] / pp, 1.0)
+                tokens = b * q
+                memory = tier_read_time(hw, held_w, c[C_READ_W0] + c[C_READ_W1] * row[k], held_kv, kvr * b)
+                interval[k] = pp * (max(memory, compute * tokens) + fixed + per_token * tokens)
+        if prefill_s == 0.0:  # decode only
+            for k in range(nb):
+                served = batches[k] * a / interval[k]
+                ok = (held_w + kvh * batches[k] <= c[C_USABLE]) & (served / batches[k] >= min_tps_per_user)
+                tput[k] = served if ok else 0.0
+        else:  # colocated: each request also costs the replica its prefill, and prompts queue
+            for k in range(nb):
+                request_s = output_tokens * interval[k] / (batches[k] * a) + prefill_s
+                served = output_tokens / request_s
+                ttft[k] += wait_quantile_s(prefill_s / request_s, prefill_s, quantile)
+                ok = (held_w + kvh * batches[k] <= c[C_USABLE]) & (served / batches[k] >= min_tps_per_user) & (
+                    ttft[k] <= ttft_target_s)
+                tput[k] = served if ok else 0.0
         best = np.argmax(tput)
         out[idx, 0] = tput[best]
         out[idx, 1] = batches[best]

@@ -213,21 +213,14 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options):
     opts.candidates_scored += len(grid)
     chips = grid[:, 0] * grid[:, 1]
     transfer = kv_transfer_s(model, hw, precision, chips, demand.input_tokens)
-    capacity = np.zeros(len(grid))
-    util = np.zeros(len(grid))
-    for i in np.flatnonzero(pre[:, 0] > 0):
-        service = demand.prefill_tokens / pre[i, 0]
-        util[i] = engine.max_prefill_utilization(demand.ttft_s, pre[i, 1] + transfer[i], service,
-                                                 demand.ttft_quantile)
-        capacity[i] = pre[i, 0] * util[i]
+    util, capacity, ttft = engine.prefill_capacity(pre, transfer, demand.prefill_tokens, demand.ttft_s,
+                                                   demand.ttft_quantile).T
     ok = np.flatnonzero(capacity > 0)
     for i in ok[pareto_by_chips(chips[ok], capacity[ok])]:
-        service = demand.prefill_tokens / pre[i, 0]
-        ttft = pre[i, 1] + transfer[i] + engine.wait_quantile_s(util[i], service, demand.ttft_quantile)
         opts.add(
             workload=demand.name, kind="prefill", hardware=hw.id, precision=precision,
             tensor_parallel=int(grid[i, 0]), pipeline_parallel=int(grid[i, 1]), expert_parallel=bool(grid[i, 2]),
-            draft_tokens=0, batch=1, chips=int(chips[i]), tps_per_user=float("nan"), ttft_s=float(ttft),
+            draft_tokens=0, batch=1, chips=int(chips[i]), tps_per_user=float("nan"), ttft_s=float(ttft[i]),
             output_tokens_per_s=0.0, prefill_tokens_per_s=float(capacity[i]), prefill_share=float(util[i]),
             power_w=float(chips[i] * hw.rack_power_w / hw.chips_per_rack),
         )

@@ -217,6 +217,25 @@ def best_decode_per_layout(model, hw, layouts, pp_index, touched, batches, query
 
 
 @njit
+def prefill_capacity(prefill, transfer_s, prefill_tokens, ttft_target_s, quantile):
+    """For each layout's (prompt tokens/s, one prompt's prefill s) and KV transfer time: the utilization that keeps
+    the TTFT quantile (``max_prefill_utilization``), the prompt tokens/s served at it, and that TTFT.
+    Returns (n, 3)."""
+    n = prefill.shape[0]
+    out = np.zeros((n, 3))
+    for i in range(n):
+        if prefill[i, 0] <= 0.0:
+            continue
+        service = prefill_tokens / prefill[i, 0]
+        fixed = prefill[i, 1] + transfer_s[i]
+        util = max_prefill_utilization(ttft_target_s, fixed, service, quantile)
+        out[i, 0] = util
+        out[i, 1] = prefill[i, 0] * util
+        out[i, 2] = fixed + wait_quantile_s(util, service, quantile)
+    return out
+
+
+@njit
 def prefill_per_layout(model, hw, layouts, prefill_tokens):
     """(prompt tokens/s with stages pipelined, one prompt's prefill time) for each (tp, pp, ep) layout. Serial:
     about 0.1 us a layout, less than a parallel region costs to start."""

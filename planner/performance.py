@@ -125,20 +125,18 @@ def tp_options(hw: Hardware, model: Model) -> list[int]:
     return sorted(opts)
 
 
-def pp_options(model: Model) -> list[int]:
-    """Pipeline depths: every stage count from 1 to the layer count (a stage holds at least one layer)."""
-    return list(range(1, model.layers + 1))
-
-
 def parallel_grid(hw: Hardware, model: Model, chips: int | None = None) -> np.ndarray:
     """Rows of (tp, pp, ep) a replica may use; with ``chips`` given, only tp * pp == chips."""
-    rows = []
-    for tp in tp_options(hw, model):
-        for pp in pp_options(model):
-            if chips is not None and tp * pp != chips:
-                continue
-            for ep in (0, 1) if (model.is_moe and tp > 1) else (0,):
-                rows.append((tp, pp, ep))
+    grid = _grid(tuple(tp_options(hw, model)), model.layers, model.is_moe)
+    if chips is not None:
+        grid = grid[grid[:, 0] * grid[:, 1] == chips]
+    return grid.copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _grid(tps: tuple[int, ...], layers: int, moe: bool) -> np.ndarray:
+    rows = [(tp, pp, ep) for tp in tps for pp in range(1, layers + 1)
+            for ep in ((0, 1) if (moe and tp > 1) else (0,))]
     return np.array(rows, dtype=np.float64).reshape(-1, 3)
 
 

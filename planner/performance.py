@@ -55,6 +55,23 @@ def model_vector(model: Model) -> np.ndarray:
     return v
 
 
+ATTENTION_SLOTS = (L.M_ATTN_PARAMS, L.M_EMBED_PARAMS, L.M_LM_HEAD_PARAMS, L.M_KV_ELEMS, L.M_ATTN_FLOPS,
+                   L.M_PREFILL_ATTN_FLOPS)
+FFN_SLOTS = (L.M_DENSE_FFN_PARAMS, L.M_EXPERT_PARAMS, L.M_SHARED_PARAMS, L.M_EXPERTS)
+
+
+def split_model_vectors(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """The model's attention part (attention, embeddings, LM head, KV cache) and FFN part (dense FFNs, shared and
+    routed experts) as two model vectors, for attention/FFN disaggregation (MODEL.md 10)."""
+    whole = model_vector(model)
+    attn, ffn = whole.copy(), whole.copy()
+    for slot in FFN_SLOTS:
+        attn[slot] = 0.0
+    for slot in ATTENTION_SLOTS:
+        ffn[slot] = 0.0
+    return attn, ffn
+
+
 @functools.lru_cache(maxsize=None)
 def efficiency_table() -> dict[str, dict]:
     return catalog._read_yaml(catalog.DATA_DIR / "efficiency.yaml")
@@ -367,6 +384,75 @@ def tier_of(tps_per_user: float) -> str:
     return reached[-1] if reached else "below-standard"
 
 
+# ---- attention/FFN pairs (MODEL.md 10) -----------------------------------------------------------------------
+MICRO_BATCHES = 2.0  # micro-batches ping-ponging between the attention and FFN pools
+# FFN pool sizes tried, in racks of the FFN system
+FFN_RACKS = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+
+
+def parse_pair(hw_id: str) -> tuple[str, str | None]:
+    """'A+B' (attention and prefill on A, FFN on B) or a single id."""
+    if "+" in hw_id:
+        a, _, b = hw_id.partition("+")
+        return a.strip(), b.strip()
+    return hw_id, None
+
+
+def check_split(hw_a: Hardware, hw_f: Hardware, model: Model) -> None:
+    if "attention" not in hw_a.roles:
+        raise InputError(f"{hw_a.id} cannot take the attention role (roles: {', '.join(hw_a.roles)})",
+                         field="hardware")
+    if "ffn" not in hw_f.roles:
+        raise InputError(f"{hw_f.id} cannot take the ffn role (roles: {', '.join(hw_f.roles)})", field="hardware")
+    for hw in (hw_a, hw_f):
+        if hw.model_lock and hw.model_lock != model.id:
+            raise InputError(f"{hw.id} serves only {hw.model_lock}, not {model.id}")
+
+
+def prefill_mw_per_token_per_s(model: Model, hw: Hardware, precision: str, input_tokens: int) -> float:
+    """MW of rack power per prompt token/s on the system's most power-efficient prefill layout that fits."""
+    from solvers.engine import prefill_per_layout
+
+    grid = parallel_grid(hw, model)
+    pre = prefill_per_layout(model_vector(model), hardware_vector(hw, precision), grid, float(input_tokens))
+    per_chip = np.where(pre[:, 0] > 0, pre[:, 0] / (grid[:, 0] * grid[:, 1]), 0.0)
+    best = float(per_chip.max(initial=0.0))
+    if best <= 0:
+        raise InputError(f"{model.id} does not fit any prefill replica of {hw.id}")
+    return hw.rack_power_w / hw.chips_per_rack / best / 1e6
+
+
+def split_sweep_points(model: Model, hw_a: Hardware, hw_f: Hardware, prec_a: str, prec_f: str,
+                       input_tokens: int, output_tokens: int, batches: np.ndarray = FRONTIER_BATCHES) -> dict:
+    """Every fitting (attention chips, FFN chips, attention mode, batch) of an A+F pair, with per-user speed and
+    output tokens/s per MW counting a separate prefill pool of A (MODEL.md 10)."""
+    from solvers.split_kernels import (S_FITS_ATTENTION, S_FITS_FFN, S_POWER_W, S_TOKENS_PER_S, S_TPS_PER_USER,
+                                       split_decode_sweep)
+
+    attn, ffn = split_model_vectors(model)
+    ha, hf = hardware_vector(hw_a, prec_a), hardware_vector(hw_f, prec_f)
+    rows = [(ta, max(1.0, round(r * hw_f.chips_per_rack)), ep) for ta in tp_options(hw_a, model)
+            for r in FFN_RACKS for ep in ((0.0, 1.0) if model.is_moe and ta > 1 else (0.0,))]
+    grid = np.array(rows, dtype=np.float64)
+    nb = len(batches)
+    ca, cf, ep = (np.repeat(grid[:, j], nb) for j in range(3))
+    streams = np.tile(batches, len(grid))
+    res = split_decode_sweep(attn, ffn, ha, hf, ca, cf, ep, streams, input_tokens + output_tokens / 2.0,
+                             float(input_tokens + output_tokens), 1.0, 1.0, MICRO_BATCHES)
+    keep = (res[:, S_FITS_ATTENTION] > 0.5) & (res[:, S_FITS_FFN] > 0.5)
+    decode_mw = res[:, S_POWER_W] / 1e6 / res[:, S_TOKENS_PER_S]  # MW per output token/s
+    prefill_mw = prefill_mw_per_token_per_s(model, hw_a, prec_a, input_tokens) * input_tokens / output_tokens
+    return {
+        "hardware": f"{hw_a.id}+{hw_f.id}", "precision": f"{prec_a}+{prec_f}",
+        "tp": ca[keep].astype(int), "pp": np.ones(int(keep.sum()), dtype=int), "ep": ep[keep].astype(int),
+        "ffn_chips": cf[keep].astype(int), "batch": streams[keep].astype(int),
+        "chips": (ca + cf)[keep].astype(int), "tps_per_user": res[keep, S_TPS_PER_USER],
+        "output_tokens_per_s_per_mw": 1.0 / (decode_mw + prefill_mw)[keep],
+        "decode_tokens_per_s_per_mw": 1.0 / decode_mw[keep],
+        "bound": np.zeros(int(keep.sum()), dtype=int),
+    }
+
+
 def frontier(model: str, hardware: list[str] | None = None, precision: str | None = None,
              input_tokens: int = 1000, output_tokens: int = 1000) -> list[dict]:
     """Per hardware, the Pareto frontier of output tokens/s per MW against tokens/s per user (interface:
@@ -376,6 +462,10 @@ def frontier(model: str, hardware: list[str] | None = None, precision: str | Non
     ids = hardware or sorted(catalog.hardware_catalog())
     points: list[dict] = []
     for hw_id in ids:
+        a_id, f_id = parse_pair(hw_id)
+        if f_id is not None:
+            points.extend(_pair_frontier(m, a_id, f_id, precision, input_tokens, output_tokens))
+            continue
         hw = catalog.get_hardware(hw_id)
         if hardware is None and (not _serves(hw, m) or (precision and precision not in hw.precisions)):
             continue
@@ -388,6 +478,18 @@ def frontier(model: str, hardware: list[str] | None = None, precision: str | Non
         sweeps = [sweep_points(m, hw, p, input_tokens, output_tokens) for p in precs]
         points.extend(_frontier_of(sweeps))
     return points
+
+
+def _pair_frontier(m: Model, a_id: str, f_id: str, precision, input_tokens, output_tokens) -> list[dict]:
+    hw_a, hw_f = catalog.get_hardware(a_id), catalog.get_hardware(f_id)
+    check_split(hw_a, hw_f, m)
+    prec_a, prec_f = (precision, precision) if precision else (hw_a.precision_or_best(None), hw_f.precision_or_best(None))
+    check_pair(hw_a, m, prec_a)
+    check_pair(hw_f, m, prec_f)
+    pts = _frontier_of([split_sweep_points(m, hw_a, hw_f, prec_a, prec_f, input_tokens, output_tokens)])
+    for p in pts:
+        p["bound"] = "split"
+    return pts
 
 
 def _serves(hw: Hardware, model: Model) -> bool:

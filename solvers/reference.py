@@ -180,3 +180,25 @@ def prefill(m, h, tp, pp, ep, input_tokens) -> dict:
         "comm_s": pp * comm - last_hop,
         "floor_s": pp * floor, "tokens_per_s": n / step, "fits": held_w + kv <= r.usable(), "bound": bound,
     }
+
+
+def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg, context_max, query_tokens,
+                 accepted_tokens, micro_batches) -> dict:
+    """Twin of ``solvers.split_kernels.split_decode_breakdown``: attention part on A, FFN part on F (MODEL.md 10)."""
+    b = max(streams / micro_batches, 1.0)
+    a_side = decode(attn, ha, chips_a, 1.0, ep_a, b, context_avg, context_max, query_tokens, 1.0)
+    a_all = decode(attn, ha, chips_a, 1.0, ep_a, streams, context_avg, context_max, query_tokens, 1.0)
+    f_side = decode(ffn, hf, chips_f, 1.0, 1.0, b, context_avg, context_max, query_tokens, 1.0)
+    t_attn = a_side["time_s"]
+    t_ffn = max(f_side["memory_s"], f_side["compute_s"]) + f_side["floor_s"]
+    nbytes = b * query_tokens * attn[L.M_HIDDEN] * ha[L.H_ACT_BYTES]
+    link = min(chips_a * ha[L.H_SO_BW], chips_f * hf[L.H_SO_BW])
+    t_cross = 2 * attn[L.M_LAYERS] * (max(ha[L.H_SO_LAT], hf[L.H_SO_LAT]) + nbytes / link)
+    cycle = max(t_attn + t_ffn + t_cross, micro_batches * max(t_attn, t_ffn, t_cross / 2))
+    return {
+        "time_s": cycle, "attention_s": t_attn, "ffn_s": t_ffn, "crossing_s": t_cross,
+        "tps_per_user": accepted_tokens / cycle, "tokens_per_s": streams * accepted_tokens / cycle,
+        "fits": a_side["fits"] and a_all["fits"] and f_side["fits"],
+        "power_w": chips_a * ha[L.H_RACK_POWER_W] / ha[L.H_CHIPS_PER_RACK]
+        + chips_f * hf[L.H_RACK_POWER_W] / hf[L.H_CHIPS_PER_RACK],
+    }

@@ -81,6 +81,7 @@ class Options:
     candidates_scored: int = 0
 
     def add(self, **values) -> None:
+        values = {**NOT_SPLIT, **values}
         for c in COLUMNS:
             self.rows[c].append(values[c])
 
@@ -97,11 +98,13 @@ class Options:
         if not len(self):
             return self
         capacity = np.where(a["kind"] == "prefill", a["prefill_tokens_per_s"], a["output_tokens_per_s"])
-        keys = list(zip(a["workload"].tolist(), a["hardware"].tolist(), a["kind"].tolist()))
+        keys = list(zip(a["workload"].tolist(), a["hardware"].tolist(), a["kind"].tolist(),
+                        a["ffn_hardware"].tolist()))
         keep: list[int] = []
         for key in dict.fromkeys(keys):
             idx = np.array([i for i, k in enumerate(keys) if k == key])
-            keep.extend(idx[pareto_by_chips(a["chips"][idx].astype(float), capacity[idx])].tolist())
+            chips = a["chips"][idx].astype(float) + a["ffn_chips"][idx].astype(float)
+            keep.extend(idx[pareto_by_chips(chips, capacity[idx])].tolist())
         out = Options(candidates_scored=self.candidates_scored)
         for i in sorted(keep):
             out.add(**{c: self.rows[c][i] for c in COLUMNS})
@@ -110,7 +113,9 @@ class Options:
 
 COLUMNS = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
            "draft_tokens", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
-           "prefill_tokens_per_s", "prefill_share", "power_w")
+           "prefill_tokens_per_s", "prefill_share", "power_w", "ffn_hardware", "ffn_chips", "ffn_precision")
+# Defaults for columns only attention/FFN split options fill.
+NOT_SPLIT = {"ffn_hardware": "", "ffn_chips": 0, "ffn_precision": ""}
 
 
 def serves(hw: Hardware, model: Model, role: str) -> bool:
@@ -226,6 +231,52 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options):
         )
 
 
+SPLIT_KEEP = 12  # attention/FFN options kept per workload and pair, ranked by capex per unit of capacity
+
+
+def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, opts: Options) -> None:
+    """Attention on A, FFN on F (MODEL.md 10): every (attention chips, FFN chips, attention mode, speculative
+    setting, batch); per layout the best batch meeting the tier; the options cheapest in capex per unit of
+    capacity kept (both systems' chips count, so a one-dimensional Pareto rule does not apply)."""
+    from solvers.split_kernels import S_FITS_ATTENTION, S_FITS_FFN, S_TOKENS_PER_S, S_TPS_PER_USER, split_decode_sweep
+
+    prec_a = demand.precision if demand.precision in hw_a.precisions else hw_a.precision_or_best(None)
+    prec_f = demand.precision if demand.precision in hw_f.precisions else hw_f.precision_or_best(None)
+    attn, ffn = performance.split_model_vectors(model)
+    ha, hf = performance.hardware_vector(hw_a, prec_a), performance.hardware_vector(hw_f, prec_f)
+    layouts = [(ta, max(1.0, round(r * hw_f.chips_per_rack)), ep) for ta in performance.tp_options(hw_a, model)
+               for r in performance.FFN_RACKS for ep in ((0.0, 1.0) if model.is_moe and ta > 1 else (0.0,))]
+    nb = len(ENGINE_BATCHES)
+    capex_a = hw_a.rack.capex_usd.value / hw_a.chips_per_rack
+    capex_f = hw_f.rack.capex_usd.value / hw_f.chips_per_rack
+    found = []
+    for draft, acceptance in SPECULATIVE:
+        q, acc = performance.spec_tokens(draft, acceptance)
+        grid = np.array(layouts)
+        ca, cf, ep = (np.repeat(grid[:, j], nb) for j in range(3))
+        streams = np.tile(ENGINE_BATCHES, len(grid))
+        res = split_decode_sweep(attn, ffn, ha, hf, ca, cf, ep, streams, demand.context_avg, demand.context_max,
+                                 q, acc, performance.MICRO_BATCHES)
+        opts.candidates_scored += len(streams)
+        ok = (res[:, S_FITS_ATTENTION] > 0.5) & (res[:, S_FITS_FFN] > 0.5) & (
+            res[:, S_TPS_PER_USER] >= demand.min_tps_per_user)
+        tput = np.where(ok, res[:, S_TOKENS_PER_S], 0.0).reshape(len(grid), nb)
+        best = tput.argmax(axis=1)
+        for i, k in enumerate(best):
+            if tput[i, k] > 0:
+                found.append((tput[i, k], grid[i], ENGINE_BATCHES[k], draft, res[i * nb + k, S_TPS_PER_USER]))
+    found.sort(key=lambda f: (f[1][0] * capex_a + f[1][1] * capex_f) / f[0])
+    for served, g, batch, draft, tps in found[:SPLIT_KEEP]:
+        opts.add(
+            workload=demand.name, kind="split", hardware=hw_a.id, precision=prec_a, tensor_parallel=int(g[0]),
+            pipeline_parallel=1, expert_parallel=bool(g[2]), draft_tokens=draft, batch=int(batch), chips=int(g[0]),
+            tps_per_user=float(tps), ttft_s=float("nan"), output_tokens_per_s=float(served), prefill_tokens_per_s=0.0,
+            prefill_share=0.0,
+            power_w=float(g[0] * hw_a.rack_power_w / hw_a.chips_per_rack + g[1] * hw_f.rack_power_w / hw_f.chips_per_rack),
+            ffn_hardware=hw_f.id, ffn_chips=int(g[1]), ffn_precision=prec_f,
+        )
+
+
 def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware]) -> Options:
     """Every Pareto option of every workload on every system that may serve it."""
     opts = Options()
@@ -244,4 +295,9 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
                         decode_options(d, sys, colocated=True, opts=opts)
                 if serves(hw, model, "prefill"):
                     prefill_options(d, model, sys, opts)
+        for hw_a in hardware.values():
+            for hw_f in hardware.values():
+                if hw_a.id != hw_f.id and serves(hw_a, model, "attention") and serves(hw_f, model, "ffn") and (
+                        not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
+                    split_options(d, model, hw_a, hw_f, opts)
     return opts.pareto_across_precisions()

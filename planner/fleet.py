@@ -25,7 +25,8 @@ from planner.errors import InfeasibleError, PlannerError
 from solvers import layout as L
 
 SECONDS_PER_YEAR = 365.0 * 86400.0
-ROLE_OF_KIND = {"decode": "decode", "prefill": "prefill", "colocated": "colocated"}
+ROLE_OF_KIND = {"decode": "decode", "prefill": "prefill", "colocated": "colocated", "split": "attention"}
+DECODE_ROLES = ["decode", "colocated", "attention"]  # roles whose rows carry a workload's output tokens
 
 
 @dataclass
@@ -76,6 +77,8 @@ def build_problem(scenario) -> Built:
         coverage[j, 2 * w] = cols["output_tokens_per_s"][j]
         coverage[j, 2 * w + 1] = cols["prefill_tokens_per_s"][j]
         chips[j, hw_index[cols["hardware"][j]]] = cols["chips"][j]
+        if cols["ffn_hardware"][j]:
+            chips[j, hw_index[cols["ffn_hardware"][j]]] = cols["ffn_chips"][j]
     demand = np.array([x for d in demands for x in (d.output_tokens_per_s, d.prefill_tokens_per_s)])
     caps = scenario.hardware.max_racks
     problem = FleetProblem(
@@ -127,7 +130,7 @@ def unserved_workloads(demands, cols) -> dict[str, str]:
     for d in demands:
         mine = cols["workload"] == d.name if len(cols["workload"]) else np.zeros(0, dtype=bool)
         kinds = set(cols["kind"][mine].tolist()) if mine.any() else set()
-        decodes = kinds & {"decode", "colocated"}
+        decodes = kinds & {"decode", "colocated", "split"}
         prefills = kinds & {"prefill", "colocated"}
         if not decodes:
             out[d.name] = (f"no available hardware reaches {d.min_tps_per_user:g} tok/s per user on {d.model} "
@@ -228,6 +231,8 @@ def allocation_table(built: Built, replicas: np.ndarray):
             "power_mw": n * float(cols["power_w"][j]) / 1e6,
             "column": int(j),
         })
+        if kind == "split":
+            rows.append(_ffn_row(built, rows[-1], j))
     schema_order = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
                     "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "tps_per_user",
                     "ttft_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share",
@@ -235,6 +240,21 @@ def allocation_table(built: Built, replicas: np.ndarray):
     if not rows:
         return pl.DataFrame(schema={c: pl.Float64 for c in schema_order})
     return pl.DataFrame(rows, infer_schema_length=None).select(schema_order).sort(["workload", "role", "hardware"])
+
+
+def _ffn_row(built: Built, attention: dict, j: int) -> dict:
+    """The FFN half of an attention/FFN split replica: same replicas, batch and speed; its chips, power and
+    precision; the output tokens are counted once, on the attention row."""
+    cols = built.options
+    hw_a = next(h for h in built.hardware if h.id == attention["hardware"])
+    hw_f = next(h for h in built.hardware if h.id == cols["ffn_hardware"][j])
+    ffn_chips = int(cols["ffn_chips"][j])
+    attn_power = attention["replicas"] * attention["chips_per_replica"] * hw_a.rack_power_w / hw_a.chips_per_rack
+    ffn_power = attention["replicas"] * ffn_chips * hw_f.rack_power_w / hw_f.chips_per_rack
+    attention["power_mw"] = attn_power / 1e6
+    return {**attention, "role": "ffn", "hardware": hw_f.id, "chips_per_replica": ffn_chips,
+            "tensor_parallel": ffn_chips, "expert_parallel": True, "precision": str(cols["ffn_precision"][j]),
+            "output_tokens_per_s": 0.0, "power_mw": ffn_power / 1e6}
 
 
 def fleet_table(built: Built, racks: np.ndarray, alloc):
@@ -270,7 +290,7 @@ def workload_table(built: Built, alloc, fleet):
     rows = []
     for w, d in enumerate(built.demands):
         mine = alloc.filter(pl.col("workload") == d.name)
-        decode = mine.filter(pl.col("role").is_in(["decode", "colocated"]))
+        decode = mine.filter(pl.col("role").is_in(DECODE_ROLES))
         tokens_per_year = (d.output_tokens_per_s / built.scenario.workloads[w].peak_to_mean) * SECONDS_PER_YEAR
         cost = share_cost.get(d.name, 0.0)
         power_mw = share_power.get(d.name, 0.0)
@@ -378,11 +398,14 @@ def alternatives_table(built: Built, chosen_columns: set[int]):
         return pl.DataFrame()
     cost_per_chip = {h.id: c / h.chips_per_rack for h, c in zip(built.hardware, built.problem.annual_cost_usd_per_rack)}
     capacity = np.where(cols["kind"] == "prefill", cols["prefill_tokens_per_s"], cols["output_tokens_per_s"])
+    cost = [(cost_per_chip[h] * c + (cost_per_chip[fh] * fc if fh else 0.0)) / cap * 1e3
+            for h, c, fh, fc, cap in zip(cols["hardware"], cols["chips"], cols["ffn_hardware"], cols["ffn_chips"],
+                                         capacity)]
     df = pl.DataFrame({
-        "workload": cols["workload"], "role": cols["kind"], "hardware": cols["hardware"],
-        "precision": cols["precision"], "chips_per_replica": cols["chips"], "capacity": capacity,
-        "usd_per_year_per_1k_tokens_per_s": [cost_per_chip[h] * c / cap * 1e3 for h, c, cap in
-                                             zip(cols["hardware"], cols["chips"], capacity)],
+        "workload": cols["workload"], "role": cols["kind"],
+        "hardware": [f"{h}+{fh}" if fh else h for h, fh in zip(cols["hardware"], cols["ffn_hardware"])],
+        "precision": cols["precision"], "chips_per_replica": cols["chips"] + cols["ffn_chips"], "capacity": capacity,
+        "usd_per_year_per_1k_tokens_per_s": cost,
         "kw_per_1k_tokens_per_s": cols["power_w"] / capacity,
         "chosen": [j in chosen_columns for j in range(len(capacity))],
     })
@@ -407,7 +430,7 @@ def evaluate(plan: Plan) -> list[dict]:
         checks.extend(_rescore(r, built, hw[r["hardware"]]))
     for d in built.demands:
         mine = plan.allocation.filter(pl.col("workload") == d.name)
-        served = float(mine.filter(pl.col("role").is_in(["decode", "colocated"]))["output_tokens_per_s"].sum())
+        served = float(mine.filter(pl.col("role").is_in(DECODE_ROLES))["output_tokens_per_s"].sum())
         prefilled = float(mine["prefill_tokens_per_s"].sum())
         checks.append(_check(f"demand {d.name} decode", served >= d.output_tokens_per_s * (1 - 1e-6),
                              f"served {served:.6g} of {d.output_tokens_per_s:.6g} output tokens/s"))
@@ -450,6 +473,30 @@ def _check(name: str, ok: bool, detail: str) -> dict:
     return {"check": name, "ok": bool(ok), "detail": detail}
 
 
+def _rescore_split(r: dict, d, model, built: Built, hw_a) -> list[dict]:
+    """An attention/FFN split replica re-scored with the split kernel (MODEL.md 10)."""
+    from solvers import split_kernels as S
+
+    cols = built.options
+    j = r["column"]
+    hw_f = next(h for h in built.hardware if h.id == cols["ffn_hardware"][j])
+    attn, ffn = performance.split_model_vectors(model)
+    q, a = performance.spec_tokens(*next(s for s in candidates.SPECULATIVE if s[0] == r["draft_tokens"]))
+    out = np.zeros(S.N_SPLIT)
+    S.split_decode_breakdown(attn, ffn, performance.hardware_vector(hw_a, r["precision"]),
+                             performance.hardware_vector(hw_f, str(cols["ffn_precision"][j])),
+                             float(r["chips_per_replica"]), float(cols["ffn_chips"][j]), float(int(r["expert_parallel"])),
+                             float(r["batch"]), d.context_avg, d.context_max, q, a, performance.MICRO_BATCHES, out)
+    name = f"allocation {d.name}/attention+ffn/{hw_a.id}+{hw_f.id}"
+    return [
+        _check(name + " fits", out[S.S_FITS_ATTENTION] > 0.5 and out[S.S_FITS_FFN] > 0.5, "both sides hold their part"),
+        _check(name + " speed", out[S.S_TPS_PER_USER] >= d.min_tps_per_user * (1 - 1e-9),
+               f"{out[S.S_TPS_PER_USER]:.4g} tok/s/user, tier {d.min_tps_per_user:g}"),
+        _check(name + " capacity", out[S.S_TOKENS_PER_S] * r["replicas"] >= r["output_tokens_per_s"] * (1 - 1e-6),
+               f"re-scored {out[S.S_TOKENS_PER_S]:.6g} output tokens/s per replica"),
+    ]
+
+
 def _rescore(r: dict, built: Built, hw) -> list[dict]:
     """One allocation re-scored with the full breakdown kernels (not the engine) and the queueing formula."""
     from solvers.engine import wait_quantile_s
@@ -457,6 +504,10 @@ def _rescore(r: dict, built: Built, hw) -> list[dict]:
 
     d = next(x for x in built.demands if x.name == r["workload"])
     model = built.scenario.resolved_models()[d.model]
+    if r["role"] == "ffn":
+        return []  # checked with its attention half
+    if r["role"] == "attention":
+        return _rescore_split(r, d, model, built, hw)
     mv, hv = performance.model_vector(model), performance.hardware_vector(hw, r["precision"])
     layout = (float(r["tensor_parallel"]), float(r["pipeline_parallel"]), float(int(r["expert_parallel"])))
     name = f"allocation {d.name}/{r['role']}/{hw.id}/{r['chips_per_replica']} chips"

@@ -151,3 +151,29 @@ def test_evaluate_rescoring_catches_an_inflated_allocation():
     plan.allocation = plan.allocation.with_columns(pl.col("batch") * 50)
     failed = [c["check"] for c in fleet.evaluate(plan) if not c["ok"]]
     assert any("speed" in f or "fits" in f for f in failed)
+
+
+SPLIT = """
+name: split
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
+hardware:
+  allow: [vr-nvl72, groq3-lpx]
+  overrides: {vr-nvl72: {roles: [prefill, attention]}}   # GPUs may not decode alone: only the split serves
+workloads:
+  - {name: reasoning, model: deepseek-r1, requests_per_s: 20, input_tokens: 2000, output_tokens: 1000,
+     tier: standard, ttft_s: 2.0}
+"""
+
+
+def test_attention_ffn_split_is_bought_on_both_systems():
+    plan = fleet.solve(scenario_from_yaml(SPLIT))
+    roles = {r["role"]: r for r in plan.allocation.to_dicts()}
+    assert {"attention", "ffn", "prefill"} <= set(roles)
+    assert roles["attention"]["hardware"] == "vr-nvl72" and roles["ffn"]["hardware"] == "groq3-lpx"
+    assert roles["attention"]["replicas"] == roles["ffn"]["replicas"]
+    racks = {r["hardware"]: r["racks"] for r in plan.fleet.to_dicts()}
+    assert racks["groq3-lpx"] * 256 >= roles["ffn"]["replicas"] * roles["ffn"]["chips_per_replica"]
+    assert all(c["ok"] for c in plan.checks)
+    assert any("attention+ffn" in c["check"] for c in plan.checks)

@@ -113,9 +113,12 @@ class Options:
 
 COLUMNS = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
            "draft_tokens", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
-           "prefill_tokens_per_s", "prefill_share", "power_w", "ffn_hardware", "ffn_chips", "ffn_precision")
-# Defaults for columns only attention/FFN split options fill.
-NOT_SPLIT = {"ffn_hardware": "", "ffn_chips": 0, "ffn_precision": ""}
+           "prefill_tokens_per_s", "prefill_share", "power_w", "ffn_hardware", "ffn_chips", "ffn_precision", "ttft_fixed_s",
+           "prefill_service_s")
+# Defaults for columns only some kinds fill: the FFN side of a split, and the parts of a TTFT that queues
+# (fixed time before any wait, and one prompt's service time) for prefill and colocated options.
+NOT_SPLIT = {"ffn_hardware": "", "ffn_chips": 0, "ffn_precision": "", "ttft_fixed_s": float("nan"),
+             "prefill_service_s": float("nan")}
 
 
 def serves(hw: Hardware, model: Model, role: str) -> bool:
@@ -198,6 +201,8 @@ def decode_options(demand: Demand, sys: System, colocated: bool, opts: Options):
             output_tokens_per_s=float(served),
             prefill_tokens_per_s=float(served * demand.prefill_tokens / demand.output_tokens) if colocated else 0.0,
             prefill_share=float(res[i, 4]), power_w=float(chips[i] * hw.rack_power_w / hw.chips_per_rack),
+            ttft_fixed_s=float(single[layout_of[i]]) if colocated else float("nan"),
+            prefill_service_s=float(demand.prefill_tokens / rate[layout_of[i]]) if colocated else float("nan"),
         )
 
 
@@ -228,6 +233,7 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options):
             draft_tokens=0, batch=1, chips=int(chips[i]), tps_per_user=float("nan"), ttft_s=float(ttft[i]),
             output_tokens_per_s=0.0, prefill_tokens_per_s=float(capacity[i]), prefill_share=float(util[i]),
             power_w=float(chips[i] * hw.rack_power_w / hw.chips_per_rack),
+            ttft_fixed_s=float(pre[i, 1] + transfer[i]), prefill_service_s=float(demand.prefill_tokens / pre[i, 0]),
         )
 
 

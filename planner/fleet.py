@@ -230,16 +230,32 @@ def allocation_table(built: Built, replicas: np.ndarray):
             "prefill_share": float(cols["prefill_share"][j]) if kind == "colocated" else None,
             "power_mw": n * float(cols["power_w"][j]) / 1e6,
             "column": int(j),
+            **ttft_percentiles(cols, j),
         })
         if kind == "split":
             rows.append(_ffn_row(built, rows[-1], j))
     schema_order = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
                     "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "tps_per_user",
-                    "ttft_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share",
-                    "power_mw", "column"]
+                    "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
+                    "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "column"]
     if not rows:
         return pl.DataFrame(schema={c: pl.Float64 for c in schema_order})
     return pl.DataFrame(rows, infer_schema_length=None).select(schema_order).sort(["workload", "role", "hardware"])
+
+
+TTFT_PERCENTILES = (50, 90, 99)
+
+
+def ttft_percentiles(cols, j: int) -> dict:
+    """TTFT at p50, p90 and p99 of a prefill or colocated allocation at its utilization (MODEL.md 9.2); None
+    for roles whose prompts are prefilled elsewhere."""
+    from solvers.engine import wait_quantile_s
+
+    fixed, service = float(cols["ttft_fixed_s"][j]), float(cols["prefill_service_s"][j])
+    if not math.isfinite(fixed):
+        return {f"ttft_p{p}_s": None for p in TTFT_PERCENTILES}
+    return {f"ttft_p{p}_s": fixed + wait_quantile_s(float(cols["prefill_share"][j]), service, p / 100.0)
+            for p in TTFT_PERCENTILES}
 
 
 def _ffn_row(built: Built, attention: dict, j: int) -> dict:

@@ -14,7 +14,7 @@ FLEET_COLUMNS = ["hardware", "racks", "chips", "chips_used", "power_mw", "facili
                  "annual_cost_usd", "capex_confidence"]
 ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
                       "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "tps_per_user",
-                      "ttft_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share"]
+                      "ttft_s", "ttft_p50_s", "ttft_p99_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share"]
 WORKLOAD_COLUMNS = ["workload", "model", "min_tps_per_user", "demand_output_tokens_per_s",
                     "served_output_tokens_per_s", "tps_per_user", "ttft_s", "ttft_target_s", "ttft_percentile",
                     "cost_usd_per_mtok", "output_tokens_per_s_per_mw", "power_mw", "annual_cost_usd"]

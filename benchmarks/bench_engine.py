@@ -40,7 +40,7 @@ def run_jit(mv, hv, grid, batches, q, a):
     n = len(grid)
     return E.best_decode_per_layout(mv, hv, grid, np.searchsorted(pps, grid[:, 1]), touched, batches, q, a,
                                     CTX_AVG, CTX_MAX, MIN_TPS, np.full(n, np.inf), np.zeros(n), 1.0, 1.0, np.inf,
-                                    0.9)
+                                    0.9, 0.0)
 
 
 def numpy_coefficients(mv, hv, grid, q):

@@ -39,6 +39,7 @@ class Demand:
     prefill_tokens: float  # mean prompt per call still to compute (after prefix-cache hits)
     output_tokens: float  # generated per call (output + reasoning)
     min_tps_per_user: float
+    resident_s_per_token: float  # agentic: tool-call wait per generated token, during which the KV stays resident
     ttft_s: float
     ttft_quantile: float  # 0..1
     precision: str | None
@@ -57,6 +58,11 @@ class Demand:
         """Little's law at the peak: calls/s x seconds each call spends decoding at the tier's speed."""
         return self.calls_per_s * self.output_tokens / self.min_tps_per_user
 
+    @property
+    def resident_sessions(self) -> float:
+        """Agentic sessions waiting on a tool call with their KV cache resident (Little's law on the wait)."""
+        return self.calls_per_s * self.output_tokens * self.resident_s_per_token
+
 
 def demand_of(workload, model: Model) -> Demand:
     calls = workload.peak_calls_per_s
@@ -67,7 +73,9 @@ def demand_of(workload, model: Model) -> Demand:
         name=workload.name, model=model.id, output_tokens_per_s=calls * generated,
         prefill_tokens_per_s=calls * to_prefill, calls_per_s=calls, input_tokens=prompt,
         prefill_tokens=to_prefill, output_tokens=generated,
-        min_tps_per_user=workload.resolved_min_tps_per_user, ttft_s=workload.ttft_s,
+        min_tps_per_user=workload.resolved_min_tps_per_user,
+        resident_s_per_token=workload.tool_call_gap_s / generated if workload.turns > 1 else 0.0,
+        ttft_s=workload.ttft_s,
         ttft_quantile=workload.ttft_percentile / 100.0, precision=workload.precision,
         allow_hardware=tuple(workload.allow_hardware) if workload.allow_hardware else None,
     )
@@ -184,7 +192,7 @@ def decode_options(demand: Demand, sys: System, colocated: bool, opts: Options):
     res = engine.best_decode_per_layout(
         mv, hv, grid, np.searchsorted(pps, grid[:, 1]), touched, ENGINE_BATCHES, q, a, demand.context_avg,
         demand.context_max, demand.min_tps_per_user, rate, single, demand.prefill_tokens, demand.output_tokens,
-        target, demand.ttft_quantile)
+        target, demand.ttft_quantile, demand.resident_s_per_token)
     opts.candidates_scored += len(grid) * len(spec) * len(ENGINE_BATCHES)
     layout_of = np.repeat(np.arange(len(grid)), len(spec))
     spec_of = np.tile(np.arange(len(spec)), len(grid))

@@ -319,7 +319,7 @@ def workload_table(built: Built, alloc, fleet):
             "tps_per_user": float(decode["tps_per_user"].min()) if len(decode) else None,
             "ttft_s": float(mine["ttft_s"].drop_nulls().max()) if len(mine) and mine["ttft_s"].drop_nulls().len() else None,
             "ttft_percentile": d.ttft_quantile * 100.0, "ttft_target_s": d.ttft_s,
-            "concurrent_streams": d.concurrent_streams,
+            "concurrent_streams": d.concurrent_streams, "resident_sessions": d.resident_sessions,
             "annual_cost_usd": cost, "power_mw": power_mw,
             "cost_usd_per_mtok": cost / (tokens_per_year / 1e6) if tokens_per_year > 0 else None,
             "output_tokens_per_s_per_mw": d.output_tokens_per_s / power_mw if power_mw > 0 else None,
@@ -552,7 +552,10 @@ def _rescore(r: dict, built: Built, hw) -> list[dict]:
         share = d.prefill_tokens / rate * served / d.output_tokens
         ttft = float(pre[L.B_TIME_S]) + wait_quantile_s(share, d.prefill_tokens / rate, d.ttft_quantile)
         out.append(_check(name + " ttft", ttft <= d.ttft_s * (1 + 1e-9), f"{ttft:.4g} s at p{d.ttft_quantile * 100:g}"))
-    out.append(_check(name + " fits", dec[L.B_FITS] > 0.5, "weights and KV fit the replica"))
+    resident = 1.0 + d.resident_s_per_token * tps
+    held = dec[L.B_WEIGHT_BYTES_PER_CHIP] + dec[L.B_KV_BYTES_PER_CHIP] * resident
+    out.append(_check(name + " fits", held <= dec[L.B_USABLE_BYTES_PER_CHIP] * (1 + 1e-9),
+                      f"weights and KV ({resident:.3g}x for sessions waiting on tools) fit the replica"))
     out.append(_check(name + " speed", tps >= d.min_tps_per_user * (1 - 1e-9),
                       f"{tps:.4g} tok/s/user, tier {d.min_tps_per_user:g}"))
     out.append(_check(name + " capacity", served * r["replicas"] >= r["output_tokens_per_s"] * (1 - 1e-6),

@@ -152,7 +152,7 @@ def max_prefill_utilization(ttft_target_s, fixed_s, service_s, quantile):
 @njit_parallel
 def best_decode_per_layout(model, hw, layouts, pp_index, touched, batches, query_tokens, accepted_tokens,
                            context_avg, context_max, min_tps_per_user, prefill_rate, prefill_single_s,
-                           prefill_tokens, output_tokens, ttft_target_s, quantile):
+                           prefill_tokens, output_tokens, ttft_target_s, quantile, resident_s_per_token):
     """For each (layout, speculative setting) pair, the batch with the most output tokens/s per replica among
     those that fit, reach ``min_tps_per_user`` and meet the TTFT target (MODEL.md 3 and 7).
 
@@ -161,7 +161,9 @@ def best_decode_per_layout(model, hw, layouts, pp_index, touched, batches, query
     settings (length s). Colocated serving: ``prefill_rate[i]`` prompt tokens/s and ``prefill_single_s[i]`` (one
     prompt's prefill alone) of the same layout; the replica also prefills ``prefill_tokens`` per request, which
     takes a share of its time from decode and queues new prompts. Decode only: pass prefill_rate = inf and
-    ttft_target_s = inf. Returns (n * s, 5): best output tokens/s (0 if none qualifies), its batch, tokens/s per
+    ttft_target_s = inf. Agentic sessions keep their KV cache resident while they wait on tools: each decoding
+    stream brings ``resident_s_per_token * its speed`` waiting sessions' KV along (MODEL.md 9.6); 0 for chat.
+    Returns (n * s, 5): best output tokens/s (0 if none qualifies), its batch, tokens/s per
     user, TTFT quantile, prefill share of the replica's time.
     """
     n, s, nb = layouts.shape[0], query_tokens.shape[0], batches.shape[0]
@@ -197,14 +199,16 @@ def best_decode_per_layout(model, hw, layouts, pp_index, touched, batches, query
         if prefill_s == 0.0:  # decode only
             for k in range(nb):
                 served = batches[k] * a / interval[k]
-                ok = (held_w + kvh * batches[k] <= c[C_USABLE]) & (served / batches[k] >= min_tps_per_user)
+                resident = 1.0 + resident_s_per_token * served / batches[k]
+                ok = (held_w + kvh * batches[k] * resident <= c[C_USABLE]) & (served / batches[k] >= min_tps_per_user)
                 tput[k] = served if ok else 0.0
         else:  # colocated: each request also costs the replica its prefill, and prompts queue
             for k in range(nb):
                 request_s = output_tokens * interval[k] / (batches[k] * a) + prefill_s
                 served = output_tokens / request_s
                 ttft[k] += wait_quantile_s(prefill_s / request_s, prefill_s, quantile)
-                ok = (held_w + kvh * batches[k] <= c[C_USABLE]) & (served / batches[k] >= min_tps_per_user) & (
+                resident = 1.0 + resident_s_per_token * served / batches[k]
+                ok = (held_w + kvh * batches[k] * resident <= c[C_USABLE]) & (served / batches[k] >= min_tps_per_user) & (
                     ttft[k] <= ttft_target_s)
                 tput[k] = served if ok else 0.0
         best = np.argmax(tput)

@@ -57,7 +57,7 @@ def test_best_decode_per_layout_equals_slow_loop(seed):
     touched = E.touched_experts_table(m, pps, batches, q)
     res = E.best_decode_per_layout(m, h, layouts, np.searchsorted(pps, layouts[:, 1]), touched, batches, q, a,
                                    3000.0, 4000.0, 20.0, np.full(6, np.inf), np.zeros(6), 1000.0, 500.0,
-                                   np.inf, 0.9)
+                                   np.inf, 0.9, 0.0)
     for got, (tput, batch) in zip(res, slow_best(m, h, layouts, batches, q, a, 3000.0, 4000.0, 20.0)):
         assert got[0] == pytest.approx(tput, rel=1e-9, abs=1e-12)
         if tput > 0:

@@ -177,3 +177,28 @@ def test_attention_ffn_split_is_bought_on_both_systems():
     assert racks["groq3-lpx"] * 256 >= roles["ffn"]["replicas"] * roles["ffn"]["chips_per_replica"]
     assert all(c["ok"] for c in plan.checks)
     assert any("attention+ffn" in c["check"] for c in plan.checks)
+
+
+AGENT = """
+name: agent
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
+hardware: {allow: [gb200-nvl72]}
+workloads:
+  - {name: agent, model: llama-3.1-70b, kind: agentic, requests_per_s: 5, turns: 10, tool_call_gap_s: GAP,
+     input_tokens: 8000, context_growth_tokens_per_turn: 1000, output_tokens: 300, tier: standard, ttft_s: 2.0,
+     prefix_cache_hit: 0.8}
+"""
+
+
+def test_agent_sessions_waiting_on_tools_hold_memory():
+    """KV kept resident through tool calls: longer waits hold more sessions' KV, so never a cheaper fleet, and
+    the decode replicas carry fewer streams."""
+    plans = {gap: fleet.solve(scenario_from_yaml(AGENT.replace("GAP", str(gap)))) for gap in (0, 30, 300)}
+    costs = [plans[g].objective_usd_per_year for g in (0, 30, 300)]
+    assert costs[0] <= costs[1] * (1 + 1e-9) <= costs[2] * (1 + 1e-9)
+    assert costs[2] > costs[0]
+    w = plans[300].workloads.to_dicts()[0]
+    assert w["resident_sessions"] == pytest.approx(5 * 10 * 300)  # calls/s x gap
+    assert all(c["ok"] for c in plans[300].checks)

@@ -258,15 +258,13 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
     prec_f = demand.precision if demand.precision in hw_f.precisions else hw_f.precision_or_best(None)
     attn, ffn = performance.split_model_vectors(model)
     ha, hf = performance.hardware_vector(hw_a, prec_a), performance.hardware_vector(hw_f, prec_f)
-    layouts = [(ta, max(1.0, round(r * hw_f.chips_per_rack)), ep) for ta in performance.tp_options(hw_a, model)
-               for r in performance.FFN_RACKS for ep in ((0.0, 1.0) if model.is_moe and ta > 1 else (0.0,))]
+    grid = performance.split_grid(hw_a, hw_f, model)
     nb = len(ENGINE_BATCHES)
     capex_a = hw_a.rack.capex_usd.value / hw_a.chips_per_rack
     capex_f = hw_f.rack.capex_usd.value / hw_f.chips_per_rack
     found = []
     for draft, acceptance in SPECULATIVE:
         q, acc = performance.spec_tokens(draft, acceptance)
-        grid = np.array(layouts)
         ca, cf, ep = (np.repeat(grid[:, j], nb) for j in range(3))
         streams = np.tile(ENGINE_BATCHES, len(grid))
         res = split_decode_sweep(attn, ffn, ha, hf, ca, cf, ep, streams, demand.context_avg, demand.context_max,

@@ -409,6 +409,14 @@ def check_split(hw_a: Hardware, hw_f: Hardware, model: Model) -> None:
             raise InputError(f"{hw.id} serves only {hw.model_lock}, not {model.id}")
 
 
+def split_grid(hw_a: Hardware, hw_f: Hardware, model: Model) -> np.ndarray:
+    """Rows of (attention chips, FFN chips, attention mode) an attention/FFN pair may use: A's tensor-parallel
+    options, 1/4 to 16 racks of F, data-parallel attention as well for MoE models."""
+    rows = [(ta, max(1.0, round(r * hw_f.chips_per_rack)), ep) for ta in tp_options(hw_a, model)
+            for r in FFN_RACKS for ep in ((0.0, 1.0) if model.is_moe and ta > 1 else (0.0,))]
+    return np.array(rows, dtype=np.float64)
+
+
 def prefill_mw_per_token_per_s(model: Model, hw: Hardware, precision: str, input_tokens: int) -> float:
     """MW of rack power per prompt token/s on the system's most power-efficient prefill layout that fits."""
     from solvers.engine import prefill_per_layout
@@ -431,9 +439,7 @@ def split_sweep_points(model: Model, hw_a: Hardware, hw_f: Hardware, prec_a: str
 
     attn, ffn = split_model_vectors(model)
     ha, hf = hardware_vector(hw_a, prec_a), hardware_vector(hw_f, prec_f)
-    rows = [(ta, max(1.0, round(r * hw_f.chips_per_rack)), ep) for ta in tp_options(hw_a, model)
-            for r in FFN_RACKS for ep in ((0.0, 1.0) if model.is_moe and ta > 1 else (0.0,))]
-    grid = np.array(rows, dtype=np.float64)
+    grid = split_grid(hw_a, hw_f, model)
     nb = len(batches)
     ca, cf, ep = (np.repeat(grid[:, j], nb) for j in range(3))
     streams = np.tile(batches, len(grid))

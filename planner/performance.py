@@ -278,7 +278,12 @@ def choose_config(model, hw, precision, chips, batch, input_tokens, output_token
 def estimate(model: str, hardware: str, chips: int | None = None, batch: int = 1, precision: str | None = None,
              input_tokens: int = 1000, output_tokens: int = 1000, draft_tokens: int = 0,
              acceptance: float = 0.0) -> Estimate:
-    """Performance of one deployment of ``model`` on ``hardware`` (interface: ``planner estimate``)."""
+    """Performance of one deployment of ``model`` on ``hardware`` (interface: ``planner estimate``); ``A+B`` runs
+    attention on A and the FFN on B (MODEL.md 10)."""
+    a_id, f_id = parse_pair(hardware)
+    if f_id is not None:
+        return estimate_split(model, a_id, f_id, batch, precision, input_tokens, output_tokens, draft_tokens,
+                              acceptance)
     m, hw = catalog.get_model(model), catalog.get_hardware(hardware)
     prec = hw.precision_or_best(precision)
     check_pair(hw, m, prec)
@@ -306,6 +311,51 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = 1
             "usable_bytes_per_chip": float(dec[L.B_USABLE_BYTES_PER_CHIP]),
         },
         roles=list(hw.roles),
+    )
+
+
+def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str | None, input_tokens: int,
+                   output_tokens: int, draft_tokens: int, acceptance: float) -> Estimate:
+    """The smallest attention/FFN layout of the pair that holds the model at this batch (fewest FFN chips, then
+    fewest attention chips), its fastest attention mode (MODEL.md 10); TTFT is the prompt's prefill on the
+    smallest replica of A that holds the whole model."""
+    from solvers import split_kernels as S
+
+    m, hw_a, hw_f = catalog.get_model(model), catalog.get_hardware(a_id), catalog.get_hardware(f_id)
+    check_split(hw_a, hw_f, m)
+    prec_a, prec_f = hw_a.precision_or_best(precision), hw_f.precision_or_best(precision)
+    check_pair(hw_a, m, prec_a)
+    check_pair(hw_f, m, prec_f)
+    _check_positive(batch=batch, input_tokens=input_tokens, output_tokens=output_tokens)
+    attn, ffn = split_model_vectors(m)
+    grid = split_grid(hw_a, hw_f, m)
+    q, a = spec_tokens(draft_tokens, acceptance)
+    res = S.split_decode_sweep(attn, ffn, hardware_vector(hw_a, prec_a), hardware_vector(hw_f, prec_f),
+                               grid[:, 0].copy(), grid[:, 1].copy(), grid[:, 2].copy(), np.full(len(grid), float(batch)),
+                               input_tokens + output_tokens / 2.0, float(input_tokens + output_tokens), q, a,
+                               MICRO_BATCHES)
+    fits = (res[:, S.S_FITS_ATTENTION] > 0.5) & (res[:, S.S_FITS_FFN] > 0.5)
+    if not fits.any():
+        raise InputError(f"{m.id} at batch {batch} does not fit any {a_id}+{f_id} layout up to "
+                         f"{int(grid[:, 1].max())} {f_id} chips")
+    pool = np.flatnonzero(fits)
+    best = int(min(pool, key=lambda i: (grid[i, 1], grid[i, 0], -res[i, S.S_TPS_PER_USER])))
+    r = res[best]
+    ta, pa, ea = choose_config(m, hw_a, prec_a, None, 1, input_tokens, output_tokens)
+    _, pre = evaluate_config(m, hw_a, prec_a, ta, pa, ea, 1, input_tokens, output_tokens)
+    decode = {"time_s": float(r[S.S_TIME_S]), "attention_s": float(r[S.S_ATTENTION_S]), "ffn_s": float(r[S.S_FFN_S]),
+              "crossing_s": float(r[S.S_CROSSING_S]), "bound": S.SPLIT_BOUND_NAMES[int(r[S.S_BOUND])],
+              "attention_chips": int(grid[best, 0]), "ffn_chips": int(grid[best, 1])}
+    return Estimate(
+        model=m.id, hardware=f"{a_id}+{f_id}", precision=f"{prec_a}+{prec_f}",
+        chips=int(grid[best, 0] + grid[best, 1]), tensor_parallel=int(grid[best, 0]), pipeline_parallel=1,
+        expert_parallel=bool(grid[best, 2]), batch=batch, input_tokens=input_tokens, output_tokens=output_tokens,
+        fits=True, tps_per_user=float(r[S.S_TPS_PER_USER]), output_tokens_per_s=float(r[S.S_TOKENS_PER_S]),
+        step_time_s=float(r[S.S_TIME_S]), ttft_s=float(pre[L.B_TIME_S]), power_w=float(r[S.S_POWER_W]),
+        output_tokens_per_s_per_mw=float(r[S.S_TOKENS_PER_S]) / (float(r[S.S_POWER_W]) / 1e6),
+        colocated_tps_per_user=float(r[S.S_TPS_PER_USER]), colocated_output_tokens_per_s=float(r[S.S_TOKENS_PER_S]),
+        decode=decode, prefill=_breakdown_dict(pre), roles=["attention", "ffn"],
+        source="planner performance model, attention/FFN split (docs/MODEL.md 10)",
     )
 
 

@@ -89,3 +89,16 @@ def test_frontier_accepts_pairs():
 def test_pairs_need_the_right_roles(pair, needle):
     res = CliRunner().invoke(main, ["frontier", "--model", "deepseek-r1", "--hardware", pair])
     assert res.exit_code == 2 and needle in res.output
+
+
+def test_estimate_accepts_pairs():
+    res = CliRunner().invoke(main, ["estimate", "--model", "kimi-k2", "--hardware", "vr-nvl72+groq3-lpx",
+                                    "--batch", "16", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    est = json.loads(res.output)
+    assert est["hardware"] == "vr-nvl72+groq3-lpx" and est["fits"]
+    assert est["decode"]["attention_chips"] + est["decode"]["ffn_chips"] == est["chips"]
+    # the FFN pool is the smallest that holds the 1T model's FFN weights in 500 MB LPUs
+    ffn_bytes = catalog.get_model("kimi-k2").total_params * 1.0  # fp8, an upper bound (attention excluded)
+    assert est["decode"]["ffn_chips"] * 0.5e9 <= 2 * ffn_bytes
+    assert est["tps_per_user"] == pytest.approx(est["output_tokens_per_s"] / 16)

@@ -1,0 +1,61 @@
+"""docs/GTC2026.md and scenarios/gtc-2026-tiers.yaml: the shipped GTC 2026 tier scenario solves, and the page's
+figures are the model's (recomputed from the frontier), so the page cannot drift from the model silently."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from planner import fleet
+from planner.performance import TIERS, best_at_tiers, frontier
+from planner.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "GTC2026.md"
+SCENARIO = ROOT / "scenarios" / "gtc-2026-tiers.yaml"
+HARDWARE = ["hgx-h100", "hgx-h200", "gb200-nvl72", "vr-nvl72", "vr-nvl72+groq3-lpx"]
+
+
+def doc_figures() -> dict:
+    blocks = re.findall(r"```json\n(.*?)```", DOC.read_text(), flags=re.S)
+    assert len(blocks) == 1, "docs/GTC2026.md must hold exactly one ```json block"
+    return json.loads(blocks[0])
+
+
+def test_scenario_solves_with_every_check_ok():
+    plan = fleet.solve(load_scenario(SCENARIO))
+    assert plan.status == "optimal"
+    assert plan.checks and all(c["ok"] for c in plan.checks), [c for c in plan.checks if not c["ok"]]
+    tiers = {w.tier for w in load_scenario(SCENARIO).workloads}
+    assert tiers == set(TIERS)  # one workload per tier, ultra included (served with speculative decoding)
+
+
+@pytest.mark.parametrize("condition", ["1000/1000", "8000/1000"])
+def test_doc_figures_match_the_model(condition):
+    documented = doc_figures()[condition]
+    inp, out = (int(x) for x in condition.split("/"))
+    rows = best_at_tiers(frontier("kimi-k2", HARDWARE, input_tokens=inp, output_tokens=out))
+    model = {}
+    for r in rows:
+        model.setdefault(r["hardware"], {})[r["tier"]] = r["output_tokens_per_s_per_mw"]
+    assert set(documented) == set(HARDWARE) == set(model)
+    for hw in HARDWARE:
+        assert set(documented[hw]) == set(TIERS)
+        for tier in TIERS:
+            doc, got = documented[hw][tier], model[hw][tier]
+            if doc == 0:
+                assert got == 0, f"{hw} {tier}: the page says no point reaches the tier, the model gives {got:.0f}"
+            else:
+                assert got == pytest.approx(doc, rel=0.01), f"{hw} {tier} ({condition})"
+
+
+def test_doc_headline_ratios():
+    """The ratios quoted in the claim-against-planner table follow from the figures block."""
+    f = doc_figures()["1000/1000"]
+    assert f["gb200-nvl72"]["standard"] / f["hgx-h100"]["standard"] == pytest.approx(22.1, abs=0.05)
+    assert f["gb200-nvl72"]["standard"] / f["hgx-h200"]["standard"] == pytest.approx(14.4, abs=0.05)
+    assert f["vr-nvl72"]["standard"] / f["gb200-nvl72"]["standard"] == pytest.approx(2.15, abs=0.01)
+    assert f["vr-nvl72"]["premium"] / f["gb200-nvl72"]["premium"] == pytest.approx(2.80, abs=0.01)
+    assert f["vr-nvl72+groq3-lpx"]["high"] / f["gb200-nvl72"]["high"] == pytest.approx(2.81, abs=0.01)
+    assert all(f[hw]["ultra"] == 0 for hw in HARDWARE)  # no system reaches 1,000 tok/s/user without speculation

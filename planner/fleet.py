@@ -80,6 +80,7 @@ def build_problem(scenario) -> Built:
         if cols["ffn_hardware"][j]:
             chips[j, hw_index[cols["ffn_hardware"][j]]] = cols["ffn_chips"][j]
     demand = np.array([x for d in demands for x in (d.output_tokens_per_s, d.prefill_tokens_per_s)])
+    revenue = np.array([annual_revenue(scenario, w, d) for w, d in zip(scenario.workloads, demands)])
     caps = scenario.hardware.max_racks
     problem = FleetProblem(
         chips_per_rack=np.array([h.chips_per_rack for h in hw_list], dtype=float),
@@ -93,6 +94,8 @@ def build_problem(scenario) -> Built:
         power_budget_w=(scenario.site.power_budget_mw or math.inf) * 1e6,
         max_total_racks=scenario.site.max_racks or math.inf,
         objective=scenario.objective,
+        row_group=np.repeat(np.arange(len(demands)), 2),
+        group_value=revenue if scenario.objective == "max_revenue" else None,
     )
     return Built(scenario, problem, demands, hw_list, cols, opts.candidates_scored, engine_s,
                  unserved_workloads(demands, cols))
@@ -122,6 +125,12 @@ def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray) -> np.ndarr
             room -= extra
             x[j] = np.ceil(x[j])
     return x
+
+
+def annual_revenue(scenario, workload, demand) -> float:
+    """USD/year if the whole demand is served: mean output tokens/s x a year x price per million (0 unpriced)."""
+    price = scenario.price_of(workload) or 0.0
+    return demand.output_tokens_per_s / workload.peak_to_mean * SECONDS_PER_YEAR / 1e6 * price
 
 
 def unserved_workloads(demands, cols) -> dict[str, str]:
@@ -158,6 +167,7 @@ class Plan:
     unserved: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
     alternatives: object = None  # polars.DataFrame: the cheapest option per system, workload and role
+    tiers: object = None  # polars.DataFrame: served tokens, power, tokens/s per MW and revenue per MW by tier
     built: Built | None = field(default=None, repr=False)  # the inputs, for evaluate(); not serialized
 
     def to_dict(self) -> dict:
@@ -174,6 +184,7 @@ class Plan:
             "unserved": self.unserved,
             "checks": self.checks,
             "alternatives": self.alternatives.to_dicts() if self.alternatives is not None else [],
+            "tiers": self.tiers.to_dicts() if self.tiers is not None else [],
             "provenance": self.provenance,
         }
 
@@ -195,12 +206,13 @@ def extract_plan(built: Built, sol) -> Plan:
                     built.unserved, built=built)
     replicas = round_up_small(built.problem, racks, np.asarray(sol.replicas, dtype=float))
     alloc = allocation_table(built, replicas)
+    shares = np.asarray(sol.shares) if len(sol.shares) else np.ones(len(built.demands))
     alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(replicas > 1e-9)))
     fleet = fleet_table(built, racks, alloc)
-    wl = workload_table(built, alloc, fleet)
-    totals = totals_of(built, fleet)
+    wl = workload_table(built, alloc, fleet, shares)
+    totals = totals_of(built, fleet, wl)
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
-                provenance, built.unserved, alternatives=alternatives, built=built)
+                provenance, built.unserved, alternatives=alternatives, tiers=tier_table(wl), built=built)
 
 
 def _finite(x):
@@ -239,7 +251,10 @@ def allocation_table(built: Built, replicas: np.ndarray):
                     "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
                     "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "column"]
     if not rows:
-        return pl.DataFrame(schema={c: pl.Float64 for c in schema_order})
+        text = {"workload", "role", "hardware", "precision"}
+        ints = {"chips_per_replica", "tensor_parallel", "pipeline_parallel", "batch", "draft_tokens", "column"}
+        return pl.DataFrame(schema={c: pl.Utf8 if c in text else pl.Int64 if c in ints else
+                                    pl.Boolean if c == "expert_parallel" else pl.Float64 for c in schema_order})
     return pl.DataFrame(rows, infer_schema_length=None).select(schema_order).sort(["workload", "role", "hardware"])
 
 
@@ -297,7 +312,7 @@ def fleet_table(built: Built, racks: np.ndarray, alloc):
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
-def workload_table(built: Built, alloc, fleet):
+def workload_table(built: Built, alloc, fleet, shares: np.ndarray):
     """Per workload: demand and what is served, the speeds, and its share of the fleet's cost and power
     (each system's cost and power split by the chips each workload uses on it)."""
     import polars as pl
@@ -323,6 +338,10 @@ def workload_table(built: Built, alloc, fleet):
             "annual_cost_usd": cost, "power_mw": power_mw,
             "cost_usd_per_mtok": cost / (tokens_per_year / 1e6) if tokens_per_year > 0 else None,
             "output_tokens_per_s_per_mw": d.output_tokens_per_s / power_mw if power_mw > 0 else None,
+            "tier": built.scenario.workloads[w].tier,
+            "served_share": float(shares[w]),
+            "price_usd_per_mtok": built.scenario.price_of(built.scenario.workloads[w]),
+            "revenue_usd_per_year": float(shares[w]) * annual_revenue(built.scenario, built.scenario.workloads[w], d),
         })
     return pl.DataFrame(rows)
 
@@ -342,8 +361,26 @@ def _chip_shares(built: Built, alloc, fleet) -> tuple[dict, dict]:
     return cost, power
 
 
-def totals_of(built: Built, fleet) -> dict:
-    demand = sum(d.output_tokens_per_s for d in built.demands)
+def tier_table(workloads):
+    """Per speed tier: output tokens/s served, power share, tokens/s per MW, revenue per MW (issue 4 item 5)."""
+    import polars as pl
+
+    if not len(workloads):
+        return pl.DataFrame()
+    wl = workloads.with_columns(
+        (pl.col("demand_output_tokens_per_s") * pl.col("served_share")).alias("output_tokens_per_s"),
+        pl.col("tier").fill_null("custom"))
+    return (wl.group_by("tier", maintain_order=True)
+              .agg(pl.col("min_tps_per_user").min(), pl.col("output_tokens_per_s").sum(), pl.col("power_mw").sum(),
+                   pl.col("revenue_usd_per_year").sum())
+              .with_columns((pl.col("output_tokens_per_s") / pl.col("power_mw")).alias("output_tokens_per_s_per_mw"),
+                            (pl.col("revenue_usd_per_year") / pl.col("power_mw")).alias("revenue_usd_per_year_per_mw"))
+              .sort("min_tps_per_user"))
+
+
+def totals_of(built: Built, fleet, workloads) -> dict:
+    demand = float((workloads["demand_output_tokens_per_s"] * workloads["served_share"]).sum())
+    revenue = float(workloads["revenue_usd_per_year"].sum())
     power = float(fleet["power_mw"].sum()) if len(fleet) else 0.0
     return {
         "racks": int(fleet["racks"].sum()) if len(fleet) else 0,
@@ -355,6 +392,9 @@ def totals_of(built: Built, fleet) -> dict:
         "annual_cost_usd": float(fleet["annual_cost_usd"].sum()) if len(fleet) else 0.0,
         "output_tokens_per_s": demand,
         "output_tokens_per_s_per_mw": demand / power if power > 0 else None,
+        "revenue_usd_per_year": revenue,
+        "profit_usd_per_year": revenue - (float(fleet["annual_cost_usd"].sum()) if len(fleet) else 0.0),
+        "revenue_usd_per_year_per_mw": revenue / power if power > 0 else None,
     }
 
 
@@ -444,14 +484,16 @@ def evaluate(plan: Plan) -> list[dict]:
     hw = {h.id: h for h in built.hardware}
     for r in plan.allocation.iter_rows(named=True):
         checks.extend(_rescore(r, built, hw[r["hardware"]]))
+    shares = dict(zip(plan.workloads["workload"].to_list(), plan.workloads["served_share"].to_list()))
     for d in built.demands:
+        share = shares[d.name]
         mine = plan.allocation.filter(pl.col("workload") == d.name)
         served = float(mine.filter(pl.col("role").is_in(DECODE_ROLES))["output_tokens_per_s"].sum())
         prefilled = float(mine["prefill_tokens_per_s"].sum())
-        checks.append(_check(f"demand {d.name} decode", served >= d.output_tokens_per_s * (1 - 1e-6),
-                             f"served {served:.6g} of {d.output_tokens_per_s:.6g} output tokens/s"))
-        checks.append(_check(f"demand {d.name} prefill", prefilled >= d.prefill_tokens_per_s * (1 - 1e-6),
-                             f"prefilled {prefilled:.6g} of {d.prefill_tokens_per_s:.6g} prompt tokens/s"))
+        checks.append(_check(f"demand {d.name} decode", served >= share * d.output_tokens_per_s * (1 - 1e-6),
+                             f"served {served:.6g} of {share:.4g} x {d.output_tokens_per_s:.6g} output tokens/s"))
+        checks.append(_check(f"demand {d.name} prefill", prefilled >= share * d.prefill_tokens_per_s * (1 - 1e-6),
+                             f"prefilled {prefilled:.6g} of {share:.4g} x {d.prefill_tokens_per_s:.6g} prompt tokens/s"))
     racks = {f["hardware"]: f["racks"] for f in plan.fleet.iter_rows(named=True)}
     for hw_id in sorted(set(racks) | set(plan.allocation["hardware"].to_list())):
         h = hw[hw_id]

@@ -17,7 +17,8 @@ ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_rep
                       "ttft_s", "ttft_p50_s", "ttft_p99_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share"]
 WORKLOAD_COLUMNS = ["workload", "model", "min_tps_per_user", "demand_output_tokens_per_s",
                     "served_output_tokens_per_s", "tps_per_user", "ttft_s", "ttft_target_s", "ttft_percentile",
-                    "cost_usd_per_mtok", "output_tokens_per_s_per_mw", "power_mw", "annual_cost_usd"]
+                    "cost_usd_per_mtok", "output_tokens_per_s_per_mw", "power_mw", "annual_cost_usd",
+                    "served_share", "revenue_usd_per_year"]
 
 
 def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None) -> None:
@@ -45,6 +46,8 @@ def show_tables(plan, reason: str | None = None) -> None:
     render.table(plan.allocation.to_dicts(), title="allocation (per workload and role)", columns=ALLOCATION_COLUMNS)
     render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_COLUMNS)
     render.table([plan.totals], title="totals")
+    if plan.tiers is not None and len(plan.tiers):
+        render.table(plan.tiers.to_dicts(), title="by speed tier")
     if plan.alternatives is not None and len(plan.alternatives):
         render.table(plan.alternatives.to_dicts(),
                      title="why these systems: the cheapest option on each system per workload and role "
@@ -57,7 +60,7 @@ def write_files(plan, out: Path) -> None:
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    for name in ("fleet", "allocation", "workloads", "alternatives"):
+    for name in ("fleet", "allocation", "workloads", "alternatives", "tiers"):
         df = getattr(plan, name)
         df.write_csv(tmp / f"{name}.csv")
         df.write_parquet(tmp / f"{name}.parquet")

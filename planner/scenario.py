@@ -132,6 +132,10 @@ class Workload(_Section):
     tier: Tier | None = Field(
         None, description="latency tier: standard 100, high 200, premium 400, ultra 1000 output tok/s per user"
     )
+    price_usd_per_mtok: NonNegNumber | None = Field(
+        None, description="price of a million output tokens of this workload; default: the scenario's price for "
+        "its tier (max_revenue only)"
+    )
     min_tps_per_user: PosNumber | None = Field(
         None, description="output tokens/s each user must see; give this or tier, not both"
     )
@@ -212,8 +216,13 @@ class Scenario(_Section):
     )
     models: list[Model] = Field(default_factory=list, description="inline model specs, in the catalog schema")
     workloads: list[Workload] = Field(min_length=1, description="what the site must serve")
-    objective: Literal["min_cost", "min_power"] = Field(
-        "min_cost", description="min_cost: annual cost (capex annualized + energy + maintenance); min_power: power"
+    objective: Literal["min_cost", "min_power", "max_revenue"] = Field(
+        "min_cost", description="min_cost: annual cost (capex annualized + energy + maintenance); min_power: power; "
+        "max_revenue: revenue minus annual cost, serving each workload up to its demand"
+    )
+    prices_usd_per_mtok: dict[Tier, NonNegNumber] = Field(
+        default_factory=dict, description="price of a million output tokens per tier, e.g. {standard: 0.6, "
+        "ultra: 12} (max_revenue)"
     )
     solver: SolverSettings = Field(default_factory=SolverSettings, description="solver and its limits")
 
@@ -223,11 +232,23 @@ class Scenario(_Section):
     def _references(self) -> Scenario:
         for loc, message in _reference_problems(self):
             raise _problem(message, *loc)
+        if self.objective == "max_revenue":
+            for i, w in enumerate(self.workloads):
+                if self.price_of(w) is None:
+                    raise _problem(f"max_revenue needs a price for workload {w.name!r}: set its price_usd_per_mtok "
+                                   f"or prices_usd_per_mtok.{w.tier or '<tier>'}", "workloads", i,
+                                   "price_usd_per_mtok")
         if not self.resolved_hardware():
             where = ("hardware", "allow") if self.hardware.allow is not None else ("start_date",)
             raise _problem(f"no allowed hardware is available by start_date {self.start_date}{self._earliest()}",
                            *where)
         return self
+
+    def price_of(self, workload: Workload) -> float | None:
+        """USD per million output tokens of a workload: its own price, else its tier's."""
+        if workload.price_usd_per_mtok is not None:
+            return workload.price_usd_per_mtok
+        return self.prices_usd_per_mtok.get(workload.tier) if workload.tier else None
 
     def _earliest(self) -> str:
         known = self.known_hardware()

@@ -44,6 +44,11 @@ have no column.
 #       [primary, (1 + D_R + D_X) primary]: its plan is within 1.1e-7 (relative) of the primary optimum, and
 #       dual_bound / (1 + D_R + D_X) is an honest lower bound on the primary optimum.
 #
+#   (6) max_revenue: share variables s_g in [0, 1] per sold good g (a workload's rows share one g); row (1)
+#       becomes sum_j coverage_jw x_j >= s_{g(w)} demand_w, and the objective subtracts the revenue:
+#       minimize  sum_h annual_cost_h racks_h - sum_g value_g s_g  (+ the tie terms), value_g = USD/year when g's
+#       whole demand is served. Demand is then a ceiling on what is sold, and the power budget still binds.
+#
 # Scaling (section 2): row (1) is divided by demand_w (coefficients coverage_jw / demand_w, right side 1); row (2)
 # by chips_per_rack_h (coefficients are rack shares, racks_h's is -1); row (3) by pue * max_h rack_power_w_h
 # (coefficients in (0, 1]); the objective by max_h p_h.
@@ -58,7 +63,7 @@ from datetime import timedelta
 import numpy as np
 
 HOURS_PER_YEAR = 8760.0
-OBJECTIVES = ("min_cost", "min_power")
+OBJECTIVES = ("min_cost", "min_power", "max_revenue")
 STATUSES = ("optimal", "feasible", "infeasible", "time_limit")
 RACK_TIE = 1e-7  # D_R in (O)
 REPLICA_TIE = 1e-8  # D_X in (O)
@@ -127,6 +132,8 @@ class FleetProblem:
     objective: str = "min_cost"
     coverage: np.ndarray | None = None  # [J, W] demand units of row w one replica of j serves; default from
     # workload and capacity (one row per column)
+    row_group: np.ndarray | None = None  # [W] max_revenue: the sold good each demand row belongs to (default: own)
+    group_value: np.ndarray | None = None  # [G] max_revenue: USD/year for serving group g's whole demand
 
     def __post_init__(self):
         if self.coverage is None:
@@ -135,6 +142,12 @@ class FleetProblem:
                 cov[np.arange(len(self.workload)), np.asarray(self.workload, dtype=np.int64)] = self.capacity
             object.__setattr__(self, "coverage", cov)
         object.__setattr__(self, "coverage", _frozen(self.coverage, float))
+        if self.row_group is None:
+            object.__setattr__(self, "row_group", np.arange(len(self.demand)))
+        object.__setattr__(self, "row_group", _frozen(self.row_group, np.int64))
+        if self.group_value is None:
+            object.__setattr__(self, "group_value", np.zeros(int(self.row_group.max(initial=-1)) + 1))
+        object.__setattr__(self, "group_value", _frozen(self.group_value, float))
         for name, dtype in (("chips_per_rack", float), ("rack_power_w", float), ("annual_cost_usd_per_rack", float),
                             ("max_racks", float), ("workload", np.int64), ("capacity", float), ("chips", float),
                             ("integer_replicas", bool), ("demand", float)):
@@ -205,15 +218,15 @@ class FleetProblem:
 
 # ---- derived data (pure functions of the problem) -------------------------------------------------------------
 def primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """p_h of (O): USD/year per rack for min_cost, IT watts per rack for min_power."""
-    if problem.objective == "min_cost":
+    """p_h of (O): USD/year per rack for min_cost and max_revenue, IT watts per rack for min_power."""
+    if problem.objective in ("min_cost", "max_revenue"):
         return problem.annual_cost_usd_per_rack
     return problem.rack_power_w
 
 
 def secondary_coefficients(problem: FleetProblem) -> np.ndarray:
     """q_h of (O): the tie-break measure between racks of equal primary value."""
-    if problem.objective == "min_cost":
+    if problem.objective in ("min_cost", "max_revenue"):
         return problem.rack_power_w
     return problem.annual_cost_usd_per_rack
 
@@ -282,6 +295,7 @@ class FleetModel:
     replica_upper_bounds: np.ndarray
     build_seconds: float
     cpsat_var_scaling: float = 1.0
+    shares: list = field(default_factory=list)  # [G] max_revenue: share of each group's demand served
 
 
 @dataclass
@@ -311,6 +325,8 @@ class FleetSolution:
     build_seconds: float = 0.0
     detail: str = ""
     violations: tuple = field(default_factory=tuple)
+    shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # max_revenue: served share per group
+    revenue: float = 0.0  # max_revenue: USD/year of the served shares
 
 
 def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
@@ -327,12 +343,14 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
         x_ub = np.where(problem.integer_replicas, x_ub, x_ub + 2.0 / cpsat_scaling)
     replicas = [m.add_variable(lb=0.0, ub=float(x_ub[j]), is_integer=bool(problem.integer_replicas[j]),
                                name=f"x[{j}]") for j in range(problem.n_columns)]
-    _add_demand_rows(m, problem, replicas)
+    shares = ([m.add_variable(lb=0.0, ub=1.0, name=f"share[g={g}]") for g in range(len(problem.group_value))]
+              if problem.objective == "max_revenue" else [])
+    _add_demand_rows(m, problem, replicas, shares)
     _add_chip_rows(m, problem, racks, replicas)
     _add_power_row(m, problem, racks)
     _add_total_racks_row(m, problem, racks)
-    scale = _set_objective(m, problem, racks, replicas)
-    return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling)
+    scale = _set_objective(m, problem, racks, replicas, shares)
+    return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares)
 
 
 def cpsat_var_scaling(continuous_upper_bounds: np.ndarray) -> float:
@@ -342,13 +360,15 @@ def cpsat_var_scaling(continuous_upper_bounds: np.ndarray) -> float:
     return float(min(CPSAT_MAX_SCALING, 0.5 * CPSAT_MAX_BOUND / largest))
 
 
-def _add_demand_rows(m, problem: FleetProblem, replicas) -> None:
-    """(1), divided by demand_w."""
+def _add_demand_rows(m, problem: FleetProblem, replicas, shares=()) -> None:
+    """(1), divided by demand_w; under max_revenue (6) the right side is the served share of the row's group."""
     coef = problem.coverage / np.where(problem.demand > 0, problem.demand, 1.0)[None, :]
     for w in range(problem.n_workloads):
         if problem.demand[w] <= 0:
             continue
-        row = m.add_linear_constraint(lb=1.0, name=f"demand[w={w}]")
+        row = m.add_linear_constraint(lb=0.0 if shares else 1.0, name=f"demand[w={w}]")
+        if shares:
+            row.set_coefficient(shares[int(problem.row_group[w])], -1.0)
         for j in np.flatnonzero(coef[:, w] > 0):
             row.set_coefficient(replicas[j], float(coef[j, w]))
 
@@ -382,8 +402,8 @@ def _add_total_racks_row(m, problem: FleetProblem, racks) -> None:
         row.set_coefficient(r, 1.0)
 
 
-def _set_objective(m, problem: FleetProblem, racks, replicas) -> float:
-    """(O) divided by max p_h; returns that divisor."""
+def _set_objective(m, problem: FleetProblem, racks, replicas, shares=()) -> float:
+    """(O) divided by max p_h, less the revenue of the served shares under max_revenue (6); returns the divisor."""
     rack_coef = primary_coefficients(problem) + rack_tie_coefficients(problem)
     replica_coef = replica_tie_coefficients(problem)
     scale = float(primary_coefficients(problem).max())
@@ -392,6 +412,8 @@ def _set_objective(m, problem: FleetProblem, racks, replicas) -> float:
         m.objective.set_linear_coefficient(v, float(rack_coef[h] / scale))
     for j, v in enumerate(replicas):
         m.objective.set_linear_coefficient(v, float(replica_coef[j] / scale))
+    for g, v in enumerate(shares):
+        m.objective.set_linear_coefficient(v, float(-problem.group_value[g] / scale))
     return scale
 
 
@@ -459,6 +481,11 @@ def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
         return FleetSolution(np.zeros(H, dtype=np.int64), np.zeros(J), status, math.nan, bound, math.nan,
                              built.solver, raw.wall_seconds, built.build_seconds, detail)
     racks, replicas = _plan_values(problem, built, result)
+    shares, revenue = np.zeros(0), 0.0
+    if built.shares:
+        shares = np.clip(np.asarray(result.variable_values(built.shares), dtype=float), 0.0, 1.0)
+        revenue = float(problem.group_value @ shares)
+        problem = served_problem(problem, shares)
     ev = evaluate(problem, racks, replicas)
     if ev.violations and not problem.integer_replicas.all():
         repaired = repair_replicas(problem, racks, replicas)
@@ -466,10 +493,25 @@ def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
         if len(ev_repaired.violations) < len(ev.violations):
             detail += f"; continuous replicas re-solved after rounding (had {', '.join(ev.violations)})"
             replicas, ev = repaired, ev_repaired
+    if built.shares:  # profit, as the negative of what was minimised
+        objective = ev.objective - revenue
+        bound = min(dual * TIE_FACTOR, objective) if math.isfinite(dual) else -math.inf
+        gap = (objective - bound) / max(abs(objective), 1.0)
+        return FleetSolution(racks, replicas, status, objective, bound, gap, built.solver, raw.wall_seconds,
+                             built.build_seconds, detail, ev.violations, shares, revenue)
     bound = min(bound, ev.objective)  # a bound above the plan's value is solver tolerance, not information
     gap = (ev.objective - bound) / ev.objective if ev.objective > 0 else 0.0
     return FleetSolution(racks, replicas, status, ev.objective, bound, gap, built.solver, raw.wall_seconds,
                          built.build_seconds, detail, ev.violations)
+
+
+def served_problem(problem: FleetProblem, shares: np.ndarray) -> FleetProblem:
+    """The same problem with each row's demand cut to the share the plan serves (max_revenue), costed as
+    min_cost: what evaluate and the rounding repair check a revenue plan against."""
+    import dataclasses
+
+    return dataclasses.replace(problem, demand=problem.demand * shares[problem.row_group], objective="min_cost",
+                               row_group=None, group_value=None)
 
 
 def _plan_values(problem: FleetProblem, built: FleetModel, result):

@@ -202,3 +202,52 @@ def test_agent_sessions_waiting_on_tools_hold_memory():
     w = plans[300].workloads.to_dicts()[0]
     assert w["resident_sessions"] == pytest.approx(5 * 10 * 300)  # calls/s x gap
     assert all(c["ok"] for c in plans[300].checks)
+
+
+REVENUE = """
+name: revenue
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
+site: {power_budget_mw: BUDGET}
+hardware: {allow: [gb200-nvl72]}
+objective: max_revenue
+prices_usd_per_mtok: {standard: STD, premium: PREM}
+workloads:
+  - {name: cheap, model: llama-3.1-70b, requests_per_s: 400, input_tokens: 1000, output_tokens: 400, tier: standard}
+  - {name: fast, model: llama-3.1-70b, requests_per_s: 100, input_tokens: 1000, output_tokens: 400, tier: premium}
+"""
+
+
+def revenue_plan(budget, std, prem):
+    text = REVENUE.replace("BUDGET", str(budget)).replace("STD", str(std)).replace("PREM", str(prem))
+    return fleet.solve(scenario_from_yaml(text))
+
+
+def test_max_revenue_sells_everything_when_it_pays():
+    plan = revenue_plan(100, 5.0, 20.0)
+    shares = {w["workload"]: w["served_share"] for w in plan.workloads.to_dicts()}
+    assert shares == pytest.approx({"cheap": 1.0, "fast": 1.0}, abs=1e-6)
+    assert plan.totals["profit_usd_per_year"] > 0
+    assert all(c["ok"] for c in plan.checks)
+
+
+def test_max_revenue_under_a_tight_budget_prefers_the_better_paid_tier():
+    text = (REVENUE.replace("BUDGET", "0.3").replace("STD", "0.5").replace("PREM", "20")
+            .replace("requests_per_s: 400", "requests_per_s: 40000").replace("requests_per_s: 100", "requests_per_s: 300"))
+    plan = fleet.solve(scenario_from_yaml(text))
+    shares = {w["workload"]: w["served_share"] for w in plan.workloads.to_dicts()}
+    assert shares["fast"] == pytest.approx(1.0, abs=1e-6) and shares["cheap"] < 0.999
+    assert plan.totals["facility_power_mw"] <= 0.3 * (1 + 1e-9)
+    assert all(c["ok"] for c in plan.checks)
+
+
+def test_max_revenue_sells_nothing_below_cost():
+    plan = revenue_plan(100, 0.0, 0.0)
+    assert plan.totals["revenue_usd_per_year"] == 0 and plan.totals["racks"] == 0
+
+
+def test_max_revenue_needs_prices():
+    text = REVENUE.replace("BUDGET", "10").replace("prices_usd_per_mtok: {standard: STD, premium: PREM}", "")
+    with pytest.raises(Exception, match="max_revenue needs a price"):
+        scenario_from_yaml(text)

@@ -458,7 +458,7 @@ def alternatives_table(built: Built, chosen_columns: set[int]):
             for h, c, fh, fc, cap in zip(cols["hardware"], cols["chips"], cols["ffn_hardware"], cols["ffn_chips"],
                                          capacity)]
     df = pl.DataFrame({
-        "workload": cols["workload"], "role": cols["kind"],
+        "workload": cols["workload"], "role": [{"split": "attention+ffn"}.get(k, k) for k in cols["kind"]],
         "hardware": [f"{h}+{fh}" if fh else h for h, fh in zip(cols["hardware"], cols["ffn_hardware"])],
         "precision": cols["precision"], "chips_per_replica": cols["chips"] + cols["ffn_chips"], "capacity": capacity,
         "usd_per_year_per_1k_tokens_per_s": cost,

@@ -49,7 +49,7 @@ def numpy_coefficients(mv, hv, grid, q):
     coef = np.empty((len(q), len(grid), E.N_COEF))
     for j in range(len(q)):
         for i, (tp, pp, ep) in enumerate(grid):
-            E.layout_coefficients(mv, hv, tp, pp, ep, q[j], CTX_AVG, CTX_MAX, coef[j, i])
+            E.layout_coefficients(mv, hv, tp, pp, ep, CTX_AVG, CTX_MAX, coef[j, i])
     return coef
 
 

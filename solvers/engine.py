@@ -2,8 +2,8 @@
 
 The performance model is ``solvers.perf_kernels``; this module only reorganises it for speed. Everything that does
 not depend on the batch is computed once per layout (``layout_coefficients``, from the model's own functions), so
-that scoring one batch (``score_batch``) is a handful of operations. ``tests/test_engine.py`` checks that the two
-paths agree with ``decode_breakdown`` to rounding.
+that scoring one batch in ``best_decode_per_layout`` is a handful of operations. ``tests/test_engine.py`` checks
+that it agrees with a plain loop over ``decode_breakdown`` to rounding.
 
 Only arrays and scalars cross in. Per-layout results go to preallocated per-iteration buffers and are reduced
 after the hot loop, which keeps the batch loop free of running maxima.
@@ -48,15 +48,9 @@ C_CHIPS = 13
 C_POWER_W = 14
 N_COEF = 15
 
-# ---- per-candidate results ------------------------------------------------------------------------------
-R_TPS_PER_USER = 0
-R_TOKENS_PER_S = 1
-R_FITS = 2
-N_RESULT = 3
-
 
 @njit
-def layout_coefficients(model, hw, tp, pp, ep, query_tokens, context_avg, context_max, c):
+def layout_coefficients(model, hw, tp, pp, ep, context_avg, context_max, c):
     """Fill ``c`` with everything about decode on this layout that does not depend on the batch."""
     ls, _, moe = stage_layers(model, pp)
     wbytes = hw[L.H_WEIGHT_BYTES]
@@ -78,29 +72,7 @@ def layout_coefficients(model, hw, tp, pp, ep, query_tokens, context_avg, contex
     c[C_USABLE] = usable_bytes_per_chip(hw)
     c[C_CHIPS] = tp * pp
     c[C_POWER_W] = tp * pp * hw[L.H_RACK_POWER_W] / hw[L.H_CHIPS_PER_RACK]
-    _ = query_tokens  # the batch scorer multiplies by it; kept in the signature so callers pass one set
     return c
-
-
-@njit
-def score_batch(c, hw, streams, query_tokens, accepted_tokens, r):
-    """Decode of ``streams`` streams on the layout ``c`` describes: writes tokens/s per user, replica tokens/s and
-    whether it fits into ``r`` (same formulas as ``perf_kernels.decode_breakdown``, MODEL.md 3)."""
-    pp = c[C_PP]
-    b = max(streams / pp, 1.0)
-    tokens = b * query_tokens
-    touched = 0.0
-    if c[C_EXPERTS] > 0.0:
-        touched = c[C_EXPERTS] * (1.0 - math.exp(tokens * c[C_LOG_MISS]))
-    read_w = c[C_READ_W0] + c[C_READ_W1] * touched
-    held_kv = c[C_KV_HELD] * streams
-    memory = tier_read_time(hw, c[C_HELD_W], read_w, held_kv, c[C_KV_READ] * b)
-    compute = c[C_COMPUTE] * tokens
-    comm = c[C_COMM0] + c[C_COMM1] * tokens
-    interval = pp * (max(memory, compute) + comm + c[C_FLOOR])
-    r[R_TPS_PER_USER] = accepted_tokens / interval
-    r[R_TOKENS_PER_S] = streams * accepted_tokens / interval
-    r[R_FITS] = 1.0 if c[C_HELD_W] + held_kv <= c[C_USABLE] else 0.0
 
 
 @njit
@@ -174,7 +146,7 @@ def best_decode_per_layout(model, hw, layouts, pp_index, touched, batches, query
         i, j = idx // s, idx % s
         q, a = query_tokens[j], accepted_tokens[j]
         c = np.empty(N_COEF)
-        layout_coefficients(model, hw, layouts[i, 0], layouts[i, 1], layouts[i, 2], q, context_avg, context_max, c)
+        layout_coefficients(model, hw, layouts[i, 0], layouts[i, 1], layouts[i, 2], context_avg, context_max, c)
         pp, held_w, kvh, kvr = c[C_PP], c[C_HELD_W], c[C_KV_HELD], c[C_KV_READ]
         fixed = c[C_COMM0] + c[C_FLOOR]
         per_token = c[C_COMM1]

@@ -11,26 +11,6 @@ from solvers.perf_kernels import decode_breakdown
 from tests.test_kernels_twin import random_config, random_hw, random_model
 
 
-@pytest.mark.parametrize("seed", range(150))
-def test_score_batch_equals_decode_breakdown(seed):
-    rng = np.random.default_rng(5000 + seed)
-    m, h = random_model(rng), random_hw(rng)
-    tp, pp, ep = random_config(rng, m)
-    q = float(rng.integers(1, 5))
-    a = rng.uniform(1, q)
-    ctx_avg = float(rng.integers(1, 100_000))
-    ctx_max = ctx_avg * rng.uniform(1, 2)
-    c = np.empty(E.N_COEF)
-    E.layout_coefficients(m, h, tp, pp, ep, q, ctx_avg, ctx_max, c)
-    r, full = np.empty(E.N_RESULT), np.empty(L.N_BREAKDOWN)
-    for streams in (1.0, 3.0, 64.0, 1000.0):
-        E.score_batch(c, h, streams, q, a, r)
-        decode_breakdown(m, h, tp, pp, ep, streams, ctx_avg, ctx_max, q, a, full)
-        assert r[E.R_TPS_PER_USER] == pytest.approx(full[L.B_TPS_PER_USER], rel=1e-9)
-        assert r[E.R_TOKENS_PER_S] == pytest.approx(full[L.B_TOKENS_PER_S], rel=1e-9)
-        assert bool(r[E.R_FITS]) == bool(full[L.B_FITS])
-
-
 def slow_best(m, h, layouts, batches, q, a, ctx_avg, ctx_max, min_tps):
     """Plain loop over decode_breakdown: the engine's decode-only reduction, written the obvious way."""
     out = []
@@ -46,7 +26,7 @@ def slow_best(m, h, layouts, batches, q, a, ctx_avg, ctx_max, min_tps):
     return out
 
 
-@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("seed", range(100))
 def test_best_decode_per_layout_equals_slow_loop(seed):
     rng = np.random.default_rng(9000 + seed)
     m, h = random_model(rng), random_hw(rng)

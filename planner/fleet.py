@@ -169,6 +169,7 @@ class Plan:
     alternatives: object = None  # polars.DataFrame: the cheapest option per system, workload and role
     tiers: object = None  # polars.DataFrame: served tokens, power, tokens/s per MW and revenue per MW by tier
     built: Built | None = field(default=None, repr=False)  # the inputs, for evaluate(); not serialized
+    timings: dict = field(default_factory=dict)  # seconds spent; shown, never serialized (plans are reproducible)
 
     def to_dict(self) -> dict:
         return {
@@ -195,15 +196,14 @@ def extract_plan(built: Built, sol) -> Plan:
     sc = built.scenario
     racks = np.asarray(sol.racks, dtype=float) if sol.status in ("optimal", "feasible", "time_limit") else None
     solver = {"name": sol.solver, "status": sol.status, "relative_gap": _finite(sol.relative_gap),
-              "best_bound": _finite(sol.best_bound), "solve_s": sol.solve_seconds,
-              "engine_s": built.engine_seconds, "candidates_scored": built.candidates_scored,
+              "best_bound": _finite(sol.best_bound), "candidates_scored": built.candidates_scored,
               "columns": built.problem.n_columns}
     provenance = {"planner_version": __version__, "catalog_version": catalog.CATALOG_VERSION,
                   "performance_model": "docs/MODEL.md", "efficiencies": "planner/data/efficiency.yaml"}
     if racks is None:
         empty = pl.DataFrame()
         return Plan(sc.name, sol.status, sc.objective, float("nan"), solver, empty, empty, empty, {}, provenance,
-                    built.unserved, built=built)
+                    built.unserved, built=built, timings=timings_of(built, sol))
     replicas = round_up_small(built.problem, racks, np.asarray(sol.replicas, dtype=float))
     alloc = allocation_table(built, replicas)
     shares = np.asarray(sol.shares) if len(sol.shares) else np.ones(len(built.demands))
@@ -212,7 +212,12 @@ def extract_plan(built: Built, sol) -> Plan:
     wl = workload_table(built, alloc, fleet, shares)
     totals = totals_of(built, fleet, wl)
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
-                provenance, built.unserved, alternatives=alternatives, tiers=tier_table(wl), built=built)
+                provenance, built.unserved, alternatives=alternatives, tiers=tier_table(wl), built=built,
+                timings=timings_of(built, sol))
+
+
+def timings_of(built: Built, sol) -> dict:
+    return {"engine_s": built.engine_seconds, "solve_s": sol.solve_seconds}
 
 
 def _finite(x):
@@ -410,8 +415,16 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
         scenario = load_scenario(scenario)
     settings = scenario.solver
     built = build_problem(scenario)
-    sol = optimize(built.problem, solver=solver or settings.name,
-                   time_limit_s=time_limit_s or settings.time_limit_s, relative_gap=settings.relative_gap)
+    limit = time_limit_s or settings.time_limit_s
+    sol = optimize(built.problem, solver=solver or settings.name, time_limit_s=limit,
+                   relative_gap=settings.relative_gap)
+    if sol.status == "time_limit":  # the solver stopped at the limit without any plan
+        raise PlannerError(f"the {sol.solver} solver found no plan within the time limit of {limit:g} s; raise "
+                           f"--time-limit (or solver.time_limit_s) or try another solver (scip, highs, cp-sat)")
+    if sol.status == "feasible" and ("TIME" in sol.detail or "UNDETERMINED" in sol.detail):
+        import dataclasses
+
+        sol = dataclasses.replace(sol, status="time_limit")  # a plan, stopped by the limit: the interface's name
     plan = extract_plan(built, sol)
     if plan.status == "infeasible":
         raise InfeasibleError(infeasibility_message(built), plan=plan)

@@ -35,11 +35,11 @@ def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None) -> None
 
 def show_tables(plan, reason: str | None = None) -> None:
     """The plan as terminal tables; the reason of an infeasible plan is printed by the CLI's error line."""
-    s = plan.solver
+    s, t = plan.solver, plan.timings
     gap = s.get("relative_gap")
     click.echo(f"scenario {plan.scenario}: {plan.status} ({s['name']}, gap {gap if gap is not None else '-'}, "
-               f"{s['candidates_scored']:,} candidates scored in {s['engine_s']:.2f} s, "
-               f"{s['columns']} columns, MILP {s['solve_s']:.2f} s)")
+               f"{s['candidates_scored']:,} candidates scored in {t.get('engine_s', 0):.2f} s, "
+               f"{s['columns']} columns, MILP {t.get('solve_s', 0):.2f} s)")
     if not len(plan.fleet):
         return
     render.table(plan.fleet.to_dicts(), title="fleet", columns=FLEET_COLUMNS)

@@ -61,19 +61,48 @@ class DateFigure(Strict):
     note: str | None = None
 
 
+def _positive(*names: str):
+    """A model validator: the named Figure fields must be > 0."""
+
+    def check(self):
+        for name in names:
+            fig = getattr(self, name)
+            if fig is not None and not fig.value > 0:
+                raise ValueError(f"{name} must be > 0, got {fig.value}")
+        return self
+
+    return model_validator(mode="after")(check)
+
+
 class MemoryTier(Strict):
     tier: TierKind
     capacity_bytes: Figure
     bandwidth_bytes_per_s: Figure
+
+    _check = _positive("capacity_bytes", "bandwidth_bytes_per_s")
 
 
 class Link(Strict):
     bandwidth_bytes_per_s: Figure = Field(description="per chip, one direction")
     latency_s: Figure
 
+    @model_validator(mode="after")
+    def _sane(self) -> "Link":
+        if not self.bandwidth_bytes_per_s.value > 0:
+            raise ValueError(f"bandwidth_bytes_per_s must be > 0, got {self.bandwidth_bytes_per_s.value}")
+        if self.latency_s.value < 0:
+            raise ValueError(f"latency_s must be >= 0, got {self.latency_s.value}")
+        return self
+
 
 class ScaleUp(Link):
     domain_chips: Figure
+
+    @model_validator(mode="after")
+    def _domain(self) -> "ScaleUp":
+        if not (self.domain_chips.value >= 1 and float(self.domain_chips.value).is_integer()):
+            raise ValueError(f"domain_chips must be a whole number >= 1, got {self.domain_chips.value}")
+        return self
 
 
 class Chip(Strict):
@@ -84,6 +113,13 @@ class Chip(Strict):
     scale_up: ScaleUp
     scale_out: Link
 
+    @model_validator(mode="after")
+    def _flops(self) -> "Chip":
+        for prec, fig in self.peak_flops_per_s.items():
+            if not fig.value > 0:
+                raise ValueError(f"peak_flops_per_s.{prec} must be > 0, got {fig.value}")
+        return self
+
 
 class Rack(Strict):
     chips: Figure
@@ -91,6 +127,16 @@ class Rack(Strict):
     capex_usd: Figure
     available: DateFigure
     note: str | None = None
+
+    _check = _positive("power_kw")
+
+    @model_validator(mode="after")
+    def _counts(self) -> "Rack":
+        if not (self.chips.value >= 1 and float(self.chips.value).is_integer()):
+            raise ValueError(f"chips must be a whole number >= 1, got {self.chips.value}")
+        if self.capex_usd.value < 0:
+            raise ValueError(f"capex_usd must be >= 0, got {self.capex_usd.value}")
+        return self
 
 
 class Hardware(Strict):

@@ -23,6 +23,11 @@ def _fail(exc: Exception) -> None:
     if isinstance(exc, CatalogError):
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    from solvers.fleet_milp import SolverError
+
+    if isinstance(exc, SolverError):
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
     raise exc
 
 

@@ -55,19 +55,36 @@ def show_tables(plan, reason: str | None = None) -> None:
 
 
 def write_files(plan, out: Path) -> None:
-    """Write every table as CSV and Parquet and the whole plan as plan.json, into a fresh temporary directory
-    first, then move it into place: a crash never leaves a half-written set."""
+    """Write every table as CSV and Parquet and the whole plan as plan.json into a fresh temporary directory
+    beside ``out``, then swap it in with renames: a crash or Ctrl-C leaves either the old directory or the new
+    one, never a mix. Files of the old directory that the plan does not write are kept."""
+    import shutil
+
     out = out.resolve()
+    if out.exists() and not out.is_dir():
+        from planner.errors import InputError
+
+        raise InputError("exists and is not a directory", field="--out", file=str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    for name in ("fleet", "allocation", "workloads", "alternatives", "tiers"):
-        df = getattr(plan, name)
-        df.write_csv(tmp / f"{name}.csv")
-        df.write_parquet(tmp / f"{name}.parquet")
-    (tmp / "plan.json").write_text(render.to_json(plan.to_dict()) + "\n", encoding="utf-8")
-    if out.exists():
-        for f in tmp.iterdir():
-            os.replace(f, out / f.name)
-        tmp.rmdir()
-    else:
-        os.replace(tmp, out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new.", dir=out.parent))
+    try:
+        for name in ("fleet", "allocation", "workloads", "alternatives", "tiers"):
+            df = getattr(plan, name)
+            if df is None:
+                continue
+            df.write_csv(tmp / f"{name}.csv")
+            df.write_parquet(tmp / f"{name}.parquet")
+        (tmp / "plan.json").write_text(render.to_json(plan.to_dict()) + "\n", encoding="utf-8")
+        if out.exists():
+            for f in out.iterdir():  # keep what the old directory had beyond the plan's own files
+                if not (tmp / f.name).exists():
+                    (shutil.copytree if f.is_dir() else shutil.copy2)(f, tmp / f.name)
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.replace(out, old / out.name)
+            os.replace(tmp, out)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

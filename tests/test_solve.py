@@ -278,3 +278,29 @@ def test_no_plan_within_the_time_limit_is_a_clear_error():
     sc = load_scenario(GOLDEN.parent.parent / "scenarios" / "mixed-site.yaml")
     with pytest.raises(PlannerError, match="found no plan within the time limit"):
         fleet.solve(sc, solver="scip", time_limit_s=0.001)
+
+
+def test_out_dir_is_replaced_whole_and_keeps_other_files(tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL.replace("RATE", "50").replace("BUDGET", "10"))
+    before = path.read_bytes()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "fleet.csv").write_text("stale")
+    res = CliRunner().invoke(main, ["solve", str(path), "--out", str(out)], catch_exceptions=False)
+    assert res.exit_code == 0
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "fleet.csv").read_text() != "stale"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no temporary left behind
+    assert path.read_bytes() == before  # the input is never modified
+
+
+@pytest.mark.parametrize("rate, budget_mw", [(1.0, 0.05), (1e7, 5000.0)])
+def test_extreme_scales_solve_without_numerical_warnings(rate, budget_mw):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plan = fleet.solve(small(rate, budget_mw))
+    assert plan.status in ("optimal", "time_limit") and all(c["ok"] for c in plan.checks)

@@ -304,3 +304,17 @@ def test_extreme_scales_solve_without_numerical_warnings(rate, budget_mw):
         warnings.simplefilter("error")
         plan = fleet.solve(small(rate, budget_mw))
     assert plan.status in ("optimal", "time_limit") and all(c["ok"] for c in plan.checks)
+
+
+@pytest.mark.parametrize("change, expected", [
+    (("tier: standard", "min_tps_per_user: 100000"), r"fastest reachable is about .* tok/s per user on"),
+    (("ttft_s: 1.0", "ttft_s: 0.0001"), r"an idle replica needs .* s \(smallest change: a TTFT target above that\)"),
+    (("hardware: {allow: [hgx-h200, gb200-nvl72]}",
+      "hardware: {allow: [hgx-h200, gb200-nvl72], max_racks: {gb200-nvl72: 1, hgx-h200: 2}}"),
+     r"rack limits bind .* racks needed, cap"),
+])
+def test_infeasibility_says_why_and_the_smallest_change(change, expected):
+    rate = "50000" if "max_racks" in change[1] else "5"
+    text = SMALL.replace("RATE", rate).replace("BUDGET", "100").replace(*change)
+    with pytest.raises(InfeasibleError, match=expected):
+        fleet.solve(scenario_from_yaml(text))

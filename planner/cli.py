@@ -62,9 +62,9 @@ def solve(scenario, fmt, out_dir, solver, time_limit):
     from planner.fleet import solve as solve_plan
     from planner.scenario import load_scenario
 
-    sc = load_scenario(scenario)
+    sc = load_scenario(scenario).with_solver(solver, time_limit)  # validates the overrides like the file's fields
     try:
-        plan = solve_plan(sc, solver=solver, time_limit_s=time_limit)
+        plan = solve_plan(sc)
     except InfeasibleError as exc:
         if exc.plan is not None:
             report.emit(exc.plan, fmt, out_dir, reason=str(exc))

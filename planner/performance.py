@@ -167,6 +167,14 @@ def check_pair(hw: Hardware, model: Model, precision: str) -> None:
         )
 
 
+def check_speculative(draft_tokens: int, acceptance: float) -> None:
+    if not (isinstance(draft_tokens, int) and 0 <= draft_tokens <= 16):
+        raise InputError(f"expected a whole number of draft tokens from 0 to 16, got {draft_tokens!r}",
+                         field="draft-tokens")
+    if not (math.isfinite(acceptance) and 0.0 <= acceptance < 1.0):
+        raise InputError(f"expected an acceptance rate in [0, 1), got {acceptance!r}", field="acceptance")
+
+
 def spec_tokens(draft_tokens: int, acceptance: float) -> tuple[float, float]:
     """(query tokens per step, accepted tokens per step) for speculative decoding with ``draft_tokens`` drafted
     tokens each accepted with probability ``acceptance`` (stopping at the first rejection; MODEL.md 3.4)."""
@@ -280,6 +288,7 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = 1
              acceptance: float = 0.0) -> Estimate:
     """Performance of one deployment of ``model`` on ``hardware`` (interface: ``planner estimate``); ``A+B`` runs
     attention on A and the FFN on B (MODEL.md 10)."""
+    check_speculative(draft_tokens, acceptance)
     a_id, f_id = parse_pair(hardware)
     if f_id is not None:
         return estimate_split(model, a_id, f_id, batch, precision, input_tokens, output_tokens, draft_tokens,

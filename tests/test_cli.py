@@ -67,6 +67,11 @@ def test_frontier_csv_and_table():
     (["estimate", "--model", "llama-3.1-70b", "--hardware", "vr-nvl72", "--batch", "0"], "batch"),
     (["estimate", "--model", "llama-3.1-70b", "--hardware", "vr-nvl72", "--chips", "97"], "chips"),
     (["catalog", "show", "vr-nvl7"], "did you mean"),
+    (["estimate", "--model", "llama-3.1-8b", "--hardware", "vr-nvl72", "--acceptance", "nan"], "acceptance"),
+    (["estimate", "--model", "llama-3.1-8b", "--hardware", "vr-nvl72", "--draft-tokens", "-3"], "draft-tokens"),
+    (["frontier", "--model", "llama-3.1-8b", "--hardware", "vr-nvl72", "--input-tokens", "0"], "input-tokens"),
+    (["solve", "scenarios/bank-2mw.yaml", "--time-limit", "nan"], "solver.time_limit_s"),
+    (["solve", "scenarios/bank-2mw.yaml", "--time-limit", "-1"], "solver.time_limit_s"),
 ])
 def test_bad_input_exits_2_with_a_message(args, needle):
     res = CliRunner().invoke(main, args)

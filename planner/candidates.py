@@ -289,10 +289,14 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
         )
 
 
-def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware]) -> Options:
-    """Every Pareto option of every workload on every system that may serve it."""
+def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware],
+                progress=None) -> Options:
+    """Every Pareto option of every workload on every system that may serve it. ``progress(done, total, text)``
+    is called after each workload, if given."""
     opts = Options()
-    for d in demands:
+    for n, d in enumerate(demands):
+        if progress:
+            progress(n, len(demands), f"scoring {d.name}")
         model = models[d.model]
         for hw in hardware.values():
             if d.allow_hardware and hw.id not in d.allow_hardware:
@@ -312,4 +316,6 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
                 if hw_a.id != hw_f.id and serves(hw_a, model, "attention") and serves(hw_f, model, "ffn") and (
                         not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
                     split_options(d, model, hw_a, hw_f, opts)
+    if progress:
+        progress(len(demands), len(demands), f"{opts.candidates_scored:,} candidates scored")
     return opts.pareto_across_precisions()

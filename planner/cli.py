@@ -55,7 +55,8 @@ def main() -> None:
 @click.option("--solver", type=click.Choice(["scip", "highs", "cp-sat"]), default=None,
               help="MILP solver [default: the scenario's, else scip]")
 @click.option("--time-limit", type=float, default=None, help="solver time limit in seconds [default: the scenario's]")
-def solve(scenario, fmt, out_dir, solver, time_limit):
+@click.option("--quiet", "-q", is_flag=True, help="no progress display")
+def solve(scenario, fmt, out_dir, solver, time_limit, quiet):
     """The cheapest fleet that serves a scenario: racks per system, how each workload is served, cost and power."""
     from planner import report
     from planner.errors import InfeasibleError
@@ -64,7 +65,8 @@ def solve(scenario, fmt, out_dir, solver, time_limit):
 
     sc = load_scenario(scenario).with_solver(solver, time_limit)  # validates the overrides like the file's fields
     try:
-        plan = solve_plan(sc)
+        with report.progress_display(enabled=not quiet and fmt != "json") as progress:
+            plan = solve_plan(sc, progress=progress)
     except InfeasibleError as exc:
         if exc.plan is not None:
             report.emit(exc.plan, fmt, out_dir, reason=str(exc))

@@ -55,7 +55,7 @@ def annual_costs(scenario, hardware: list) -> np.ndarray:
     ])
 
 
-def build_problem(scenario) -> Built:
+def build_problem(scenario, progress=None) -> Built:
     """Score every candidate deployment and assemble the MILP (rows: 2 per workload; columns: options)."""
     from solvers.fleet_milp import FleetProblem
 
@@ -63,7 +63,7 @@ def build_problem(scenario) -> Built:
     models = scenario.resolved_models()
     demands = [candidates.demand_of(w, scenario.model_for(w)) for w in scenario.workloads]
     t0 = time.perf_counter()
-    opts = candidates.options_for(demands, models, hardware)
+    opts = candidates.options_for(demands, models, hardware, progress)
     engine_s = time.perf_counter() - t0
     cols = opts.arrays()
     hw_list = list(hardware.values())
@@ -404,9 +404,10 @@ def totals_of(built: Built, fleet, workloads) -> dict:
 
 
 # ---- the whole job ----------------------------------------------------------------------------------------------
-def solve(scenario, solver: str | None = None, time_limit_s: float | None = None) -> Plan:
+def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None) -> Plan:
     """The cheapest fleet for ``scenario`` (a ``planner.scenario.Scenario`` or a path), verified by ``evaluate``.
-    Raises ``InfeasibleError`` (exit 3) with the plan attached when no fleet can serve it."""
+    Raises ``InfeasibleError`` (exit 3) with the plan attached when no fleet can serve it. ``progress(done,
+    total, text)`` hears about the engine's workloads and the MILP, if given."""
     from solvers.fleet_milp import optimize
 
     if not hasattr(scenario, "workloads"):
@@ -414,8 +415,10 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
 
         scenario = load_scenario(scenario)
     settings = scenario.solver
-    built = build_problem(scenario)
+    built = build_problem(scenario, progress)
     limit = time_limit_s or settings.time_limit_s
+    if progress:
+        progress(0, 1, f"solving the MILP ({built.problem.n_columns} columns, {settings.name if solver is None else solver})")
     sol = optimize(built.problem, solver=solver or settings.name, time_limit_s=limit,
                    relative_gap=settings.relative_gap)
     if sol.status == "time_limit":  # the solver stopped at the limit without any plan

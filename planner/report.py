@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -19,6 +20,28 @@ WORKLOAD_COLUMNS = ["workload", "model", "min_tps_per_user", "demand_output_toke
                     "served_output_tokens_per_s", "tps_per_user", "ttft_s", "ttft_target_s", "ttft_percentile",
                     "cost_usd_per_mtok", "output_tokens_per_s_per_mw", "power_mw", "annual_cost_usd",
                     "served_share", "revenue_usd_per_year"]
+
+
+@contextlib.contextmanager
+def progress_display(enabled: bool):
+    """A rich progress bar on stderr while the engine and the MILP work, only when stderr is a terminal (never in
+    pipes, CI logs or JSON output). Yields a ``progress(done, total, text)`` callback, or None."""
+    import sys
+
+    if not (enabled and sys.stderr.isatty()):
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("planning", total=1)
+
+        def update(done, total, text):
+            bar.update(task, completed=done, total=total, description=text)
+
+        yield update
 
 
 def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None) -> None:

@@ -318,3 +318,10 @@ def test_infeasibility_says_why_and_the_smallest_change(change, expected):
     text = SMALL.replace("RATE", rate).replace("BUDGET", "100").replace(*change)
     with pytest.raises(InfeasibleError, match=expected):
         fleet.solve(scenario_from_yaml(text))
+
+
+def test_progress_hears_the_engine_and_the_milp():
+    seen = []
+    fleet.solve(small(50.0, 10.0), progress=lambda done, total, text: seen.append((done, total, text)))
+    assert any("scoring chat" in t for _, _, t in seen)
+    assert any("solving the MILP" in t for _, _, t in seen)

@@ -56,7 +56,9 @@ def main() -> None:
               help="MILP solver [default: the scenario's, else scip]")
 @click.option("--time-limit", type=float, default=None, help="solver time limit in seconds [default: the scenario's]")
 @click.option("--quiet", "-q", is_flag=True, help="no progress display")
-def solve(scenario, fmt, out_dir, solver, time_limit, quiet):
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="also write a self-contained HTML report (charts inline, no network needed to view it)")
+def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
     """The cheapest fleet that serves a scenario: racks per system, how each workload is served, cost and power."""
     from planner import report
     from planner.errors import InfeasibleError
@@ -64,14 +66,24 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet):
     from planner.scenario import load_scenario
 
     sc = load_scenario(scenario).with_solver(solver, time_limit)  # validates the overrides like the file's fields
+
+    def html(plan, reason=None):
+        if html_path:
+            from planner import html_report
+
+            points = html_report.frontier_points_for_plan(plan) if plan is not None else None
+            html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name), html_path)
+
     try:
         with report.progress_display(enabled=not quiet and fmt != "json") as progress:
             plan = solve_plan(sc, progress=progress)
     except InfeasibleError as exc:
+        html(exc.plan, str(exc))  # the report still explains why, and the exit code stays 3
         if exc.plan is not None:
             report.emit(exc.plan, fmt, out_dir, reason=str(exc))
         raise
     report.emit(plan, fmt, out_dir)
+    html(plan)
 
 
 @main.command()
@@ -110,11 +122,28 @@ def estimate(model, hardware, chips, batch, precision, input_tokens, output_toke
 @click.option("--input-tokens", type=int, default=1000, show_default=True)
 @click.option("--output-tokens", type=int, default=1000, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
-def frontier(model, hardware, precision, input_tokens, output_tokens, fmt):
+@click.option("--png", type=click.Path(dir_okay=False, path_type=str), default=None, help="write the chart as PNG")
+@click.option("--svg", type=click.Path(dir_okay=False, path_type=str), default=None, help="write the chart as SVG")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="write the chart and its points as a self-contained HTML page")
+def frontier(model, hardware, precision, input_tokens, output_tokens, fmt, png, svg, html_path):
     """Pareto frontier of output tokens/s per MW against tokens/s per user, per hardware."""
     from planner import performance, render
 
     points = performance.frontier(model, list(hardware) or None, precision, input_tokens, output_tokens)
+    title = f"frontier: {model}, {input_tokens} in / {output_tokens} out"
+    if png or svg:
+        from planner import charts
+
+        fig = charts.frontier_figure(points, title)
+        if png:
+            charts.save_png(fig, png)
+        if svg:
+            charts.save_svg(fig, svg)
+    if html_path:
+        from planner import html_report
+
+        html_report.write_html(html_report.render_frontier_html(points, title), html_path)
     if fmt == "json":
         click.echo(render.to_json(points))
     elif fmt == "csv":

@@ -1,0 +1,239 @@
+"""Charts for reports: matplotlib figures rendered offline (Agg backend, DejaVu Sans, no network, no browser JS).
+
+Why matplotlib: it draws on the machine that runs the planner and writes PNG and SVG files that need nothing
+else to be read; its SVG can be inlined in an HTML file, so a report opens on an air-gapped laptop with no
+script, style sheet or font to fetch. DejaVu Sans ships inside matplotlib, and with ``svg.fonttype = 'path'``
+the text becomes outlines, so the SVG looks the same wherever it is opened. The JavaScript chart libraries
+(Plotly, Vega, Bokeh) either fetch their runtime from a CDN or inline megabytes of it, and need a browser to
+produce a PNG.
+
+matplotlib is imported inside the functions, so ``planner --help`` and the solver never pay for it.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+
+# Deterministic, self-contained output: text as paths (no font needed by the viewer), fixed ids, no date.
+RC = {
+    "svg.fonttype": "path",
+    "svg.hashsalt": "planner",
+    "font.family": "DejaVu Sans",
+    "font.size": 10,
+    "axes.titlesize": 12,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+}
+SVG_METADATA = {"Date": None, "Creator": None}
+PNG_METADATA = {"Software": None}
+TIER_COLOR = "#666666"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams.update(RC)
+    return plt
+
+
+def _si(x: float, _pos=None) -> str:
+    """Tick labels: 1.5k, 2M, 3G (tokens and dollars read better this way than as 1e6)."""
+    if x == 0 or not math.isfinite(x):
+        return "0"
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"{x / div:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def _usd(x: float, _pos=None) -> str:
+    return "$" + _si(x)
+
+
+def frontier_figure(points: list[dict], title: str, chosen: list[dict] | None = None):
+    """Output tokens/s per MW (rack power) against tokens/s per user, log x, one line per hardware; the speed
+    tiers (planner.performance.TIERS) as labelled dashed verticals; ``chosen`` operating points (dicts with
+    hardware, tps_per_user, output_tokens_per_s_per_mw and an optional label) as large markers."""
+    from matplotlib.ticker import FuncFormatter
+
+    from planner.performance import TIERS
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
+    hardware = sorted({p["hardware"] for p in points})
+    colors = {hw: plt.cm.tab10(i % 10) for i, hw in enumerate(hardware)}
+    for hw in hardware:
+        mine = sorted((p for p in points if p["hardware"] == hw), key=lambda p: p["tps_per_user"])
+        ax.plot([p["tps_per_user"] for p in mine], [p["output_tokens_per_s_per_mw"] for p in mine],
+                marker=".", markersize=4, linewidth=1.8, color=colors[hw], label=hw)
+    chosen = [c for c in (chosen or []) if c.get("tps_per_user") and c.get("output_tokens_per_s_per_mw")]
+    for i, c in enumerate(chosen):
+        ax.plot([c["tps_per_user"]], [c["output_tokens_per_s_per_mw"]], linestyle="none", marker="*",
+                markersize=14, markeredgecolor="black", markeredgewidth=0.8,
+                color=colors.get(c.get("hardware"), "#d62728"),
+                label="chosen operating point" if i == 0 else None)
+        if c.get("label"):
+            ax.annotate(c["label"], (c["tps_per_user"], c["output_tokens_per_s_per_mw"]), xytext=(8, -12),
+                        textcoords="offset points", fontsize=8)
+    if not points and not chosen:
+        ax.text(0.5, 0.5, "no hardware serves this model", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xscale("log")
+    xs = [p["tps_per_user"] for p in points] + [c["tps_per_user"] for c in chosen]
+    lo = min([x for x in xs if x > 0] + [50.0])
+    hi = max(xs + [max(TIERS.values()) * 1.2])
+    ax.set_xlim(lo / 1.3, hi * 1.3)
+    ax.set_ylim(bottom=0)
+    for name, speed in TIERS.items():
+        ax.axvline(speed, color=TIER_COLOR, linestyle="--", linewidth=1)
+        ax.text(speed, 0.98, f" {name}\n ≥{speed:g}", transform=ax.get_xaxis_transform(), ha="left", va="top",
+                fontsize=8, color=TIER_COLOR)
+    ax.xaxis.set_major_formatter(FuncFormatter(_si))
+    ax.yaxis.set_major_formatter(FuncFormatter(_si))
+    ax.set_xlabel("speed per user (output tokens/s per user, log scale)")
+    ax.set_ylabel("throughput per power (output tokens/s per MW of rack power)")
+    ax.set_title(title)
+    if hardware or chosen:
+        ax.legend(loc="upper right", bbox_to_anchor=(1.0, 0.85), framealpha=0.9)
+    return fig
+
+
+def fleet_figure(plan):
+    """Racks, rack power (MW) and capex (USD) by hardware: three bar panels."""
+    from matplotlib.ticker import FuncFormatter
+
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.6), layout="constrained")
+    rows = plan.fleet.to_dicts() if plan.fleet is not None and len(plan.fleet) else []
+    names = [r["hardware"] for r in rows]
+    panels = [("racks", "racks", "racks", None), ("power_mw", "rack power (MW)", "MW", None),
+              ("capex_usd", "capex (USD)", "USD", FuncFormatter(_usd))]
+    for ax, (key, title, unit, formatter) in zip(axes, panels):
+        values = [float(r[key]) for r in rows]
+        bars = ax.bar(names, values, color=[plt.cm.tab10(i % 10) for i in range(len(names))])
+        ax.set_title(title)
+        ax.set_ylabel(unit)
+        if formatter:
+            ax.yaxis.set_major_formatter(formatter)
+        labels = [_usd(v) if key == "capex_usd" else _si(round(v, 2)) for v in values]
+        ax.bar_label(bars, labels=labels, fontsize=8, padding=2)
+        ax.margins(y=0.15)
+        ax.tick_params(axis="x", labelrotation=20)
+        ax.grid(axis="x", visible=False)
+        if not rows:
+            ax.text(0.5, 0.5, "no fleet", ha="center", va="center", transform=ax.transAxes)
+    return fig
+
+
+def cost_breakdown(plan) -> list[dict]:
+    """Annual cost per hardware split into capex annuity, energy and maintenance (USD/year); the three add up
+    to the fleet's annual_cost_usd (solvers.fleet_milp.annual_rack_cost)."""
+    from solvers.fleet_milp import HOURS_PER_YEAR, capital_recovery_factor
+
+    if plan.built is None or plan.fleet is None or not len(plan.fleet):
+        return []
+    sc = plan.built.scenario
+    f = sc.finance
+    crf = capital_recovery_factor(f.wacc, sc.horizon_years)
+    hw = {h.id: h for h in plan.built.hardware}
+    rows = []
+    for r in plan.fleet.iter_rows(named=True):
+        h = hw[r["hardware"]]
+        capex = r["racks"] * h.rack.capex_usd.value
+        energy_mwh = r["racks"] * h.rack_power_w * f.pue * HOURS_PER_YEAR * f.average_load_share / 1e6
+        rows.append({
+            "hardware": r["hardware"],
+            "capex_annuity_usd_per_year": capex * crf,
+            "energy_usd_per_year": energy_mwh * f.electricity_usd_per_mwh,
+            "maintenance_usd_per_year": capex * f.maintenance_share_of_capex_per_year,
+        })
+    for row in rows:
+        row["total_usd_per_year"] = (row["capex_annuity_usd_per_year"] + row["energy_usd_per_year"]
+                                     + row["maintenance_usd_per_year"])
+    return rows
+
+
+COST_PARTS = [("capex_annuity_usd_per_year", "capex annuity"), ("energy_usd_per_year", "energy"),
+              ("maintenance_usd_per_year", "maintenance")]
+
+
+def cost_figure(plan):
+    """Annual cost by hardware, stacked: capex annuity, energy, maintenance (USD/year)."""
+    from matplotlib.ticker import FuncFormatter
+
+    plt = _plt()
+    rows = cost_breakdown(plan)
+    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    names = [r["hardware"] for r in rows] + (["total"] if len(rows) > 1 else [])
+    bottom = [0.0] * len(names)
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c"]
+    for (key, label), color in zip(COST_PARTS, colors):
+        vals = [r[key] for r in rows]
+        if len(rows) > 1:
+            vals.append(sum(vals))
+        ax.bar(names, vals, bottom=bottom, label=label, color=color)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    for x, total in enumerate(bottom):
+        ax.text(x, total, _usd(total) + "/yr", ha="center", va="bottom", fontsize=8)
+    if not rows:
+        ax.text(0.5, 0.5, "no fleet", ha="center", va="center", transform=ax.transAxes)
+    ax.margins(y=0.12)
+    ax.yaxis.set_major_formatter(FuncFormatter(_usd))
+    ax.set_ylabel("USD per year")
+    ax.set_title("annual cost breakdown: capex annuity, energy, maintenance")
+    ax.grid(axis="x", visible=False)
+    if rows:
+        ax.legend(loc="upper left")
+    return fig
+
+
+# ---- output -----------------------------------------------------------------------------------------------------
+def _atomic_write(path, data: bytes) -> None:
+    from planner.files import atomic_write
+
+    atomic_write(path, data)
+
+
+def _close(fig) -> None:
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def png_bytes(fig) -> bytes:
+    import matplotlib
+
+    buf = io.BytesIO()
+    with matplotlib.rc_context(RC):
+        fig.savefig(buf, format="png", metadata=PNG_METADATA)
+    return buf.getvalue()
+
+
+def svg_string(fig) -> str:
+    """The figure as an SVG document (no XML prolog, no DOCTYPE), deterministic for the same figure."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context(RC):
+        fig.savefig(buf, format="svg", metadata=SVG_METADATA)
+    text = buf.getvalue()
+    start = text.find("<svg")
+    text = text[start:] if start >= 0 else text
+    # The RDF metadata block names licence and vocabulary URLs; nothing in it is needed to draw the figure.
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
+
+
+def save_png(fig, path) -> None:
+    _atomic_write(path, png_bytes(fig))
+
+
+def save_svg(fig, path) -> None:
+    _atomic_write(path, ('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + svg_string(fig)).encode())

@@ -1,0 +1,338 @@
+"""Self-contained HTML reports: one file, inline CSS, charts as inline SVG (planner.charts), no script, no link,
+no font or image fetched from anywhere, so it opens on an air-gapped laptop.
+
+* ``render_plan_html(plan, frontier_points_by_model, reason)``: a solved (or infeasible) plan.
+* ``render_frontier_html(points, title)``: the frontier chart alone, with its points as a table.
+* ``frontier_points_for_plan(plan)``: the frontier of each model in the plan over the plan's hardware, with the
+  plan's operating points, ready for ``render_plan_html``.
+* ``write_html(text, path)``: atomic write (temp file + os.replace).
+"""
+
+from __future__ import annotations
+
+import html
+
+from planner import __version__
+
+SECONDS_PER_YEAR = 365.0 * 86400.0
+DECODE_ROLES = ("decode", "colocated", "attention")
+ALTERNATIVE_ROWS = 20
+
+CSS = """
+:root { color-scheme: light; }
+body { font-family: "DejaVu Sans", "Segoe UI", Helvetica, Arial, sans-serif; margin: 0; color: #1a1a1a;
+       background: #f6f7f9; line-height: 1.4; }
+header { background: #1f3a5f; color: #fff; padding: 18px 32px; }
+header h1 { margin: 0 0 4px 0; font-size: 22px; }
+header p { margin: 0; opacity: .85; font-size: 13px; }
+main { padding: 16px 32px 48px 32px; max-width: 1400px; }
+section { background: #fff; border: 1px solid #dde1e6; border-radius: 6px; padding: 14px 18px; margin: 16px 0; }
+h2 { font-size: 17px; margin: 0 0 10px 0; color: #1f3a5f; }
+h3 { font-size: 14px; margin: 14px 0 6px 0; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; }
+.card { flex: 1 1 180px; border: 1px solid #dde1e6; border-radius: 6px; padding: 10px 14px; background: #fbfcfd; }
+.card .label { font-size: 12px; color: #555; text-transform: uppercase; letter-spacing: .03em; }
+.card .value { font-size: 22px; font-weight: bold; margin-top: 4px; }
+.card .note { font-size: 12px; color: #555; }
+.over { color: #b00020; }
+table { border-collapse: collapse; font-size: 12px; margin: 6px 0; }
+th, td { border: 1px solid #dde1e6; padding: 3px 7px; text-align: right; white-space: nowrap; }
+th { background: #eef1f5; position: sticky; top: 0; }
+td.text, th.text { text-align: left; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.chart svg { max-width: 100%; height: auto; }
+.explanation { border-left: 5px solid #b00020; background: #fff4f4; }
+.explanation pre { white-space: pre-wrap; font-size: 13px; margin: 0; }
+.muted { color: #666; font-size: 12px; }
+footer { color: #666; font-size: 12px; padding: 0 32px 24px 32px; }
+"""
+
+
+# ---- formatting ---------------------------------------------------------------------------------------------------
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _cell(value) -> str:
+    from planner.render import fmt
+
+    return _e(fmt(value))
+
+
+def _money(x) -> str:
+    if x is None:
+        return "-"
+    for div, suffix in ((1e9, " B"), (1e6, " M"), (1e3, " k")):
+        if abs(x) >= div:
+            return f"${x / div:,.2f}{suffix}"
+    return f"${x:,.2f}"
+
+
+def _num(x, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    for div, suffix in ((1e12, " T"), (1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if abs(x) >= div:
+            return f"{x / div:,.{digits}g}{suffix}"
+    return f"{x:,.{digits}g}"
+
+
+def table_html(rows: list[dict], columns: list[str] | None = None, caption: str | None = None) -> str:
+    """An HTML table of flat dicts; text columns left-aligned, numbers right-aligned (render.fmt formatting)."""
+    if not rows:
+        return '<p class="muted">(none)</p>'
+    cols = columns or list(rows[0])
+    cols = [c for c in cols if any(c in r for r in rows)]
+    text_cols = {c for c in cols if all(isinstance(r.get(c), str) or r.get(c) is None for r in rows)}
+    out = ['<div class="scroll"><table>']
+    if caption:
+        out.append(f"<caption>{_e(caption)}</caption>")
+    out.append("<thead><tr>" + "".join(
+        f'<th class="{"text" if c in text_cols else "num"}">{_e(c)}</th>' for c in cols) + "</tr></thead><tbody>")
+    for r in rows:
+        out.append("<tr>" + "".join(
+            f'<td class="{"text" if c in text_cols else "num"}">{_cell(r.get(c))}</td>' for c in cols) + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _rows(df) -> list[dict]:
+    return df.to_dicts() if df is not None and len(df) else []
+
+
+def _card(label: str, value: str, note: str = "", cls: str = "") -> str:
+    note_html = f'<div class="note">{_e(note)}</div>' if note else ""
+    return (f'<div class="card"><div class="label">{_e(label)}</div>'
+            f'<div class="value {cls}">{_e(value)}</div>{note_html}</div>')
+
+
+def _chart(fig) -> str:
+    from planner import charts
+
+    try:
+        return f'<div class="chart">{charts.svg_string(fig)}</div>'
+    finally:
+        charts._close(fig)
+
+
+def _document(title: str, subtitle: str, body: list[str]) -> str:
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        # No network at all: forbid every fetch, allow only the inline style and inline SVG/data images.
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "img-src data:\">",
+        f"<title>{_e(title)}</title>",
+        f"<style>{CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<header><h1>{_e(title)}</h1><p>{_e(subtitle)}</p></header>",
+        "<main>",
+        *body,
+        "</main>",
+        f"<footer>planner {_e(__version__)}: a self-contained report (no scripts, no network).</footer>",
+        "</body>",
+        "</html>",
+        "",
+    ])
+
+
+# ---- the plan report ----------------------------------------------------------------------------------------------
+def tokens_per_year(plan) -> float:
+    """Mean output tokens a year served by the plan (peak demand / peak_to_mean x served share)."""
+    if plan.workloads is None or not len(plan.workloads) or plan.built is None:
+        return 0.0
+    peak_to_mean = {w.name: w.peak_to_mean for w in plan.built.scenario.workloads}
+    return sum(r["demand_output_tokens_per_s"] * r["served_share"] / peak_to_mean.get(r["workload"], 1.0)
+               * SECONDS_PER_YEAR for r in plan.workloads.iter_rows(named=True))
+
+
+def summary_cards(plan) -> str:
+    t = plan.totals or {}
+    if not t:
+        return '<p class="muted">No fleet: the scenario has no feasible plan.</p>'
+    cost = t.get("annual_cost_usd")
+    tpy = tokens_per_year(plan)
+    per_mtok = cost / (tpy / 1e6) if cost is not None and tpy > 0 else None
+    facility, budget = t.get("facility_power_mw"), t.get("power_budget_mw")
+    if budget:
+        power_value = f"{facility:,.1f} / {budget:,.0f} MW"
+        power_note = f"facility power against budget ({facility / budget:.0%}); rack power {t.get('power_mw', 0):,.1f} MW"
+    else:
+        power_value = f"{facility:,.1f} MW"
+        power_note = f"facility power (no budget); rack power {t.get('power_mw', 0):,.1f} MW"
+    cards = [
+        _card("fleet cost per year", _money(cost), "capex annuity + energy + maintenance"),
+        _card("capex", _money(t.get("capex_usd")), f"{t.get('racks', 0):,} racks, {t.get('chips', 0):,} chips"),
+        _card("power", power_value, power_note, "over" if budget and facility > budget + 1e-9 else ""),
+        _card("output tokens/s", _num(t.get("output_tokens_per_s")),
+              f"{_num(t.get('output_tokens_per_s_per_mw'))} tokens/s per MW of rack power"),
+        _card("$ per million tokens", f"${per_mtok:,.4g}" if per_mtok is not None else "-",
+              "annual cost / mean output tokens per year"),
+    ]
+    if t.get("revenue_usd_per_year"):
+        cards.append(_card("revenue per year", _money(t["revenue_usd_per_year"]),
+                           f"profit {_money(t.get('profit_usd_per_year'))}"))
+    return '<div class="cards">' + "".join(cards) + "</div>"
+
+
+FLEET_COLS = ["hardware", "racks", "chips", "chips_used", "chip_utilization", "power_mw", "facility_power_mw",
+              "capex_usd", "annual_cost_usd", "capex_confidence"]
+ALLOC_COLS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
+              "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "tps_per_user", "ttft_s",
+              "ttft_p90_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw"]
+WORKLOAD_COLS = ["workload", "model", "tier", "min_tps_per_user", "demand_output_tokens_per_s",
+                 "served_output_tokens_per_s", "served_share", "tps_per_user", "ttft_s", "ttft_target_s",
+                 "annual_cost_usd", "power_mw", "cost_usd_per_mtok", "output_tokens_per_s_per_mw",
+                 "price_usd_per_mtok", "revenue_usd_per_year"]
+
+
+def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = None, reason: str | None = None,
+                     title: str | None = None) -> str:
+    """The whole plan as one self-contained HTML page. ``plan`` may be None (infeasible with nothing to show):
+    then the page carries ``reason`` alone. ``frontier_points_by_model``: model -> points (planner.performance
+    .frontier dicts) or -> {"points": [...], "chosen": [...]} as ``frontier_points_for_plan`` returns."""
+    from planner import charts
+
+    name = title or (plan.scenario if plan is not None else "scenario")
+    status = plan.status if plan is not None else "infeasible"
+    body = []
+    if reason:
+        body.append('<section class="explanation" id="explanation"><h2>Why there is no feasible plan</h2>'
+                    f"<pre>{_e(reason)}</pre></section>")
+    if plan is not None:
+        body.append(f'<section id="summary"><h2>Summary</h2>{summary_cards(plan)}'
+                    f'<p class="muted">objective: {_e(plan.objective)}; solver: {_e(plan.solver.get("name"))} '
+                    f'({_e(plan.solver.get("status"))}, gap {_cell(plan.solver.get("relative_gap"))}).</p></section>')
+        has_fleet = plan.fleet is not None and len(plan.fleet) > 0
+        fleet_html = table_html(_rows(plan.fleet), FLEET_COLS)
+        if has_fleet:
+            fleet_html = _chart(charts.fleet_figure(plan)) + fleet_html
+        body.append(f'<section id="fleet"><h2>Fleet by hardware</h2>{fleet_html}</section>')
+        body.append('<section id="allocation"><h2>Allocation per workload and role</h2>'
+                    f"{table_html(_rows(plan.allocation), ALLOC_COLS)}</section>")
+        body.append('<section id="workloads"><h2>Workloads</h2>'
+                    f"{table_html(_rows(plan.workloads), WORKLOAD_COLS)}</section>")
+        if plan.tiers is not None and len(plan.tiers):
+            body.append(f'<section id="tiers"><h2>Speed tiers</h2>{table_html(_rows(plan.tiers))}</section>')
+        if frontier_points_by_model:
+            parts = ['<section id="frontiers"><h2>Frontiers</h2><p class="muted">Output tokens/s per MW of rack '
+                     "power (prefill included) against tokens/s per user, per hardware in the fleet; dashed lines are "
+                     "the speed tiers, stars the plan's operating point for each workload (all the power it uses, "
+                     "prefill included).</p>"]
+            for model, entry in frontier_points_by_model.items():
+                points, chosen = (entry.get("points", []), entry.get("chosen")) if isinstance(entry, dict) \
+                    else (entry, None)
+                parts.append(f'<h3 id="frontier-{_e(model)}">{_e(model)}</h3>')
+                if any(c.get("draft_tokens") for c in chosen or []):
+                    parts.append('<p class="muted">Operating points that use speculative decoding (draft tokens) '
+                                 "can sit above the curve: the frontier is drawn for plain decoding.</p>")
+                parts.append(_chart(charts.frontier_figure(points, f"frontier: {model}", chosen)))
+            parts.append("</section>")
+            body.append("".join(parts))
+        cost_rows = charts.cost_breakdown(plan)
+        if cost_rows:
+            body.append('<section id="costs"><h2>Cost breakdown (USD per year)</h2>'
+                        f"{_chart(charts.cost_figure(plan))}{table_html(cost_rows)}</section>")
+        if plan.unserved:
+            body.append('<section id="unserved"><h2>Unserved workloads</h2>'
+                        + table_html([{"workload": k, "why": v} for k, v in plan.unserved.items()]) + "</section>")
+        if plan.alternatives is not None and len(plan.alternatives):
+            alts = plan.alternatives.sort("usd_per_year_per_1k_tokens_per_s").head(ALTERNATIVE_ROWS) \
+                if "usd_per_year_per_1k_tokens_per_s" in plan.alternatives.columns \
+                else plan.alternatives.head(ALTERNATIVE_ROWS)
+            body.append(f'<section id="alternatives"><h2>Alternatives (cheapest {len(alts)} of '
+                        f"{len(plan.alternatives)})</h2>{table_html(_rows(alts))}</section>")
+        body.append(f'<section id="provenance"><h2>Provenance</h2>'
+                    f"{table_html([{'key': k, 'value': v} for k, v in (plan.provenance or {}).items()])}</section>")
+    subtitle = f"fleet plan, status: {status}"
+    return _document(f"planner report: {name}", subtitle, body)
+
+
+def render_frontier_html(points: list[dict], title: str, chosen: list[dict] | None = None) -> str:
+    """The frontier chart alone as a self-contained page, with the frontier points and best-at-tier tables."""
+    from planner import charts, performance
+
+    cols = ["hardware", "tier", "tps_per_user", "output_tokens_per_s_per_mw", "chips", "tensor_parallel",
+            "pipeline_parallel", "expert_parallel", "batch", "precision", "bound"]
+    body = [f'<section id="frontier"><h2>{_e(title)}</h2>{_chart(charts.frontier_figure(points, title, chosen))}'
+            "</section>",
+            '<section id="best-at-tiers"><h2>Best output tokens/s per MW at each tier</h2>'
+            f"{table_html(performance.best_at_tiers(points))}</section>",
+            f'<section id="points"><h2>Frontier points</h2>{table_html(points, cols)}</section>']
+    tiers = ", ".join(f"{k} ≥{v:g}" for k, v in performance.TIERS.items())
+    return _document(title, f"tier boundaries (tokens/s per user): {tiers}", body)
+
+
+# ---- frontier data for a plan ---------------------------------------------------------------------------------------
+def chosen_points(plan) -> list[dict]:
+    """The plan's operating point for each workload, on the frontier's own axes: the workload's speed per user
+    (its slowest decode allocation) and its output tokens/s per MW of rack power counting all the power it uses,
+    prefill included (planner.performance.frontier counts prefill too, so the two are comparable). ``hardware``
+    is the system that decodes most of its tokens; ``draft_tokens`` the most speculative decode it uses (the
+    frontier sweeps plain decoding, so a speculative operating point can sit above its curve)."""
+    import polars as pl
+
+    if plan is None or plan.workloads is None or not len(plan.workloads) or plan.allocation is None:
+        return []
+    out = []
+    for w in plan.workloads.iter_rows(named=True):
+        if not w.get("tps_per_user") or not w.get("output_tokens_per_s_per_mw"):
+            continue
+        dec = plan.allocation.filter((pl.col("workload") == w["workload"]) & pl.col("role").is_in(DECODE_ROLES))
+        hardware, draft = None, 0
+        if len(dec):
+            by_hw = dec.group_by("hardware").agg(pl.col("output_tokens_per_s").sum()).sort(
+                ["output_tokens_per_s", "hardware"], descending=[True, False])
+            hardware = by_hw["hardware"][0]
+            draft = int(dec["draft_tokens"].max() or 0)
+        out.append({"workload": w["workload"], "model": w["model"], "hardware": hardware,
+                    "tps_per_user": float(w["tps_per_user"]),
+                    "output_tokens_per_s_per_mw": float(w["output_tokens_per_s_per_mw"]),
+                    "draft_tokens": draft, "label": w["workload"]})
+    return out
+
+
+def frontier_points_for_plan(plan) -> dict[str, dict]:
+    """model -> {"points": frontier points, "chosen": the plan's operating points on that model}, over the
+    single-system hardware in the plan's fleet (the scenario's hardware when the fleet is empty); hardware that
+    cannot decode the model is skipped. Prompt and output lengths are those of the model's first workload."""
+    from planner import performance
+    from planner.errors import PlannerError
+
+    if plan is None or plan.built is None:
+        return {}
+    built = plan.built
+    if plan.fleet is not None and len(plan.fleet):
+        hw_ids = [h for h in plan.fleet["hardware"].to_list()]
+    else:
+        hw_ids = [h.id for h in built.hardware]
+    hw_ids = [h for h in hw_ids if performance.parse_pair(h)[1] is None]
+    chosen = chosen_points(plan)
+    out: dict[str, dict] = {}
+    for d in built.demands:
+        if d.model in out:
+            continue
+        precisions = {x.precision for x in built.demands if x.model == d.model}
+        precision = precisions.pop() if len(precisions) == 1 else None
+        points: list[dict] = []
+        for hw in hw_ids:
+            try:
+                points.extend(performance.frontier(d.model, [hw], precision, max(1, int(round(d.input_tokens))),
+                                                   max(1, int(round(d.output_tokens)))))
+            except (PlannerError, ValueError, KeyError):
+                continue  # this system cannot decode this model (prefill-only, model lock, no fit, no precision)
+        out[d.model] = {"points": points, "chosen": [c for c in chosen if c["model"] == d.model],
+                        "input_tokens": d.input_tokens, "output_tokens": d.output_tokens, "precision": precision}
+    return out
+
+
+# ---- writing --------------------------------------------------------------------------------------------------------
+def write_html(text: str, path) -> None:
+    """Write ``text`` to ``path`` atomically (planner.files.atomic_write)."""
+    from planner.files import atomic_write
+
+    atomic_write(path, text.encode("utf-8"))

@@ -106,11 +106,13 @@ class Options:
         if not len(self):
             return self
         capacity = np.where(a["kind"] == "prefill", a["prefill_tokens_per_s"], a["output_tokens_per_s"])
-        keys = list(zip(a["workload"].tolist(), a["hardware"].tolist(), a["kind"].tolist(),
-                        a["ffn_hardware"].tolist()))
+        groups: dict[tuple, list[int]] = {}
+        for i, key in enumerate(zip(a["workload"].tolist(), a["hardware"].tolist(), a["kind"].tolist(),
+                                    a["ffn_hardware"].tolist())):
+            groups.setdefault(key, []).append(i)
         keep: list[int] = []
-        for key in dict.fromkeys(keys):
-            idx = np.array([i for i, k in enumerate(keys) if k == key])
+        for members in groups.values():
+            idx = np.array(members)
             chips = a["chips"][idx].astype(float) + a["ffn_chips"][idx].astype(float)
             keep.extend(idx[pareto_by_chips(chips, capacity[idx])].tolist())
         out = Options(candidates_scored=self.candidates_scored)
@@ -164,6 +166,13 @@ class System:
     mv: np.ndarray
     hv: np.ndarray
     prefill: np.ndarray  # (layouts, 2): prompt tokens/s (0 if it does not fit), one prompt's prefill seconds
+    pps: np.ndarray  # the grid's distinct pipeline depths
+    touched: np.ndarray  # experts touched per (depth, speculative setting, batch): engine.touched_experts_table
+
+
+# Query and accepted tokens per step of each SPECULATIVE setting.
+SPEC_QUERY = np.array([performance.spec_tokens(d, a)[0] for d, a in SPECULATIVE])
+SPEC_ACCEPTED = np.array([performance.spec_tokens(d, a)[1] for d, a in SPECULATIVE])
 
 
 def system_for(demand: Demand, model: Model, hw: Hardware, precision: str) -> System:
@@ -171,7 +180,9 @@ def system_for(demand: Demand, model: Model, hw: Hardware, precision: str) -> Sy
 
     grid = performance.parallel_grid(hw, model)
     mv, hv = performance.model_vector(model), performance.hardware_vector(hw, precision)
-    return System(hw, precision, grid, mv, hv, engine.prefill_per_layout(mv, hv, grid, demand.prefill_tokens))
+    pps = np.unique(grid[:, 1])
+    return System(hw, precision, grid, mv, hv, engine.prefill_per_layout(mv, hv, grid, demand.prefill_tokens), pps,
+                  engine.touched_experts_table(mv, pps, ENGINE_BATCHES, SPEC_QUERY))
 
 
 def decode_options(demand: Demand, sys: System, colocated: bool, opts: Options):
@@ -179,23 +190,18 @@ def decode_options(demand: Demand, sys: System, colocated: bool, opts: Options):
     from solvers import engine
 
     grid, mv, hv, hw, precision = sys.grid, sys.mv, sys.hv, sys.hw, sys.precision
-    pps = np.unique(grid[:, 1])
-    spec = [performance.spec_tokens(d, a) for d, a in SPECULATIVE]
-    q = np.array([s[0] for s in spec])
-    a = np.array([s[1] for s in spec])
-    touched = engine.touched_experts_table(mv, pps, ENGINE_BATCHES, q)
     if colocated:
         rate, single, target = sys.prefill[:, 0].copy(), sys.prefill[:, 1].copy(), demand.ttft_s
         rate[rate <= 0] = 1e-30  # a layout whose prefill does not fit cannot serve colocated
     else:
         rate, single, target = np.full(len(grid), np.inf), np.zeros(len(grid)), np.inf
     res = engine.best_decode_per_layout(
-        mv, hv, grid, np.searchsorted(pps, grid[:, 1]), touched, ENGINE_BATCHES, q, a, demand.context_avg,
-        demand.context_max, demand.min_tps_per_user, rate, single, demand.prefill_tokens, demand.output_tokens,
+        mv, hv, grid, np.searchsorted(sys.pps, grid[:, 1]), sys.touched, ENGINE_BATCHES, SPEC_QUERY, SPEC_ACCEPTED,
+        demand.context_avg, demand.context_max, demand.min_tps_per_user, rate, single, demand.prefill_tokens, demand.output_tokens,
         target, demand.ttft_quantile, demand.resident_s_per_token)
-    opts.candidates_scored += len(grid) * len(spec) * len(ENGINE_BATCHES)
-    layout_of = np.repeat(np.arange(len(grid)), len(spec))
-    spec_of = np.tile(np.arange(len(spec)), len(grid))
+    opts.candidates_scored += len(grid) * len(SPECULATIVE) * len(ENGINE_BATCHES)
+    layout_of = np.repeat(np.arange(len(grid)), len(SPECULATIVE))
+    spec_of = np.tile(np.arange(len(SPECULATIVE)), len(grid))
     chips = grid[layout_of, 0] * grid[layout_of, 1]
     ok = np.flatnonzero(res[:, 0] > 0)
     for i in ok[pareto_by_chips(chips[ok], res[ok, 0])]:
@@ -263,8 +269,7 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
     capex_a = hw_a.rack.capex_usd.value / hw_a.chips_per_rack
     capex_f = hw_f.rack.capex_usd.value / hw_f.chips_per_rack
     found = []
-    for draft, acceptance in SPECULATIVE:
-        q, acc = performance.spec_tokens(draft, acceptance)
+    for (draft, _), q, acc in zip(SPECULATIVE, SPEC_QUERY, SPEC_ACCEPTED):
         ca, cf, ep = (np.repeat(grid[:, j], nb) for j in range(3))
         streams = np.tile(ENGINE_BATCHES, len(grid))
         res = split_decode_sweep(attn, ffn, ha, hf, ca, cf, ep, streams, demand.context_avg, demand.context_max,

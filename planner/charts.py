@@ -136,24 +136,18 @@ def fleet_figure(plan):
 def cost_breakdown(plan) -> list[dict]:
     """Annual cost per hardware split into capex annuity, energy and maintenance (USD/year); the three add up
     to the fleet's annual_cost_usd (solvers.fleet_milp.annual_rack_cost)."""
-    from solvers.fleet_milp import HOURS_PER_YEAR, capital_recovery_factor
+    from planner.fleet import rack_cost_parts
 
     if plan.built is None or plan.fleet is None or not len(plan.fleet):
         return []
-    sc = plan.built.scenario
-    f = sc.finance
-    crf = capital_recovery_factor(f.wacc, sc.horizon_years)
-    hw = {h.id: h for h in plan.built.hardware}
     rows = []
     for r in plan.fleet.iter_rows(named=True):
-        h = hw[r["hardware"]]
-        capex = r["racks"] * h.rack.capex_usd.value
-        energy_mwh = r["racks"] * h.rack_power_w * f.pue * HOURS_PER_YEAR * f.average_load_share / 1e6
+        parts = rack_cost_parts(plan.built.scenario, plan.built.hardware_by_id[r["hardware"]])
         rows.append({
             "hardware": r["hardware"],
-            "capex_annuity_usd_per_year": capex * crf,
-            "energy_usd_per_year": energy_mwh * f.electricity_usd_per_mwh,
-            "maintenance_usd_per_year": capex * f.maintenance_share_of_capex_per_year,
+            "capex_annuity_usd_per_year": r["racks"] * parts["capex_annuity"],
+            "energy_usd_per_year": r["racks"] * parts["energy"],
+            "maintenance_usd_per_year": r["racks"] * parts["maintenance"],
         })
     for row in rows:
         row["total_usd_per_year"] = (row["capex_annuity_usd_per_year"] + row["energy_usd_per_year"]

@@ -14,6 +14,7 @@ model; ``solve`` runs it on every plan and refuses to return one that fails.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -42,8 +43,28 @@ class Built:
     engine_seconds: float
     unserved: dict = field(default_factory=dict)  # workload -> why no option exists
 
+    @functools.cached_property
+    def hardware_by_id(self) -> dict:
+        return {h.id: h for h in self.hardware}
+
+    @functools.cached_property
+    def demand_by_name(self) -> dict:
+        return {d.name: d for d in self.demands}
+
+
+def rack_cost_parts(scenario, hw) -> dict:
+    """USD per year of one rack of ``hw`` under the scenario's finance: capex annuity, maintenance, energy."""
+    from solvers.fleet_milp import annual_rack_cost_parts
+
+    f = scenario.finance
+    parts = annual_rack_cost_parts(hw.rack.capex_usd.value, hw.rack_power_w, f.wacc, scenario.horizon_years,
+                                   f.maintenance_share_of_capex_per_year, f.electricity_usd_per_mwh, f.pue,
+                                   f.average_load_share)
+    return {k: float(v) for k, v in parts.items()}
+
 
 def annual_costs(scenario, hardware: list) -> np.ndarray:
+    """USD per year of one rack of each system (the MILP's cost coefficients)."""
     from solvers.fleet_milp import annual_rack_cost
 
     f = scenario.finance
@@ -282,8 +303,8 @@ def _ffn_row(built: Built, attention: dict, j: int) -> dict:
     """The FFN half of an attention/FFN split replica: same replicas, batch and speed; its chips, power and
     precision; the output tokens are counted once, on the attention row."""
     cols = built.options
-    hw_a = next(h for h in built.hardware if h.id == attention["hardware"])
-    hw_f = next(h for h in built.hardware if h.id == cols["ffn_hardware"][j])
+    hw_a = built.hardware_by_id[attention["hardware"]]
+    hw_f = built.hardware_by_id[cols["ffn_hardware"][j]]
     ffn_chips = int(cols["ffn_chips"][j])
     attn_power = attention["replicas"] * attention["chips_per_replica"] * hw_a.rack_power_w / hw_a.chips_per_rack
     ffn_power = attention["replicas"] * ffn_chips * hw_f.rack_power_w / hw_f.chips_per_rack
@@ -497,7 +518,7 @@ def what_would_serve(built: Built) -> dict[str, str]:
     import dataclasses
 
     sc = built.scenario
-    hardware = {h.id: h for h in built.hardware}
+    hardware = built.hardware_by_id
     out = {}
     for d in built.demands:
         if d.name not in built.unserved:
@@ -558,7 +579,7 @@ def evaluate(plan: Plan) -> list[dict]:
     built = plan.built
     checks = []
     sc = built.scenario
-    hw = {h.id: h for h in built.hardware}
+    hw = built.hardware_by_id
     for r in plan.allocation.iter_rows(named=True):
         checks.extend(_rescore(r, built, hw[r["hardware"]]))
     shares = dict(zip(plan.workloads["workload"].to_list(), plan.workloads["served_share"].to_list()))
@@ -614,7 +635,7 @@ def _rescore_split(r: dict, d, model, built: Built, hw_a) -> list[dict]:
 
     cols = built.options
     j = r["column"]
-    hw_f = next(h for h in built.hardware if h.id == cols["ffn_hardware"][j])
+    hw_f = built.hardware_by_id[cols["ffn_hardware"][j]]
     attn, ffn = performance.split_model_vectors(model)
     q, a = performance.spec_tokens(*next(s for s in candidates.SPECULATIVE if s[0] == r["draft_tokens"]))
     out = np.zeros(S.N_SPLIT)
@@ -637,7 +658,7 @@ def _rescore(r: dict, built: Built, hw) -> list[dict]:
     from solvers.engine import wait_quantile_s
     from solvers.perf_kernels import decode_breakdown, prefill_breakdown
 
-    d = next(x for x in built.demands if x.name == r["workload"])
+    d = built.demand_by_name[r["workload"]]
     model = built.scenario.resolved_models()[d.model]
     if r["role"] == "ffn":
         return []  # checked with its attention half

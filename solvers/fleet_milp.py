@@ -93,16 +93,25 @@ def capital_recovery_factor(wacc, horizon_years):
     return crf if crf.ndim else float(crf)
 
 
-def annual_rack_cost(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh, pue,
-                     load_share=1.0):
-    """USD per year of one rack: annualized capex + maintenance (a share of capex a year) + facility energy.
-
-    Energy = power_w x load_share x pue x 8760 h, billed at electricity_usd_per_mwh. Works elementwise on arrays.
-    """
+def annual_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh,
+                           pue, load_share=1.0) -> dict:
+    """USD per year of one rack, by part: capex annuity, maintenance (a share of capex a year) and facility energy
+    (power_w x load_share x pue x 8760 h, billed at electricity_usd_per_mwh). Works elementwise on arrays."""
     capex = np.asarray(capex_usd, dtype=float)
     energy_mwh = np.asarray(power_w, dtype=float) * load_share * pue * HOURS_PER_YEAR / 1e6
-    cost = capex * capital_recovery_factor(wacc, horizon_years) + capex * maintenance_share
-    cost = cost + energy_mwh * electricity_usd_per_mwh
+    return {
+        "capex_annuity": capex * capital_recovery_factor(wacc, horizon_years),
+        "maintenance": capex * maintenance_share,
+        "energy": energy_mwh * electricity_usd_per_mwh,
+    }
+
+
+def annual_rack_cost(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh, pue,
+                     load_share=1.0):
+    """USD per year of one rack: the sum of ``annual_rack_cost_parts``."""
+    parts = annual_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_share,
+                                   electricity_usd_per_mwh, pue, load_share)
+    cost = parts["capex_annuity"] + parts["maintenance"] + parts["energy"]
     return cost if np.ndim(cost) else float(cost)
 
 

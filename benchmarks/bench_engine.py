@@ -16,9 +16,10 @@ import time
 
 import numpy as np
 
-from planner import catalog, performance
-from solvers import engine as E
-from solvers import layout as L
+from planner import catalog
+from planner import perf as performance
+from solvers.perf import sweep as E
+from solvers.perf import slots as L
 from solvers import reference
 
 MIN_TPS = 100.0

@@ -3,7 +3,7 @@
     python benchmarks/bench_milp.py [--workloads 1000] [--hardware 20] [--options 10] [--time-limit 120]
                                     [--gap 1e-4] [--solvers scip,highs,cp-sat] [--seed 0]
 
-The problem comes from ``solvers.fleet_milp.random_problem`` (power budget 1.5x the least-power fleet, supply caps
+The problem comes from ``tests.generators.random_problem`` (power budget 1.5x the least-power fleet, supply caps
 on 30% of the types, 20% of the columns disaggregated over two types). Prints a table (one row per solver: build
 and solve seconds, status, objective, proven bound, gap, violations found by ``evaluate``) and, last, one JSON line
 with the same figures and the largest relative objective difference between solvers that reported ``optimal``.
@@ -17,7 +17,8 @@ import time
 
 import numpy as np
 
-from solvers import fleet_milp as F
+from solvers import milp as F
+from tests.generators import random_problem
 
 
 def main() -> None:
@@ -32,7 +33,7 @@ def main() -> None:
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    problem = F.random_problem(args.seed, args.workloads, args.hardware, args.options)
+    problem = random_problem(args.seed, args.workloads, args.hardware, args.options)
     gen_s = time.perf_counter() - t0
     print(f"problem: {problem.n_workloads} workloads x {problem.n_hardware} hardware, {problem.n_columns} columns "
           f"({int(problem.integer_replicas.sum())} integer), generated in {gen_s:.2f} s")

@@ -14,9 +14,10 @@ import time
 
 import numpy as np
 
-from planner import catalog, performance
+from planner import catalog
+from planner import perf as performance
 from solvers import reference
-from solvers.perf_kernels import decode_sweep
+from solvers.perf.kernels import decode_sweep
 
 
 def main() -> None:

@@ -1,24 +1,31 @@
 """planner: a fleet planner for AI inference hardware.
 
-Heavy dependencies (numba, polars, ortools) are imported lazily so that ``planner --help`` stays instant.
+The library's calls: ``load_scenario``, ``estimate``, ``frontier``, ``solve``, ``check`` (and ``evaluate``, its
+older name). Heavy dependencies (numba, polars, ortools) are imported on first use so that ``planner --help``
+stays instant.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load_scenario", "estimate", "frontier", "solve", "evaluate"]
+_EXPORTS = {
+    "load_scenario": ("planner.scenario", "load_scenario"),
+    "estimate": ("planner.perf.estimate", "estimate"),
+    "frontier": ("planner.perf.frontier", "frontier"),
+    "solve": ("planner.fleet.solve", "solve"),
+    "check": ("planner.fleet.check", "check"),
+    "evaluate": ("planner.fleet.check", "check"),
+}
+__all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name):
-    if name == "load_scenario":
-        from planner.scenario import load_scenario
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'planner' has no attribute {name!r}")
+    import importlib
 
-        return load_scenario
-    if name in ("solve", "evaluate"):
-        from planner import fleet
+    module, attr = _EXPORTS[name]
+    return getattr(importlib.import_module(module), attr)
 
-        return getattr(fleet, name)
-    if name in ("estimate", "frontier"):
-        from planner import performance
 
-        return getattr(performance, name)
-    raise AttributeError(name)
+def __dir__():
+    return sorted(__all__)

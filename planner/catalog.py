@@ -11,10 +11,12 @@ import datetime as _dt
 import functools
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.vocabulary import HARDWARE_ROLES, PRECISIONS
 
 DATA_DIR = Path(__file__).parent / "data"
 CATALOG_VERSION = "2026.11.30"
@@ -24,7 +26,7 @@ Precision = Literal["fp4", "fp8", "bf16"]
 Role = Literal["prefill", "decode", "attention", "ffn"]
 TierKind = Literal["sram", "hbm", "gddr", "ddr", "lpddr"]
 
-PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
+assert get_args(Precision) == PRECISIONS and get_args(Role) == HARDWARE_ROLES  # the vocabulary's words
 # Bytes per weight element. FP4 carries one 8-bit scale per 16 elements (NVFP4 block size), so 4.5 bits.
 WEIGHT_BYTES = {"fp4": 4.5 / 8.0, "fp8": 1.0, "bf16": 2.0}
 # KV cache element bytes at each serving precision: FP4 deployments keep the KV cache in FP8.

@@ -7,9 +7,19 @@ import sys
 import click
 
 from planner import __version__
+from planner.vocabulary import (
+    DEFAULT_ACCEPTANCE,
+    DEFAULT_BATCH,
+    DEFAULT_DRAFT_TOKENS,
+    DEFAULT_INPUT_TOKENS,
+    DEFAULT_OUTPUT_TOKENS,
+    FORMATS,
+    PRECISIONS,
+    SOLVERS,
+)
 
-FORMATS = click.Choice(["table", "json"])
-PRECISION = click.Choice(["fp4", "fp8", "bf16"])
+FORMAT = click.Choice(FORMATS)
+PRECISION = click.Choice(PRECISIONS)
 
 
 def _fail(exc: Exception) -> None:
@@ -23,7 +33,7 @@ def _fail(exc: Exception) -> None:
     if isinstance(exc, CatalogError):
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    from solvers.fleet_milp import SolverError
+    from solvers.milp import SolverError
 
     if isinstance(exc, SolverError):
         click.echo(f"error: {exc}", err=True)
@@ -49,10 +59,10 @@ def main() -> None:
 
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=True, path_type=str))
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=str), default=None,
               help="write the tables as CSV and Parquet and the whole result as plan.json into this directory")
-@click.option("--solver", type=click.Choice(["scip", "highs", "cp-sat"]), default=None,
+@click.option("--solver", type=click.Choice(SOLVERS), default=None,
               help="MILP solver [default: the scenario's, else scip]")
 @click.option("--time-limit", type=float, default=None, help="solver time limit in seconds [default: the scenario's]")
 @click.option("--quiet", "-q", is_flag=True, help="no progress display")
@@ -60,16 +70,16 @@ def main() -> None:
               help="also write a self-contained HTML report (charts inline, no network needed to view it)")
 def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
     """The cheapest fleet that serves a scenario: racks per system, how each workload is served, cost and power."""
-    from planner import report
     from planner.errors import InfeasibleError
-    from planner.fleet import solve as solve_plan
+    from planner.fleet.solve import solve as solve_plan
+    from planner.report import terminal as report
     from planner.scenario import load_scenario
 
     sc = load_scenario(scenario).with_solver(solver, time_limit)  # validates the overrides like the file's fields
 
     def html(plan, reason=None):
         if html_path:
-            from planner import html_report
+            from planner.report import html as html_report
 
             points = html_report.frontier_points_for_plan(plan) if plan is not None else None
             html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name), html_path)
@@ -90,18 +100,21 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
 @click.option("--model", "-m", required=True, help="model id (planner catalog)")
 @click.option("--hardware", "-H", required=True, help="hardware id (planner catalog)")
 @click.option("--chips", type=int, default=None, help="chips per replica [default: smallest that fits]")
-@click.option("--batch", type=int, default=1, show_default=True, help="concurrent streams per replica")
+@click.option("--batch", type=int, default=DEFAULT_BATCH, show_default=True, help="concurrent streams per replica")
 @click.option("--precision", type=PRECISION, default=None, help="[default: fastest the hardware runs]")
-@click.option("--input-tokens", type=int, default=1000, show_default=True)
-@click.option("--output-tokens", type=int, default=1000, show_default=True)
-@click.option("--draft-tokens", type=int, default=0, show_default=True, help="speculative decoding draft length")
-@click.option("--acceptance", type=float, default=0.7, show_default=True, help="draft token acceptance rate")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--input-tokens", type=int, default=DEFAULT_INPUT_TOKENS, show_default=True)
+@click.option("--output-tokens", type=int, default=DEFAULT_OUTPUT_TOKENS, show_default=True)
+@click.option("--draft-tokens", type=int, default=DEFAULT_DRAFT_TOKENS, show_default=True,
+              help="speculative decoding draft length")
+@click.option("--acceptance", type=float, default=DEFAULT_ACCEPTANCE, show_default=True,
+              help="draft token acceptance rate (used when --draft-tokens > 0)")
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
 def estimate(model, hardware, chips, batch, precision, input_tokens, output_tokens, draft_tokens, acceptance, fmt):
     """One deployment's performance, with the breakdown that explains it."""
-    from planner import performance, render
+    from planner.perf.estimate import estimate as estimate_of
+    from planner.report import render
 
-    est = performance.estimate(model, hardware, chips=chips, batch=batch, precision=precision,
+    est = estimate_of(model, hardware, chips=chips, batch=batch, precision=precision,
                                input_tokens=input_tokens, output_tokens=output_tokens,
                                draft_tokens=draft_tokens, acceptance=acceptance)
     d = est.to_dict()
@@ -119,8 +132,8 @@ def estimate(model, hardware, chips, batch, precision, input_tokens, output_toke
 @click.option("--model", "-m", required=True, help="model id")
 @click.option("--hardware", "-H", multiple=True, help="hardware id, repeatable [default: every system that serves it]")
 @click.option("--precision", type=PRECISION, default=None, help="[default: every precision each system runs]")
-@click.option("--input-tokens", type=int, default=1000, show_default=True)
-@click.option("--output-tokens", type=int, default=1000, show_default=True)
+@click.option("--input-tokens", type=int, default=DEFAULT_INPUT_TOKENS, show_default=True)
+@click.option("--output-tokens", type=int, default=DEFAULT_OUTPUT_TOKENS, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @click.option("--png", type=click.Path(dir_okay=False, path_type=str), default=None, help="write the chart as PNG")
 @click.option("--svg", type=click.Path(dir_okay=False, path_type=str), default=None, help="write the chart as SVG")
@@ -128,12 +141,14 @@ def estimate(model, hardware, chips, batch, precision, input_tokens, output_toke
               help="write the chart and its points as a self-contained HTML page")
 def frontier(model, hardware, precision, input_tokens, output_tokens, fmt, png, svg, html_path):
     """Pareto frontier of output tokens/s per MW against tokens/s per user, per hardware."""
-    from planner import performance, render
+    from planner.perf.frontier import best_at_tiers, frontier as frontier_of
+    from planner.report import render
+    from planner.vocabulary import TIERS
 
-    points = performance.frontier(model, list(hardware) or None, precision, input_tokens, output_tokens)
+    points = frontier_of(model, list(hardware) or None, precision, input_tokens, output_tokens)
     title = f"frontier: {model}, {input_tokens} in / {output_tokens} out"
     if png or svg:
-        from planner import charts
+        from planner.report import charts
 
         fig = charts.frontier_figure(points, title)
         if png:
@@ -141,7 +156,7 @@ def frontier(model, hardware, precision, input_tokens, output_tokens, fmt, png, 
         if svg:
             charts.save_svg(fig, svg)
     if html_path:
-        from planner import html_report
+        from planner.report import html as html_report
 
         html_report.write_html(html_report.render_frontier_html(points, title), html_path)
     if fmt == "json":
@@ -152,9 +167,9 @@ def frontier(model, hardware, precision, input_tokens, output_tokens, fmt, png, 
         cols = ["hardware", "tier", "tps_per_user", "output_tokens_per_s_per_mw", "chips", "tensor_parallel",
                 "pipeline_parallel", "expert_parallel", "batch", "precision", "bound"]
         render.table(points, title=f"frontier: {model}, {input_tokens} in / {output_tokens} out", columns=cols)
-        render.table(performance.best_at_tiers(points),
+        render.table(best_at_tiers(points),
                      title="best output tokens/s per MW at each tier (tier boundaries: "
-                           + ", ".join(f"{k} {v:g}" for k, v in performance.TIERS.items()) + " tok/s/user)")
+                           + ", ".join(f"{k} {v:g}" for k, v in TIERS.items()) + " tok/s/user)")
 
 
 @main.group(invoke_without_command=True)
@@ -164,8 +179,8 @@ def catalog(ctx, fmt):
     """List the hardware and model catalogs (``catalog show ID`` for one entry with sources)."""
     if ctx.invoked_subcommand is not None:
         return
-    from planner import render
-    from planner.catalog_view import hardware_rows, model_rows
+    from planner.report import render
+    from planner.report.catalog_view import hardware_rows, model_rows
 
     hw, models = hardware_rows(), model_rows()
     if fmt == "json":
@@ -183,8 +198,8 @@ def catalog(ctx, fmt):
 @click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
 def catalog_show(item_id, fmt):
     """One catalog entry with every figure's source and confidence (and derived values for models)."""
-    from planner import render
-    from planner.catalog_view import show_entry
+    from planner.report import render
+    from planner.report.catalog_view import show_entry
 
     entry = show_entry(item_id)
     if fmt == "json":
@@ -206,9 +221,32 @@ def validate(scenario):
 
 
 @main.command()
+@click.argument("plan_file", metavar="PLAN.json", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+def check(plan_file, fmt):
+    """Re-check a written plan without the solver: exit 0 when it holds, 4 naming each violated check."""
+    from planner.errors import CheckFailed
+    from planner.fleet.check import check as check_plan
+    from planner.report import render
+
+    checks = check_plan(plan_file)
+    failed = [c for c in checks if not c["ok"]]
+    if fmt == "json":
+        click.echo(render.to_json({"plan": plan_file, "ok": not failed, "checks": checks}))
+    elif failed:
+        render.table(failed, title=f"{plan_file}: {len(failed)} of {len(checks)} checks fail")
+    else:
+        click.echo(f"{plan_file}: holds ({len(checks)} checks)")
+    if failed:
+        raise CheckFailed(f"{plan_file}: {len(failed)} of {len(checks)} checks fail: "
+                          + "; ".join(f"{c['check']} ({c['detail']})" for c in failed[:5])
+                          + (" ..." if len(failed) > 5 else ""), checks)
+
+
+@main.command()
 def schema():
     """Print the scenario file's JSON Schema."""
-    from planner import render
+    from planner.report import render
     from planner.scenario import scenario_json_schema
 
     click.echo(render.to_json(scenario_json_schema()))
@@ -219,7 +257,7 @@ def schema():
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
 def calibrate(write, fmt):
     """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies."""
-    from planner import calibration, render
+    from planner.perf import calibration, render
 
     if write:
         calibration.write_fit()

@@ -34,3 +34,13 @@ class InfeasibleError(PlannerError):
     def __init__(self, message: str, plan=None):
         self.plan = plan
         super().__init__(message)
+
+
+class CheckFailed(PlannerError):
+    """A plan failed ``planner check``: one or more constraints or reported figures do not hold. Exit code 4."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, checks=None):
+        self.checks = checks or []
+        super().__init__(message)

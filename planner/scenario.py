@@ -22,7 +22,16 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, model_validator
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    Strict,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from planner.catalog import (
@@ -36,10 +45,19 @@ from planner.catalog import (
     model_catalog,
 )
 from planner.errors import InputError
+from planner.vocabulary import (
+    DEFAULT_OBJECTIVE,
+    DEFAULT_SOLVER,
+    OBJECTIVES,
+    SOLVERS,
+    TIERS,
+)
 
-# Output tokens per second each user sees, by latency tier (interface contract).
-TIERS: dict[str, float] = {"standard": 100.0, "high": 200.0, "premium": 400.0, "ultra": 1000.0}
 Tier = Literal["standard", "high", "premium", "ultra"]
+Objective = Literal["min_cost", "min_power", "max_revenue"]
+SolverName = Literal["scip", "highs", "cp-sat"]
+# The Literals pydantic needs, held to the vocabulary's one definition of each word.
+assert get_args(Tier) == tuple(TIERS) and get_args(Objective) == OBJECTIVES and get_args(SolverName) == SOLVERS
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000  # YAML nodes after alias expansion: stops "billion laughs" files
 
@@ -107,7 +125,7 @@ class HardwareChoice(_Section):
 
 
 class SolverSettings(_Section):
-    name: Literal["scip", "highs", "cp-sat"] = Field("scip", description="MILP solver (default scip)")
+    name: SolverName = Field(DEFAULT_SOLVER, description="MILP solver (default scip)")
     time_limit_s: PosNumber = Field(60.0, description="wall-clock limit for one solve in seconds (default 60)")
     relative_gap: Share = Field(0.001, description="stop when within this relative gap of the bound (default 0.001)")
 
@@ -216,8 +234,8 @@ class Scenario(_Section):
     )
     models: list[Model] = Field(default_factory=list, description="inline model specs, in the catalog schema")
     workloads: list[Workload] = Field(min_length=1, description="what the site must serve")
-    objective: Literal["min_cost", "min_power", "max_revenue"] = Field(
-        "min_cost", description="min_cost: annual cost (capex annualized + energy + maintenance); min_power: power; "
+    objective: Objective = Field(
+        DEFAULT_OBJECTIVE, description="min_cost: annual cost (capex annualized + energy + maintenance); min_power: power; "
         "max_revenue: revenue minus annual cost, serving each workload up to its demand"
     )
     prices_usd_per_mtok: dict[Tier, NonNegNumber] = Field(

@@ -6,7 +6,7 @@ catalog that moves a prediction outside its band fails here and must be looked a
 
 import pytest
 
-from planner import calibration
+from planner.perf import calibration
 
 # Absolute error bands in percent: the measured error rounded up to the next 5 points, plus 5.
 TOLERANCE_PCT = {

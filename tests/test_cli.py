@@ -7,7 +7,9 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from planner import catalog, performance
+from planner import catalog
+from planner.perf.estimate import estimate
+from planner.perf.frontier import frontier
 from planner.cli import main
 
 
@@ -36,7 +38,7 @@ def test_estimate_json_has_interface_keys_and_matches_library():
     for key in ("tps_per_user", "output_tokens_per_s", "step_time_s", "ttft_s", "fits", "chips", "batch",
                 "precision"):
         assert key in got
-    lib = performance.estimate("llama-3.1-70b", "gb200-nvl72", chips=8, batch=32, precision="fp8",
+    lib = estimate("llama-3.1-70b", "gb200-nvl72", chips=8, batch=32, precision="fp8",
                                acceptance=0.7).to_dict()
     assert got == json.loads(json.dumps(lib))
 
@@ -48,7 +50,7 @@ def test_frontier_json_has_interface_keys_and_matches_library():
     assert points and all(p["hardware"] == "hgx-h100" for p in points)
     for key in ("hardware", "tps_per_user", "output_tokens_per_s_per_mw", "chips", "batch", "precision"):
         assert key in points[0]
-    assert points == performance.frontier("llama-3.1-8b", ["hgx-h100"])
+    assert points == frontier("llama-3.1-8b", ["hgx-h100"])
 
 
 def test_frontier_csv_and_table():
@@ -98,7 +100,7 @@ def test_catalog_show_gives_sources():
 
 def test_every_cited_source_exists():
     known = set(catalog.sources())
-    from planner.catalog_view import _sources_of
+    from planner.report.catalog_view import _sources_of
 
     for hw in catalog.hardware_catalog().values():
         missing = _sources_of(hw.model_dump()) - known

@@ -5,10 +5,27 @@ import math
 import numpy as np
 import pytest
 
-from solvers import engine as E
-from solvers import layout as L
-from solvers.perf_kernels import decode_breakdown
+from solvers.perf import serving
+from solvers.perf import sweep as E
+from solvers.perf import slots as L
+from solvers.perf.kernels import decode_breakdown
 from tests.test_kernels_twin import random_config, random_hw, random_model
+
+
+def workload(context_avg, context_max, min_tps, prefill_tokens, output_tokens, ttft_s=np.inf, quantile=0.9,
+             resident=0.0, input_tokens=None):
+    """A workload vector with these slots (the engine's question)."""
+    wl = np.zeros(L.N_WORKLOAD)
+    wl[L.W_INPUT_TOKENS] = prefill_tokens if input_tokens is None else input_tokens
+    wl[L.W_PREFILL_TOKENS] = prefill_tokens
+    wl[L.W_OUTPUT_TOKENS] = output_tokens
+    wl[L.W_CONTEXT_AVG] = context_avg
+    wl[L.W_CONTEXT_MAX] = context_max
+    wl[L.W_MIN_TPS_PER_USER] = min_tps
+    wl[L.W_TTFT_S] = ttft_s
+    wl[L.W_TTFT_QUANTILE] = quantile
+    wl[L.W_RESIDENT_S_PER_TOKEN] = resident
+    return wl
 
 
 def slow_best(m, h, layouts, batches, q, a, ctx_avg, ctx_max, min_tps):
@@ -35,9 +52,9 @@ def test_best_decode_per_layout_equals_slow_loop(seed):
     q, a = np.array([1.0, 4.0]), np.array([1.0, 2.5])
     pps = np.unique(layouts[:, 1])
     touched = E.touched_experts_table(m, pps, batches, q)
-    res = E.best_decode_per_layout(m, h, layouts, np.searchsorted(pps, layouts[:, 1]), touched, batches, q, a,
-                                   3000.0, 4000.0, 20.0, np.full(6, np.inf), np.zeros(6), 1000.0, 500.0,
-                                   np.inf, 0.9, 0.0)
+    wl = workload(context_avg=3000.0, context_max=4000.0, min_tps=20.0, prefill_tokens=1000.0, output_tokens=500.0)
+    res = E.best_decode_per_layout(m, h, wl, layouts, np.searchsorted(pps, layouts[:, 1]), touched, batches, q, a,
+                                   np.full(6, np.inf), np.zeros(6))
     for got, (tput, batch) in zip(res, slow_best(m, h, layouts, batches, q, a, 3000.0, 4000.0, 20.0)):
         assert got[0] == pytest.approx(tput, rel=1e-9, abs=1e-12)
         if tput > 0:
@@ -46,14 +63,14 @@ def test_best_decode_per_layout_equals_slow_loop(seed):
 
 def test_wait_quantile_hand_values():
     # M/M/1, rho 0.5, s 1: P(W > t) = 0.5 exp(-0.5 t); the 90th percentile: 0.5 exp(-0.5 t) = 0.1 -> t = 2 ln 5
-    assert E.wait_quantile_s(0.5, 1.0, 0.9) == pytest.approx(2 * math.log(5))
-    assert E.wait_quantile_s(0.05, 1.0, 0.9) == 0.0  # P(W > 0) = rho < 0.1
-    assert E.wait_quantile_s(1.0, 1.0, 0.9) == math.inf
+    assert serving.wait_quantile_s(0.5, 1.0, 0.9) == pytest.approx(2 * math.log(5))
+    assert serving.wait_quantile_s(0.05, 1.0, 0.9) == 0.0  # P(W > 0) = rho < 0.1
+    assert serving.wait_quantile_s(1.0, 1.0, 0.9) == math.inf
 
 
 def test_max_prefill_utilization_meets_the_target_exactly():
-    rho = E.max_prefill_utilization(2.0, 0.5, 0.4, 0.99)
+    rho = serving.max_prefill_utilization(2.0, 0.5, 0.4, 0.99)
     assert 0 < rho < 0.95
-    assert 0.5 + E.wait_quantile_s(rho, 0.4, 0.99) == pytest.approx(2.0, rel=1e-9)
-    assert E.max_prefill_utilization(0.4, 0.5, 0.4, 0.99) == 0.0  # the prompt alone misses the target
-    assert E.max_prefill_utilization(100.0, 0.5, 0.4, 0.9) == 0.95  # capped
+    assert 0.5 + serving.wait_quantile_s(rho, 0.4, 0.99) == pytest.approx(2.0, rel=1e-9)
+    assert serving.max_prefill_utilization(0.4, 0.5, 0.4, 0.99) == 0.0  # the prompt alone misses the target
+    assert serving.max_prefill_utilization(100.0, 0.5, 0.4, 0.9) == 0.95  # capped

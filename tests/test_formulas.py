@@ -1,7 +1,7 @@
 """The performance model's formulas against values worked out by hand (docs/MODEL.md, section numbers below).
 
 Every expected number is derived in a comment next to its assertion, from tiny hand-built model and hardware vectors
-(round numbers, so the arithmetic can be redone on paper). The jitted kernels in ``solvers.perf_kernels`` are called
+(round numbers, so the arithmetic can be redone on paper). The jitted kernels in ``solvers.perf.kernels`` are called
 directly; ``tests/test_kernels_twin.py`` separately checks them against the plain-Python twin on random inputs.
 """
 
@@ -11,16 +11,12 @@ import numpy as np
 import pytest
 
 from planner.catalog import get_model
-from planner.performance import (
-    attention_peak_flops,
-    colocated_tokens_per_s,
-    model_vector,
-    pareto_mask,
-    spec_tokens,
-    tier_of,
-)
-from solvers import layout as L
-from solvers.perf_kernels import (
+from planner.perf.estimate import spec_tokens
+from planner.perf.frontier import pareto_mask
+from planner.perf.pack import attention_peak_flops, model_vector
+from planner.vocabulary import tier_of
+from solvers.perf import slots as L
+from solvers.perf.kernels import (
     active_params_per_stage,
     allreduce_time,
     alltoall_time,
@@ -480,7 +476,7 @@ def test_prefill_two_stages_ttft_and_rate():
     assert out[L.B_TOKENS_PER_S] == approx(1000.0 / 1.99002e-4)
 
 
-# ---- planner.performance helpers ----------------------------------------------------------------------------
+# ---- planner.perf helpers ----------------------------------------------------------------------------
 def test_spec_tokens():
     # no drafting: one query token, one token out
     assert spec_tokens(0, 0.7) == (1.0, 1.0)
@@ -493,13 +489,15 @@ def test_spec_tokens():
     assert spec_tokens(3, 0.0) == (4.0, approx(1.0))
 
 
-def test_colocated_tokens_per_s():
-    # decode 1000 tok/s, prefill 10000 tok/s, 1000 in / 500 out: each request takes 500 / 1000 + 1000 / 10000
-    # = 0.6 s of the replica; 500 / 0.6 = 833.33 output tok/s
-    assert colocated_tokens_per_s(1000.0, 10000.0, 1000, 500) == approx(500.0 / 0.6)
-    # arrays work elementwise
-    got = colocated_tokens_per_s(np.array([1000.0, 2000.0]), np.array([10000.0, 10000.0]), 1000, 500)
-    np.testing.assert_allclose(got, [500 / 0.6, 500 / 0.35], rtol=REL)
+def test_colocated_request_s():
+    from solvers.perf.serving import colocated_request_s
+
+    # 10 streams keeping 1 token per 10 ms interval decode 1000 tok/s; prefill 10000 tok/s; 1000 in / 500 out:
+    # each request takes 500 / 1000 + 1000 / 10000 = 0.6 s of the replica; 500 / 0.6 = 833.33 output tok/s
+    assert colocated_request_s(500.0, 0.01, 10.0, 1.0, 1000.0 / 10000.0) == approx(0.6)
+    assert 500.0 / colocated_request_s(500.0, 0.01, 10.0, 1.0, 0.1) == approx(500.0 / 0.6)
+    # speculation: 2 tokens accepted per interval halve the decode share
+    assert colocated_request_s(500.0, 0.01, 10.0, 2.0, 0.1) == approx(0.35)
 
 
 def test_pareto_mask():
@@ -554,7 +552,7 @@ def test_frontier_per_user_speed_shares_the_replica_with_prefill():
     # sweep_points scales decode per-user speed by R_col / R_dec; without speculation R_dec = B * tps_dec, so the
     # frontier's per-user speed is R_col / B: the colocated replica throughput shared by its B streams.
     from planner.catalog import get_hardware
-    from planner.performance import sweep_points
+    from planner.perf.frontier import sweep_points
 
     s = sweep_points(get_model("llama-3.1-70b"), get_hardware("vr-nvl72"), "fp8", 1000, 1000, chips=8,
                      batches=np.array([16.0, 64.0]))
@@ -639,6 +637,8 @@ def test_worked_example_llama_70b_vr_nvl72_fp8():
     assert pre[L.B_TOKENS_PER_S] == pytest.approx(152755, rel=1e-5)
     assert L.BOUND_NAMES[int(pre[L.B_BOUND])] == "communication"
     # colocated: 1000 / (1000 / 21,517.8 + 1000 / 152,755) = 18,861.0 tok/s; per user / 64 = 294.70
-    colocated = colocated_tokens_per_s(dec[L.B_TOKENS_PER_S], pre[L.B_TOKENS_PER_S], 1000, 1000)
+    from solvers.perf.serving import colocated_request_s
+
+    colocated = 1000 / colocated_request_s(1000.0, dec[L.B_TIME_S], 64.0, 1.0, 1000 / pre[L.B_TOKENS_PER_S])
     assert colocated == pytest.approx(18861.0, rel=1e-5)
     assert colocated / 64 == pytest.approx(294.70, rel=1e-4)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from planner import fleet
-from planner.performance import TIERS, best_at_tiers, frontier
+from planner.fleet.solve import solve
+from planner.perf.frontier import best_at_tiers, frontier
+from planner.vocabulary import TIERS
 from planner.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +25,7 @@ def doc_figures() -> dict:
 
 
 def test_scenario_solves_with_every_check_ok():
-    plan = fleet.solve(load_scenario(SCENARIO))
+    plan = solve(load_scenario(SCENARIO))
     assert plan.status == "optimal"
     assert plan.checks and all(c["ok"] for c in plan.checks), [c for c in plan.checks if not c["ok"]]
     tiers = {w.tier for w in load_scenario(SCENARIO).workloads}

@@ -12,7 +12,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from planner import charts, html_report, performance  # noqa: E402
+from planner.perf.frontier import frontier  # noqa: E402
+from planner.report import charts  # noqa: E402
+from planner.report import html as html_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "sovereign-100mw.yaml"
@@ -22,7 +24,7 @@ CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") i
 
 @pytest.fixture(scope="module")
 def plan():
-    from planner.fleet import solve
+    from planner.fleet.solve import solve
 
     return solve(SCENARIO)
 
@@ -34,7 +36,7 @@ def report(plan):
 
 @pytest.fixture(scope="module")
 def frontier_points():
-    return performance.frontier("kimi-k2", ["vr-nvl72", "gb200-nvl72"], None, 1000, 1000)
+    return frontier("kimi-k2", ["vr-nvl72", "gb200-nvl72"], None, 1000, 1000)
 
 
 def _no_external_references(text: str) -> None:
@@ -104,7 +106,7 @@ def test_infeasible_solve_renders_its_plan(tmp_path):
     import yaml
 
     from planner.errors import InfeasibleError
-    from planner.fleet import solve
+    from planner.fleet.solve import solve
     from planner.scenario import load_scenario
 
     data = yaml.safe_load(SCENARIO.read_text())

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from solvers import layout as L
-from solvers import reference as ref
-from solvers.perf_kernels import decode_breakdown, decode_sweep, prefill_breakdown
+from solvers.perf import slots as L
+from solvers.perf import twin as ref
+from solvers.perf.kernels import decode_breakdown, prefill_breakdown
+from solvers.perf.sweep import decode_sweep
 
 
 def random_model(rng):

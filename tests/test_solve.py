@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from planner import fleet
+from planner.fleet.check import check
+from planner.fleet.solve import solve
 from planner.cli import main
 from planner.errors import InfeasibleError
 from planner.scenario import load_scenario, scenario_from_yaml
@@ -34,7 +35,7 @@ def small(rate=50.0, budget=10.0):
 
 @pytest.fixture(scope="module")
 def plans():
-    return {p.stem: fleet.solve(load_scenario(p)) for p in SCENARIOS}
+    return {p.stem: solve(load_scenario(p)) for p in SCENARIOS}
 
 
 @pytest.mark.parametrize("name", [p.stem for p in SCENARIOS])
@@ -74,7 +75,7 @@ def test_cli_json_equals_library(tmp_path):
     res = CliRunner().invoke(main, ["solve", str(path), "--format", "json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     got = json.loads(res.output)
-    lib = json.loads(json.dumps(fleet.solve(load_scenario(path)).to_dict()))
+    lib = json.loads(json.dumps(solve(load_scenario(path)).to_dict()))
     assert got == lib
 
 
@@ -114,27 +115,27 @@ def test_infeasible_power_budget_exits_3(tmp_path):
 def test_unreachable_tier_names_the_workload(tmp_path):
     text = SMALL.replace("RATE", "5").replace("BUDGET", "10").replace("tier: standard", "min_tps_per_user: 100000")
     with pytest.raises(InfeasibleError, match="chat: no available hardware reaches"):
-        fleet.solve(scenario_from_yaml(text))
+        solve(scenario_from_yaml(text))
 
 
 @pytest.mark.parametrize("name", [p.stem for p in SCENARIOS])
 def test_scip_and_highs_agree(plans, name):
-    other = fleet.solve(load_scenario(GOLDEN.parent.parent / "scenarios" / f"{name}.yaml"), solver="highs")
+    other = solve(load_scenario(GOLDEN.parent.parent / "scenarios" / f"{name}.yaml"), solver="highs")
     assert other.status == "optimal"
     assert other.objective_usd_per_year == pytest.approx(plans[name].objective_usd_per_year, rel=2e-3)
 
 
 @pytest.mark.parametrize("rate", [10.0, 40.0, 160.0])
 def test_more_demand_never_costs_less(rate):
-    assert fleet.solve(small(rate * 1.5)).objective_usd_per_year >= fleet.solve(small(rate)).objective_usd_per_year * (1 - 1e-9)
+    assert solve(small(rate * 1.5)).objective_usd_per_year >= solve(small(rate)).objective_usd_per_year * (1 - 1e-9)
 
 
 def test_tighter_power_budget_never_costs_less():
-    loose = fleet.solve(small(200.0, 50.0)).objective_usd_per_year
+    loose = solve(small(200.0, 50.0)).objective_usd_per_year
     costs = []
     for budget in (5.0, 2.0, 1.0):
         try:
-            costs.append(fleet.solve(small(200.0, budget)).objective_usd_per_year)
+            costs.append(solve(small(200.0, budget)).objective_usd_per_year)
         except InfeasibleError:
             costs.append(math.inf)
     assert loose <= costs[0] * (1 + 1e-9) <= costs[1] * (1 + 1e-9) <= costs[2] * (1 + 1e-9)
@@ -143,23 +144,23 @@ def test_tighter_power_budget_never_costs_less():
 def test_evaluate_catches_a_broken_plan():
     import polars as pl
 
-    plan = fleet.solve(small(200.0, 10.0))
-    assert all(c["ok"] for c in fleet.evaluate(plan))
+    plan = solve(small(200.0, 10.0))
+    assert all(c["ok"] for c in check(plan))
     first = plan.allocation.row(0, named=True)
     plan.allocation = plan.allocation.filter(~pl.col("role").is_in(["decode", "colocated"])).vstack(
         plan.allocation.filter(pl.col("role").is_in(["decode", "colocated"])).head(1).with_columns(
             pl.col("replicas") * 0 + 1, pl.col("output_tokens_per_s") * 0 + first["output_tokens_per_s"] / first["replicas"],
             pl.col("chips_per_replica") * 100))
-    failed = {c["check"].split()[0] for c in fleet.evaluate(plan) if not c["ok"]}
+    failed = {c["check"].split()[0] for c in check(plan) if not c["ok"]}
     assert "demand" in failed and "chips" in failed
 
 
 def test_evaluate_rescoring_catches_an_inflated_allocation():
     import polars as pl
 
-    plan = fleet.solve(small(200.0, 10.0))
+    plan = solve(small(200.0, 10.0))
     plan.allocation = plan.allocation.with_columns(pl.col("batch") * 50)
-    failed = [c["check"] for c in fleet.evaluate(plan) if not c["ok"]]
+    failed = [c["check"] for c in check(plan) if not c["ok"]]
     assert any("speed" in f or "fits" in f for f in failed)
 
 
@@ -178,7 +179,7 @@ workloads:
 
 
 def test_attention_ffn_split_is_bought_on_both_systems():
-    plan = fleet.solve(scenario_from_yaml(SPLIT))
+    plan = solve(scenario_from_yaml(SPLIT))
     roles = {r["role"]: r for r in plan.allocation.to_dicts()}
     assert {"attention", "ffn", "prefill"} <= set(roles)
     assert roles["attention"]["hardware"] == "vr-nvl72" and roles["ffn"]["hardware"] == "groq3-lpx"
@@ -205,7 +206,7 @@ workloads:
 def test_agent_sessions_waiting_on_tools_hold_memory():
     """KV kept resident through tool calls: longer waits hold more sessions' KV, so never a cheaper fleet, and
     the decode replicas carry fewer streams."""
-    plans = {gap: fleet.solve(scenario_from_yaml(AGENT.replace("GAP", str(gap)))) for gap in (0, 30, 300)}
+    plans = {gap: solve(scenario_from_yaml(AGENT.replace("GAP", str(gap)))) for gap in (0, 30, 300)}
     costs = [plans[g].objective_usd_per_year for g in (0, 30, 300)]
     assert costs[0] <= costs[1] * (1 + 1e-9) <= costs[2] * (1 + 1e-9)
     assert costs[2] > costs[0]
@@ -231,7 +232,7 @@ workloads:
 
 def revenue_plan(budget, std, prem):
     text = REVENUE.replace("BUDGET", str(budget)).replace("STD", str(std)).replace("PREM", str(prem))
-    return fleet.solve(scenario_from_yaml(text))
+    return solve(scenario_from_yaml(text))
 
 
 def test_max_revenue_sells_everything_when_it_pays():
@@ -245,7 +246,7 @@ def test_max_revenue_sells_everything_when_it_pays():
 def test_max_revenue_under_a_tight_budget_prefers_the_better_paid_tier():
     text = (REVENUE.replace("BUDGET", "0.3").replace("STD", "0.5").replace("PREM", "20")
             .replace("requests_per_s: 400", "requests_per_s: 40000").replace("requests_per_s: 100", "requests_per_s: 300"))
-    plan = fleet.solve(scenario_from_yaml(text))
+    plan = solve(scenario_from_yaml(text))
     shares = {w["workload"]: w["served_share"] for w in plan.workloads.to_dicts()}
     assert shares["fast"] == pytest.approx(1.0, abs=1e-6) and shares["cheap"] < 0.999
     assert plan.totals["facility_power_mw"] <= 0.3 * (1 + 1e-9)
@@ -265,7 +266,7 @@ def test_max_revenue_needs_prices():
 
 def test_time_limit_returns_the_best_plan_with_its_gap():
     sc = load_scenario(GOLDEN.parent.parent / "scenarios" / "mixed-site.yaml")
-    plan = fleet.solve(sc, solver="highs", time_limit_s=0.3)
+    plan = solve(sc, solver="highs", time_limit_s=0.3)
     assert plan.status in ("time_limit", "optimal")
     if plan.status == "time_limit":
         assert plan.solver["relative_gap"] is not None and plan.solver["relative_gap"] > 0
@@ -277,7 +278,7 @@ def test_no_plan_within_the_time_limit_is_a_clear_error():
 
     sc = load_scenario(GOLDEN.parent.parent / "scenarios" / "mixed-site.yaml")
     with pytest.raises(PlannerError, match="found no plan within the time limit"):
-        fleet.solve(sc, solver="scip", time_limit_s=0.001)
+        solve(sc, solver="scip", time_limit_s=0.001)
 
 
 def test_out_dir_is_replaced_whole_and_keeps_other_files(tmp_path):
@@ -302,7 +303,7 @@ def test_extreme_scales_solve_without_numerical_warnings(rate, budget_mw):
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        plan = fleet.solve(small(rate, budget_mw))
+        plan = solve(small(rate, budget_mw))
     assert plan.status in ("optimal", "time_limit") and all(c["ok"] for c in plan.checks)
 
 
@@ -317,11 +318,11 @@ def test_infeasibility_says_why_and_the_smallest_change(change, expected):
     rate = "50000" if "max_racks" in change[1] else "5"
     text = SMALL.replace("RATE", rate).replace("BUDGET", "100").replace(*change)
     with pytest.raises(InfeasibleError, match=expected):
-        fleet.solve(scenario_from_yaml(text))
+        solve(scenario_from_yaml(text))
 
 
 def test_progress_hears_the_engine_and_the_milp():
     seen = []
-    fleet.solve(small(50.0, 10.0), progress=lambda done, total, text: seen.append((done, total, text)))
+    solve(small(50.0, 10.0), progress=lambda done, total, text: seen.append((done, total, text)))
     assert any("scoring chat" in t for _, _, t in seen)
     assert any("solving the MILP" in t for _, _, t in seen)

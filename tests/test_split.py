@@ -6,19 +6,20 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from planner import catalog, performance
+from planner import catalog
+from planner.perf import pack
 from planner.cli import main
-from solvers import layout as L
-from solvers import reference as ref
-from solvers import split_kernels as S
+from solvers.perf import slots as L
+from solvers.perf import twin as ref
+from solvers.perf import split as S
 from tests.test_kernels_twin import random_hw, random_model
 
 
 def split_vectors(m):
     attn, ffn = m.copy(), m.copy()
-    for slot in performance.FFN_SLOTS:
+    for slot in pack.FFN_SLOTS:
         attn[slot] = 0.0
-    for slot in performance.ATTENTION_SLOTS:
+    for slot in pack.ATTENTION_SLOTS:
         ffn[slot] = 0.0
     return attn, ffn
 
@@ -31,22 +32,22 @@ def test_split_matches_twin(seed):
     ca, cf = float(rng.choice([1, 2, 8, 64])), float(rng.choice([8, 64, 256, 1024]))
     ep = float(rng.integers(0, 2))
     streams = float(rng.integers(1, 2048))
-    out = np.zeros(S.N_SPLIT)
-    S.split_decode_breakdown(attn, ffn, ha, hf, ca, cf, ep, streams, 3000.0, 4000.0, 2.0, 1.7, 2.0, out)
+    out = np.zeros(L.N_SPLIT)
+    S.split_decode_breakdown(attn, ffn, ha, hf, ca, cf, ep, streams, 3000.0, 4000.0, 2.0, 1.7, 2.0, np.zeros(L.N_BREAKDOWN), out)
     twin = ref.split_decode(attn, ffn, ha, hf, ca, cf, ep, streams, 3000.0, 4000.0, 2.0, 1.7, 2.0)
-    for key, slot in [("time_s", S.S_TIME_S), ("attention_s", S.S_ATTENTION_S), ("ffn_s", S.S_FFN_S),
-                      ("crossing_s", S.S_CROSSING_S), ("tps_per_user", S.S_TPS_PER_USER),
-                      ("tokens_per_s", S.S_TOKENS_PER_S), ("power_w", S.S_POWER_W)]:
+    for key, slot in [("time_s", L.S_TIME_S), ("attention_s", L.S_ATTENTION_S), ("ffn_s", L.S_FFN_S),
+                      ("crossing_s", L.S_CROSSING_S), ("tps_per_user", L.S_TPS_PER_USER),
+                      ("tokens_per_s", L.S_TOKENS_PER_S), ("power_w", L.S_POWER_W)]:
         assert out[slot] == pytest.approx(twin[key], rel=1e-9), key
-    assert bool(out[S.S_FITS_ATTENTION] and out[S.S_FITS_FFN]) == twin["fits"]
+    assert bool(out[L.S_FITS_ATTENTION] and out[L.S_FITS_FFN]) == twin["fits"]
 
 
 def test_split_parts_add_up_to_the_whole_model():
     m = catalog.get_model("kimi-k2")
-    whole = performance.model_vector(m)
-    attn, ffn = performance.split_model_vectors(m)
+    whole = pack.model_vector(m)
+    attn, ffn = pack.split_model_vectors(m)
     assert attn[L.M_EXPERTS] == 0 and ffn[L.M_KV_ELEMS] == 0 and ffn[L.M_ATTN_PARAMS] == 0
-    for slot in performance.ATTENTION_SLOTS + performance.FFN_SLOTS:
+    for slot in pack.ATTENTION_SLOTS + pack.FFN_SLOTS:
         assert attn[slot] + ffn[slot] == whole[slot]
 
 
@@ -55,11 +56,11 @@ def test_cycle_rule_by_hand():
     rng = np.random.default_rng(3)
     attn, ffn = split_vectors(random_model(rng))
     ha, hf = random_hw(rng), random_hw(rng)
-    out = np.zeros(S.N_SPLIT)
-    S.split_decode_breakdown(attn, ffn, ha, hf, 8.0, 64.0, 0.0, 64.0, 2000.0, 3000.0, 1.0, 1.0, 2.0, out)
-    t_a, t_f, t_x = out[S.S_ATTENTION_S], out[S.S_FFN_S], out[S.S_CROSSING_S]
-    assert out[S.S_TIME_S] == pytest.approx(max(t_a + t_f + t_x, 2 * max(t_a, t_f, t_x / 2)))
-    assert out[S.S_TOKENS_PER_S] == pytest.approx(64.0 / out[S.S_TIME_S])
+    out = np.zeros(L.N_SPLIT)
+    S.split_decode_breakdown(attn, ffn, ha, hf, 8.0, 64.0, 0.0, 64.0, 2000.0, 3000.0, 1.0, 1.0, 2.0, np.zeros(L.N_BREAKDOWN), out)
+    t_a, t_f, t_x = out[L.S_ATTENTION_S], out[L.S_FFN_S], out[L.S_CROSSING_S]
+    assert out[L.S_TIME_S] == pytest.approx(max(t_a + t_f + t_x, 2 * max(t_a, t_f, t_x / 2)))
+    assert out[L.S_TOKENS_PER_S] == pytest.approx(64.0 / out[L.S_TIME_S])
 
 
 def test_more_ffn_bandwidth_is_never_slower():
@@ -67,12 +68,12 @@ def test_more_ffn_bandwidth_is_never_slower():
     for _ in range(50):
         attn, ffn = split_vectors(random_model(rng))
         ha, hf = random_hw(rng), random_hw(rng)
-        out, out2 = np.zeros(S.N_SPLIT), np.zeros(S.N_SPLIT)
-        S.split_decode_breakdown(attn, ffn, ha, hf, 8.0, 256.0, 0.0, 100.0, 2000.0, 3000.0, 1.0, 1.0, 2.0, out)
+        out, out2 = np.zeros(L.N_SPLIT), np.zeros(L.N_SPLIT)
+        S.split_decode_breakdown(attn, ffn, ha, hf, 8.0, 256.0, 0.0, 100.0, 2000.0, 3000.0, 1.0, 1.0, 2.0, np.zeros(L.N_BREAKDOWN), out)
         hf2 = hf.copy()
         hf2[L.H_BW:L.H_BW + L.MAX_TIERS] *= 2
-        S.split_decode_breakdown(attn, ffn, ha, hf2, 8.0, 256.0, 0.0, 100.0, 2000.0, 3000.0, 1.0, 1.0, 2.0, out2)
-        assert out2[S.S_TIME_S] <= out[S.S_TIME_S] * (1 + 1e-12)
+        S.split_decode_breakdown(attn, ffn, ha, hf2, 8.0, 256.0, 0.0, 100.0, 2000.0, 3000.0, 1.0, 1.0, 2.0, np.zeros(L.N_BREAKDOWN), out2)
+        assert out2[L.S_TIME_S] <= out[L.S_TIME_S] * (1 + 1e-12)
 
 
 def test_frontier_accepts_pairs():

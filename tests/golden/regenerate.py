@@ -6,13 +6,13 @@ Run it only after reviewing why a plan changed; the diff of these files is the r
 import json
 from pathlib import Path
 
-from planner import fleet
+from planner.fleet.solve import solve
 from planner.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 
 for path in sorted((ROOT / "scenarios").glob("*.yaml")):
-    plan = fleet.solve(load_scenario(path))
+    plan = solve(load_scenario(path))
     golden = {
         "status": plan.status,
         "objective_usd_per_year": plan.objective_usd_per_year,

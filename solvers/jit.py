@@ -21,3 +21,8 @@ def njit_parallel(fn):
 
 
 prange = numba.prange
+
+
+def thread_count() -> int:
+    """Threads the parallel drivers split their work over (numba's setting: NUMBA_NUM_THREADS or the cores)."""
+    return int(numba.get_num_threads())

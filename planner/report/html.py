@@ -1,4 +1,4 @@
-"""Self-contained HTML reports: one file, inline CSS, charts as inline SVG (planner.charts), no script, no link,
+"""Self-contained HTML reports: one file, inline CSS, charts as inline SVG (planner.report.charts), no script, no link,
 no font or image fetched from anywhere, so it opens on an air-gapped laptop.
 
 * ``render_plan_html(plan, frontier_points_by_model, reason)``: a solved (or infeasible) plan.
@@ -13,9 +13,8 @@ from __future__ import annotations
 import html
 
 from planner import __version__
+from planner.vocabulary import DECODE_ROLES
 
-SECONDS_PER_YEAR = 365.0 * 86400.0
-DECODE_ROLES = ("decode", "colocated", "attention")
 ALTERNATIVE_ROWS = 20
 
 CSS = """
@@ -54,7 +53,7 @@ def _e(value) -> str:
 
 
 def _cell(value) -> str:
-    from planner.render import fmt
+    from planner.report.render import fmt
 
     return _e(fmt(value))
 
@@ -107,7 +106,7 @@ def _card(label: str, value: str, note: str = "", cls: str = "") -> str:
 
 
 def _chart(fig) -> str:
-    from planner import charts
+    from planner.report import charts
 
     try:
         return f'<div class="chart">{charts.svg_string(fig)}</div>'
@@ -143,11 +142,13 @@ def _document(title: str, subtitle: str, body: list[str]) -> str:
 # ---- the plan report ----------------------------------------------------------------------------------------------
 def tokens_per_year(plan) -> float:
     """Mean output tokens a year served by the plan (peak demand / peak_to_mean x served share)."""
-    if plan.workloads is None or not len(plan.workloads) or plan.built is None:
+    from planner.fleet.finance import mean_tokens_per_year
+
+    if plan.workloads is None or not len(plan.workloads) or not plan.inputs:
         return 0.0
-    peak_to_mean = {w.name: w.peak_to_mean for w in plan.built.scenario.workloads}
-    return sum(r["demand_output_tokens_per_s"] * r["served_share"] / peak_to_mean.get(r["workload"], 1.0)
-               * SECONDS_PER_YEAR for r in plan.workloads.iter_rows(named=True))
+    peak_to_mean = {d["name"]: d["peak_to_mean"] for d in plan.inputs["demands"]}
+    return sum(mean_tokens_per_year(r["demand_output_tokens_per_s"] * r["served_share"],
+                                    peak_to_mean.get(r["workload"], 1.0)) for r in plan.workloads.iter_rows(named=True))
 
 
 def summary_cards(plan) -> str:
@@ -193,9 +194,9 @@ WORKLOAD_COLS = ["workload", "model", "tier", "min_tps_per_user", "demand_output
 def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = None, reason: str | None = None,
                      title: str | None = None) -> str:
     """The whole plan as one self-contained HTML page. ``plan`` may be None (infeasible with nothing to show):
-    then the page carries ``reason`` alone. ``frontier_points_by_model``: model -> points (planner.performance
-    .frontier dicts) or -> {"points": [...], "chosen": [...]} as ``frontier_points_for_plan`` returns."""
-    from planner import charts
+    then the page carries ``reason`` alone. ``frontier_points_by_model``: model -> points (planner.perf.frontier
+    dicts) or -> {"points": [...], "chosen": [...]} as ``frontier_points_for_plan`` returns."""
+    from planner.report import charts
 
     name = title or (plan.scenario if plan is not None else "scenario")
     status = plan.status if plan is not None else "infeasible"
@@ -254,16 +255,18 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
 
 def render_frontier_html(points: list[dict], title: str, chosen: list[dict] | None = None) -> str:
     """The frontier chart alone as a self-contained page, with the frontier points and best-at-tier tables."""
-    from planner import charts, performance
+    from planner.perf.frontier import best_at_tiers
+    from planner.report import charts
+    from planner.vocabulary import TIERS
 
     cols = ["hardware", "tier", "tps_per_user", "output_tokens_per_s_per_mw", "chips", "tensor_parallel",
             "pipeline_parallel", "expert_parallel", "batch", "precision", "bound"]
     body = [f'<section id="frontier"><h2>{_e(title)}</h2>{_chart(charts.frontier_figure(points, title, chosen))}'
             "</section>",
             '<section id="best-at-tiers"><h2>Best output tokens/s per MW at each tier</h2>'
-            f"{table_html(performance.best_at_tiers(points))}</section>",
+            f"{table_html(best_at_tiers(points))}</section>",
             f'<section id="points"><h2>Frontier points</h2>{table_html(points, cols)}</section>']
-    tiers = ", ".join(f"{k} ≥{v:g}" for k, v in performance.TIERS.items())
+    tiers = ", ".join(f"{k} ≥{v:g}" for k, v in TIERS.items())
     return _document(title, f"tier boundaries (tokens/s per user): {tiers}", body)
 
 
@@ -271,7 +274,7 @@ def render_frontier_html(points: list[dict], title: str, chosen: list[dict] | No
 def chosen_points(plan) -> list[dict]:
     """The plan's operating point for each workload, on the frontier's own axes: the workload's speed per user
     (its slowest decode allocation) and its output tokens/s per MW of rack power counting all the power it uses,
-    prefill included (planner.performance.frontier counts prefill too, so the two are comparable). ``hardware``
+    prefill included (planner.perf.frontier counts prefill too, so the two are comparable). ``hardware``
     is the system that decodes most of its tokens; ``draft_tokens`` the most speculative decode it uses (the
     frontier sweeps plain decoding, so a speculative operating point can sit above its curve)."""
     import polars as pl
@@ -300,8 +303,9 @@ def frontier_points_for_plan(plan) -> dict[str, dict]:
     """model -> {"points": frontier points, "chosen": the plan's operating points on that model}, over the
     single-system hardware in the plan's fleet (the scenario's hardware when the fleet is empty); hardware that
     cannot decode the model is skipped. Prompt and output lengths are those of the model's first workload."""
-    from planner import performance
     from planner.errors import PlannerError
+    from planner.perf.estimate import parse_pair
+    from planner.perf.frontier import frontier
 
     if plan is None or plan.built is None:
         return {}
@@ -310,7 +314,7 @@ def frontier_points_for_plan(plan) -> dict[str, dict]:
         hw_ids = [h for h in plan.fleet["hardware"].to_list()]
     else:
         hw_ids = [h.id for h in built.hardware]
-    hw_ids = [h for h in hw_ids if performance.parse_pair(h)[1] is None]
+    hw_ids = [h for h in hw_ids if parse_pair(h)[1] is None]
     chosen = chosen_points(plan)
     out: dict[str, dict] = {}
     for d in built.demands:
@@ -321,7 +325,7 @@ def frontier_points_for_plan(plan) -> dict[str, dict]:
         points: list[dict] = []
         for hw in hw_ids:
             try:
-                points.extend(performance.frontier(d.model, [hw], precision, max(1, int(round(d.input_tokens))),
+                points.extend(frontier(d.model, [hw], precision, max(1, int(round(d.input_tokens))),
                                                    max(1, int(round(d.output_tokens)))))
             except (PlannerError, ValueError, KeyError):
                 continue  # this system cannot decode this model (prefill-only, model lock, no fit, no precision)
@@ -332,7 +336,7 @@ def frontier_points_for_plan(plan) -> dict[str, dict]:
 
 # ---- writing --------------------------------------------------------------------------------------------------------
 def write_html(text: str, path) -> None:
-    """Write ``text`` to ``path`` atomically (planner.files.atomic_write)."""
-    from planner.files import atomic_write
+    """Write ``text`` to ``path`` atomically (planner.report.files.atomic_write)."""
+    from planner.report.files import atomic_write
 
     atomic_write(path, text.encode("utf-8"))

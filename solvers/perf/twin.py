@@ -1,6 +1,6 @@
-"""Plain-Python twin of ``solvers.perf_kernels``: the same model written a second time, readably and slowly.
+"""Plain-Python twin of ``solvers.perf.kernels``: the same model written a second time, readably and slowly.
 
-Tests compare the two on random inputs. It reads the same vectors (``solvers.layout``) but shares no code with the
+Tests compare the two on random inputs. It reads the same vectors (``solvers.perf.slots``) but shares no code with the
 jitted kernels, so a slip in one shows up as a disagreement.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solvers import layout as L
+from solvers.perf import slots as L
 
 
 @dataclass
@@ -184,7 +184,7 @@ def prefill(m, h, tp, pp, ep, input_tokens) -> dict:
 
 def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg, context_max, query_tokens,
                  accepted_tokens, micro_batches) -> dict:
-    """Twin of ``solvers.split_kernels.split_decode_breakdown``: attention part on A, FFN part on F (MODEL.md 10)."""
+    """Twin of ``solvers.perf.split.split_decode_breakdown``: attention part on A, FFN part on F (MODEL.md 10)."""
     b = max(streams / micro_batches, 1.0)
     a_side = decode(attn, ha, chips_a, 1.0, ep_a, b, context_avg, context_max, query_tokens, 1.0)
     a_all = decode(attn, ha, chips_a, 1.0, ep_a, streams, context_avg, context_max, query_tokens, 1.0)

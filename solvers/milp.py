@@ -3,7 +3,7 @@
 Three steps, each callable alone (as in PyPSA/linopy): :func:`build` turns a :class:`FleetProblem` into an OR-Tools
 MathOpt model, :func:`solve` runs one solver on it, :func:`extract` reads the plan back as a :class:`FleetSolution`.
 :func:`optimize` chains them. :func:`evaluate` recomputes every constraint and the objective from a plan alone,
-without any solver; ``solvers.fleet_bruteforce`` finds the same optimum by enumeration on tiny problems.
+without any solver; ``solvers.bruteforce`` finds the same optimum by enumeration on tiny problems.
 
 The columns (deployment options) come from the candidate engine, which has already applied what does not fit the
 arrays: hardware not available by the scenario's start date and model-locked hardware serving another model simply
@@ -62,9 +62,9 @@ from datetime import timedelta
 
 import numpy as np
 
-HOURS_PER_YEAR = 8760.0
-OBJECTIVES = ("min_cost", "min_power", "max_revenue")
-STATUSES = ("optimal", "feasible", "infeasible", "time_limit")
+from solvers.objectives import objective as objective_named
+from solvers.vocabulary import HAS_PLAN, NO_PLAN, OBJECTIVES, SOLVERS
+
 RACK_TIE = 1e-7  # D_R in (O)
 REPLICA_TIE = 1e-8  # D_X in (O)
 TIE_FACTOR = 1.0 + RACK_TIE + REPLICA_TIE
@@ -78,41 +78,6 @@ CPSAT_MAX_SCALING = 1e5
 
 class SolverError(RuntimeError):
     """A solver is unknown, missing from this OR-Tools build, or failed; the message names the alternatives."""
-
-
-# ---- costs ----------------------------------------------------------------------------------------------------
-def capital_recovery_factor(wacc, horizon_years):
-    """Share of capex paid each year to repay it over ``horizon_years`` at ``wacc``: wacc / (1 - (1 + wacc)^-n).
-
-    wacc 0 gives 1 / n. Works elementwise on arrays.
-    """
-    wacc = np.asarray(wacc, dtype=float)
-    n = np.asarray(horizon_years, dtype=float)
-    safe = np.where(wacc == 0.0, 1.0, wacc)
-    crf = np.where(wacc == 0.0, 1.0 / n, safe / (1.0 - (1.0 + safe) ** (-n)))
-    return crf if crf.ndim else float(crf)
-
-
-def annual_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh,
-                           pue, load_share=1.0) -> dict:
-    """USD per year of one rack, by part: capex annuity, maintenance (a share of capex a year) and facility energy
-    (power_w x load_share x pue x 8760 h, billed at electricity_usd_per_mwh). Works elementwise on arrays."""
-    capex = np.asarray(capex_usd, dtype=float)
-    energy_mwh = np.asarray(power_w, dtype=float) * load_share * pue * HOURS_PER_YEAR / 1e6
-    return {
-        "capex_annuity": capex * capital_recovery_factor(wacc, horizon_years),
-        "maintenance": capex * maintenance_share,
-        "energy": energy_mwh * electricity_usd_per_mwh,
-    }
-
-
-def annual_rack_cost(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh, pue,
-                     load_share=1.0):
-    """USD per year of one rack: the sum of ``annual_rack_cost_parts``."""
-    parts = annual_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_share,
-                                   electricity_usd_per_mwh, pue, load_share)
-    cost = parts["capex_annuity"] + parts["maintenance"] + parts["energy"]
-    return cost if np.ndim(cost) else float(cost)
 
 
 # ---- the problem ----------------------------------------------------------------------------------------------
@@ -228,16 +193,12 @@ class FleetProblem:
 # ---- derived data (pure functions of the problem) -------------------------------------------------------------
 def primary_coefficients(problem: FleetProblem) -> np.ndarray:
     """p_h of (O): USD/year per rack for min_cost and max_revenue, IT watts per rack for min_power."""
-    if problem.objective in ("min_cost", "max_revenue"):
-        return problem.annual_cost_usd_per_rack
-    return problem.rack_power_w
+    return objective_named(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
 
 
 def secondary_coefficients(problem: FleetProblem) -> np.ndarray:
     """q_h of (O): the tie-break measure between racks of equal primary value."""
-    if problem.objective in ("min_cost", "max_revenue"):
-        return problem.rack_power_w
-    return problem.annual_cost_usd_per_rack
+    return objective_named(problem.objective).secondary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
 
 
 def rack_tie_coefficients(problem: FleetProblem) -> np.ndarray:
@@ -278,9 +239,6 @@ def _solver_types():
     from ortools.math_opt.python import mathopt
 
     return {"scip": mathopt.SolverType.GSCIP, "highs": mathopt.SolverType.HIGHS, "cp-sat": mathopt.SolverType.CP_SAT}
-
-
-SOLVERS = ("scip", "highs", "cp-sat")
 
 
 def solver_key(name: str) -> str:
@@ -353,7 +311,7 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     replicas = [m.add_variable(lb=0.0, ub=float(x_ub[j]), is_integer=bool(problem.integer_replicas[j]),
                                name=f"x[{j}]") for j in range(problem.n_columns)]
     shares = ([m.add_variable(lb=0.0, ub=1.0, name=f"share[g={g}]") for g in range(len(problem.group_value))]
-              if problem.objective == "max_revenue" else [])
+              if objective_named(problem.objective).sells_shares else [])
     _add_demand_rows(m, problem, replicas, shares)
     _add_chip_rows(m, problem, racks, replicas)
     _add_power_row(m, problem, racks)
@@ -459,7 +417,9 @@ def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1
 
 
 def _status(result) -> str:
-    """Map MathOpt's termination onto optimal / feasible / infeasible / time_limit, or raise SolverError."""
+    """The one map from MathOpt's termination to a plan's status (``solvers.vocabulary``): optimal; a plan stopped
+    by the time limit is time_limit (HiGHS names that limit UNDETERMINED), by any other limit feasible; infeasible;
+    no_plan when a limit came before any plan. Anything else raises SolverError."""
     from ortools.math_opt.python import mathopt
 
     R = mathopt.TerminationReason
@@ -467,11 +427,13 @@ def _status(result) -> str:
     if reason == R.OPTIMAL:
         return "optimal"
     if reason == R.FEASIBLE:
-        return "feasible"
+        limit = result.termination.limit
+        timed = limit is not None and limit.name in ("TIME", "UNDETERMINED")
+        return "time_limit" if timed else "feasible"
     if reason in (R.INFEASIBLE, R.INFEASIBLE_OR_UNBOUNDED):  # never unbounded: every variable is bounded
         return "infeasible"
     if reason == R.NO_SOLUTION_FOUND:
-        return "time_limit"
+        return NO_PLAN
     raise SolverError(f"solver stopped with {reason.name}: {result.termination.detail!r}; "
                       f"try another of: {', '.join(SOLVERS)}")
 
@@ -485,7 +447,7 @@ def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
     H, J = problem.n_hardware, problem.n_columns
     dual = float(result.termination.objective_bounds.dual_bound) * built.objective_scale / TIE_FACTOR
     bound = max(0.0, dual) if math.isfinite(dual) else 0.0
-    if status in ("infeasible", "time_limit"):
+    if status not in HAS_PLAN:
         bound = math.inf if status == "infeasible" else bound
         return FleetSolution(np.zeros(H, dtype=np.int64), np.zeros(J), status, math.nan, bound, math.nan,
                              built.solver, raw.wall_seconds, built.build_seconds, detail)
@@ -587,18 +549,31 @@ class Evaluation:
     total_racks_slack: float
     annual_cost_usd: float
     rack_power_w: float  # IT power
-    objective: float  # annual_cost_usd for min_cost, rack_power_w for min_power
+    objective: float  # what the objective minimises (solvers.objectives): cost, IT power, or cost less revenue
     violations: tuple  # names like "demand[w=2]", empty when the plan is feasible
+    shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # max_revenue: served share per group
+    revenue_usd: float = 0.0  # max_revenue: USD/year of the served shares
 
     @property
     def feasible(self) -> bool:
         return not self.violations
 
 
-def evaluate(problem: FleetProblem, racks, replicas, tol: float = EVAL_TOL) -> Evaluation:
+def served_shares(problem: FleetProblem, served: np.ndarray) -> np.ndarray:
+    """max_revenue: the largest share of each group's demand a plan serves, min(1, served_w / demand_w) over the
+    group's rows (the best the share variables of (6) can be for these replicas)."""
+    ratio = np.where(problem.demand > 0, served / np.where(problem.demand > 0, problem.demand, 1.0), np.inf)
+    shares = np.ones(len(problem.group_value))
+    np.minimum.at(shares, problem.row_group, ratio)
+    return np.clip(shares, 0.0, 1.0)
+
+
+def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = EVAL_TOL) -> Evaluation:
     """Recompute (1)-(4), the bounds, integrality and the objective of a plan; no solver involved.
 
-    A row counts as violated when its slack, scaled as the MILP scales it, is below ``-tol``.
+    A row counts as violated when its slack, scaled as the MILP scales it, is below ``-tol``. Under max_revenue
+    the demand rows are held to the served ``shares`` (default: the most the replicas serve, ``served_shares``)
+    and the objective is the annual cost less their revenue.
     """
     r = np.asarray(racks, dtype=float).reshape(-1)
     x = np.asarray(replicas, dtype=float).reshape(-1)
@@ -610,13 +585,20 @@ def evaluate(problem: FleetProblem, racks, replicas, tol: float = EVAL_TOL) -> E
     it_power = float(problem.rack_power_w @ r)
     facility = problem.pue * it_power
     cost = float(problem.annual_cost_usd_per_rack @ r)
+    goal = objective_named(problem.objective)
+    demand, revenue = problem.demand, 0.0
+    if goal.sells_shares:
+        shares = served_shares(problem, served) if shares is None else np.clip(np.asarray(shares, float), 0.0, 1.0)
+        demand, revenue = problem.demand * shares[problem.row_group], float(problem.group_value @ shares)
+    else:
+        shares = np.zeros(0)
     ev = Evaluation(
-        served=served, demand_slack=served - problem.demand, chips_used=chips_used,
+        served=served, demand_slack=served - demand, chips_used=chips_used,
         chips_slack=problem.chips_per_rack * r - chips_used, supply_slack=problem.max_racks - r,
         facility_power_w=facility, power_slack_w=problem.power_budget_w - facility,
         total_racks=int(round(r.sum())), total_racks_slack=problem.max_total_racks - r.sum(),
         annual_cost_usd=cost, rack_power_w=it_power,
-        objective=cost if problem.objective == "min_cost" else it_power, violations=())
+        objective=goal.value(cost, it_power, revenue), violations=(), shares=shares, revenue_usd=revenue)
     violations = tuple(_violations(problem, r, x, ev, tol))
     object.__setattr__(ev, "violations", violations)
     return ev
@@ -640,40 +622,3 @@ def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float):
         yield f"replicas_nonnegative[j={j}]"
     for j in np.flatnonzero(problem.integer_replicas & (np.abs(x - np.rint(x)) > tol)):
         yield f"replicas_integer[j={j}]"
-
-
-# ---- synthetic problems for tests and benchmarks --------------------------------------------------------------
-def random_problem(seed: int, n_workloads: int, n_hardware: int, options_per_workload: int = 4,
-                   disaggregated_share: float = 0.2, budget_share: float = 1.5, cap_share: float = 0.3,
-                   objective: str = "min_cost") -> FleetProblem:
-    """A random but plausible problem: rack systems of 1-72 chips and 15-150 kW, replicas of 1-72 chips whose
-    throughput grows with their chips, demand log-uniform over 1e3-1e6 units; ``disaggregated_share`` of the
-    columns use two hardware types; supply caps of 1-49 racks on ``cap_share`` of the types; the power budget is
-    ``budget_share`` times the facility power of the fractional least-power fleet (0 or less: no budget)."""
-    rng = np.random.default_rng(seed)
-    H, W = n_hardware, n_workloads
-    cpr = rng.choice([1, 4, 8, 16, 32, 64, 72], H).astype(float)
-    chip_kw = rng.uniform(0.5, 2.0, H) * np.where(cpr == 1, 20.0, 1.5)
-    power = np.minimum(cpr * chip_kw * 1e3, 150e3)
-    capex = power * rng.uniform(20.0, 60.0, H)
-    cost = annual_rack_cost(capex, power, 0.08, 4, 0.05, 70.0, 1.25)
-    speed = rng.uniform(0.5, 2.0, H) * power / cpr  # demand units per chip
-    demand = np.exp(rng.uniform(np.log(1e3), np.log(1e6), W))
-    wl, caps, chips = [], [], []
-    for w in range(W):
-        for _ in range(options_per_workload):
-            use = rng.choice(H, 2 if (H > 1 and rng.random() < disaggregated_share) else 1, replace=False)
-            row = np.zeros(H)
-            for h in use:
-                row[h] = min(cpr[h], rng.choice([1, 2, 4, 8, 16, 32, 64, 72]))
-            wl.append(w)
-            chips.append(row)
-            caps.append(float(row @ speed) * rng.uniform(0.3, 1.0) / len(use))
-    chips = np.array(chips).reshape(-1, H)
-    integer = (chips / cpr).max(axis=1) >= 0.25
-    max_racks = np.where(rng.random(H) < cap_share, rng.integers(1, 50, H), np.inf)
-    per_unit_power = np.array([(chips[j] / cpr) @ power / caps[j] for j in range(len(wl))])
-    greedy_w = sum(demand[w] * per_unit_power[np.array(wl) == w].min() for w in range(W)) * 1.25
-    budget = budget_share * greedy_w if budget_share > 0 else math.inf
-    return FleetProblem(cpr, power, cost, max_racks, np.array(wl), np.array(caps), chips, integer, demand,
-                        pue=1.25, power_budget_w=budget, objective=objective)

@@ -8,26 +8,9 @@ routed experts) on F. ``m`` micro-batches ping-pong between the sides so both st
 
 from __future__ import annotations
 
-import numpy as np
-
-from solvers import layout as L
-from solvers._numba import njit, njit_parallel, prange
-from solvers.perf_kernels import decode_breakdown
-
-# ---- split breakdown slots ----------------------------------------------------------------------------------
-S_TIME_S = 0  # token interval of one stream: one cycle of all micro-batches
-S_ATTENTION_S = 1  # A side, one micro-batch through all layers
-S_FFN_S = 2  # F side, one micro-batch through all layers (its own collectives excluded: the crossing replaces them)
-S_CROSSING_S = 3  # activations A -> F -> A, all layers, one micro-batch
-S_TPS_PER_USER = 4
-S_TOKENS_PER_S = 5
-S_FITS_ATTENTION = 6
-S_FITS_FFN = 7
-S_POWER_W = 8
-S_BOUND = 9  # 0 attention, 1 ffn, 2 crossing, 3 latency (one micro-batch's round trip)
-N_SPLIT = 10
-
-SPLIT_BOUND_NAMES = ("attention", "ffn", "crossing", "latency")
+from solvers.jit import njit
+from solvers.perf import slots as L
+from solvers.perf.kernels import decode_breakdown, replica_power_w
 
 
 @njit
@@ -42,11 +25,11 @@ def crossing_time(model, hw_a, hw_f, chips_a, chips_f, tokens):
 
 @njit
 def split_decode_breakdown(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
-                           context_max, query_tokens, accepted_tokens, micro_batches, out):
+                           context_max, query_tokens, accepted_tokens, micro_batches, side, out):
     """Decode of ``streams`` streams with attention on ``chips_a`` chips of A (tensor parallel, or data-parallel
-    attention when ``ep_a``) and the FFN on ``chips_f`` chips of F (experts spread over them). Writes ``out``."""
+    attention when ``ep_a``) and the FFN on ``chips_f`` chips of F (experts spread over them). Writes ``out`` (slots
+    S_*); ``side`` is a scratch breakdown of the caller's."""
     b = max(streams / micro_batches, 1.0)
-    side = np.empty(L.N_BREAKDOWN)
     decode_breakdown(attn_model, hw_a, chips_a, 1.0, ep_a, b, context_avg, context_max, query_tokens, 1.0, side)
     t_attn = side[L.B_TIME_S]
     fits_a = side[L.B_FITS]
@@ -61,33 +44,20 @@ def split_decode_breakdown(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, 
     round_trip = t_attn + t_ffn + t_cross
     busiest = micro_batches * max(t_attn, max(t_ffn, 0.5 * t_cross))
     cycle = max(round_trip, busiest)
-    out[S_TIME_S] = cycle
-    out[S_ATTENTION_S] = t_attn
-    out[S_FFN_S] = t_ffn
-    out[S_CROSSING_S] = t_cross
-    out[S_TPS_PER_USER] = accepted_tokens / cycle
-    out[S_TOKENS_PER_S] = streams * accepted_tokens / cycle
-    out[S_FITS_ATTENTION] = fits_a
-    out[S_FITS_FFN] = fits_f
-    out[S_POWER_W] = (chips_a * hw_a[L.H_RACK_POWER_W] / hw_a[L.H_CHIPS_PER_RACK]
-                      + chips_f * hw_f[L.H_RACK_POWER_W] / hw_f[L.H_CHIPS_PER_RACK])
+    out[L.S_TIME_S] = cycle
+    out[L.S_ATTENTION_S] = t_attn
+    out[L.S_FFN_S] = t_ffn
+    out[L.S_CROSSING_S] = t_cross
+    out[L.S_TPS_PER_USER] = accepted_tokens / cycle
+    out[L.S_TOKENS_PER_S] = streams * accepted_tokens / cycle
+    out[L.S_FITS_ATTENTION] = fits_a
+    out[L.S_FITS_FFN] = fits_f
+    out[L.S_POWER_W] = replica_power_w(hw_a, chips_a) + replica_power_w(hw_f, chips_f)
     if round_trip >= busiest:
-        out[S_BOUND] = 3
+        out[L.S_BOUND] = 3
     elif t_attn >= t_ffn and t_attn >= 0.5 * t_cross:
-        out[S_BOUND] = 0
+        out[L.S_BOUND] = 0
     elif t_ffn >= 0.5 * t_cross:
-        out[S_BOUND] = 1
+        out[L.S_BOUND] = 1
     else:
-        out[S_BOUND] = 2
-
-
-@njit_parallel
-def split_decode_sweep(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
-                       context_max, query_tokens, accepted_tokens, micro_batches):
-    """``split_decode_breakdown`` for many (chips_a, chips_f, ep_a, streams) rows. Returns (n, N_SPLIT)."""
-    n = chips_a.shape[0]
-    out = np.empty((n, N_SPLIT))
-    for i in prange(n):
-        split_decode_breakdown(attn_model, ffn_model, hw_a, hw_f, chips_a[i], chips_f[i], ep_a[i], streams[i],
-                               context_avg, context_max, query_tokens, accepted_tokens, micro_batches, out[i])
-    return out
+        out[L.S_BOUND] = 2

@@ -5,18 +5,17 @@ holds ``ceil(layers / pp)`` layers and the LM head. ``ep`` = 0 splits every laye
 chips; ``ep`` = 1 (MoE only) runs attention data-parallel (each chip its own streams, attention weights replicated)
 and spreads the routed experts over the ``tp`` chips, with two all-to-alls per MoE layer.
 
-Only arrays and scalars cross in; vectors are laid out as in ``solvers.layout``. ``solvers.reference`` is the
-plain-Python twin that tests compare against on random inputs.
+Only arrays and scalars cross in; vectors are laid out as in ``solvers.perf.slots``. ``solvers.perf.twin`` is the
+plain-Python twin that tests compare against on random inputs; ``solvers.perf.sweep`` applies these kernels to many
+configurations at once, ``solvers.perf.serving`` holds the serving formulas built on them.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from solvers._numba import njit, njit_parallel, prange
-from solvers.layout import (
+from solvers.jit import njit
+from solvers.perf.slots import (
     B_BOUND,
     B_BYTES_READ_PER_CHIP,
     B_COMM_S,
@@ -71,7 +70,6 @@ from solvers.layout import (
     M_SHARED_PARAMS,
     M_WINDOW_LAYERS,
     M_WINDOW_TOKENS,
-    N_BREAKDOWN,
 )
 
 
@@ -253,6 +251,12 @@ def stage_comm_time(model, hw, tp, pp, ep, tokens):
 
 
 @njit
+def replica_power_w(hw, chips):
+    """Rack power share of a replica of ``chips`` chips: chips x rack power / chips per rack."""
+    return chips * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
+
+
+@njit
 def bound_of(memory, compute, comm, floor):
     """Index of the largest term: 0 memory, 1 compute, 2 communication, 3 floor."""
     best = 0
@@ -283,7 +287,7 @@ def write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, held_
     out[B_KV_BYTES_PER_CHIP] = held_kv
     out[B_USABLE_BYTES_PER_CHIP] = usable
     out[B_BOUND] = bound_of(memory, compute, comm, floor)
-    out[B_POWER_W] = tp * pp * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
+    out[B_POWER_W] = replica_power_w(hw, tp * pp)
     out[B_BYTES_READ_PER_CHIP] = bytes_read
     out[B_FLOPS_PER_CHIP] = flops
 
@@ -350,17 +354,3 @@ def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
     out[B_COMM_S] -= last_hop
     out[B_TPS_PER_USER] = 0.0
     out[B_TOKENS_PER_S] = n / (max(memory, compute) + comm + floor)
-
-
-@njit_parallel
-def decode_sweep(model, hw, tp, pp, ep, streams, context_avg, context_max, query_tokens, accepted_tokens):
-    """Decode breakdowns of many configurations at once: ``tp, pp, ep, streams`` are equal-length arrays.
-    Returns an (n, N_BREAKDOWN) array."""
-    n = tp.shape[0]
-    out = np.empty((n, N_BREAKDOWN))
-    for i in prange(n):
-        decode_breakdown(
-            model, hw, tp[i], pp[i], ep[i], streams[i], context_avg, context_max, query_tokens, accepted_tokens,
-            out[i],
-        )
-    return out

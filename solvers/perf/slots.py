@@ -1,4 +1,4 @@
-"""Index layouts of the float64 vectors that cross into the jitted performance model.
+"""Slot layouts of the float64 vectors that cross into the jitted performance model.
 
 A model, a hardware system (at one precision, with its calibrated efficiencies) and a result breakdown are each one
 flat float64 vector; these module constants name the slots. Numba treats module-level ints as compile-time
@@ -73,3 +73,67 @@ N_BREAKDOWN = 16
 BOUND_NAMES = ("memory", "compute", "communication", "floor")
 
 PRECISION_CODES = {"fp4": 0, "fp8": 1, "bf16": 2}
+
+# ---- workload vector (one workload's question to the engine; planner.perf.pack.workload_vector) --------------
+W_INPUT_TOKENS = 0  # mean prompt tokens per call (its KV cache crosses to the decode pool)
+W_PREFILL_TOKENS = 1  # prompt tokens per call still to compute after prefix-cache hits
+W_OUTPUT_TOKENS = 2  # tokens generated per call (output + reasoning)
+W_CONTEXT_AVG = 3  # mean context a decode step attends to: input + output / 2
+W_CONTEXT_MAX = 4  # longest context, whose KV cache must fit: input + output
+W_MIN_TPS_PER_USER = 5  # the tier: output tokens/s each stream must see
+W_TTFT_S = 6  # time-to-first-token target (inf: none)
+W_TTFT_QUANTILE = 7  # share of requests that must meet it, 0..1
+W_RESIDENT_S_PER_TOKEN = 8  # agentic: tool-call wait per generated token while the KV cache stays resident
+N_WORKLOAD = 9
+
+# ---- engine result columns (solvers.perf.sweep.best_decode_per_layout) ----------------------------------------
+E_TOKENS_PER_S = 0  # best output tokens/s per replica (0 if no batch qualifies)
+E_BATCH = 1
+E_TPS_PER_USER = 2
+E_TTFT_S = 3  # colocated: the TTFT quantile at that load
+E_PREFILL_SHARE = 4  # colocated: share of the replica's time spent prefilling
+N_ENGINE = 5
+
+# ---- frontier point columns (solvers.perf.sweep.colocated_points) --------------------------------------------
+P_TPS_PER_USER = 0  # per-user speed with the replica prefilling its own requests
+P_TOKENS_PER_S = 1  # output tokens/s of the replica, its own prefill included
+P_TTFT_S = 2  # one prompt's prefill alone (no queueing)
+P_DECODE_TPS_PER_USER = 3  # decode alone
+P_DECODE_TOKENS_PER_S = 4
+P_POWER_W = 5
+P_FITS = 6
+P_BOUND = 7  # the decode breakdown's binding term
+N_POINT = 8
+
+# ---- attention/FFN split breakdown (solvers.perf.split) ------------------------------------------------------
+S_TIME_S = 0  # token interval of one stream: one cycle of all micro-batches
+S_ATTENTION_S = 1  # A side, one micro-batch through all layers
+S_FFN_S = 2  # F side, one micro-batch through all layers (its own collectives excluded: the crossing replaces them)
+S_CROSSING_S = 3  # activations A -> F -> A, all layers, one micro-batch
+S_TPS_PER_USER = 4
+S_TOKENS_PER_S = 5
+S_FITS_ATTENTION = 6
+S_FITS_FFN = 7
+S_POWER_W = 8
+S_BOUND = 9  # 0 attention, 1 ffn, 2 crossing, 3 latency (one micro-batch's round trip)
+N_SPLIT = 10
+
+SPLIT_BOUND_NAMES = ("attention", "ffn", "crossing", "latency")
+
+# ---- per-layout decode coefficients (solvers.perf.sweep.layout_coefficients) ---------------------------------
+C_PP = 0
+C_HELD_W = 1  # weight bytes held per chip
+C_READ_W0 = 2  # weight bytes read per step, without routed experts
+C_READ_W1 = 3  # bytes of one routed expert's share per chip, summed over the stage's MoE layers
+C_EXPERTS = 4
+C_LOG_MISS = 5  # ln(1 - k/E): the chance one token misses a given expert, in logs
+C_KV_HELD = 6  # KV bytes held per chip per stream (longest context)
+C_KV_READ = 7  # KV bytes read per chip per micro-batch stream (mean context)
+C_COMPUTE = 8  # compute seconds per token of a stage step
+C_COMM0 = 9  # communication seconds per stage step at zero tokens (latencies)
+C_COMM1 = 10  # communication seconds per token
+C_FLOOR = 11  # fixed seconds per stage step
+C_USABLE = 12  # usable bytes per chip
+C_CHIPS = 13
+C_POWER_W = 14
+N_COEF = 15

@@ -13,10 +13,11 @@ import math
 import numpy as np
 import yaml
 
-from planner import catalog, performance
+from planner import catalog
+from planner.perf.frontier import sweep_points
+from planner.perf.grid import BATCHES
+from planner.perf.pack import efficiency_table, family_efficiency
 
-# Replica batches searched for throughput points (streams in flight per replica).
-BATCHES = np.unique(np.round(np.geomspace(1, 8192, 64))).astype(np.float64)
 
 
 def calibration_data() -> dict:
@@ -31,15 +32,15 @@ def predict(point: dict, efficiency: dict[str, float] | None = None) -> dict:
     """The model's figure for one calibration point, with the configuration that achieves it."""
     model = catalog.get_model(point["model"])
     hw = catalog.get_hardware(point["hardware"])
-    eff = efficiency or performance.family_efficiency(hw.family)
+    eff = efficiency or family_efficiency(hw.family)
     if point["metric"] == "per_user":
         return _predict_per_user(point, model, hw, eff)
     return _predict_throughput(point, model, hw, eff)
 
 
 def _predict_per_user(point, model, hw, eff) -> dict:
-    s = performance.sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
-                                 efficiency=eff, chips=point.get("chips"), batches=np.array([1.0]))
+    s = sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
+                     efficiency=eff, chips=point.get("chips"), batches=np.array([1.0]))
     if len(s["tps_per_user"]) == 0:
         return {"predicted": 0.0, "config": "does not fit"}
     i = int(np.argmax(s["tps_per_user"]))
@@ -50,8 +51,8 @@ def _predict_throughput(point, model, hw, eff) -> dict:
     total = int(point["chips"])
     best, where = 0.0, "no layout meets the condition"
     for replica in (r for r in range(1, total + 1) if total % r == 0):
-        s = performance.sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
-                                     efficiency=eff, chips=replica, batches=BATCHES)
+        s = sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
+                         efficiency=eff, chips=replica, batches=BATCHES)
         ok = (s["tps_per_user"] >= point.get("min_tps_per_user", 0.0)) & (s["ttft_s"] <= point.get("max_ttft_s", math.inf))
         if not ok.any():
             continue
@@ -77,7 +78,7 @@ IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "layer_floor_s": 
 
 def ideal_prediction(point: dict) -> float:
     hw = catalog.get_hardware(point["hardware"])
-    eff = {**performance.family_efficiency(hw.family), **IDEAL}
+    eff = {**family_efficiency(hw.family), **IDEAL}
     return predict(point, eff)["predicted"]
 
 
@@ -107,7 +108,7 @@ def fit_family(family: str, sweeps: int = 3, steps: int = 9) -> dict[str, float]
     spec = calibration_data()
     names = spec["fit"][family]["params"]
     bounds = spec["bounds"]
-    eff = dict(performance.family_efficiency(family))
+    eff = dict(family_efficiency(family))
     pts = family_points(family)
     width = {n: math.log(bounds[n][1] / bounds[n][0]) for n in names}
     for _ in range(sweeps):
@@ -134,9 +135,9 @@ def write_fit() -> None:
                 "value": float(f"{fitted[name]:.4g}"),
                 "basis": f"fitted {_dt.date.today().isoformat()} to calibration points {', '.join(ids)}",
             }
-        performance.efficiency_table.cache_clear()
+        efficiency_table.cache_clear()
         path.write_text(_header(path) + yaml.safe_dump(table, sort_keys=False, width=120))
-        performance.efficiency_table.cache_clear()
+        efficiency_table.cache_clear()
 
 
 def _header(path) -> str:

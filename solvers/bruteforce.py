@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers._numba import njit
+from solvers.jit import njit
+from solvers.objectives import objective
 
 MAX_REPLICA_VECTORS = 2_000_000
 MAX_RACK_VECTORS = 2_000_000
@@ -37,7 +38,7 @@ TOL = 1e-9
 class BruteForceResult:
     """The optimum by enumeration: objective inf and feasible False when nothing covers the demand."""
 
-    objective: float  # annual cost (min_cost) or IT watts (min_power)
+    objective: float  # what the problem's objective minimises (solvers.objectives)
     racks: np.ndarray  # [H] int
     replicas: np.ndarray  # [J] int
     feasible: bool
@@ -63,7 +64,12 @@ def rack_bounds(problem, needs: np.ndarray) -> np.ndarray:
 
 
 def primary_costs(problem) -> np.ndarray:
-    return problem.annual_cost_usd_per_rack if problem.objective == "min_cost" else problem.rack_power_w
+    """p_h of the problem's objective (solvers.objectives)."""
+    return objective(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
+
+
+def sells(problem) -> bool:
+    return objective(problem.objective).sells_shares
 
 
 def _check_replicas(problem, u: np.ndarray) -> None:
@@ -79,14 +85,19 @@ def _check_racks(b: np.ndarray) -> None:
 
 
 @njit
-def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub):
-    """Step 1: (needs[K, H], replicas[K, J]) of every integer replica vector within the bounds that covers demand."""
+def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub, row_group, group_value, sells_shares):
+    """Step 1: (needs[K, H], replicas[K, J], credit[K]) of every integer replica vector within the bounds that
+    covers demand. Under max_revenue (``sells_shares``) every vector is kept, and its credit is the revenue of the
+    shares it serves, sum_g value_g min(1, served_w / demand_w over g's rows); else the credit is 0."""
     J, H, W = chips.shape[0], chips.shape[1], demand.shape[0]
+    G = group_value.shape[0]
     total = 1
     for j in range(J):
         total *= replica_ub[j] + 1
     needs = np.zeros((total, H), dtype=np.int64)
     xs = np.zeros((total, J), dtype=np.int64)
+    credit = np.zeros(total)
+    share = np.ones(G)
     x = np.zeros(J, dtype=np.int64)
     served = np.zeros(W)
     used = np.zeros(H)
@@ -100,26 +111,32 @@ def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub):
             for h in range(H):
                 used[h] += chips[j, h] * x[j]
         covers = True
+        share[:] = 1.0
         for w in range(W):
             if served[w] < demand[w] * (1.0 - 1e-9):
                 covers = False
-        if covers:
+                share[row_group[w]] = min(share[row_group[w]], served[w] / demand[w])
+        if covers or sells_shares:
             for h in range(H):
                 needs[k, h] = np.int64(math.ceil(used[h] / chips_per_rack[h] - 1e-9))
             xs[k, :] = x
+            if sells_shares:
+                for g in range(G):
+                    credit[k] += group_value[g] * share[g]
             k += 1
         for j in range(J):  # odometer, j = 0 fastest
             x[j] += 1
             if x[j] <= replica_ub[j]:
                 break
             x[j] = 0
-    return needs[:k], xs[:k]
+    return needs[:k], xs[:k], credit[:k]
 
 
 @njit
-def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs):
-    """Step 2: (objective, racks[H], index of a need the racks hold) of the cheapest feasible rack vector;
-    (inf, zeros, -1) when none."""
+def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs, credit):
+    """Step 2: (objective, racks[H], index of a need the racks hold) of the cheapest feasible rack vector, its
+    objective the racks' primary value less the largest credit among the needs they hold; (inf, zeros, -1) when
+    none."""
     H = primary.shape[0]
     total = 1
     for h in range(H):
@@ -132,17 +149,18 @@ def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_rack
             obj += primary[h] * r[h]
             power += rack_power_w[h] * r[h]
             count += r[h]
-        if (obj < best and pue * power <= power_budget_w * (1.0 + 1e-9) and count <= max_total_racks + 1e-9):
+        if pue * power <= power_budget_w * (1.0 + 1e-9) and count <= max_total_racks + 1e-9:
             for k in range(needs.shape[0]):
+                if obj - credit[k] >= best:
+                    continue
                 holds = True
                 for h in range(H):
                     if needs[k, h] > r[h]:
                         holds = False
                         break
                 if holds:
-                    best, best_k = obj, k
+                    best, best_k = obj - credit[k], k
                     best_r[:] = r
-                    break
         for h in range(H):  # odometer, h = 0 fastest
             r[h] += 1
             if r[h] <= rack_ub[h]:
@@ -155,29 +173,34 @@ def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
     """The exact optimum of a tiny all-integer FleetProblem by enumeration (jitted)."""
     u = replica_bounds(problem) if replica_ub is None else np.asarray(replica_ub, dtype=np.int64)
     _check_replicas(problem, u)
-    needs, xs = covering_needs(problem.coverage, problem.chips, problem.chips_per_rack, problem.demand, u)
+    needs, xs, credit = covering_needs(problem.coverage, problem.chips, problem.chips_per_rack, problem.demand, u,
+                                       problem.row_group, problem.group_value, sells(problem))
     b = rack_bounds(problem, needs) if rack_ub is None else np.minimum(rack_ub, problem.max_racks).astype(np.int64)
     _check_racks(b)
     best, racks, k = cheapest_rack_mix(primary_costs(problem), problem.rack_power_w, problem.pue,
-                                       problem.power_budget_w, problem.max_total_racks, b, needs)
+                                       problem.power_budget_w, problem.max_total_racks, b, needs, credit)
     replicas = xs[k].copy() if k >= 0 else np.zeros(problem.n_columns, dtype=np.int64)
     return BruteForceResult(float(best), racks, replicas, k >= 0, int(np.prod(b + 1)), int(needs.shape[0]))
 
 
 def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
-    """Plain-Python twin: the cheapest need over every covering replica vector (itertools, no numpy in the loop)."""
+    """Plain-Python twin: the cheapest need over every covering replica vector (itertools, no numpy in the loop);
+    under max_revenue over every replica vector, each credited with the revenue of the shares it serves."""
     u = replica_bounds(problem) if replica_ub is None else np.asarray(replica_ub, dtype=np.int64)
     _check_replicas(problem, u)
     b = problem.max_racks if rack_ub is None else np.minimum(rack_ub, problem.max_racks)
     H, W = problem.n_hardware, problem.n_workloads
     chips, coverage = problem.chips.tolist(), problem.coverage.tolist()
     cpr, power, cost = problem.chips_per_rack.tolist(), problem.rack_power_w.tolist(), primary_costs(problem).tolist()
-    demand = problem.demand.tolist()
+    demand, group, value = problem.demand.tolist(), problem.row_group.tolist(), problem.group_value.tolist()
     best, best_r, best_x, covering = math.inf, [0] * H, [0] * problem.n_columns, 0
     for x in itertools.product(*(range(int(n) + 1) for n in u)):
         served = [sum(coverage[j][w] * n for j, n in enumerate(x)) for w in range(W)]
-        if any(s < d * (1.0 - 1e-9) for s, d in zip(served, demand)):
+        short = [w for w in range(W) if served[w] < demand[w] * (1.0 - 1e-9)]
+        if short and not sells(problem):
             continue
+        share = {g: min([1.0] + [served[w] / demand[w] for w in short if group[w] == g]) for g in range(len(value))}
+        credit = sum(value[g] * share[g] for g in share) if sells(problem) else 0.0
         covering += 1
         need = [math.ceil(sum(chips[j][h] * n for j, n in enumerate(x)) / cpr[h] - 1e-9) for h in range(H)]
         if any(n > b[h] for h, n in enumerate(need)):
@@ -186,7 +209,7 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
             continue
         if sum(need) > problem.max_total_racks + 1e-9:
             continue
-        obj = sum(c * n for c, n in zip(cost, need))
+        obj = sum(c * n for c, n in zip(cost, need)) - credit
         if obj < best:
             best, best_r, best_x = obj, need, list(x)
     return BruteForceResult(float(best), np.array(best_r, dtype=np.int64), np.array(best_x, dtype=np.int64),

@@ -1,20 +1,18 @@
-"""Showing a plan: terminal tables, JSON, and files (CSV, Parquet, plan.json) written atomically."""
+"""Showing a plan on the terminal: the progress bar, the tables, or its JSON (files: ``planner.report.files``)."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
-from planner import render
+from planner.report import render
 
 FLEET_COLUMNS = ["hardware", "racks", "chips", "chips_used", "power_mw", "facility_power_mw", "capex_usd",
                  "annual_cost_usd", "capex_confidence"]
 ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
-                      "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "tps_per_user",
+                      "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "acceptance", "tps_per_user",
                       "ttft_s", "ttft_p50_s", "ttft_p99_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share"]
 WORKLOAD_COLUMNS = ["workload", "model", "min_tps_per_user", "demand_output_tokens_per_s",
                     "served_output_tokens_per_s", "tps_per_user", "ttft_s", "ttft_target_s", "ttft_percentile",
@@ -45,13 +43,12 @@ def progress_display(enabled: bool):
 
 
 def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None) -> None:
+    from planner.report.files import plan_json, write_files
+
     if out_dir:
-        write_files(plan, Path(out_dir))
+        write_files(plan, Path(out_dir), reason)
     if fmt == "json":
-        d = plan.to_dict()
-        if reason:
-            d["reason"] = reason
-        click.echo(render.to_json(d))
+        click.echo(plan_json(plan, reason))
         return
     show_tables(plan, reason)
 
@@ -75,39 +72,3 @@ def show_tables(plan, reason: str | None = None) -> None:
         render.table(plan.alternatives.to_dicts(),
                      title="why these systems: the cheapest option on each system per workload and role "
                            "(annual cost and IT power per 1,000 tokens/s of capacity; used = in the plan)")
-
-
-def write_files(plan, out: Path) -> None:
-    """Write every table as CSV and Parquet and the whole plan as plan.json into a fresh temporary directory
-    beside ``out``, then swap it in with renames: a crash or Ctrl-C leaves either the old directory or the new
-    one, never a mix. Files of the old directory that the plan does not write are kept."""
-    import shutil
-
-    out = out.resolve()
-    if out.exists() and not out.is_dir():
-        from planner.errors import InputError
-
-        raise InputError("exists and is not a directory", field="--out", file=str(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new.", dir=out.parent))
-    try:
-        for name in ("fleet", "allocation", "workloads", "alternatives", "tiers"):
-            df = getattr(plan, name)
-            if df is None:
-                continue
-            df.write_csv(tmp / f"{name}.csv")
-            df.write_parquet(tmp / f"{name}.parquet")
-        (tmp / "plan.json").write_text(render.to_json(plan.to_dict()) + "\n", encoding="utf-8")
-        if out.exists():
-            for f in out.iterdir():  # keep what the old directory had beyond the plan's own files
-                if not (tmp / f.name).exists():
-                    (shutil.copytree if f.is_dir() else shutil.copy2)(f, tmp / f.name)
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.replace(out, old / out.name)
-            os.replace(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)

@@ -61,11 +61,11 @@ def _usd(x: float, _pos=None) -> str:
 
 def frontier_figure(points: list[dict], title: str, chosen: list[dict] | None = None):
     """Output tokens/s per MW (rack power) against tokens/s per user, log x, one line per hardware; the speed
-    tiers (planner.performance.TIERS) as labelled dashed verticals; ``chosen`` operating points (dicts with
+    tiers (planner.vocabulary.TIERS) as labelled dashed verticals; ``chosen`` operating points (dicts with
     hardware, tps_per_user, output_tokens_per_s_per_mw and an optional label) as large markers."""
     from matplotlib.ticker import FuncFormatter
 
-    from planner.performance import TIERS
+    from planner.vocabulary import TIERS
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
@@ -135,14 +135,12 @@ def fleet_figure(plan):
 
 def cost_breakdown(plan) -> list[dict]:
     """Annual cost per hardware split into capex annuity, energy and maintenance (USD/year); the three add up
-    to the fleet's annual_cost_usd (solvers.fleet_milp.annual_rack_cost)."""
-    from planner.fleet import rack_cost_parts
-
-    if plan.built is None or plan.fleet is None or not len(plan.fleet):
+    to the fleet's annual_cost_usd (planner.fleet.finance.annual_rack_cost)."""
+    if not plan.inputs or plan.fleet is None or not len(plan.fleet):
         return []
     rows = []
     for r in plan.fleet.iter_rows(named=True):
-        parts = rack_cost_parts(plan.built.scenario, plan.built.hardware_by_id[r["hardware"]])
+        parts = plan.inputs["rack_costs"][r["hardware"]]
         rows.append({
             "hardware": r["hardware"],
             "capex_annuity_usd_per_year": r["racks"] * parts["capex_annuity"],
@@ -191,7 +189,7 @@ def cost_figure(plan):
 
 # ---- output -----------------------------------------------------------------------------------------------------
 def _atomic_write(path, data: bytes) -> None:
-    from planner.files import atomic_write
+    from planner.report.files import atomic_write
 
     atomic_write(path, data)
 

@@ -1,0 +1,331 @@
+"""``check``: re-check a plan without the solver and without the scenario file (interface: ``planner check``).
+
+A plan carries its inputs (``inputs``: demands, the catalog and model figures it used, efficiencies, finance, site
+limits). From those alone every allocation is re-scored with the full kernels (its kind's re-scorer,
+``planner.fleet.options.KINDS``), and every constraint and every reported figure is recomputed with the same table
+builders ``solve`` used: demand at each workload's tier and TTFT, chips within the racks bought, supply caps,
+availability, site racks, the power budget, fleet power, capex and cost, each workload's cost per token, the
+totals, the objective and the status. Returns one ``{check, ok, detail}`` per check.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import InputError
+from planner.fleet.demand import Demand
+from planner.fleet.finance import annual_rack_cost, annual_rack_cost_parts, finance_args
+from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES
+from planner.vocabulary import DECODE_ROLES, PREFILL_ROLES, STATUSES
+from solvers.objectives import objective as objective_named
+
+REL = 1e-6  # relative tolerance of a recomputed figure against the reported one
+PLAN_KEYS = ("status", "objective", "fleet", "allocation", "workloads", "totals", "inputs")
+MAX_PLAN_BYTES = 64 * 1024 * 1024
+
+
+# ---- reading a plan -------------------------------------------------------------------------------------------
+def plan_dict(plan) -> dict:
+    """A plan as the interface's JSON: a Plan, a dict, or a path to plan.json. Raises InputError (exit 2) for
+    anything that is not a plan."""
+    if hasattr(plan, "to_dict"):
+        return json.loads(json.dumps(plan.to_dict()))  # exactly what plan.json holds
+    if isinstance(plan, (str, Path)):
+        return read_plan_file(Path(plan))
+    if not isinstance(plan, dict):
+        raise InputError(f"expected a plan (Plan, dict or path to plan.json), got {type(plan).__name__}")
+    missing = [k for k in PLAN_KEYS if k not in plan]
+    if missing:
+        raise InputError(f"not a plan: missing {', '.join(missing)} (written by planner solve --out or "
+                         f"--format json)")
+    return plan
+
+
+def read_plan_file(path: Path) -> dict:
+    if not path.is_file():
+        raise InputError("no such plan file (expected a plan.json written by planner solve)", file=str(path))
+    if path.stat().st_size > MAX_PLAN_BYTES:
+        raise InputError(f"larger than {MAX_PLAN_BYTES // 2**20} MiB: not a plan", file=str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not JSON: {exc}", file=str(path)) from None
+    try:
+        return plan_dict(data)
+    except InputError as exc:
+        raise InputError(str(exc), file=str(path)) from None
+
+
+class Inputs:
+    """The plan's ``inputs`` as catalog objects."""
+
+    def __init__(self, d: dict):
+        from planner.catalog import Hardware, Model
+
+        try:
+            sc = d["scenario"]
+            self.scenario = sc
+            self.objective = objective_named(sc["objective"])
+            self.start_date = _dt.date.fromisoformat(sc["start_date"])
+            self.finance = finance_args(sc["finance"], sc["horizon_years"])
+            self.pue = float(sc["finance"]["pue"])
+            budget = sc["site"].get("power_budget_mw")
+            self.power_budget_w = float(budget) * 1e6 if budget else math.inf
+            self.max_total_racks = sc["site"].get("max_racks")
+            self.max_racks = dict(sc.get("max_racks", {}))
+            self.relative_gap = float(sc["solver"]["relative_gap"])
+            self.demands = [Demand.from_dict(x) for x in d["demands"]]
+            self.hardware = {k: Hardware.model_validate(v) for k, v in d["hardware"].items()}
+            self.models = {k: Model.model_validate(v) for k, v in d["models"].items()}
+            self.efficiency = {k: dict(v) for k, v in d["efficiency"].items()}
+            self.rack_costs = d["rack_costs"]
+        except Exception as exc:  # noqa: BLE001 - any malformed part means this is no plan we can check
+            raise InputError(f"not a plan: its inputs are incomplete or invalid ({type(exc).__name__}: {exc})"
+                             ) from None
+
+    def annual_cost_per_rack(self, hw_id: str) -> float:
+        hw = self.hardware[hw_id]
+        return float(annual_rack_cost(hw.rack.capex_usd.value, hw.rack_power_w, **self.finance))
+
+
+# ---- the checks -------------------------------------------------------------------------------------------------
+def result(name: str, ok: bool, detail: str) -> dict:
+    return {"check": name, "ok": bool(ok), "detail": detail}
+
+
+def close(reported, recomputed, rel: float = REL) -> bool:
+    """Reported equals recomputed within ``rel`` (both None, or both numbers)."""
+    if reported is None or recomputed is None:
+        return reported is None and recomputed is None
+    if isinstance(reported, str) or isinstance(recomputed, str):
+        return reported == recomputed
+    a, b = float(reported), float(recomputed)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-9)
+
+
+def same(name: str, reported, recomputed) -> dict:
+    return result(name, close(reported, recomputed), f"reported {reported!r}, recomputed {recomputed!r}")
+
+
+def check(plan) -> list[dict]:
+    """Every check of a plan (a Plan, its dict, or a path to plan.json); see the module docstring."""
+    import polars as pl
+
+    d = plan_dict(plan)
+    if d["status"] not in STATUSES:
+        return [result("status", False, f"{d['status']!r} is not one of {', '.join(STATUSES)}")]
+    inputs = Inputs(d["inputs"])
+    if d["status"] == "infeasible":
+        return [result("status", not d["fleet"] and not d["allocation"],
+                       "an infeasible plan buys nothing and allocates nothing")]
+    rows = d["allocation"]
+    checks: list[dict] = []
+    capacity = {}  # row index -> (output, prefill) tokens/s the re-scored replicas serve
+    for i, row in enumerate(rows):
+        found, cap = allocation_checks(i, row, rows, inputs)
+        checks.extend(found)
+        capacity[i] = cap
+    shares = {w["workload"]: w.get("served_share") for w in d["workloads"]}
+    checks.extend(demand_checks(rows, capacity, shares, inputs))
+    try:
+        alloc = pl.DataFrame(rows, infer_schema_length=None) if rows else None
+        racks = {f["hardware"]: f["racks"] for f in d["fleet"]}
+        checks.extend(fleet_checks(d, alloc, racks, inputs))
+    except (KeyError, TypeError, ValueError, pl.exceptions.PolarsError) as exc:
+        checks.append(result("tables", False, f"the fleet or allocation table cannot be read: {exc}"))
+    return checks
+
+
+def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tuple[list[dict], tuple]:
+    """Checks of one allocation row, and the (output, prefill) tokens/s its replicas serve once re-scored (the
+    reported figures where they are within the re-scored capacity, else the capacity)."""
+    try:
+        role, hw_id, replicas = row["role"], row["hardware"], float(row["replicas"])
+        name = (f"allocation {row['workload']}/attention+ffn/{hw_id}+{row.get('ffn_hardware')}" if role == "attention"
+                else f"allocation {row['workload']}/{role}/{hw_id}")
+    except (KeyError, TypeError, ValueError) as exc:
+        return [result(f"allocation row {i}", False, f"unreadable: {exc}")], (0.0, 0.0)
+    demand = next((x for x in inputs.demands if x.name == row["workload"]), None)
+    out = []
+    if demand is None:
+        return [result(name, False, f"no workload {row['workload']!r} in the plan's demands")], (0.0, 0.0)
+    if hw_id not in inputs.hardware:
+        return [result(name, False, f"{hw_id!r} is not among the plan's hardware")], (0.0, 0.0)
+    if role == "ffn":
+        partner = [r for r in rows if r.get("role") == "attention" and r.get("workload") == row["workload"]
+                   and r.get("ffn_hardware") == hw_id and r.get("column") == row.get("column")]
+        out.append(result(name + " pairing", len(partner) == 1 and close(partner[0]["replicas"], replicas),
+                          "the ffn half of exactly one attention row, with its replicas"))
+        return out, (0.0, 0.0)
+    kind = KIND_OF_ROLE.get(role)
+    if kind is None:
+        return [result(name, False, f"role {role!r} is not one of {', '.join(KIND_OF_ROLE)}, ffn")], (0.0, 0.0)
+    out.extend(eligibility_checks(name, row, demand, kind, inputs))
+    if not all(c["ok"] for c in out):
+        return out, (0.0, 0.0)
+    model = inputs.models[demand.model]
+    r = kind.rescore(row, demand, model, inputs.hardware, inputs.efficiency)
+    out.append(result(name + " fits", r.fits, "weights and KV (with sessions waiting on tools) fit the replica"))
+    out.append(result(name + " replicas", replicas >= 0 and math.isfinite(replicas), f"{replicas:g} replicas"))
+    if kind.covers_decode:
+        out.append(result(name + " speed", r.tps_per_user >= demand.min_tps_per_user * (1 - 1e-9),
+                          f"{r.tps_per_user:.4g} tok/s/user, tier {demand.min_tps_per_user:g}"))
+        out.append(same(name + " tps_per_user", row.get("tps_per_user"), r.tps_per_user))
+    if r.ttft:
+        out.append(result(name + " ttft", r.ttft["ttft_s"] <= demand.ttft_s * (1 + 1e-9),
+                          f"{r.ttft['ttft_s']:.4g} s at p{demand.ttft_quantile * 100:g}, target {demand.ttft_s:g} s"))
+        for key in ["ttft_s"] + [f"ttft_p{p}_s" for p in TTFT_PERCENTILES]:
+            out.append(same(f"{name} {key}", row.get(key), r.ttft[key]))
+    if role == "colocated":
+        out.append(same(name + " prefill_share", row.get("prefill_share"), r.share))
+    served = float(row.get("output_tokens_per_s") or 0.0)
+    prefilled = float(row.get("prefill_tokens_per_s") or 0.0)
+    out.append(result(name + " capacity", served <= replicas * r.output_tokens_per_s * (1 + REL) + 1e-9
+                      and prefilled <= replicas * r.prefill_tokens_per_s * (1 + REL) + 1e-9,
+                      f"reports {served:.6g} output and {prefilled:.6g} prompt tokens/s; re-scored {replicas:g} x "
+                      f"({r.output_tokens_per_s:.6g}, {r.prefill_tokens_per_s:.6g})"))
+    power = row.get("power_mw") or 0.0
+    if role == "attention":
+        ffn = next((x for x in rows if x.get("role") == "ffn" and x.get("column") == row.get("column")
+                    and x.get("workload") == row["workload"]), {})
+        power += ffn.get("power_mw") or 0.0
+    out.append(same(name + " power_mw", power, replicas * r.power_w / 1e6))
+    capped = (min(served, replicas * r.output_tokens_per_s), min(prefilled, replicas * r.prefill_tokens_per_s))
+    return out, capped
+
+
+def eligibility_checks(name: str, row: dict, demand: Demand, kind, inputs: Inputs) -> list[dict]:
+    """The row's option is one the workload may use: hardware allowed and able to take the role for this model,
+    precision supported (and the workload's own, where it pins one), a layout whose chips add up."""
+    out = []
+    sides = [(row["hardware"], row["precision"])]
+    if kind.pair:
+        sides.append((row.get("ffn_hardware"), row.get("ffn_precision")))
+    for side, (hw_id, precision) in enumerate(sides):
+        hw = inputs.hardware.get(hw_id)
+        if hw is None:
+            out.append(result(name + " hardware", False, f"{hw_id!r} is not among the plan's hardware"))
+            continue
+        roles = kind.needs[side:side + 1] if kind.pair else kind.needs
+        ok_role = all(r in hw.roles for r in roles) and hw.model_lock in (None, demand.model)
+        out.append(result(f"{name} role {hw_id}", ok_role, f"{hw_id} takes {', '.join(roles)} for {demand.model}"))
+        allowed = not demand.allow_hardware or hw_id in demand.allow_hardware
+        out.append(result(f"{name} allowed {hw_id}", allowed, f"workload allows {demand.allow_hardware or 'any'}"))
+        pinned = demand.precision in (None, precision) or (kind.pair and demand.precision not in hw.precisions)
+        out.append(result(f"{name} precision {hw_id}", precision in hw.precisions and pinned,
+                          f"{precision} on {hw_id} (runs {', '.join(hw.precisions)}; workload asks "
+                          f"{demand.precision or 'any'})"))
+    if not kind.pair:
+        chips = int(row["tensor_parallel"]) * int(row["pipeline_parallel"])
+        out.append(result(name + " layout", chips == int(row["chips_per_replica"]),
+                          f"tp {row['tensor_parallel']} x pp {row['pipeline_parallel']} = {chips} chips, reported "
+                          f"{row['chips_per_replica']}"))
+    return out
+
+
+def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs) -> list[dict]:
+    """Each workload's decode and prefill demand covered by re-scored capacity, at the served share (1 unless the
+    objective sells shares of demand)."""
+    out = []
+    for d in inputs.demands:
+        share = shares.get(d.name)
+        whole = not inputs.objective.sells_shares
+        ok_share = share is not None and 0.0 <= share <= 1.0 + 1e-12 and (not whole or share >= 1.0 - 1e-12)
+        out.append(result(f"demand {d.name} share", ok_share,
+                          f"served share {share!r}" + (" (the objective serves every workload whole)" if whole else "")))
+        share = float(share) if ok_share else 1.0
+        mine = [i for i, r in enumerate(rows) if r.get("workload") == d.name]
+        served = sum(capacity[i][0] for i in mine if rows[i].get("role") in DECODE_ROLES)
+        prefilled = sum(capacity[i][1] for i in mine if rows[i].get("role") in PREFILL_ROLES)
+        out.append(result(f"demand {d.name} decode", served >= share * d.output_tokens_per_s * (1 - REL),
+                          f"served {served:.6g} of {share:.4g} x {d.output_tokens_per_s:.6g} output tokens/s"))
+        out.append(result(f"demand {d.name} prefill", prefilled >= share * d.prefill_tokens_per_s * (1 - REL),
+                          f"prefilled {prefilled:.6g} of {share:.4g} x {d.prefill_tokens_per_s:.6g} prompt tokens/s"))
+    return out
+
+
+def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
+    """Racks, chips, limits, cost and every figure of the fleet, workload and totals tables, recomputed with the
+    builders ``solve`` used."""
+    from planner.fleet.plan import allocation_table, fleet_table, totals_of, workload_table
+
+    out = []
+    unknown = [h for h in racks if h not in inputs.hardware]
+    if unknown:
+        return [result("fleet hardware", False, f"{', '.join(unknown)} not among the plan's hardware")]
+    for hw_id, n in racks.items():
+        hw = inputs.hardware[hw_id]
+        out.append(result(f"racks {hw_id}", float(n).is_integer() and n >= 0, f"{n} racks"))
+        cap = inputs.max_racks.get(hw_id)
+        if cap is not None:
+            out.append(result(f"supply cap {hw_id}", n <= cap, f"{n} racks, cap {cap}"))
+        out.append(result(f"available {hw_id}", hw.rack.available.value <= inputs.start_date,
+                          f"available {hw.rack.available.value}, plan starts {inputs.start_date}"))
+        parts = annual_rack_cost_parts(hw.rack.capex_usd.value, hw.rack_power_w, **inputs.finance)
+        for part, value in parts.items():
+            out.append(same(f"rack cost {hw_id} {part}", inputs.rack_costs.get(hw_id, {}).get(part), float(value)))
+    alloc = alloc if alloc is not None else allocation_table([])
+    order = {h: racks.get(h, 0) for h in inputs.hardware}  # the plan's hardware order
+    costs = {h: inputs.annual_cost_per_rack(h) for h in inputs.hardware}
+    fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue)
+    for f in fleet.iter_rows(named=True):
+        out.append(result(f"chips {f['hardware']}", f["chips_used"] <= f["chips"] * (1 + 1e-6) + 1e-9,
+                          f"{f['chips_used']:.9g} used of {f['chips']} in {f['racks']} racks"))
+    out.extend(table_checks("fleet", d["fleet"], fleet.to_dicts(), "hardware"))
+    for hw_id in sorted(set(alloc["hardware"].to_list()) - set(racks)) if len(alloc) else []:
+        out.append(result(f"chips {hw_id}", False, "allocated on a system the fleet does not buy"))
+    shares = np.array([next((w.get("served_share") for w in d["workloads"] if w.get("workload") == x.name), 0.0)
+                       or 0.0 for x in inputs.demands], dtype=float)
+    workloads = workload_table(inputs.demands, alloc, fleet, shares)
+    out.extend(table_checks("workloads", d["workloads"], workloads.to_dicts(), "workload"))
+    totals = totals_of(fleet, workloads, inputs.pue, inputs.power_budget_w)
+    for key, value in totals.items():
+        out.append(same(f"totals {key}", d["totals"].get(key), value))
+    if math.isfinite(inputs.power_budget_w):
+        out.append(result("power budget", totals["facility_power_mw"] <= inputs.power_budget_w / 1e6 * (1 + 1e-9),
+                          f"{totals['facility_power_mw']:.6g} MW facility of {inputs.power_budget_w / 1e6:g} MW"))
+    if inputs.max_total_racks:
+        out.append(result("site racks", totals["racks"] <= inputs.max_total_racks,
+                          f"{totals['racks']} of {inputs.max_total_racks}"))
+    out.extend(objective_checks(d, totals, inputs))
+    return out
+
+
+def table_checks(table: str, reported: list[dict], recomputed: list[dict], key: str) -> list[dict]:
+    """Every numeric or text field of a reported table against the recomputed one, row by row (by ``key``)."""
+    out = []
+    mine = {r[key]: r for r in recomputed}
+    theirs = {r.get(key): r for r in reported}
+    if set(mine) != set(theirs):
+        out.append(result(f"{table} rows", False, f"reported {sorted(map(str, theirs))}, recomputed "
+                                                  f"{sorted(map(str, mine))}"))
+    for k in sorted(set(mine) & set(theirs), key=str):
+        for field, value in mine[k].items():
+            out.append(same(f"{table} {k} {field}", theirs[k].get(field), value))
+    return out
+
+
+def objective_checks(d: dict, totals: dict, inputs: Inputs) -> list[dict]:
+    """The reported objective and the solver's bound against the objective recomputed from the plan."""
+    out = [same("objective_usd_per_year", d.get("objective_usd_per_year"), totals["annual_cost_usd"]),
+           result("objective name", d.get("objective") == inputs.objective.name,
+                  f"plan says {d.get('objective')!r}, its inputs {inputs.objective.name!r}")]
+    value = inputs.objective.value(totals["annual_cost_usd"], totals["power_mw"] * 1e6,
+                                   totals["revenue_usd_per_year"])
+    solver = d.get("solver") or {}
+    bound = solver.get("best_bound")
+    if bound is not None:
+        out.append(result("objective bound", bound <= value + abs(value) * 1e-6 + 1e-6,
+                          f"the solver's bound {bound:.6g} against the plan's {inputs.objective.name} {value:.6g}"))
+        if d["status"] == "optimal":
+            gap = (value - bound) / max(abs(value), 1.0)
+            out.append(result("status optimal", gap <= inputs.relative_gap * (1 + 1e-6) + 1e-9,
+                              f"gap {gap:.3g} against the requested {inputs.relative_gap:g}"))
+    return out

@@ -1,0 +1,90 @@
+"""What each workload asks of the fleet at its peak (docs/MODEL.md 7, 9): a scenario's workload turned into the
+numbers the engine, the MILP and ``check`` use. A plan carries its demands, so it can be checked without the
+scenario file."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.catalog import Model
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One workload at its peak."""
+
+    name: str
+    model: str
+    output_tokens_per_s: float  # decode demand: peak calls/s x generated tokens per call
+    prefill_tokens_per_s: float  # prompt tokens/s to prefill after prefix-cache hits
+    calls_per_s: float  # peak model calls per second
+    input_tokens: float  # mean prompt per call
+    prefill_tokens: float  # mean prompt per call still to compute (after prefix-cache hits)
+    output_tokens: float  # generated per call (output + reasoning)
+    min_tps_per_user: float
+    resident_s_per_token: float  # agentic: tool-call wait per generated token, during which the KV stays resident
+    ttft_s: float
+    ttft_quantile: float  # 0..1
+    precision: str | None
+    allow_hardware: tuple[str, ...] | None
+    peak_to_mean: float = 1.0
+    tier: str | None = None  # None for a custom min_tps_per_user
+    price_usd_per_mtok: float | None = None  # the workload's price, else its tier's (max_revenue)
+
+    def workload_vector(self) -> np.ndarray:
+        """The engine's view of this demand (slots W_*: planner.perf.pack.workload_vector)."""
+        from planner.perf.pack import workload_vector
+
+        return workload_vector(self.input_tokens, self.output_tokens, self.prefill_tokens, self.min_tps_per_user,
+                               self.ttft_s, self.ttft_quantile, self.resident_s_per_token)
+
+    @property
+    def context_max(self) -> float:
+        """The longest context, whose KV cache must fit (W_CONTEXT_MAX)."""
+        from solvers.perf import slots as L
+
+        return float(self.workload_vector()[L.W_CONTEXT_MAX])
+
+    @property
+    def concurrent_streams(self) -> float:
+        """Little's law at the peak: calls/s x seconds each call spends decoding at the tier's speed."""
+        return self.calls_per_s * self.output_tokens / self.min_tps_per_user
+
+    @property
+    def resident_sessions(self) -> float:
+        """Agentic sessions waiting on a tool call with their KV cache resident (Little's law on the wait)."""
+        return self.calls_per_s * self.output_tokens * self.resident_s_per_token
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["allow_hardware"] = list(self.allow_hardware) if self.allow_hardware else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Demand:
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in d.items() if k in names}
+        if values.get("allow_hardware"):
+            values["allow_hardware"] = tuple(values["allow_hardware"])
+        return cls(**values)
+
+
+def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None) -> Demand:
+    calls = workload.peak_calls_per_s
+    generated = workload.generated_tokens_per_call
+    prompt = workload.mean_input_tokens
+    to_prefill = prompt * (1.0 - workload.prefix_cache_hit)
+    return Demand(
+        name=workload.name, model=model.id, output_tokens_per_s=calls * generated,
+        prefill_tokens_per_s=calls * to_prefill, calls_per_s=calls, input_tokens=prompt,
+        prefill_tokens=to_prefill, output_tokens=generated,
+        min_tps_per_user=workload.resolved_min_tps_per_user,
+        resident_s_per_token=workload.tool_call_gap_s / generated if workload.turns > 1 else 0.0,
+        ttft_s=workload.ttft_s,
+        ttft_quantile=workload.ttft_percentile / 100.0, precision=workload.precision,
+        allow_hardware=tuple(workload.allow_hardware) if workload.allow_hardware else None,
+        peak_to_mean=workload.peak_to_mean, tier=workload.tier, price_usd_per_mtok=price_usd_per_mtok,
+    )

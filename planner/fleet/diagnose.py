@@ -1,0 +1,92 @@
+"""Why no fleet exists, and the smallest change that would give one: workloads no system serves (the fastest
+reachable speed, the shortest TTFT, or no fit at all), else the power the demand needs against the budget, else
+the rack limits that bind (relaxations of the same MILP)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS, options_for
+from planner.fleet.problem import Built
+from solvers.vocabulary import HAS_PLAN
+
+
+def infeasibility_message(built: Built) -> str:
+    """Why no fleet exists: workloads with no option at all, else the least power the demand needs against the
+    budget (the same MILP minimising power with no budget), else the rack limits."""
+    from solvers.milp import optimize
+
+    if built.unserved:
+        return "no feasible fleet: " + "; ".join(f"{w}: {why}" for w, why in what_would_serve(built).items())
+    p = built.problem
+    relaxed = dataclasses.replace(p, power_budget_w=math.inf, objective="min_power")
+    least = optimize(relaxed, solver="highs", time_limit_s=30.0, relative_gap=1e-3)
+    if least.status in HAS_PLAN:
+        need_mw = least.objective * p.pue / 1e6
+        return (f"no feasible fleet: serving every workload at its tier needs at least {need_mw:.4g} MW of facility "
+                f"power (the least-power fleet), but the site's budget is {p.power_budget_w / 1e6:.4g} MW: short by "
+                f"{need_mw - p.power_budget_w / 1e6:.4g} MW (the smallest change: raise the budget or lower demand)")
+    free = dataclasses.replace(relaxed, max_racks=np.full(p.n_hardware, math.inf), max_total_racks=math.inf)
+    needed = optimize(free, solver="highs", time_limit_s=30.0, relative_gap=1e-3)
+    if needed.status in HAS_PLAN:
+        over = [f"{h.id}: {int(n)} racks needed, cap {int(c)}" for h, n, c in
+                zip(built.hardware, needed.racks, p.max_racks) if n > c]
+        total = int(np.sum(needed.racks))
+        if total > p.max_total_racks:
+            over.append(f"all systems: {total} racks needed, site max_racks {int(p.max_total_racks)}")
+        return ("no feasible fleet: the rack limits bind even with unlimited power; the least-power fleet needs "
+                + "; ".join(over))
+    return "no feasible fleet: no combination of the options covers the demand"
+
+
+
+def fastest_reachable(loose, sc, hardware, asked: float) -> tuple[float, str]:
+    """The highest per-user speed (within 5%) that some option reaches, by bisection on the tier the engine asks
+    for (speculative decoding included, as in solve), and the system that reaches it."""
+    lo, hi, where = 0.0, asked, ""
+    for _ in range(12):
+        mid = (lo + hi) / 2 if lo > 0 else hi / 32
+        opts = options_for([dataclasses.replace(loose, min_tps_per_user=mid)], sc.resolved_models(),
+                                      hardware).arrays()
+        found = np.isin(opts["kind"], DECODE_KINDS)
+        if found.any():
+            i = int(np.argmax(np.where(found, opts["tps_per_user"], -1.0)))
+            lo, where = max(mid, float(opts["tps_per_user"][i])), str(opts["hardware"][i])
+        else:
+            hi = mid
+        if lo > 0 and hi / lo < 1.05:
+            break
+    return lo, where
+
+
+
+def what_would_serve(built: Built) -> dict[str, str]:
+    """For each workload without options, why, and the smallest change that would give it one: the best speed any
+    allowed system reaches (lower the tier to it), or the shortest TTFT (raise the target to it), or that the
+    model fits no allowed system at all."""
+    sc = built.scenario
+    hardware = built.hardware_by_id
+    out = {}
+    for d in built.demands:
+        if d.name not in built.unserved:
+            continue
+        loose = dataclasses.replace(d, min_tps_per_user=1e-9, ttft_s=1e9)
+        opts = options_for([loose], sc.resolved_models(), hardware).arrays()
+        decode = np.isin(opts["kind"], DECODE_KINDS)
+        prefill = np.isin(opts["kind"], PREFILL_KINDS)
+        if not decode.any():
+            out[d.name] = f"{d.model} with a {d.context_max:g}-token context fits no allowed system"
+        elif "reaches" in built.unserved[d.name]:
+            speed, where = fastest_reachable(loose, sc, hardware, d.min_tps_per_user)
+            out[d.name] = (f"{built.unserved[d.name]}; the fastest reachable is about {speed:.3g} tok/s per user "
+                           f"on {where} (smallest change: a tier at or below that speed)")
+        elif prefill.any():
+            fastest = float(np.nanmin(np.where(prefill, opts["ttft_fixed_s"], np.nan)))
+            out[d.name] = (f"{built.unserved[d.name]}; an idle replica needs {fastest:.3g} s "
+                           f"(smallest change: a TTFT target above that)")
+        else:
+            out[d.name] = built.unserved[d.name]
+    return out

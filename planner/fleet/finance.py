@@ -1,0 +1,82 @@
+"""Finance: what a rack costs a year and what served tokens earn (docs/OPTIMIZER.md 1, MODEL.md 8).
+
+Plain numbers and arrays in, so that ``solve`` (from a scenario) and ``check`` (from a plan file) price a fleet with
+the same formulas.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.vocabulary import HOURS_PER_YEAR, SECONDS_PER_YEAR
+
+
+def capital_recovery_factor(wacc, horizon_years):
+    """Share of capex paid each year to repay it over ``horizon_years`` at ``wacc``: wacc / (1 - (1 + wacc)^-n).
+
+    wacc 0 gives 1 / n. Works elementwise on arrays.
+    """
+    wacc = np.asarray(wacc, dtype=float)
+    n = np.asarray(horizon_years, dtype=float)
+    safe = np.where(wacc == 0.0, 1.0, wacc)
+    crf = np.where(wacc == 0.0, 1.0 / n, safe / (1.0 - (1.0 + safe) ** (-n)))
+    return crf if crf.ndim else float(crf)
+
+
+def annual_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh,
+                           pue, load_share=1.0) -> dict:
+    """USD per year of one rack, by part: capex annuity, maintenance (a share of capex a year) and facility energy
+    (power_w x load_share x pue x 8760 h, billed at electricity_usd_per_mwh). Works elementwise on arrays."""
+    capex = np.asarray(capex_usd, dtype=float)
+    energy_mwh = np.asarray(power_w, dtype=float) * load_share * pue * HOURS_PER_YEAR / 1e6
+    return {
+        "capex_annuity": capex * capital_recovery_factor(wacc, horizon_years),
+        "maintenance": capex * maintenance_share,
+        "energy": energy_mwh * electricity_usd_per_mwh,
+    }
+
+
+def annual_rack_cost(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh, pue,
+                     load_share=1.0):
+    """USD per year of one rack: the sum of ``annual_rack_cost_parts``."""
+    parts = annual_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_share,
+                                   electricity_usd_per_mwh, pue, load_share)
+    cost = parts["capex_annuity"] + parts["maintenance"] + parts["energy"]
+    return cost if np.ndim(cost) else float(cost)
+
+
+def finance_args(finance, horizon_years: float) -> dict:
+    """The finance terms of ``annual_rack_cost_parts`` from a scenario's finance section (or its dict)."""
+    get = finance.get if isinstance(finance, dict) else lambda k: getattr(finance, k)
+    return {"wacc": get("wacc"), "horizon_years": horizon_years,
+            "maintenance_share": get("maintenance_share_of_capex_per_year"),
+            "electricity_usd_per_mwh": get("electricity_usd_per_mwh"), "pue": get("pue"),
+            "load_share": get("average_load_share")}
+
+
+def rack_cost_parts(scenario, hw) -> dict:
+    """USD per year of one rack of ``hw`` under the scenario's finance: capex annuity, maintenance, energy."""
+    parts = annual_rack_cost_parts(hw.rack.capex_usd.value, hw.rack_power_w,
+                                   **finance_args(scenario.finance, scenario.horizon_years))
+    return {k: float(v) for k, v in parts.items()}
+
+
+def annual_costs(scenario, hardware: list) -> np.ndarray:
+    """USD per year of one rack of each system (the MILP's cost coefficients)."""
+    args = finance_args(scenario.finance, scenario.horizon_years)
+    return np.array([annual_rack_cost(hw.rack.capex_usd.value, hw.rack_power_w, **args) for hw in hardware])
+
+
+def mean_tokens_per_year(peak_output_tokens_per_s: float, peak_to_mean: float) -> float:
+    """Output tokens a year at the mean rate: peak tokens/s / peak-to-mean x a year."""
+    return peak_output_tokens_per_s / peak_to_mean * SECONDS_PER_YEAR
+
+
+def annual_revenue(peak_output_tokens_per_s: float, peak_to_mean: float, price_usd_per_mtok: float | None) -> float:
+    """USD/year if the whole demand is served: mean output tokens/s x a year x price per million (0 unpriced)."""
+    return peak_output_tokens_per_s / peak_to_mean * SECONDS_PER_YEAR / 1e6 * (price_usd_per_mtok or 0.0)
+
+
+def usd_per_mtok(annual_cost_usd: float, tokens_per_year: float) -> float | None:
+    """Cost per million output tokens; None when nothing is served."""
+    return annual_cost_usd / (tokens_per_year / 1e6) if tokens_per_year > 0 else None

@@ -1,0 +1,414 @@
+"""Deployment options for each workload: the columns of the fleet MILP (docs/OPTIMIZER.md, docs/MODEL.md 7).
+
+For every workload and every system that may serve it, the engine scores every layout (tensor x pipeline x expert
+parallel), speculative setting, batch and precision, and keeps per system the Pareto-optimal options: the most
+capacity for each replica size, dropping sizes that a smaller replica beats. The kinds of option are a registry
+(``KINDS``); each kind has its generator (the engine, fast) and its re-scorer (the full kernels, one allocation at
+a time, for ``check``):
+
+* ``decode``: decode only; prompts are prefilled elsewhere (capacity in output tokens/s).
+* ``colocated``: both on the same replicas; capacity in output tokens/s, covering the prefill of its own requests.
+* ``prefill``: prefill only, run at the utilization that keeps the TTFT percentile (capacity in prompt tokens/s).
+* ``split``: attention and the KV cache on one system, the FFN on another (MODEL.md 10); allocation rows
+  ``attention`` and ``ffn``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from planner.catalog import Hardware, Model
+from planner.fleet.demand import Demand
+from planner.perf.grid import BATCHES, MICRO_BATCHES, SPECULATIVE, parallel_grid, split_grid
+from planner.perf.pack import hardware_vector, model_vector, split_model_vectors
+from solvers.perf import slots as L
+
+COLUMNS = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
+           "draft_tokens", "acceptance", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
+           "prefill_tokens_per_s", "prefill_share", "power_w", "ffn_hardware", "ffn_chips", "ffn_precision",
+           "ttft_fixed_s", "prefill_service_s")
+# Defaults for columns only some kinds fill: the FFN side of a split, and the parts of a TTFT that queues
+# (fixed time before any wait, and one prompt's service time) for prefill and colocated options.
+NOT_SPLIT = {"ffn_hardware": "", "ffn_chips": 0, "ffn_precision": "", "ttft_fixed_s": float("nan"),
+             "prefill_service_s": float("nan")}
+SPLIT_KEEP = 12  # attention/FFN options kept per workload and pair, ranked by capex per unit of capacity
+TTFT_PERCENTILES = (50, 90, 99)
+
+
+def spec_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """Query and accepted tokens per step of each engine speculative setting (``SPECULATIVE``)."""
+    from solvers.perf.serving import spec_tokens
+
+    pairs = [spec_tokens(float(d), float(a)) for d, a in SPECULATIVE]
+    return np.array([q for q, _ in pairs]), np.array([a for _, a in pairs])
+
+
+@dataclass
+class Options:
+    """Columns for the MILP, one row per option, as numpy arrays (see ``COLUMNS``)."""
+
+    rows: dict[str, list] = field(default_factory=lambda: {c: [] for c in COLUMNS})
+    candidates_scored: int = 0
+
+    def add(self, **values) -> None:
+        values = {**NOT_SPLIT, **values}
+        for c in COLUMNS:
+            self.rows[c].append(values[c])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {c: np.asarray(v) for c, v in self.rows.items()}
+
+    def __len__(self) -> int:
+        return len(self.rows["workload"])
+
+    def pareto_across_precisions(self) -> Options:
+        """Keep, per (workload, system, kind), only the options on the chips/capacity frontier over every
+        precision together (each call of the engine already filtered its own precision)."""
+        a = self.arrays()
+        if not len(self):
+            return self
+        capacity = np.where(a["kind"] == "prefill", a["prefill_tokens_per_s"], a["output_tokens_per_s"])
+        groups: dict[tuple, list[int]] = {}
+        for i, key in enumerate(zip(a["workload"].tolist(), a["hardware"].tolist(), a["kind"].tolist(),
+                                    a["ffn_hardware"].tolist())):
+            groups.setdefault(key, []).append(i)
+        keep: list[int] = []
+        for members in groups.values():
+            idx = np.array(members)
+            chips = a["chips"][idx].astype(float) + a["ffn_chips"][idx].astype(float)
+            keep.extend(idx[pareto_by_chips(chips, capacity[idx])].tolist())
+        out = Options(candidates_scored=self.candidates_scored)
+        for i in sorted(keep):
+            out.add(**{c: self.rows[c][i] for c in COLUMNS})
+        return out
+
+
+def serves(hw: Hardware, model: Model, role: str) -> bool:
+    return role in hw.roles and hw.model_lock in (None, model.id)
+
+
+def precisions_for(hw: Hardware, demand: Demand) -> list[str]:
+    if demand.precision:
+        return [demand.precision] if demand.precision in hw.precisions else []
+    return list(hw.precisions)
+
+
+def pareto_by_chips(chips: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Indices of the options worth a column: from the smallest replica up, each must serve more per chip than
+    every smaller one. A larger replica that serves less per chip is never needed, since smaller replicas cover
+    the same demand with fewer chips; smaller, less efficient ones stay for packing into racks."""
+    per_chip = capacity / chips
+    order = np.lexsort((-capacity, chips))
+    keep, best = [], 0.0
+    for i in order:
+        if per_chip[i] > best * (1 + 1e-9):
+            keep.append(i)
+            best = per_chip[i]
+    return np.asarray(keep, dtype=int)
+
+
+@dataclass
+class System:
+    """One system at one precision for one workload: its layouts, vectors, and each layout's prefill of the
+    workload's prompt (rate, one prompt's time), computed once and shared by every kind of option."""
+
+    hw: Hardware
+    precision: str
+    grid: np.ndarray
+    mv: np.ndarray
+    hv: np.ndarray
+    wl: np.ndarray  # the workload vector (slots W_*)
+    prefill: np.ndarray  # (layouts, 2): prompt tokens/s (0 if it does not fit), one prompt's prefill seconds
+    pps: np.ndarray  # the grid's distinct pipeline depths
+    touched: np.ndarray  # experts touched per (depth, speculative setting, batch): sweep.touched_experts_table
+
+
+def system_for(demand: Demand, model: Model, hw: Hardware, precision: str) -> System:
+    from solvers.perf import sweep
+
+    grid = parallel_grid(hw, model)
+    mv, hv = model_vector(model), hardware_vector(hw, precision)
+    pps = np.unique(grid[:, 1])
+    query, _ = spec_arrays()
+    return System(hw, precision, grid, mv, hv, demand.workload_vector(),
+                  sweep.prefill_per_layout(mv, hv, grid, demand.prefill_tokens), pps,
+                  sweep.touched_experts_table(mv, pps, BATCHES, query))
+
+
+# ---- generators: the engine's options of each kind ---------------------------------------------------------
+def decode_options(demand: Demand, model: Model, sys: System, opts: Options, colocated: bool = False) -> None:
+    """Score every layout x speculative setting x batch of one system; add the Pareto options."""
+    from solvers.perf import sweep
+    from solvers.perf.serving import replica_power_w
+
+    grid, hw, precision = sys.grid, sys.hw, sys.precision
+    if colocated:
+        rate, single = sys.prefill[:, 0].copy(), sys.prefill[:, 1].copy()
+        rate[rate <= 0] = 1e-30  # a layout whose prefill does not fit cannot serve colocated
+    else:
+        rate, single = np.full(len(grid), np.inf), np.zeros(len(grid))
+    query, accepted = spec_arrays()
+    res = sweep.best_decode_per_layout(sys.mv, sys.hv, sys.wl, grid, np.searchsorted(sys.pps, grid[:, 1]),
+                                       sys.touched, BATCHES, query, accepted, rate, single)
+    opts.candidates_scored += len(grid) * len(SPECULATIVE) * len(BATCHES)
+    layout_of = np.repeat(np.arange(len(grid)), len(SPECULATIVE))
+    spec_of = np.tile(np.arange(len(SPECULATIVE)), len(grid))
+    chips = grid[layout_of, 0] * grid[layout_of, 1]
+    ok = np.flatnonzero(res[:, L.E_TOKENS_PER_S] > 0)
+    for i in ok[pareto_by_chips(chips[ok], res[ok, L.E_TOKENS_PER_S])]:
+        g = grid[layout_of[i]]
+        served = res[i, L.E_TOKENS_PER_S]
+        draft, acceptance = SPECULATIVE[spec_of[i]]
+        opts.add(
+            workload=demand.name, kind="colocated" if colocated else "decode", hardware=hw.id, precision=precision,
+            tensor_parallel=int(g[0]), pipeline_parallel=int(g[1]), expert_parallel=bool(g[2]),
+            draft_tokens=draft, acceptance=acceptance if draft else 0.0, batch=int(res[i, L.E_BATCH]),
+            chips=int(chips[i]), tps_per_user=float(res[i, L.E_TPS_PER_USER]),
+            ttft_s=float(res[i, L.E_TTFT_S]) if colocated else float("nan"), output_tokens_per_s=float(served),
+            prefill_tokens_per_s=float(served * demand.prefill_tokens / demand.output_tokens) if colocated else 0.0,
+            prefill_share=float(res[i, L.E_PREFILL_SHARE]), power_w=float(replica_power_w(sys.hv, chips[i])),
+            ttft_fixed_s=float(single[layout_of[i]]) if colocated else float("nan"),
+            prefill_service_s=float(demand.prefill_tokens / rate[layout_of[i]]) if colocated else float("nan"),
+        )
+
+
+def colocated_options(demand: Demand, model: Model, sys: System, opts: Options) -> None:
+    decode_options(demand, model, sys, opts, colocated=True)
+
+
+def prefill_options(demand: Demand, model: Model, sys: System, opts: Options) -> None:
+    """Prefill-only replicas of every layout, each run at the highest utilization that keeps the TTFT percentile
+    (including the KV transfer to the decode pool)."""
+    from solvers.perf import sweep
+    from solvers.perf.serving import kv_transfer_s, replica_power_w
+
+    grid, pre, hw, precision = sys.grid, sys.prefill, sys.hw, sys.precision
+    opts.candidates_scored += len(grid)
+    chips = grid[:, 0] * grid[:, 1]
+    transfer = np.array([kv_transfer_s(sys.mv, sys.hv, c, demand.input_tokens) for c in chips])
+    util, capacity, ttft = sweep.prefill_capacity(pre, transfer, demand.prefill_tokens, demand.ttft_s,
+                                                  demand.ttft_quantile).T
+    ok = np.flatnonzero(capacity > 0)
+    for i in ok[pareto_by_chips(chips[ok], capacity[ok])]:
+        opts.add(
+            workload=demand.name, kind="prefill", hardware=hw.id, precision=precision,
+            tensor_parallel=int(grid[i, 0]), pipeline_parallel=int(grid[i, 1]), expert_parallel=bool(grid[i, 2]),
+            draft_tokens=0, acceptance=0.0, batch=1, chips=int(chips[i]), tps_per_user=float("nan"),
+            ttft_s=float(ttft[i]), output_tokens_per_s=0.0, prefill_tokens_per_s=float(capacity[i]),
+            prefill_share=float(util[i]), power_w=float(replica_power_w(sys.hv, chips[i])),
+            ttft_fixed_s=float(pre[i, 1] + transfer[i]), prefill_service_s=float(demand.prefill_tokens / pre[i, 0]),
+        )
+
+
+def split_precisions(demand: Demand, hw_a: Hardware, hw_f: Hardware) -> tuple[str, str]:
+    """The workload's precision on each side where that side runs it, else the side's fastest."""
+    prec_a = demand.precision if demand.precision in hw_a.precisions else hw_a.precision_or_best(None)
+    prec_f = demand.precision if demand.precision in hw_f.precisions else hw_f.precision_or_best(None)
+    return prec_a, prec_f
+
+
+def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, opts: Options) -> None:
+    """Attention on A, FFN on F (MODEL.md 10): every (attention chips, FFN chips, attention mode, speculative
+    setting, batch); per layout the best batch meeting the tier; the options cheapest in capex per unit of
+    capacity kept (both systems' chips count, so a one-dimensional Pareto rule does not apply)."""
+    from solvers.perf.sweep import split_decode_sweep
+
+    prec_a, prec_f = split_precisions(demand, hw_a, hw_f)
+    attn, ffn = split_model_vectors(model)
+    ha, hf = hardware_vector(hw_a, prec_a), hardware_vector(hw_f, prec_f)
+    grid = split_grid(hw_a, hw_f, model)
+    wl = demand.workload_vector()
+    nb = len(BATCHES)
+    capex_a = hw_a.rack.capex_usd.value / hw_a.chips_per_rack
+    capex_f = hw_f.rack.capex_usd.value / hw_f.chips_per_rack
+    found = []
+    for (draft, acceptance), q, acc in zip(SPECULATIVE, *spec_arrays()):
+        ca, cf, ep = (np.repeat(grid[:, j], nb) for j in range(3))
+        streams = np.tile(BATCHES, len(grid))
+        res = split_decode_sweep(attn, ffn, ha, hf, ca, cf, ep, streams, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX],
+                                 q, acc, MICRO_BATCHES)
+        opts.candidates_scored += len(streams)
+        ok = (res[:, L.S_FITS_ATTENTION] > 0.5) & (res[:, L.S_FITS_FFN] > 0.5) & (
+            res[:, L.S_TPS_PER_USER] >= demand.min_tps_per_user)
+        tput = np.where(ok, res[:, L.S_TOKENS_PER_S], 0.0).reshape(len(grid), nb)
+        best = tput.argmax(axis=1)
+        for i, k in enumerate(best):
+            if tput[i, k] > 0:
+                found.append((tput[i, k], grid[i], BATCHES[k], draft, acceptance,
+                              res[i * nb + k, L.S_TPS_PER_USER], res[i * nb + k, L.S_POWER_W]))
+    found.sort(key=lambda f: (f[1][0] * capex_a + f[1][1] * capex_f) / f[0])
+    for served, g, batch, draft, acceptance, tps, power in found[:SPLIT_KEEP]:
+        opts.add(
+            workload=demand.name, kind="split", hardware=hw_a.id, precision=prec_a, tensor_parallel=int(g[0]),
+            pipeline_parallel=1, expert_parallel=bool(g[2]), draft_tokens=draft,
+            acceptance=acceptance if draft else 0.0, batch=int(batch), chips=int(g[0]), tps_per_user=float(tps),
+            ttft_s=float("nan"), output_tokens_per_s=float(served), prefill_tokens_per_s=0.0, prefill_share=0.0,
+            power_w=float(power), ffn_hardware=hw_f.id, ffn_chips=int(g[1]), ffn_precision=prec_f,
+        )
+
+
+# ---- re-scorers: one allocation row through the full kernels, for check ------------------------------------
+@dataclass(frozen=True)
+class Rescore:
+    """What the full kernels say of one allocation row's option (per replica)."""
+
+    fits: bool
+    tps_per_user: float | None
+    output_tokens_per_s: float  # per replica
+    prefill_tokens_per_s: float  # per replica, at the row's utilization (prefill) or load (colocated)
+    power_w: float  # per replica, both sides of a split
+    ttft: dict = field(default_factory=dict)  # ttft_s at the target percentile and ttft_p50/p90/p99_s; empty when
+    # the row's prompts are prefilled elsewhere
+    share: float | None = None  # colocated: share of the replica's time spent prefilling
+
+
+def ttft_at(fixed_s: float, service_s: float, utilization: float, quantile: float) -> float:
+    """TTFT at ``quantile``: fixed time + the M/M/1 wait quantile (``solvers.perf.serving.wait_quantile_s``)."""
+    from solvers.perf.serving import wait_quantile_s
+
+    return float(fixed_s + wait_quantile_s(float(utilization), float(service_s), float(quantile)))
+
+
+def ttft_percentiles(fixed_s: float, service_s: float, utilization: float, quantile: float) -> dict:
+    """TTFT at the workload's own percentile and at p50, p90 and p99 (MODEL.md 9.2); {} when the row does not
+    prefill (NaN fixed time)."""
+    if not math.isfinite(fixed_s):
+        return {}
+    out = {"ttft_s": ttft_at(fixed_s, service_s, utilization, quantile)}
+    out.update({f"ttft_p{p}_s": ttft_at(fixed_s, service_s, utilization, p / 100.0) for p in TTFT_PERCENTILES})
+    return out
+
+
+def _vectors(row: dict, model: Model, hw: Hardware, efficiency: dict | None):
+    layout = (float(row["tensor_parallel"]), float(row["pipeline_parallel"]), float(int(row["expert_parallel"])))
+    return model_vector(model), hardware_vector(hw, row["precision"], efficiency), layout
+
+
+def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict) -> Rescore:
+    """A decode or colocated row: decode and prefill breakdowns of its layout at its batch and speculative setting,
+    the colocated time share, the TTFT queue, the residency of agentic sessions (MODEL.md 3, 6, 7, 9.6)."""
+    from solvers.perf.kernels import decode_breakdown, prefill_breakdown
+    from solvers.perf.serving import colocated_request_s, kv_fits, resident_share, spec_tokens
+
+    hw = hardware[row["hardware"]]
+    mv, hv, layout = _vectors(row, model, hw, efficiency.get(hw.family))
+    wl = d.workload_vector()
+    q, a = spec_tokens(float(row["draft_tokens"]), float(row["acceptance"]))
+    batch = float(row["batch"])
+    dec = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(mv, hv, *layout, batch, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], q, a, dec)
+    served, ttft, share, prefilled = float(dec[L.B_TOKENS_PER_S]), {}, None, 0.0
+    if row["role"] == "colocated":
+        pre = np.zeros(L.N_BREAKDOWN)
+        prefill_breakdown(mv, hv, *layout, d.prefill_tokens, pre)
+        prefill_s = d.prefill_tokens / float(pre[L.B_TOKENS_PER_S])
+        request_s = colocated_request_s(d.output_tokens, float(dec[L.B_TIME_S]), batch, a, prefill_s)
+        served = d.output_tokens / request_s
+        share = prefill_s * served / d.output_tokens
+        prefilled = served * d.prefill_tokens / d.output_tokens
+        ttft = ttft_percentiles(float(pre[L.B_TIME_S]), prefill_s, share, d.ttft_quantile)
+    tps = served / batch
+    kv_per_stream = float(dec[L.B_KV_BYTES_PER_CHIP]) / batch
+    fits = bool(kv_fits(float(dec[L.B_WEIGHT_BYTES_PER_CHIP]), kv_per_stream, batch,
+                        resident_share(d.resident_s_per_token, tps), float(dec[L.B_USABLE_BYTES_PER_CHIP]) * (1 + 1e-9)))
+    return Rescore(fits, tps, served, prefilled, float(dec[L.B_POWER_W]), ttft, share)
+
+
+def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict) -> Rescore:
+    """A prefill row at its utilization: the prompt's prefill on its layout, the KV transfer to the decode pool,
+    and the queue's wait (MODEL.md 4, 7)."""
+    from solvers.perf.kernels import prefill_breakdown
+    from solvers.perf.serving import kv_transfer_s
+
+    hw = hardware[row["hardware"]]
+    mv, hv, layout = _vectors(row, model, hw, efficiency.get(hw.family))
+    pre = np.zeros(L.N_BREAKDOWN)
+    prefill_breakdown(mv, hv, *layout, d.prefill_tokens, pre)
+    rate = float(pre[L.B_TOKENS_PER_S])
+    fixed = float(pre[L.B_TIME_S]) + kv_transfer_s(mv, hv, float(row["chips_per_replica"]), d.input_tokens)
+    util = float(row["utilization"])
+    ttft = ttft_percentiles(fixed, d.prefill_tokens / rate, util, d.ttft_quantile)
+    return Rescore(bool(pre[L.B_FITS] > 0.5), None, 0.0, rate * util, float(pre[L.B_POWER_W]), ttft)
+
+
+def rescore_split(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict) -> Rescore:
+    """An attention row of an attention/FFN split with its FFN side (MODEL.md 10)."""
+    from solvers.perf.serving import spec_tokens
+    from solvers.perf.split import split_decode_breakdown
+
+    hw_a, hw_f = hardware[row["hardware"]], hardware[row["ffn_hardware"]]
+    attn, ffn = split_model_vectors(model)
+    wl = d.workload_vector()
+    q, a = spec_tokens(float(row["draft_tokens"]), float(row["acceptance"]))
+    out, side = np.zeros(L.N_SPLIT), np.zeros(L.N_BREAKDOWN)
+    split_decode_breakdown(attn, ffn, hardware_vector(hw_a, row["precision"], efficiency.get(hw_a.family)),
+                           hardware_vector(hw_f, row["ffn_precision"], efficiency.get(hw_f.family)),
+                           float(row["chips_per_replica"]), float(row["ffn_chips"]), float(int(row["expert_parallel"])),
+                           float(row["batch"]), wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], q, a, MICRO_BATCHES,
+                           side, out)
+    fits = bool(out[L.S_FITS_ATTENTION] > 0.5 and out[L.S_FITS_FFN] > 0.5)
+    return Rescore(fits, float(out[L.S_TPS_PER_USER]), float(out[L.S_TOKENS_PER_S]), 0.0, float(out[L.S_POWER_W]))
+
+
+# ---- the registry -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Kind:
+    """One kind of option: the role of its allocation row, what it covers, the hardware roles it needs (one
+    system, or attention on A and ffn on F), its generator and its re-scorer."""
+
+    name: str
+    role: str
+    covers_decode: bool
+    covers_prefill: bool
+    needs: tuple[str, ...]  # hardware roles: one system needs all of them; a pair needs A: needs[0], F: needs[1]
+    pair: bool
+    generate: Callable
+    rescore: Callable
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("decode", "decode", True, False, ("decode",), False, decode_options, rescore_decode),
+    Kind("colocated", "colocated", True, True, ("decode", "prefill"), False, colocated_options, rescore_decode),
+    Kind("prefill", "prefill", False, True, ("prefill",), False, prefill_options, rescore_prefill),
+    Kind("split", "attention", True, False, ("attention", "ffn"), True, split_options, rescore_split),
+)}
+KIND_OF_ROLE = {k.role: k for k in KINDS.values()}  # the ffn row of a split is checked with its attention row
+DECODE_KINDS = tuple(k.name for k in KINDS.values() if k.covers_decode)
+PREFILL_KINDS = tuple(k.name for k in KINDS.values() if k.covers_prefill)
+
+
+def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware],
+                progress=None) -> Options:
+    """Every Pareto option of every workload on every system (or pair) that may serve it. ``progress(done,
+    total, text)`` is called after each workload, if given."""
+    opts = Options()
+    singles = [k for k in KINDS.values() if not k.pair]
+    pairs = [k for k in KINDS.values() if k.pair]
+    for n, d in enumerate(demands):
+        if progress:
+            progress(n, len(demands), f"scoring {d.name}")
+        model = models[d.model]
+        for hw in hardware.values():
+            if d.allow_hardware and hw.id not in d.allow_hardware:
+                continue
+            kinds = [k for k in singles if all(serves(hw, model, r) for r in k.needs)]
+            if not kinds:
+                continue
+            for prec in precisions_for(hw, d):
+                sys = system_for(d, model, hw, prec)
+                for kind in kinds:
+                    kind.generate(d, model, sys, opts)
+        for kind in pairs:
+            for hw_a in hardware.values():
+                for hw_f in hardware.values():
+                    if hw_a.id != hw_f.id and serves(hw_a, model, kind.needs[0]) and serves(
+                            hw_f, model, kind.needs[1]) and (
+                            not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
+                        kind.generate(d, model, hw_a, hw_f, opts)
+    if progress:
+        progress(len(demands), len(demands), f"{opts.candidates_scored:,} candidates scored")
+    return opts.pareto_across_precisions()

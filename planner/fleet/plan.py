@@ -1,0 +1,331 @@
+"""The plan: a solved fleet as Polars tables (fleet, allocation, workloads, totals, tiers, alternatives) and the
+JSON of the interface.
+
+The table builders take plain inputs (racks per system, allocation rows, demands, catalog entries), not the
+solver's state, so that ``extract_plan`` (from a solve) and ``check`` (from a plan file) derive every reported
+figure with the same code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner import __version__, catalog
+from planner.fleet.finance import annual_revenue, mean_tokens_per_year, usd_per_mtok
+from planner.fleet.options import KINDS, TTFT_PERCENTILES, ttft_percentiles
+from planner.fleet.problem import Built
+from planner.vocabulary import DECODE_ROLES
+from solvers.vocabulary import HAS_PLAN
+
+ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
+                      "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "acceptance",
+                      "tps_per_user", "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
+                      "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "ffn_hardware",
+                      "ffn_chips", "ffn_precision", "source", "column"]
+TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "ffn_hardware", "ffn_precision", "source"}
+INT_COLUMNS = {"chips_per_replica", "tensor_parallel", "pipeline_parallel", "batch", "draft_tokens", "ffn_chips",
+               "column"}
+
+
+def finite(x):
+    """A float, or None for None, NaN and infinity (JSON holds neither)."""
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+@dataclass
+class Plan:
+    """A solved fleet: Polars tables plus what the solver said. ``to_dict()`` is the interface's JSON, and
+    carries (``inputs``) everything ``check`` needs to re-check it from disk."""
+
+    scenario: str
+    status: str
+    objective: str
+    objective_usd_per_year: float
+    solver: dict
+    fleet: object  # polars.DataFrame
+    allocation: object
+    workloads: object
+    totals: dict
+    provenance: dict
+    unserved: dict = field(default_factory=dict)
+    checks: list = field(default_factory=list)
+    alternatives: object = None  # polars.DataFrame: the cheapest option per system, workload and role
+    tiers: object = None  # polars.DataFrame: served tokens, power, tokens/s per MW and revenue per MW by tier
+    inputs: dict = field(default_factory=dict)  # Built.inputs: what check needs without the scenario
+    built: Built | None = field(default=None, repr=False)  # the solver's inputs, in memory only
+    timings: dict = field(default_factory=dict)  # seconds spent; shown, never serialized (plans are reproducible)
+
+    def to_dict(self) -> dict:
+        return {
+            "scenario": self.scenario,
+            "status": self.status,
+            "objective": self.objective,
+            "objective_usd_per_year": finite(self.objective_usd_per_year),
+            "solver": self.solver,
+            "fleet": self.fleet.to_dicts(),
+            "allocation": self.allocation.to_dicts(),
+            "workloads": self.workloads.to_dicts(),
+            "totals": self.totals,
+            "unserved": self.unserved,
+            "checks": self.checks,
+            "alternatives": self.alternatives.to_dicts() if self.alternatives is not None else [],
+            "tiers": self.tiers.to_dicts() if self.tiers is not None else [],
+            "provenance": self.provenance,
+            "inputs": self.inputs,
+        }
+
+
+def provenance() -> dict:
+    return {"planner_version": __version__, "catalog_version": catalog.CATALOG_VERSION,
+            "performance_model": "docs/MODEL.md", "efficiencies": "planner/data/efficiency.yaml"}
+
+
+def extract_plan(built: Built, sol) -> Plan:
+    """The solution of the MILP as a Plan (build -> solve -> extract)."""
+    import polars as pl
+
+    sc = built.scenario
+    solver = {"name": sol.solver, "status": sol.status, "relative_gap": finite(sol.relative_gap),
+              "best_bound": finite(sol.best_bound), "candidates_scored": built.candidates_scored,
+              "columns": built.problem.n_columns}
+    if sol.status not in HAS_PLAN:
+        empty = pl.DataFrame()
+        return Plan(sc.name, sol.status, sc.objective, float("nan"), solver, empty, empty, empty, {}, provenance(),
+                    built.unserved, inputs=built.inputs, built=built, timings=timings_of(built, sol))
+    racks = np.asarray(sol.racks, dtype=float)
+    replicas = round_up_small(built.problem, racks, np.asarray(sol.replicas, dtype=float))
+    alloc = allocation_table(allocation_rows(built, replicas))
+    shares = np.asarray(sol.shares) if len(sol.shares) else np.ones(len(built.demands))
+    alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(replicas > 1e-9)))
+    costs = dict(zip([h.id for h in built.hardware], built.problem.annual_cost_usd_per_rack.tolist()))
+    fleet = fleet_table({h.id: racks[i] for i, h in enumerate(built.hardware)}, built.hardware_by_id, costs, alloc,
+                        built.problem.pue)
+    wl = workload_table(built.demands, alloc, fleet, shares)
+    totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w)
+    return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
+                provenance(), built.unserved, alternatives=alternatives, tiers=tier_table(wl), inputs=built.inputs,
+                built=built, timings=timings_of(built, sol))
+
+
+def timings_of(built: Built, sol) -> dict:
+    return {"engine_s": built.engine_seconds, "solve_s": sol.solve_seconds}
+
+
+def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+    """Continuous replica counts rounded up to whole replicas where the racks bought hold the extra chips (the
+    smallest fractions first); the rest stay fractional (a share of one replica's capacity). Rounding up only
+    adds capacity, so demand stays covered and racks, power and cost do not change."""
+    x = replicas.copy()
+    frac = np.flatnonzero(~problem.integer_replicas & (np.abs(x - np.rint(x)) > 1e-9))
+    room = problem.chips_per_rack * racks - problem.chips.T @ x
+    for j in frac[np.argsort(np.ceil(x[frac]) - x[frac])]:
+        extra = (np.ceil(x[j]) - x[j]) * problem.chips[j]
+        if np.all(extra <= room + 1e-9):
+            room -= extra
+            x[j] = np.ceil(x[j])
+    return x
+
+
+def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
+    """One row per option in use (its replicas and every parameter a re-score needs); a split adds its ffn row."""
+    cols = built.options
+    rows = []
+    for j in np.flatnonzero(replicas > 1e-9):
+        kind = str(cols["kind"][j])
+        n = float(round(replicas[j], 9))
+        ttft = ttft_percentiles(float(cols["ttft_fixed_s"][j]), float(cols["prefill_service_s"][j]),
+                                float(cols["prefill_share"][j]), 0.5)
+        rows.append({
+            "workload": str(cols["workload"][j]), "role": KINDS[kind].role, "hardware": str(cols["hardware"][j]),
+            "replicas": int(round(n)) if abs(n - round(n)) < 1e-9 else n,
+            "chips_per_replica": int(cols["chips"][j]), "tensor_parallel": int(cols["tensor_parallel"][j]),
+            "pipeline_parallel": int(cols["pipeline_parallel"][j]),
+            "expert_parallel": bool(cols["expert_parallel"][j]), "batch": int(cols["batch"][j]),
+            "precision": str(cols["precision"][j]), "draft_tokens": int(cols["draft_tokens"][j]),
+            "acceptance": float(cols["acceptance"][j]),
+            "tps_per_user": finite(float(cols["tps_per_user"][j])), "ttft_s": finite(float(cols["ttft_s"][j])),
+            **{f"ttft_p{p}_s": ttft.get(f"ttft_p{p}_s") for p in TTFT_PERCENTILES},
+            "output_tokens_per_s": n * float(cols["output_tokens_per_s"][j]),
+            "prefill_tokens_per_s": n * float(cols["prefill_tokens_per_s"][j]),
+            "utilization": float(cols["prefill_share"][j]) if kind == "prefill" else None,
+            "prefill_share": float(cols["prefill_share"][j]) if kind == "colocated" else None,
+            "power_mw": n * float(cols["power_w"][j]) / 1e6,
+            "ffn_hardware": str(cols["ffn_hardware"][j]) or None,
+            "ffn_chips": int(cols["ffn_chips"][j]) if cols["ffn_hardware"][j] else None,
+            "ffn_precision": str(cols["ffn_precision"][j]) or None,
+            "source": "model",
+            "column": int(j),
+        })
+        if kind == "split":
+            rows.append(ffn_row(rows[-1], built.hardware_by_id))
+    return rows
+
+
+def ffn_row(attention: dict, hardware: dict) -> dict:
+    """The FFN half of an attention/FFN split replica: same replicas, batch and speed; its chips, power and
+    precision; the output tokens are counted once, on the attention row (whose power becomes its own side's)."""
+    from planner.perf.pack import hardware_vector
+    from solvers.perf.serving import replica_power_w
+
+    hw_a, hw_f = hardware[attention["hardware"]], hardware[attention["ffn_hardware"]]
+    n = attention["replicas"]
+    attention["power_mw"] = n * replica_power_w(hardware_vector(hw_a, attention["precision"]),
+                                                float(attention["chips_per_replica"])) / 1e6
+    ffn_power = n * replica_power_w(hardware_vector(hw_f, attention["ffn_precision"]),
+                                    float(attention["ffn_chips"])) / 1e6
+    return {**attention, "role": "ffn", "hardware": hw_f.id, "chips_per_replica": attention["ffn_chips"],
+            "tensor_parallel": attention["ffn_chips"], "expert_parallel": True,
+            "precision": attention["ffn_precision"], "output_tokens_per_s": 0.0, "power_mw": ffn_power}
+
+
+def allocation_table(rows: list[dict]):
+    import polars as pl
+
+    if not rows:
+        return pl.DataFrame(schema={c: pl.Utf8 if c in TEXT_COLUMNS else pl.Int64 if c in INT_COLUMNS else
+                                    pl.Boolean if c == "expert_parallel" else pl.Float64 for c in ALLOCATION_COLUMNS})
+    return (pl.DataFrame(rows, infer_schema_length=None).select(ALLOCATION_COLUMNS)
+              .sort(["workload", "role", "hardware"]))
+
+
+def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, alloc, pue: float):
+    """Per system bought (``racks``: id -> racks, in the plan's order): chips, the chips the allocation uses,
+    power, capex and annual cost."""
+    import polars as pl
+
+    rows = []
+    for hw_id, count in racks.items():
+        if count <= 0:
+            continue
+        hw = hardware[hw_id]
+        mine = alloc.filter(pl.col("hardware") == hw_id)
+        used = float((mine["replicas"] * mine["chips_per_replica"]).sum()) if len(mine) else 0.0
+        n = int(round(count))
+        rows.append({
+            "hardware": hw_id, "racks": n, "chips": n * hw.chips_per_rack, "chips_used": used,
+            "chip_utilization": used / (n * hw.chips_per_rack),
+            "power_mw": n * hw.rack_power_w / 1e6,
+            "facility_power_mw": n * hw.rack_power_w * pue / 1e6,
+            "capex_usd": n * hw.rack.capex_usd.value,
+            "annual_cost_usd": n * float(annual_cost_usd_per_rack[hw_id]),
+            "capex_confidence": hw.rack.capex_usd.confidence,
+        })
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
+    """Per workload: demand and what is served, the speeds, and its share of the fleet's cost and power
+    (each system's cost and power split by the chips each workload uses on it)."""
+    import polars as pl
+
+    share_cost, share_power = chip_shares(alloc, fleet)
+    rows = []
+    for w, d in enumerate(demands):
+        mine = alloc.filter(pl.col("workload") == d.name)
+        decode = mine.filter(pl.col("role").is_in(DECODE_ROLES))
+        cost = share_cost.get(d.name, 0.0)
+        power_mw = share_power.get(d.name, 0.0)
+        rows.append({
+            "workload": d.name, "model": d.model, "min_tps_per_user": d.min_tps_per_user,
+            "demand_output_tokens_per_s": d.output_tokens_per_s,
+            "served_output_tokens_per_s": float(decode["output_tokens_per_s"].sum()) if len(decode) else 0.0,
+            "demand_prefill_tokens_per_s": d.prefill_tokens_per_s,
+            "served_prefill_tokens_per_s": float(mine["prefill_tokens_per_s"].sum()) if len(mine) else 0.0,
+            "tps_per_user": float(decode["tps_per_user"].min()) if len(decode) else None,
+            "ttft_s": float(mine["ttft_s"].drop_nulls().max()) if len(mine) and mine["ttft_s"].drop_nulls().len() else None,
+            "ttft_percentile": d.ttft_quantile * 100.0, "ttft_target_s": d.ttft_s,
+            "concurrent_streams": d.concurrent_streams, "resident_sessions": d.resident_sessions,
+            "annual_cost_usd": cost, "power_mw": power_mw,
+            "cost_usd_per_mtok": usd_per_mtok(cost, mean_tokens_per_year(d.output_tokens_per_s, d.peak_to_mean)),
+            "output_tokens_per_s_per_mw": d.output_tokens_per_s / power_mw if power_mw > 0 else None,
+            "tier": d.tier,
+            "served_share": float(shares[w]),
+            "price_usd_per_mtok": d.price_usd_per_mtok,
+            "revenue_usd_per_year": float(shares[w]) * annual_revenue(d.output_tokens_per_s, d.peak_to_mean,
+                                                                      d.price_usd_per_mtok),
+        })
+    return pl.DataFrame(rows)
+
+
+def chip_shares(alloc, fleet) -> tuple[dict, dict]:
+    """Annual cost and power (MW) per workload: each system's split by the chips each workload uses on it."""
+    import polars as pl
+
+    cost, power = {}, {}
+    if not len(fleet):
+        return cost, power
+    for f in fleet.iter_rows(named=True):
+        mine = alloc.filter(pl.col("hardware") == f["hardware"])
+        for r in mine.iter_rows(named=True):
+            share = r["replicas"] * r["chips_per_replica"] / f["chips_used"]
+            cost[r["workload"]] = cost.get(r["workload"], 0.0) + share * f["annual_cost_usd"]
+            power[r["workload"]] = power.get(r["workload"], 0.0) + share * f["power_mw"]
+    return cost, power
+
+
+def tier_table(workloads):
+    """Per speed tier: output tokens/s served, power share, tokens/s per MW, revenue per MW (issue 4 item 5)."""
+    import polars as pl
+
+    if not len(workloads):
+        return pl.DataFrame()
+    wl = workloads.with_columns(
+        (pl.col("demand_output_tokens_per_s") * pl.col("served_share")).alias("output_tokens_per_s"),
+        pl.col("tier").fill_null("custom"))
+    return (wl.group_by("tier", maintain_order=True)
+              .agg(pl.col("min_tps_per_user").min(), pl.col("output_tokens_per_s").sum(), pl.col("power_mw").sum(),
+                   pl.col("revenue_usd_per_year").sum())
+              .with_columns((pl.col("output_tokens_per_s") / pl.col("power_mw")).alias("output_tokens_per_s_per_mw"),
+                            (pl.col("revenue_usd_per_year") / pl.col("power_mw")).alias("revenue_usd_per_year_per_mw"))
+              .sort("min_tps_per_user"))
+
+
+def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
+    demand = float((workloads["demand_output_tokens_per_s"] * workloads["served_share"]).sum())
+    revenue = float(workloads["revenue_usd_per_year"].sum())
+    power = float(fleet["power_mw"].sum()) if len(fleet) else 0.0
+    cost = float(fleet["annual_cost_usd"].sum()) if len(fleet) else 0.0
+    return {
+        "racks": int(fleet["racks"].sum()) if len(fleet) else 0,
+        "chips": int(fleet["chips"].sum()) if len(fleet) else 0,
+        "power_mw": power,
+        "facility_power_mw": power * pue,
+        "power_budget_mw": finite(power_budget_w / 1e6),
+        "capex_usd": float(fleet["capex_usd"].sum()) if len(fleet) else 0.0,
+        "annual_cost_usd": cost,
+        "output_tokens_per_s": demand,
+        "output_tokens_per_s_per_mw": demand / power if power > 0 else None,
+        "revenue_usd_per_year": revenue,
+        "profit_usd_per_year": revenue - cost,
+        "revenue_usd_per_year_per_mw": revenue / power if power > 0 else None,
+    }
+
+
+def alternatives_table(built: Built, chosen_columns: set[int]):
+    """Why each system was or was not chosen: per workload and role, the cheapest option on every system, as
+    annual cost and IT power per 1,000 tokens/s of capacity (rack share of the replica / its capacity)."""
+    import polars as pl
+
+    cols = built.options
+    if not len(cols["workload"]):
+        return pl.DataFrame()
+    cost_per_chip = {h.id: c / h.chips_per_rack for h, c in zip(built.hardware, built.problem.annual_cost_usd_per_rack)}
+    capacity = np.where(cols["kind"] == "prefill", cols["prefill_tokens_per_s"], cols["output_tokens_per_s"])
+    cost = [(cost_per_chip[h] * c + (cost_per_chip[fh] * fc if fh else 0.0)) / cap * 1e3
+            for h, c, fh, fc, cap in zip(cols["hardware"], cols["chips"], cols["ffn_hardware"], cols["ffn_chips"],
+                                         capacity)]
+    df = pl.DataFrame({
+        "workload": cols["workload"], "role": [{"split": "attention+ffn"}.get(k, k) for k in cols["kind"]],
+        "hardware": [f"{h}+{fh}" if fh else h for h, fh in zip(cols["hardware"], cols["ffn_hardware"])],
+        "precision": cols["precision"], "chips_per_replica": cols["chips"] + cols["ffn_chips"], "capacity": capacity,
+        "usd_per_year_per_1k_tokens_per_s": cost,
+        "kw_per_1k_tokens_per_s": cols["power_w"] / capacity,
+        "chosen": [j in chosen_columns for j in range(len(capacity))],
+    })
+    best = (df.sort("usd_per_year_per_1k_tokens_per_s")
+              .group_by(["workload", "role", "hardware"], maintain_order=True)
+              .agg(pl.all().first(), pl.col("chosen").any().alias("used")))
+    return best.drop("chosen", "capacity").sort(["workload", "role", "usd_per_year_per_1k_tokens_per_s"])

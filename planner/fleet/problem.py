@@ -1,0 +1,141 @@
+"""Problem assembly: a scenario's demands and the engine's options become a ``solvers.milp.FleetProblem`` of
+arrays (two demand rows per workload: decode output tokens/s and prefill prompt tokens/s; one column per option),
+with everything needed to read the answer back and to check it later without the scenario (``Built.inputs``)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner import catalog
+from planner.fleet.demand import Demand, demand_of
+from planner.fleet.finance import annual_costs, annual_revenue, rack_cost_parts
+from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS, options_for
+from solvers.objectives import objective as objective_named
+
+# A replica of at least this share of a rack is an integer in the MILP, so that packing is real; smaller ones are
+# continuous (fast), and rounded up after the solve where the racks bought have room (``plan.round_up_small``).
+INTEGER_REPLICA_RACK_SHARE = 1.0 / 8.0
+
+
+@dataclass
+class Built:
+    """What ``build_problem`` returns: the MILP's arrays and the tables needed to read its answer."""
+
+    scenario: object
+    problem: object  # solvers.milp.FleetProblem
+    demands: list  # [W] Demand
+    hardware: list  # [H] catalog.Hardware
+    options: dict  # column tables (options.COLUMNS), one entry per MILP column
+    candidates_scored: int
+    engine_seconds: float
+    unserved: dict = field(default_factory=dict)  # workload -> why no option exists
+
+    @functools.cached_property
+    def hardware_by_id(self) -> dict:
+        return {h.id: h for h in self.hardware}
+
+    @functools.cached_property
+    def demand_by_name(self) -> dict:
+        return {d.name: d for d in self.demands}
+
+    @functools.cached_property
+    def inputs(self) -> dict:
+        """Everything ``check`` needs to re-check a plan without the scenario file or the solver (plan.json's
+        ``inputs``): the scenario's limits and finance, the demands, the catalog and model figures used (overrides
+        applied), the efficiencies and each system's annual cost parts."""
+        from planner.perf.pack import family_efficiency
+
+        sc = self.scenario
+        models = sc.resolved_models()
+        used_models = sorted({d.model for d in self.demands})
+        return {
+            "scenario": {
+                "name": sc.name, "start_date": sc.start_date.isoformat(), "horizon_years": sc.horizon_years,
+                "objective": sc.objective, "finance": sc.finance.model_dump(mode="json"),
+                "site": sc.site.model_dump(mode="json"), "max_racks": dict(sc.hardware.max_racks),
+                "prices_usd_per_mtok": dict(sc.prices_usd_per_mtok),
+                "solver": sc.solver.model_dump(mode="json"),
+            },
+            "demands": [d.to_dict() for d in self.demands],
+            "hardware": {h.id: h.model_dump(mode="json") for h in self.hardware},
+            "models": {m: models[m].model_dump(mode="json") for m in used_models},
+            "efficiency": {f: family_efficiency(f) for f in sorted({h.family for h in self.hardware})},
+            "rack_costs": {h.id: rack_cost_parts(sc, h) for h in self.hardware},
+            "catalog_version": catalog.CATALOG_VERSION,
+        }
+
+
+def demands_of(scenario) -> list[Demand]:
+    return [demand_of(w, scenario.model_for(w), scenario.price_of(w)) for w in scenario.workloads]
+
+
+def build_problem(scenario, progress=None) -> Built:
+    """Score every candidate deployment and assemble the MILP (rows: 2 per workload; columns: options)."""
+    from solvers.milp import FleetProblem
+
+    hardware = dict(sorted(scenario.resolved_hardware().items()))
+    models = scenario.resolved_models()
+    demands = demands_of(scenario)
+    t0 = time.perf_counter()
+    opts = options_for(demands, models, hardware, progress)
+    engine_s = time.perf_counter() - t0
+    cols = opts.arrays()
+    hw_list = list(hardware.values())
+    hw_index = {h.id: i for i, h in enumerate(hw_list)}
+    wl_index = {d.name: i for i, d in enumerate(demands)}
+    n = len(opts)
+    coverage = np.zeros((n, 2 * len(demands)))
+    chips = np.zeros((n, len(hw_list)))
+    for j in range(n):
+        w = wl_index[cols["workload"][j]]
+        coverage[j, 2 * w] = cols["output_tokens_per_s"][j]
+        coverage[j, 2 * w + 1] = cols["prefill_tokens_per_s"][j]
+        chips[j, hw_index[cols["hardware"][j]]] = cols["chips"][j]
+        if cols["ffn_hardware"][j]:
+            chips[j, hw_index[cols["ffn_hardware"][j]]] = cols["ffn_chips"][j]
+    demand = np.array([x for d in demands for x in (d.output_tokens_per_s, d.prefill_tokens_per_s)])
+    revenue = np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
+                        for d in demands])
+    caps = scenario.hardware.max_racks
+    problem = FleetProblem(
+        chips_per_rack=np.array([h.chips_per_rack for h in hw_list], dtype=float),
+        rack_power_w=np.array([h.rack_power_w for h in hw_list]),
+        annual_cost_usd_per_rack=annual_costs(scenario, hw_list),
+        max_racks=np.array([caps.get(h.id, math.inf) for h in hw_list], dtype=float),
+        workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
+        capacity=coverage.max(axis=1) if n else np.zeros(0),
+        chips=chips, integer_replicas=integer_replicas(chips, hw_list), demand=demand, coverage=coverage,
+        pue=scenario.finance.pue,
+        power_budget_w=(scenario.site.power_budget_mw or math.inf) * 1e6,
+        max_total_racks=scenario.site.max_racks or math.inf,
+        objective=scenario.objective,
+        row_group=np.repeat(np.arange(len(demands)), 2),
+        group_value=revenue if objective_named(scenario.objective).sells_shares else None,
+    )
+    return Built(scenario, problem, demands, hw_list, cols, opts.candidates_scored, engine_s,
+                 unserved_workloads(demands, cols))
+
+
+def integer_replicas(chips: np.ndarray, hw_list: list) -> np.ndarray:
+    per_rack = np.array([h.chips_per_rack for h in hw_list], dtype=float)
+    share = (chips / per_rack).max(axis=1) if len(chips) else np.zeros(0)
+    return share >= INTEGER_REPLICA_RACK_SHARE
+
+
+def unserved_workloads(demands, cols) -> dict[str, str]:
+    """Workloads that lack decode or prefill options entirely, and why (the first screen of infeasibility)."""
+    out = {}
+    for d in demands:
+        mine = cols["workload"] == d.name if len(cols["workload"]) else np.zeros(0, dtype=bool)
+        kinds = set(cols["kind"][mine].tolist()) if mine.any() else set()
+        if not kinds & set(DECODE_KINDS):
+            out[d.name] = (f"no available hardware reaches {d.min_tps_per_user:g} tok/s per user on {d.model} "
+                           f"(with its {d.context_max:g}-token context fitting in memory)")
+        elif not kinds & set(PREFILL_KINDS):
+            out[d.name] = f"no available hardware prefills {d.input_tokens:g}-token prompts within {d.ttft_s:g} s"
+    return out

@@ -1,0 +1,44 @@
+"""``planner.solve``: a scenario in, the cheapest fleet that serves it out (docs/OPTIMIZER.md), in four steps each
+callable alone: options and problem (``problem.build_problem``) -> MILP (``solvers.milp.optimize``) -> plan
+(``plan.extract_plan``) -> check (``check.check``, which refuses a plan that fails it)."""
+
+from __future__ import annotations
+
+from planner.errors import InfeasibleError, PlannerError
+from planner.fleet.check import check
+from planner.fleet.diagnose import infeasibility_message
+from planner.fleet.plan import Plan, extract_plan
+from planner.fleet.problem import build_problem
+from planner.vocabulary import SOLVERS
+from solvers.vocabulary import NO_PLAN
+
+
+def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None) -> Plan:
+    """The cheapest fleet for ``scenario`` (a ``planner.scenario.Scenario`` or a path), verified by ``check``.
+    Raises ``InfeasibleError`` (exit 3) with the plan attached when no fleet can serve it. ``progress(done,
+    total, text)`` hears about the engine's workloads and the MILP, if given."""
+    from planner.scenario import Scenario, load_scenario
+    from solvers.milp import optimize
+
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    scenario = scenario.with_solver(solver, time_limit_s)  # validates the overrides like the file's fields
+    settings = scenario.solver
+    built = build_problem(scenario, progress)
+    if progress:
+        progress(0, 1, f"solving the MILP ({built.problem.n_columns} columns, {settings.name})")
+    sol = optimize(built.problem, solver=settings.name, time_limit_s=settings.time_limit_s,
+                   relative_gap=settings.relative_gap)
+    if sol.status == NO_PLAN:
+        raise PlannerError(f"the {sol.solver} solver found no plan within the time limit of "
+                           f"{settings.time_limit_s:g} s; raise --time-limit (or solver.time_limit_s) or try another "
+                           f"solver ({', '.join(SOLVERS)})")
+    plan = extract_plan(built, sol)
+    if plan.status == "infeasible":
+        raise InfeasibleError(infeasibility_message(built), plan=plan)
+    plan.checks = check(plan)
+    failed = [c for c in plan.checks if not c["ok"]]
+    if failed:
+        raise PlannerError("bug: the plan fails its own check: " + "; ".join(c["check"] + ": " + c["detail"]
+                                                                             for c in failed[:5]))
+    return plan

@@ -1,0 +1,285 @@
+"""``estimate``: one deployment's performance, with the breakdowns that explain it (interface: ``planner
+estimate``). ``A+B`` hardware runs attention on A and the FFN on B (MODEL.md 10). Every figure comes from the
+jitted kernels (``solvers.perf``); this module only chooses the layout and names the results."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from planner import catalog
+from planner.catalog import Hardware, Model
+from planner.errors import InputError
+from planner.perf.grid import MICRO_BATCHES, parallel_grid, split_grid, tp_options
+from planner.perf.pack import hardware_vector, model_vector, split_model_vectors, workload_vector
+from planner.vocabulary import (
+    DEFAULT_ACCEPTANCE,
+    DEFAULT_BATCH,
+    DEFAULT_DRAFT_TOKENS,
+    DEFAULT_INPUT_TOKENS,
+    DEFAULT_OUTPUT_TOKENS,
+)
+from solvers.perf import slots as L
+
+MAX_DRAFT_TOKENS = 16
+
+
+# ---- validation of the question -----------------------------------------------------------------------------
+def check_pair(hw: Hardware, model: Model, precision: str) -> None:
+    if hw.model_lock and hw.model_lock != model.id:
+        raise InputError(f"{hw.id} serves only the model wired into it ({hw.model_lock}), not {model.id}")
+    if precision not in hw.precisions:
+        raise InputError(
+            f"{hw.id} does not run {precision}; it supports {', '.join(hw.precisions)}", field="precision"
+        )
+
+
+def check_speculative(draft_tokens: int, acceptance: float) -> None:
+    if not (isinstance(draft_tokens, int) and not isinstance(draft_tokens, bool)
+            and 0 <= draft_tokens <= MAX_DRAFT_TOKENS):
+        raise InputError(f"expected a whole number of draft tokens from 0 to {MAX_DRAFT_TOKENS}, got "
+                         f"{draft_tokens!r}", field="draft-tokens")
+    if not (isinstance(acceptance, (int, float)) and math.isfinite(acceptance) and 0.0 <= acceptance < 1.0):
+        raise InputError(f"expected an acceptance rate in [0, 1), got {acceptance!r}", field="acceptance")
+
+
+def check_positive(**values) -> None:
+    for name, value in values.items():
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                and value > 0):
+            raise InputError(f"expected a positive number, got {value!r}", field=name.replace("_", "-"))
+
+
+def spec_tokens(draft_tokens: int, acceptance: float) -> tuple[float, float]:
+    """(query tokens, accepted tokens) per step: ``solvers.perf.serving.spec_tokens`` (MODEL.md 3.4)."""
+    from solvers.perf.serving import spec_tokens as kernel
+
+    return kernel(float(draft_tokens), float(acceptance))
+
+
+def parse_pair(hw_id: str) -> tuple[str, str | None]:
+    """'A+B' (attention and prefill on A, FFN on B) or a single id."""
+    if "+" in hw_id:
+        a, _, b = hw_id.partition("+")
+        return a.strip(), b.strip()
+    return hw_id, None
+
+
+def check_split(hw_a: Hardware, hw_f: Hardware, model: Model) -> None:
+    if "attention" not in hw_a.roles:
+        raise InputError(f"{hw_a.id} cannot take the attention role (roles: {', '.join(hw_a.roles)})",
+                         field="hardware")
+    if "ffn" not in hw_f.roles:
+        raise InputError(f"{hw_f.id} cannot take the ffn role (roles: {', '.join(hw_f.roles)})", field="hardware")
+    for hw in (hw_a, hw_f):
+        if hw.model_lock and hw.model_lock != model.id:
+            raise InputError(f"{hw.id} serves only {hw.model_lock}, not {model.id}")
+
+
+@dataclass
+class Estimate:
+    """One deployment's performance, with the decode and prefill breakdowns that explain it.
+
+    ``tps_per_user``, ``output_tokens_per_s`` and ``output_tokens_per_s_per_mw`` are decode alone (prefill on other
+    replicas); the ``colocated_`` fields charge the replica with prefilling its own requests too, as the frontier
+    does."""
+
+    model: str
+    hardware: str
+    precision: str
+    chips: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    expert_parallel: bool
+    batch: int
+    input_tokens: int
+    output_tokens: int
+    fits: bool
+    tps_per_user: float
+    output_tokens_per_s: float
+    step_time_s: float
+    ttft_s: float
+    power_w: float
+    output_tokens_per_s_per_mw: float
+    colocated_tps_per_user: float
+    colocated_output_tokens_per_s: float
+    draft_tokens: int = 0
+    acceptance: float = 0.0
+    decode: dict = field(default_factory=dict)
+    prefill: dict = field(default_factory=dict)
+    memory: dict = field(default_factory=dict)
+    roles: list = field(default_factory=list)
+    source: str = "model"
+    method: str = "planner performance model (docs/MODEL.md), efficiencies from data/efficiency.yaml"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def breakdown_dict(row: np.ndarray) -> dict:
+    return {
+        "time_s": float(row[L.B_TIME_S]),
+        "memory_s": float(row[L.B_MEMORY_S]),
+        "compute_s": float(row[L.B_COMPUTE_S]),
+        "communication_s": float(row[L.B_COMM_S]),
+        "floor_s": float(row[L.B_FLOOR_S]),
+        "bound": L.BOUND_NAMES[int(row[L.B_BOUND])],
+    }
+
+
+def evaluate_config(model, hw, precision, tp, pp, ep, batch, input_tokens, output_tokens,
+                    draft_tokens=DEFAULT_DRAFT_TOKENS, acceptance=DEFAULT_ACCEPTANCE) -> tuple[np.ndarray, np.ndarray]:
+    """Decode and prefill breakdown vectors of one configuration."""
+    from solvers.perf.kernels import decode_breakdown, prefill_breakdown
+
+    mv, hv = model_vector(model), hardware_vector(hw, precision)
+    wl = workload_vector(input_tokens, output_tokens)
+    q, a = spec_tokens(draft_tokens, acceptance)
+    dec = np.zeros(L.N_BREAKDOWN)
+    pre = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(mv, hv, float(tp), float(pp), float(ep), float(batch), wl[L.W_CONTEXT_AVG],
+                     wl[L.W_CONTEXT_MAX], q, a, dec)
+    prefill_breakdown(mv, hv, float(tp), float(pp), float(ep), wl[L.W_PREFILL_TOKENS], pre)
+    return dec, pre
+
+
+def choose_config(model, hw, precision, chips, batch, input_tokens, output_tokens,
+                  draft_tokens=DEFAULT_DRAFT_TOKENS, acceptance=DEFAULT_ACCEPTANCE):
+    """(tp, pp, ep) for ``estimate``: with ``chips`` given, the fastest layout of that many chips; otherwise the
+    smallest replica that holds the weights and the batch's KV cache, and its fastest layout."""
+    from solvers.perf.sweep import decode_sweep
+
+    grid = parallel_grid(hw, model, chips)
+    if grid.size == 0:
+        raise InputError(
+            f"no tensor x pipeline layout of {chips} chips for {model.id} on {hw.id} "
+            f"(tensor parallel options {tp_options(hw, model)}, pipeline up to {model.layers})",
+            field="chips",
+        )
+    q, a = spec_tokens(draft_tokens, acceptance)
+    mv, hv = model_vector(model), hardware_vector(hw, precision)
+    wl = workload_vector(input_tokens, output_tokens)
+    streams = np.full(len(grid), float(batch))
+    res = decode_sweep(mv, hv, grid[:, 0].copy(), grid[:, 1].copy(), grid[:, 2].copy(), streams,
+                       wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], q, a)
+    fits = res[:, L.B_FITS] > 0.5
+    n_chips = grid[:, 0] * grid[:, 1]
+    if chips is None:
+        if not fits.any():
+            raise InputError(
+                f"{model.id} at batch {batch} does not fit any replica of {hw.id} up to "
+                f"{int(n_chips.max())} chips at {precision}"
+            )
+        pool = np.flatnonzero(fits & (n_chips == n_chips[fits].min()))
+    else:
+        pool = np.flatnonzero(fits) if fits.any() else np.arange(len(grid))
+    # fastest per user; ties to fewer pipeline stages, then no expert parallelism (deterministic)
+    order = sorted(pool, key=lambda i: (-res[i, L.B_TPS_PER_USER], grid[i, 1], grid[i, 2]))
+    best = order[0]
+    return int(grid[best, 0]), int(grid[best, 1]), int(grid[best, 2])
+
+
+def colocated(dec: np.ndarray, pre: np.ndarray, batch: float, prefill_tokens: float, output_tokens: float,
+              accepted_tokens: float) -> tuple[float, float]:
+    """(tokens/s per user, replica output tokens/s) when the replica also prefills its own requests:
+    ``solvers.perf.serving.colocated_request_s`` on the decode interval and the pipelined prefill rate."""
+    from solvers.perf.serving import colocated_request_s
+
+    prefill_s = prefill_tokens / float(pre[L.B_TOKENS_PER_S])
+    served = output_tokens / colocated_request_s(output_tokens, float(dec[L.B_TIME_S]), batch, accepted_tokens,
+                                                 prefill_s)
+    return served / batch, served
+
+
+def estimate(model: str, hardware: str, chips: int | None = None, batch: int = DEFAULT_BATCH,
+             precision: str | None = None, input_tokens: int = DEFAULT_INPUT_TOKENS,
+             output_tokens: int = DEFAULT_OUTPUT_TOKENS, draft_tokens: int = DEFAULT_DRAFT_TOKENS,
+             acceptance: float = DEFAULT_ACCEPTANCE) -> Estimate:
+    """Performance of one deployment of ``model`` on ``hardware`` (interface: ``planner estimate``); ``A+B`` runs
+    attention on A and the FFN on B (MODEL.md 10)."""
+    check_speculative(draft_tokens, acceptance)
+    if not isinstance(hardware, str):
+        raise InputError(f"expected one hardware id, got {hardware!r}", field="hardware")
+    a_id, f_id = parse_pair(hardware)
+    if f_id is not None:
+        if chips is not None:
+            raise InputError("--chips does not apply to an attention/FFN pair: the pair's layout is searched",
+                             field="chips")
+        return estimate_split(model, a_id, f_id, batch, precision, input_tokens, output_tokens, draft_tokens,
+                              acceptance)
+    m, hw = catalog.get_model(model), catalog.get_hardware(hardware)
+    prec = hw.precision_or_best(precision)
+    check_pair(hw, m, prec)
+    check_positive(batch=batch, input_tokens=input_tokens, output_tokens=output_tokens)
+    if chips is not None:
+        check_positive(chips=chips)
+    tp, pp, ep = choose_config(m, hw, prec, chips, batch, input_tokens, output_tokens, draft_tokens, acceptance)
+    dec, pre = evaluate_config(m, hw, prec, tp, pp, ep, batch, input_tokens, output_tokens, draft_tokens, acceptance)
+    power = float(dec[L.B_POWER_W])
+    _, accepted = spec_tokens(draft_tokens, acceptance)
+    colo_tps, colo_tokens = colocated(dec, pre, float(batch), float(input_tokens), float(output_tokens), accepted)
+    return Estimate(
+        model=m.id, hardware=hw.id, precision=prec, chips=tp * pp, tensor_parallel=tp, pipeline_parallel=pp,
+        expert_parallel=bool(ep), batch=batch, input_tokens=input_tokens, output_tokens=output_tokens,
+        fits=bool(dec[L.B_FITS] > 0.5), tps_per_user=float(dec[L.B_TPS_PER_USER]),
+        output_tokens_per_s=float(dec[L.B_TOKENS_PER_S]), step_time_s=float(dec[L.B_TIME_S]),
+        ttft_s=float(pre[L.B_TIME_S]), power_w=power,
+        output_tokens_per_s_per_mw=float(dec[L.B_TOKENS_PER_S]) / (power / 1e6),
+        colocated_tps_per_user=colo_tps, colocated_output_tokens_per_s=colo_tokens,
+        draft_tokens=draft_tokens, acceptance=float(acceptance) if draft_tokens else 0.0,
+        decode=breakdown_dict(dec), prefill=breakdown_dict(pre),
+        memory={
+            "weight_bytes_per_chip": float(dec[L.B_WEIGHT_BYTES_PER_CHIP]),
+            "kv_bytes_per_chip": float(dec[L.B_KV_BYTES_PER_CHIP]),
+            "usable_bytes_per_chip": float(dec[L.B_USABLE_BYTES_PER_CHIP]),
+        },
+        roles=list(hw.roles),
+    )
+
+
+def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str | None, input_tokens: int,
+                   output_tokens: int, draft_tokens: int, acceptance: float) -> Estimate:
+    """The smallest attention/FFN layout of the pair that holds the model at this batch (fewest FFN chips, then
+    fewest attention chips), its fastest attention mode (MODEL.md 10); TTFT is the prompt's prefill on the
+    smallest replica of A that holds the whole model."""
+    from solvers.perf.sweep import split_decode_sweep
+
+    m, hw_a, hw_f = catalog.get_model(model), catalog.get_hardware(a_id), catalog.get_hardware(f_id)
+    check_split(hw_a, hw_f, m)
+    prec_a, prec_f = hw_a.precision_or_best(precision), hw_f.precision_or_best(precision)
+    check_pair(hw_a, m, prec_a)
+    check_pair(hw_f, m, prec_f)
+    check_positive(batch=batch, input_tokens=input_tokens, output_tokens=output_tokens)
+    attn, ffn = split_model_vectors(m)
+    grid = split_grid(hw_a, hw_f, m)
+    q, a = spec_tokens(draft_tokens, acceptance)
+    wl = workload_vector(input_tokens, output_tokens)
+    res = split_decode_sweep(attn, ffn, hardware_vector(hw_a, prec_a), hardware_vector(hw_f, prec_f),
+                             grid[:, 0].copy(), grid[:, 1].copy(), grid[:, 2].copy(), np.full(len(grid), float(batch)),
+                             wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], q, a, MICRO_BATCHES)
+    fits = (res[:, L.S_FITS_ATTENTION] > 0.5) & (res[:, L.S_FITS_FFN] > 0.5)
+    if not fits.any():
+        raise InputError(f"{m.id} at batch {batch} does not fit any {a_id}+{f_id} layout up to "
+                         f"{int(grid[:, 1].max())} {f_id} chips")
+    pool = np.flatnonzero(fits)
+    best = int(min(pool, key=lambda i: (grid[i, 1], grid[i, 0], -res[i, L.S_TPS_PER_USER])))
+    r = res[best]
+    ta, pa, ea = choose_config(m, hw_a, prec_a, None, 1, input_tokens, output_tokens)
+    _, pre = evaluate_config(m, hw_a, prec_a, ta, pa, ea, 1, input_tokens, output_tokens)
+    decode = {"time_s": float(r[L.S_TIME_S]), "attention_s": float(r[L.S_ATTENTION_S]), "ffn_s": float(r[L.S_FFN_S]),
+              "crossing_s": float(r[L.S_CROSSING_S]), "bound": L.SPLIT_BOUND_NAMES[int(r[L.S_BOUND])],
+              "attention_chips": int(grid[best, 0]), "ffn_chips": int(grid[best, 1])}
+    return Estimate(
+        model=m.id, hardware=f"{a_id}+{f_id}", precision=f"{prec_a}+{prec_f}",
+        chips=int(grid[best, 0] + grid[best, 1]), tensor_parallel=int(grid[best, 0]), pipeline_parallel=1,
+        expert_parallel=bool(grid[best, 2]), batch=batch, input_tokens=input_tokens, output_tokens=output_tokens,
+        fits=True, tps_per_user=float(r[L.S_TPS_PER_USER]), output_tokens_per_s=float(r[L.S_TOKENS_PER_S]),
+        step_time_s=float(r[L.S_TIME_S]), ttft_s=float(pre[L.B_TIME_S]), power_w=float(r[L.S_POWER_W]),
+        output_tokens_per_s_per_mw=float(r[L.S_TOKENS_PER_S]) / (float(r[L.S_POWER_W]) / 1e6),
+        colocated_tps_per_user=float(r[L.S_TPS_PER_USER]), colocated_output_tokens_per_s=float(r[L.S_TOKENS_PER_S]),
+        draft_tokens=draft_tokens, acceptance=float(acceptance) if draft_tokens else 0.0,
+        decode=decode, prefill=breakdown_dict(pre), roles=["attention", "ffn"],
+        method="planner performance model, attention/FFN split (docs/MODEL.md 10)",
+    )

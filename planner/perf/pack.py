@@ -1,0 +1,147 @@
+"""Packing catalog entries into the float64 vectors the jitted performance model reads (slots in
+``solvers.perf.slots``): a model, a system at one precision with its family's efficiencies, and a workload's
+question (lengths, tier, TTFT). The one place that turns catalog objects into arrays.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from planner import catalog
+from planner.catalog import KV_BYTES, WEIGHT_BYTES, Hardware, Model
+from planner.errors import InputError
+from solvers.perf import slots as L
+
+ACTIVATION_BYTES = 2.0  # activations cross links in 16-bit
+
+
+EFFICIENCY_PARAMS = (
+    "bandwidth_efficiency",
+    "flops_efficiency",
+    "layer_floor_s",
+    "collective_latency_s",
+    "usable_memory_fraction",
+)
+
+
+# ---- packing ------------------------------------------------------------------------------------------------
+def model_vector(model: Model) -> np.ndarray:
+    v = np.zeros(L.N_MODEL)
+    v[L.M_LAYERS] = model.layers
+    v[L.M_DENSE_LAYERS] = model.n_dense_layers
+    v[L.M_MOE_LAYERS] = model.n_moe_layers
+    v[L.M_HIDDEN] = model.hidden_size
+    v[L.M_ATTN_PARAMS] = model.attention_params_per_layer
+    v[L.M_DENSE_FFN_PARAMS] = model.dense_ffn_params_per_layer
+    v[L.M_EXPERT_PARAMS] = model.expert_params if model.is_moe else 0.0
+    v[L.M_EXPERTS] = model.experts
+    v[L.M_EXPERTS_PER_TOKEN] = model.experts_per_token
+    v[L.M_SHARED_PARAMS] = model.shared_params_per_moe_layer if model.is_moe else 0.0
+    v[L.M_EMBED_PARAMS] = model.embedding_params
+    v[L.M_LM_HEAD_PARAMS] = model.lm_head_params
+    v[L.M_KV_ELEMS] = model.kv_elements_per_token_per_layer
+    v[L.M_WINDOW_LAYERS] = model.sliding_window_layers
+    v[L.M_WINDOW_TOKENS] = model.sliding_window_tokens or 0
+    v[L.M_ATTN_FLOPS] = model.attention_flops_per_token_per_context
+    v[L.M_PREFILL_ATTN_FLOPS] = model.prefill_attention_flops_per_token_per_context
+    v[L.M_KV_HEADS] = model.kv_heads
+    return v
+
+
+ATTENTION_SLOTS = (L.M_ATTN_PARAMS, L.M_EMBED_PARAMS, L.M_LM_HEAD_PARAMS, L.M_KV_ELEMS, L.M_ATTN_FLOPS,
+                   L.M_PREFILL_ATTN_FLOPS)
+
+
+FFN_SLOTS = (L.M_DENSE_FFN_PARAMS, L.M_EXPERT_PARAMS, L.M_SHARED_PARAMS, L.M_EXPERTS)
+
+
+def split_model_vectors(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """The model's attention part (attention, embeddings, LM head, KV cache) and FFN part (dense FFNs, shared and
+    routed experts) as two model vectors, for attention/FFN disaggregation (MODEL.md 10)."""
+    whole = model_vector(model)
+    attn, ffn = whole.copy(), whole.copy()
+    for slot in FFN_SLOTS:
+        attn[slot] = 0.0
+    for slot in ATTENTION_SLOTS:
+        ffn[slot] = 0.0
+    return attn, ffn
+
+
+@functools.lru_cache(maxsize=None)
+def efficiency_table() -> dict[str, dict]:
+    return catalog._read_yaml(catalog.DATA_DIR / "efficiency.yaml")
+
+
+def family_efficiency(family: str) -> dict[str, float]:
+    """The five efficiency parameters of a family, following ``inherits`` for families with no own data."""
+    table = efficiency_table()
+    if family not in table:
+        raise InputError(f"hardware family {family!r} has no entry in data/efficiency.yaml")
+    entry = table[family]
+    base = family_efficiency(entry["inherits"]) if "inherits" in entry else {}
+    own = {k: float(entry[k]["value"]) for k in EFFICIENCY_PARAMS if k in entry}
+    merged = {**base, **own}
+    missing = [k for k in EFFICIENCY_PARAMS if k not in merged]
+    if missing:
+        raise InputError(f"family {family!r} lacks efficiency parameters {missing}")
+    return merged
+
+
+def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] | None = None) -> np.ndarray:
+    """One system at one precision, with its family's calibrated efficiencies (or the ones given)."""
+    eff = efficiency if efficiency is not None else family_efficiency(hw.family)
+    chip = hw.chip
+    if len(chip.memory) > L.MAX_TIERS:
+        raise InputError(f"{hw.id}: at most {L.MAX_TIERS} memory tiers are modelled")
+    v = np.zeros(L.N_HW)
+    v[L.H_N_TIERS] = len(chip.memory)
+    for i, tier in enumerate(chip.memory):
+        v[L.H_CAP + i] = tier.capacity_bytes.value
+        v[L.H_BW + i] = tier.bandwidth_bytes_per_s.value
+    v[L.H_PEAK_FLOPS] = chip.peak_flops_per_s[precision].value
+    v[L.H_ATTN_PEAK_FLOPS] = attention_peak_flops(hw, precision)
+    v[L.H_WEIGHT_BYTES] = WEIGHT_BYTES[precision]
+    v[L.H_KV_BYTES] = KV_BYTES[precision]
+    v[L.H_ACT_BYTES] = ACTIVATION_BYTES
+    v[L.H_SU_DOMAIN] = chip.scale_up.domain_chips.value
+    v[L.H_SU_BW] = chip.scale_up.bandwidth_bytes_per_s.value
+    v[L.H_SU_LAT] = chip.scale_up.latency_s.value
+    v[L.H_SO_BW] = chip.scale_out.bandwidth_bytes_per_s.value
+    v[L.H_SO_LAT] = chip.scale_out.latency_s.value
+    v[L.H_CHIPS_PER_RACK] = hw.chips_per_rack
+    v[L.H_RACK_POWER_W] = hw.rack_power_w
+    v[L.H_BW_EFF] = eff["bandwidth_efficiency"]
+    v[L.H_FLOPS_EFF] = eff["flops_efficiency"]
+    v[L.H_LAYER_FLOOR_S] = eff["layer_floor_s"]
+    v[L.H_COLL_LAT_S] = eff["collective_latency_s"]
+    v[L.H_MEM_USABLE] = eff["usable_memory_fraction"]
+    return v
+
+
+def attention_peak_flops(hw: Hardware, precision: str) -> float:
+    """Attention arithmetic runs at the KV cache's precision (fp8 for fp4 runs) when the chip has it."""
+    kv_precision = {"fp4": "fp8"}.get(precision, precision)
+    flops = hw.chip.peak_flops_per_s
+    return (flops[kv_precision] if kv_precision in flops else flops[precision]).value
+
+
+def workload_vector(input_tokens: float, output_tokens: float, prefill_tokens: float | None = None,
+                    min_tps_per_user: float = 0.0, ttft_s: float = math.inf, ttft_quantile: float = 0.9,
+                    resident_s_per_token: float = 0.0) -> np.ndarray:
+    """One workload's question to the engine (slots W_*). The context a decode step attends to is input + output
+    / 2 on average and input + output at the longest (MODEL.md 3.1); ``prefill_tokens`` (default: the whole
+    prompt) is what is left to compute after prefix-cache hits."""
+    v = np.zeros(L.N_WORKLOAD)
+    v[L.W_INPUT_TOKENS] = input_tokens
+    v[L.W_PREFILL_TOKENS] = input_tokens if prefill_tokens is None else prefill_tokens
+    v[L.W_OUTPUT_TOKENS] = output_tokens
+    v[L.W_CONTEXT_AVG] = input_tokens + output_tokens / 2.0
+    v[L.W_CONTEXT_MAX] = float(input_tokens + output_tokens)
+    v[L.W_MIN_TPS_PER_USER] = min_tps_per_user
+    v[L.W_TTFT_S] = ttft_s
+    v[L.W_TTFT_QUANTILE] = ttft_quantile
+    v[L.W_RESIDENT_S_PER_TOKEN] = resident_s_per_token
+    return v

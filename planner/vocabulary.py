@@ -1,0 +1,45 @@
+"""The planner's vocabulary, each word defined once: tiers, precisions, roles, option kinds, objectives, solvers,
+statuses and the calendar constants. The scenario schema, the CLI's choices, the report and the checks read them
+from here (``docs/INTERFACE.md`` lists them for users)."""
+
+from __future__ import annotations
+
+# Output tokens per second each user sees, by latency tier (interface contract).
+TIERS: dict[str, float] = {"standard": 100.0, "high": 200.0, "premium": 400.0, "ultra": 1000.0}
+
+# Serving precisions, fastest first (``Hardware.precision_or_best`` picks the first a system supports).
+PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
+
+# Roles a catalog system can take, and the roles of allocation rows in a plan.
+HARDWARE_ROLES: tuple[str, ...] = ("prefill", "decode", "attention", "ffn")
+ALLOCATION_ROLES: tuple[str, ...] = ("prefill", "decode", "colocated", "attention", "ffn")
+# Roles whose rows carry a workload's output tokens (the ffn half of a split counts them on its attention row).
+DECODE_ROLES: tuple[str, ...] = ("decode", "colocated", "attention")
+# Roles whose rows carry prompt tokens.
+PREFILL_ROLES: tuple[str, ...] = ("prefill", "colocated")
+
+# Objectives of the fleet MILP (docs/OPTIMIZER.md 1; their arithmetic: ``solvers.objectives``), its solvers
+# (OR-Tools MathOpt) and the statuses a plan can have: defined beside the optimizer, which never imports planner/.
+from solvers.vocabulary import OBJECTIVES, SOLVERS, STATUSES  # noqa: E402,F401
+
+DEFAULT_OBJECTIVE = "min_cost"
+DEFAULT_SOLVER = "scip"
+
+# Output formats of the commands.
+FORMATS: tuple[str, ...] = ("table", "json")
+
+SECONDS_PER_YEAR = 365.0 * 86400.0
+HOURS_PER_YEAR = 8760.0
+
+# Defaults of a single deployment question (planner estimate / frontier, and their library calls).
+DEFAULT_INPUT_TOKENS = 1000
+DEFAULT_OUTPUT_TOKENS = 1000
+DEFAULT_BATCH = 1
+DEFAULT_DRAFT_TOKENS = 0
+DEFAULT_ACCEPTANCE = 0.7  # used only when draft_tokens > 0
+
+
+def tier_of(tps_per_user: float) -> str:
+    """The fastest tier a per-user speed reaches ("below-standard" under standard)."""
+    reached = [name for name, speed in TIERS.items() if tps_per_user >= speed]
+    return reached[-1] if reached else "below-standard"

@@ -1,0 +1,94 @@
+"""Serving formulas, jitted, written once: speculative tokens per step, replica power, the colocated time share,
+the TTFT queue, the residency of agentic sessions' KV caches and the KV transfer between pools (MODEL.md 3.4, 6,
+7, 9.6). The engine's hot loop, ``estimate``, the frontier and ``planner check`` all call these; the plain-Python
+twins are in ``solvers.perf.twin``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solvers.jit import njit
+from solvers.perf.kernels import kv_bytes_per_chip, replica_power_w  # noqa: F401 - replica power is a serving figure too
+from solvers.perf.slots import H_SO_BW, H_SO_LAT
+
+MAX_PREFILL_UTILIZATION = 0.95  # a prefill server is never planned busier than this
+
+
+@njit
+def spec_tokens(draft_tokens, acceptance):
+    """(query tokens per step, accepted tokens per step) for speculative decoding with ``draft_tokens`` drafted
+    tokens each accepted with probability ``acceptance``, stopping at the first rejection (MODEL.md 3.4):
+    accepted = (1 - a^(K+1)) / (1 - a)."""
+    if draft_tokens <= 0:
+        return 1.0, 1.0
+    if acceptance >= 1.0:
+        return draft_tokens + 1.0, draft_tokens + 1.0
+    return draft_tokens + 1.0, (1.0 - acceptance ** (draft_tokens + 1)) / (1.0 - acceptance)
+
+
+@njit
+def decode_tokens_per_s(streams, accepted_tokens, interval_s):
+    """Output tokens/s of a replica decoding ``streams`` streams, each keeping ``accepted_tokens`` per interval."""
+    return streams * accepted_tokens / interval_s
+
+
+@njit
+def colocated_request_s(output_tokens, interval_s, streams, accepted_tokens, prefill_s):
+    """Replica seconds one request costs when the replica also prefills it (MODEL.md 6): its ``output_tokens``
+    decoded at ``streams * accepted_tokens / interval_s`` tokens/s, plus ``prefill_s`` of prefill."""
+    return output_tokens * interval_s / (streams * accepted_tokens) + prefill_s
+
+
+@njit
+def wait_quantile_s(utilization, service_s, quantile):
+    """The ``quantile`` (0..1) of the queueing wait of an M/M/1 server with mean service ``service_s`` at
+    ``utilization`` (MODEL.md 7): P(W > t) = rho exp(-(1 - rho) t / s), so t_q = s ln(rho / (1 - q)) / (1 - rho)
+    when rho > 1 - q, else 0."""
+    if utilization >= 1.0:
+        return np.inf
+    if utilization <= 1.0 - quantile:
+        return 0.0
+    return service_s * math.log(utilization / (1.0 - quantile)) / (1.0 - utilization)
+
+
+@njit
+def max_prefill_utilization(ttft_target_s, fixed_s, service_s, quantile):
+    """The highest utilization of a prefill server at which fixed time + wait quantile stays within the target
+    (bisection: the wait grows with utilization). 0 if even an idle server misses the target; at most
+    MAX_PREFILL_UTILIZATION."""
+    if fixed_s > ttft_target_s:
+        return 0.0
+    lo, hi = 0.0, MAX_PREFILL_UTILIZATION
+    if fixed_s + wait_quantile_s(hi, service_s, quantile) <= ttft_target_s:
+        return hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if fixed_s + wait_quantile_s(mid, service_s, quantile) <= ttft_target_s:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@njit
+def resident_share(resident_s_per_token, tps_per_user):
+    """KV caches held per decoding stream: its own plus the agentic sessions waiting on a tool call that it
+    brings along, by Little's law on the wait (MODEL.md 9.6): 1 + wait per token x tokens/s. 1 for chat."""
+    return 1.0 + resident_s_per_token * tps_per_user
+
+
+@njit
+def kv_fits(held_weight_bytes, kv_bytes_per_stream, streams, resident, usable_bytes):
+    """True when the weights and the KV caches of ``streams`` streams, each ``resident`` times over, fit."""
+    return held_weight_bytes + kv_bytes_per_stream * streams * resident <= usable_bytes
+
+
+@njit
+def kv_transfer_s(model, hw, chips, prompt_tokens):
+    """Seconds to move one prompt's KV cache (every layer) from a prefill replica of ``chips`` chips to a decode
+    replica over scale-out, at the prefill replica's aggregate scale-out bandwidth (MODEL.md 7)."""
+    nbytes = kv_bytes_per_chip(model, hw, 1.0, 1.0, 0.0, 1.0, prompt_tokens)
+    return hw[H_SO_LAT] + nbytes / (chips * hw[H_SO_BW])

@@ -1,0 +1,295 @@
+"""Sweep drivers: the performance kernels applied to many configurations at once, fast.
+
+Nothing here is a new formula. The candidate engine (``best_decode_per_layout``) computes once per layout what does
+not depend on the batch (``layout_coefficients``, from the kernels' own functions) so that one batch costs a handful
+of operations, and reduces each layout to its best batch; ``tests/test_engine.py`` checks it against a plain loop
+over ``decode_breakdown`` and against the plain-Python twin. ``decode_sweep``, ``split_decode_sweep`` and
+``colocated_points`` return every configuration's figures for the frontier, ``estimate`` and calibration.
+
+As in stumpy: arrays and scalars only; a parallel driver splits the work into one chunk per thread and gives each
+thread its own buffers, allocated once, so the hot loop allocates nothing and keeps no running maximum (each
+thread's results are reduced after its batch loop).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solvers.jit import njit, njit_parallel, prange, thread_count
+from solvers.perf import slots as L
+from solvers.perf.kernels import (
+    active_params_per_stage,
+    context_layers,
+    decode_breakdown,
+    held_weight_params_per_chip,
+    kv_bytes_per_chip,
+    prefill_breakdown,
+    read_weight_params_per_chip,
+    stage_comm_time,
+    stage_layers,
+    tier_read_time,
+    usable_bytes_per_chip,
+)
+from solvers.perf.serving import (
+    colocated_request_s,
+    decode_tokens_per_s,
+    kv_fits,
+    max_prefill_utilization,
+    replica_power_w,
+    resident_share,
+    wait_quantile_s,
+)
+from solvers.perf.split import split_decode_breakdown
+
+
+@njit
+def chunk_bounds(n, chunks):
+    """(start, stop) of each of ``chunks`` near-equal contiguous chunks of range(n)."""
+    out = np.zeros((chunks, 2), dtype=np.int64)
+    size = (n + chunks - 1) // chunks
+    for t in range(chunks):
+        out[t, 0] = min(n, t * size)
+        out[t, 1] = min(n, (t + 1) * size)
+    return out
+
+
+@njit
+def layout_coefficients(model, hw, tp, pp, ep, context_avg, context_max, c):
+    """Fill ``c`` (slots C_*) with everything about decode on this layout that does not depend on the batch."""
+    ls, _, moe = stage_layers(model, pp)
+    wbytes = hw[L.H_WEIGHT_BYTES]
+    c[L.C_PP] = pp
+    c[L.C_HELD_W] = held_weight_params_per_chip(model, tp, pp, ep) * wbytes
+    c[L.C_READ_W0] = read_weight_params_per_chip(model, tp, pp, ep, 0.0) * wbytes
+    c[L.C_READ_W1] = moe * model[L.M_EXPERT_PARAMS] / tp * wbytes
+    e = model[L.M_EXPERTS]
+    c[L.C_EXPERTS] = e
+    c[L.C_LOG_MISS] = math.log(1.0 - model[L.M_EXPERTS_PER_TOKEN] / e) if e > model[L.M_EXPERTS_PER_TOKEN] else -np.inf
+    c[L.C_KV_HELD] = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, context_max)
+    c[L.C_KV_READ] = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, context_avg)
+    linear = 2.0 * active_params_per_stage(model, pp) / tp
+    attn = context_avg * model[L.M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
+    c[L.C_COMPUTE] = (linear / hw[L.H_PEAK_FLOPS] + attn / hw[L.H_ATTN_PEAK_FLOPS]) / hw[L.H_FLOPS_EFF]
+    c[L.C_COMM0] = stage_comm_time(model, hw, tp, pp, ep, 0.0)
+    c[L.C_COMM1] = stage_comm_time(model, hw, tp, pp, ep, 1.0) - c[L.C_COMM0]
+    c[L.C_FLOOR] = ls * hw[L.H_LAYER_FLOOR_S]
+    c[L.C_USABLE] = usable_bytes_per_chip(hw)
+    c[L.C_CHIPS] = tp * pp
+    c[L.C_POWER_W] = replica_power_w(hw, tp * pp)
+    return c
+
+
+@njit
+def touched_experts_table(model, pps, batches, query_tokens):
+    """Distinct experts touched per MoE layer for every (pipeline depth, speculative setting, batch): shared by
+    all layouts of one depth, so the hot loop needs no exponentials. Shape (len(pps), len(query_tokens), nb)."""
+    out = np.zeros((pps.shape[0], query_tokens.shape[0], batches.shape[0]))
+    e, k = model[L.M_EXPERTS], model[L.M_EXPERTS_PER_TOKEN]
+    if e <= 0.0:
+        return out
+    for i in range(pps.shape[0]):
+        for j in range(query_tokens.shape[0]):
+            for m in range(batches.shape[0]):
+                tokens = max(batches[m] / pps[i], 1.0) * query_tokens[j]
+                out[i, j, m] = e * (1.0 - (1.0 - k / e) ** tokens)
+    return out
+
+
+@njit
+def decode_intervals(hw, c, touched_row, batches, q, interval):
+    """Token interval of every batch on one layout (coefficients ``c``) into ``interval``: the fastest-tier pass
+    first (no calls, no branches), then the full tier placement for batches whose KV spills past the fastest tier."""
+    pp, held_w, kvh, kvr = c[L.C_PP], c[L.C_HELD_W], c[L.C_KV_HELD], c[L.C_KV_READ]
+    fixed = c[L.C_COMM0] + c[L.C_FLOOR]
+    per_token = c[L.C_COMM1]
+    compute = c[L.C_COMPUTE]
+    room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
+    inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
+    nb = batches.shape[0]
+    for k in range(nb):
+        b = max(batches[k] / pp, 1.0)
+        tokens = b * q
+        memory = (c[L.C_READ_W0] + c[L.C_READ_W1] * touched_row[k] + kvr * b) * inv_bw0
+        interval[k] = pp * (max(memory, compute * tokens) + fixed + per_token * tokens)
+    for k in range(nb):
+        held_kv = kvh * batches[k]
+        if held_w + held_kv > room0:
+            b = max(batches[k] / pp, 1.0)
+            tokens = b * q
+            memory = tier_read_time(hw, held_w, c[L.C_READ_W0] + c[L.C_READ_W1] * touched_row[k], held_kv, kvr * b)
+            interval[k] = pp * (max(memory, compute * tokens) + fixed + per_token * tokens)
+
+
+@njit
+def best_batch_of_layout(hw, wl, c, touched_row, batches, q, a, prefill_s, single_s, interval, tput, ttft, out):
+    """The batch of one (layout, speculative setting) with the most output tokens/s per replica among those that
+    fit (agentic residency included), reach the tier and, colocated, meet the TTFT target. Writes the E_* slots of
+    ``out``; ``interval``, ``tput`` and ``ttft`` are the calling thread's buffers."""
+    nb = batches.shape[0]
+    decode_intervals(hw, c, touched_row, batches, q, interval)
+    output_tokens = wl[L.W_OUTPUT_TOKENS]
+    colocated = prefill_s > 0.0
+    for k in range(nb):
+        ttft[k] = single_s
+        if colocated:  # each request also costs the replica its prefill, and prompts queue behind it
+            request_s = colocated_request_s(output_tokens, interval[k], batches[k], a, prefill_s)
+            served = output_tokens / request_s
+            ttft[k] += wait_quantile_s(prefill_s / request_s, prefill_s, wl[L.W_TTFT_QUANTILE])
+        else:
+            served = decode_tokens_per_s(batches[k], a, interval[k])
+        tps = served / batches[k]
+        ok = kv_fits(c[L.C_HELD_W], c[L.C_KV_HELD], batches[k], resident_share(wl[L.W_RESIDENT_S_PER_TOKEN], tps),
+                     c[L.C_USABLE]) & (tps >= wl[L.W_MIN_TPS_PER_USER]) & (ttft[k] <= wl[L.W_TTFT_S] or not colocated)
+        tput[k] = served if ok else 0.0
+    best = np.argmax(tput)
+    out[L.E_TOKENS_PER_S] = tput[best]
+    out[L.E_BATCH] = batches[best]
+    out[L.E_TPS_PER_USER] = tput[best] / batches[best]
+    out[L.E_TTFT_S] = ttft[best]
+    out[L.E_PREFILL_SHARE] = prefill_s * tput[best] / output_tokens
+
+
+def best_decode_per_layout(model, hw, wl, layouts, pp_index, touched, batches, query_tokens, accepted_tokens,
+                           prefill_rate, prefill_single_s):
+    """For each (layout, speculative setting) pair, ``best_batch_of_layout`` (MODEL.md 3, 6, 7, 9.6).
+
+    ``wl`` is a workload vector (slots W_*); ``layouts`` is (n, 3) of (tp, pp, ep); ``pp_index[i]`` is the row of
+    ``touched`` (``touched_experts_table``) for layout i's depth; ``query_tokens`` / ``accepted_tokens`` are the
+    speculative settings (length s). Colocated serving: ``prefill_rate[i]`` prompt tokens/s and
+    ``prefill_single_s[i]`` (one prompt alone) of the same layout; decode only: prefill_rate = inf. Returns
+    (n * s, N_ENGINE), row i * s + j.
+    """
+    return _best_decode_per_layout(model, hw, wl, layouts, pp_index, touched, batches, query_tokens, accepted_tokens,
+                                   prefill_rate, prefill_single_s, thread_count())
+
+
+@njit_parallel
+def _best_decode_per_layout(model, hw, wl, layouts, pp_index, touched, batches, query_tokens, accepted_tokens,
+                            prefill_rate, prefill_single_s, threads):
+    n, s, nb = layouts.shape[0], query_tokens.shape[0], batches.shape[0]
+    total = n * s
+    out = np.zeros((total, L.N_ENGINE))
+    threads = max(1, min(threads, total))
+    bounds = chunk_bounds(total, threads)
+    coef = np.empty((threads, L.N_COEF))  # per-thread buffers, allocated once
+    interval = np.empty((threads, nb))
+    tput = np.empty((threads, nb))
+    ttft = np.empty((threads, nb))
+    for t in prange(threads):
+        for idx in range(bounds[t, 0], bounds[t, 1]):
+            i, j = idx // s, idx % s
+            layout_coefficients(model, hw, layouts[i, 0], layouts[i, 1], layouts[i, 2], wl[L.W_CONTEXT_AVG],
+                                wl[L.W_CONTEXT_MAX], coef[t])
+            prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate[i]  # replica time one request's prefill takes
+            best_batch_of_layout(hw, wl, coef[t], touched[pp_index[i], j], batches, query_tokens[j],
+                                 accepted_tokens[j], prefill_s, prefill_single_s[i], interval[t], tput[t], ttft[t],
+                                 out[idx])
+    return out
+
+
+@njit
+def prefill_per_layout(model, hw, layouts, prefill_tokens):
+    """(prompt tokens/s with stages pipelined, one prompt's prefill time) for each (tp, pp, ep) layout. Serial:
+    about 0.1 us a layout, less than a parallel region costs to start."""
+    n = layouts.shape[0]
+    out = np.zeros((n, 2))
+    b = np.empty(L.N_BREAKDOWN)
+    for i in range(n):
+        prefill_breakdown(model, hw, layouts[i, 0], layouts[i, 1], layouts[i, 2], prefill_tokens, b)
+        out[i, 0] = b[L.B_TOKENS_PER_S] if b[L.B_FITS] > 0.5 else 0.0
+        out[i, 1] = b[L.B_TIME_S]
+    return out
+
+
+@njit
+def prefill_capacity(prefill, transfer_s, prefill_tokens, ttft_target_s, quantile):
+    """For each layout's (prompt tokens/s, one prompt's prefill s) and KV transfer time: the utilization that keeps
+    the TTFT quantile (``max_prefill_utilization``), the prompt tokens/s served at it, and that TTFT.
+    Returns (n, 3)."""
+    n = prefill.shape[0]
+    out = np.zeros((n, 3))
+    for i in range(n):
+        if prefill[i, 0] <= 0.0:
+            continue
+        service = prefill_tokens / prefill[i, 0]
+        fixed = prefill[i, 1] + transfer_s[i]
+        util = max_prefill_utilization(ttft_target_s, fixed, service, quantile)
+        out[i, 0] = util
+        out[i, 1] = prefill[i, 0] * util
+        out[i, 2] = fixed + wait_quantile_s(util, service, quantile)
+    return out
+
+
+@njit_parallel
+def decode_sweep(model, hw, tp, pp, ep, streams, context_avg, context_max, query_tokens, accepted_tokens):
+    """Decode breakdowns of many configurations at once: ``tp, pp, ep, streams`` are equal-length arrays.
+    Returns an (n, N_BREAKDOWN) array."""
+    n = tp.shape[0]
+    out = np.empty((n, L.N_BREAKDOWN))
+    for i in prange(n):
+        decode_breakdown(model, hw, tp[i], pp[i], ep[i], streams[i], context_avg, context_max, query_tokens,
+                         accepted_tokens, out[i])
+    return out
+
+
+def colocated_points(model, hw, wl, layouts, batches, query_tokens, accepted_tokens):
+    """Every (layout, batch) of one system with the replica prefilling its own requests (MODEL.md 6), as the
+    frontier, ``estimate`` and calibration see it: (n_layouts * nb, N_POINT) in slots P_*, row i * nb + k. The
+    prefill of each layout is computed once; no queueing (one prompt's prefill alone is the TTFT)."""
+    return _colocated_points(model, hw, wl, layouts, batches, float(query_tokens), float(accepted_tokens),
+                             thread_count())
+
+
+@njit_parallel
+def _colocated_points(model, hw, wl, layouts, batches, query_tokens, accepted_tokens, threads):
+    n, nb = layouts.shape[0], batches.shape[0]
+    pre = prefill_per_layout(model, hw, layouts, wl[L.W_PREFILL_TOKENS])
+    out = np.zeros((n * nb, L.N_POINT))
+    threads = max(1, min(threads, n))
+    bounds = chunk_bounds(n, threads)
+    dec = np.empty((threads, L.N_BREAKDOWN))
+    for t in prange(threads):
+        for i in range(bounds[t, 0], bounds[t, 1]):
+            tp, pp, ep = layouts[i, 0], layouts[i, 1], layouts[i, 2]
+            prefill_s = wl[L.W_PREFILL_TOKENS] / pre[i, 0]  # inf where the prompt does not fit: nothing served
+            for k in range(nb):
+                decode_breakdown(model, hw, tp, pp, ep, batches[k], wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX],
+                                 query_tokens, accepted_tokens, dec[t])
+                row = out[i * nb + k]
+                served = wl[L.W_OUTPUT_TOKENS] / colocated_request_s(wl[L.W_OUTPUT_TOKENS], dec[t, L.B_TIME_S],
+                                                                     batches[k], accepted_tokens, prefill_s)
+                row[L.P_TPS_PER_USER] = served / batches[k]
+                row[L.P_TOKENS_PER_S] = served
+                row[L.P_TTFT_S] = pre[i, 1]
+                row[L.P_DECODE_TPS_PER_USER] = dec[t, L.B_TPS_PER_USER]
+                row[L.P_DECODE_TOKENS_PER_S] = dec[t, L.B_TOKENS_PER_S]
+                row[L.P_POWER_W] = dec[t, L.B_POWER_W]
+                row[L.P_FITS] = dec[t, L.B_FITS]
+                row[L.P_BOUND] = dec[t, L.B_BOUND]
+    return out
+
+
+def split_decode_sweep(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
+                       context_max, query_tokens, accepted_tokens, micro_batches):
+    """``split_decode_breakdown`` for many (chips_a, chips_f, ep_a, streams) rows. Returns (n, N_SPLIT)."""
+    return _split_decode_sweep(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_a, streams, float(context_avg),
+                               float(context_max), float(query_tokens), float(accepted_tokens), float(micro_batches),
+                               thread_count())
+
+
+@njit_parallel
+def _split_decode_sweep(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
+                        context_max, query_tokens, accepted_tokens, micro_batches, threads):
+    n = chips_a.shape[0]
+    out = np.empty((n, L.N_SPLIT))
+    threads = max(1, min(threads, n))
+    bounds = chunk_bounds(n, threads)
+    side = np.empty((threads, L.N_BREAKDOWN))
+    for t in prange(threads):
+        for i in range(bounds[t, 0], bounds[t, 1]):
+            split_decode_breakdown(attn_model, ffn_model, hw_a, hw_f, chips_a[i], chips_f[i], ep_a[i], streams[i],
+                                   context_avg, context_max, query_tokens, accepted_tokens, micro_batches, side[t],
+                                   out[i])
+    return out

@@ -257,7 +257,8 @@ def schema():
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
 def calibrate(write, fmt):
     """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies."""
-    from planner.perf import calibration, render
+    from planner.perf import calibration
+    from planner.report import render
 
     if write:
         calibration.write_fit()

@@ -1,4 +1,5 @@
-"""Generators shared by tests and benchmarks: random but plausible fleet problems."""
+"""Generators shared by tests and benchmarks: random but plausible model, hardware and workload vectors for the
+performance kernels, and random fleet problems for the MILP."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 
 from planner.fleet.finance import annual_rack_cost
 from solvers.milp import FleetProblem
+from solvers.perf import slots as L
 
 
 def random_problem(seed: int, n_workloads: int, n_hardware: int, options_per_workload: int = 4,
@@ -44,3 +46,84 @@ def random_problem(seed: int, n_workloads: int, n_hardware: int, options_per_wor
     budget = budget_share * greedy_w if budget_share > 0 else math.inf
     return FleetProblem(cpr, power, cost, max_racks, np.array(wl), np.array(caps), chips, integer, demand,
                         pue=1.25, power_budget_w=budget, objective=objective)
+
+
+def random_model(rng):
+    m = np.zeros(L.N_MODEL)
+    layers = int(rng.integers(2, 100))
+    moe = rng.random() < 0.5
+    m[L.M_LAYERS] = layers
+    m[L.M_MOE_LAYERS] = int(rng.integers(1, layers + 1)) if moe else 0
+    m[L.M_DENSE_LAYERS] = layers - m[L.M_MOE_LAYERS]
+    h = float(rng.choice([1024, 2880, 4096, 7168, 8192, 16384]))
+    m[L.M_HIDDEN] = h
+    m[L.M_ATTN_PARAMS] = 4 * h * h * rng.uniform(0.3, 1.2)
+    m[L.M_DENSE_FFN_PARAMS] = 3 * h * h * rng.uniform(2, 5)
+    if moe:
+        m[L.M_EXPERTS] = float(rng.choice([8, 64, 128, 256, 384]))
+        m[L.M_EXPERTS_PER_TOKEN] = float(rng.integers(1, 9))
+        m[L.M_EXPERT_PARAMS] = 3 * h * rng.uniform(256, 4096)
+        m[L.M_SHARED_PARAMS] = m[L.M_EXPERT_PARAMS] * rng.integers(0, 2) + h * m[L.M_EXPERTS]
+    m[L.M_EMBED_PARAMS] = 2 * 128000 * h
+    m[L.M_LM_HEAD_PARAMS] = 128000 * h
+    m[L.M_KV_ELEMS] = float(rng.choice([576, 1024, 2048]))
+    if rng.random() < 0.3:
+        m[L.M_WINDOW_LAYERS] = int(rng.integers(1, layers + 1))
+        m[L.M_WINDOW_TOKENS] = float(rng.choice([128, 4096]))
+    m[L.M_ATTN_FLOPS] = 4 * 64 * 128
+    m[L.M_PREFILL_ATTN_FLOPS] = 2 * 64 * 320
+    m[L.M_KV_HEADS] = float(rng.choice([1, 4, 8, 64]))
+    return m
+
+
+def random_hw(rng):
+    h = np.zeros(L.N_HW)
+    tiers = int(rng.integers(1, 4))
+    h[L.H_N_TIERS] = tiers
+    cap, bw = 10 ** rng.uniform(8, 11), 10 ** rng.uniform(13, 15)
+    for i in range(tiers):
+        h[L.H_CAP + i] = cap
+        h[L.H_BW + i] = bw
+        cap *= 10 ** rng.uniform(0.5, 2)
+        bw /= 10 ** rng.uniform(0.5, 2)
+    h[L.H_PEAK_FLOPS] = 10 ** rng.uniform(14, 16.5)
+    h[L.H_ATTN_PEAK_FLOPS] = h[L.H_PEAK_FLOPS] / float(rng.choice([1, 2]))
+    h[L.H_WEIGHT_BYTES] = float(rng.choice([0.5625, 1.0, 2.0]))
+    h[L.H_KV_BYTES] = float(rng.choice([1.0, 2.0]))
+    h[L.H_ACT_BYTES] = 2.0
+    h[L.H_SU_DOMAIN] = float(rng.choice([1, 8, 72, 256]))
+    h[L.H_SU_BW] = 10 ** rng.uniform(10, 12.5)
+    h[L.H_SU_LAT] = 10 ** rng.uniform(-7, -5)
+    h[L.H_SO_BW] = 10 ** rng.uniform(9.5, 11)
+    h[L.H_SO_LAT] = 10 ** rng.uniform(-6, -4)
+    h[L.H_CHIPS_PER_RACK] = float(rng.choice([1, 8, 72, 256]))
+    h[L.H_RACK_POWER_W] = 10 ** rng.uniform(3, 5.5)
+    h[L.H_BW_EFF] = rng.uniform(0.3, 1)
+    h[L.H_FLOPS_EFF] = rng.uniform(0.2, 1)
+    h[L.H_LAYER_FLOOR_S] = 10 ** rng.uniform(-7, -4)
+    h[L.H_COLL_LAT_S] = 10 ** rng.uniform(-7, -4)
+    h[L.H_MEM_USABLE] = rng.uniform(0.7, 1)
+    return h
+
+
+def random_config(rng, m):
+    tp = float(rng.choice([1, 2, 4, 8, 16]))
+    pp = float(rng.integers(1, int(m[L.M_LAYERS]) + 1))
+    ep = float(rng.integers(0, 2))
+    return tp, pp, ep
+
+
+def random_workload(rng, colocated: bool = False, agentic: bool = False):
+    """A workload vector (slots W_*): lengths, a tier, and for colocated serving a TTFT target."""
+    wl = np.zeros(L.N_WORKLOAD)
+    inp, out = float(rng.integers(50, 20000)), float(rng.integers(20, 4000))
+    wl[L.W_INPUT_TOKENS] = inp
+    wl[L.W_PREFILL_TOKENS] = inp * rng.uniform(0.2, 1.0)
+    wl[L.W_OUTPUT_TOKENS] = out
+    wl[L.W_CONTEXT_AVG] = inp + out / 2
+    wl[L.W_CONTEXT_MAX] = inp + out
+    wl[L.W_MIN_TPS_PER_USER] = 10 ** rng.uniform(0, 2.5)
+    wl[L.W_TTFT_S] = 10 ** rng.uniform(-1, 1.5) if colocated else np.inf
+    wl[L.W_TTFT_QUANTILE] = float(rng.choice([0.5, 0.9, 0.99]))
+    wl[L.W_RESIDENT_S_PER_TOKEN] = 10 ** rng.uniform(-3, 0) if agentic else 0.0
+    return wl

@@ -9,7 +9,7 @@ from solvers.perf import serving
 from solvers.perf import sweep as E
 from solvers.perf import slots as L
 from solvers.perf.kernels import decode_breakdown
-from tests.test_kernels_twin import random_config, random_hw, random_model
+from tests.generators import random_config, random_hw, random_model
 
 
 def workload(context_avg, context_max, min_tps, prefill_tokens, output_tokens, ttft_s=np.inf, quantile=0.9,

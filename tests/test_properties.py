@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from solvers.perf import slots as L
 from solvers.perf.kernels import decode_breakdown, prefill_breakdown
-from tests.test_kernels_twin import random_config, random_hw, random_model
+from tests.generators import random_config, random_hw, random_model
 
 seeds = st.integers(min_value=0, max_value=2**31 - 1)
 

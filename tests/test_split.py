@@ -12,7 +12,7 @@ from planner.cli import main
 from solvers.perf import slots as L
 from solvers.perf import twin as ref
 from solvers.perf import split as S
-from tests.test_kernels_twin import random_hw, random_model
+from tests.generators import random_hw, random_model
 
 
 def split_vectors(m):

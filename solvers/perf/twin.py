@@ -202,3 +202,77 @@ def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg
         "power_w": chips_a * ha[L.H_RACK_POWER_W] / ha[L.H_CHIPS_PER_RACK]
         + chips_f * hf[L.H_RACK_POWER_W] / hf[L.H_CHIPS_PER_RACK],
     }
+
+
+# ---- serving formulas (twins of solvers.perf.serving) ----------------------------------------------------------
+def spec_tokens(draft_tokens, acceptance) -> tuple[float, float]:
+    """Accepted tokens per step: sum over i = 0..K of acceptance^i (a draft token is kept while all before it were)."""
+    if draft_tokens <= 0:
+        return 1.0, 1.0
+    return draft_tokens + 1.0, sum(acceptance**i for i in range(int(draft_tokens) + 1))
+
+
+def replica_power_w(h, chips) -> float:
+    return h[L.H_RACK_POWER_W] * (chips / h[L.H_CHIPS_PER_RACK])
+
+
+def colocated_tokens_per_s(output_tokens, interval_s, streams, accepted_tokens, prefill_s) -> float:
+    """Output tokens/s when every request costs its decode (its tokens at the replica's decode rate) plus its
+    prefill: O / (O / decode rate + prefill seconds)."""
+    decode_rate = streams * accepted_tokens / interval_s
+    return output_tokens / (output_tokens / decode_rate + prefill_s)
+
+
+def wait_quantile_s(utilization, service_s, quantile) -> float:
+    """M/M/1 waiting time: P(W > t) = rho exp(-t (1 - rho) / s); the smallest t with P(W > t) <= 1 - q."""
+    if utilization >= 1.0:
+        return math.inf
+    tail = 1.0 - quantile
+    if utilization <= tail:
+        return 0.0
+    return -math.log(tail / utilization) * service_s / (1.0 - utilization)
+
+
+def max_prefill_utilization(ttft_target_s, fixed_s, service_s, quantile, cap=0.95) -> float:
+    """The largest utilization in [0, cap] meeting the target, found by a fine scan refined by halving."""
+    if fixed_s > ttft_target_s:
+        return 0.0
+    meets = lambda u: fixed_s + wait_quantile_s(u, service_s, quantile) <= ttft_target_s  # noqa: E731
+    if meets(cap):
+        return cap
+    lo, hi = 0.0, cap
+    while hi - lo > 1e-15:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    return lo
+
+
+def kv_transfer_s(m, h, chips, prompt_tokens) -> float:
+    """One prompt's KV cache over every layer, from a prefill replica's scale-out links."""
+    r = Replica(list(m), list(h), 1.0, 1.0, 0.0)
+    return h[L.H_SO_LAT] + r.kv_bytes(1.0, prompt_tokens) / (chips * h[L.H_SO_BW])
+
+
+def best_batch(m, h, wl, layout, batches, draft_query, accepted, prefill_rate=math.inf, prefill_single_s=0.0):
+    """Twin of the engine's reduction for one (layout, speculative setting): every batch through ``decode`` and
+    the serving formulas above, the best output tokens/s that fits (agentic residency included), reaches the tier
+    and, colocated (finite ``prefill_rate``), meets the TTFT target. Returns (tokens/s, batch, tps, ttft)."""
+    tp, pp, ep = layout
+    prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate
+    best = (0.0, batches[0], 0.0, prefill_single_s)
+    for b in batches:
+        d = decode(m, h, tp, pp, ep, b, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], draft_query, accepted)
+        ttft = prefill_single_s
+        if prefill_s > 0:
+            served = colocated_tokens_per_s(wl[L.W_OUTPUT_TOKENS], d["time_s"], b, accepted, prefill_s)
+            share = prefill_s * served / wl[L.W_OUTPUT_TOKENS]
+            ttft += wait_quantile_s(share, prefill_s, wl[L.W_TTFT_QUANTILE])
+        else:
+            served = d["tokens_per_s"]
+        tps = served / b
+        r = Replica(list(m), list(h), tp, pp, ep)
+        held = r.weights_held() + r.kv_bytes(b, wl[L.W_CONTEXT_MAX]) * (1.0 + wl[L.W_RESIDENT_S_PER_TOKEN] * tps)
+        ok = held <= r.usable() and tps >= wl[L.W_MIN_TPS_PER_USER] and (prefill_s == 0 or ttft <= wl[L.W_TTFT_S])
+        if ok and served > best[0]:
+            best = (served, b, tps, ttft)
+    return best

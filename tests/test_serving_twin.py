@@ -1,0 +1,103 @@
+"""The serving formulas and the engine's reductions against their plain-Python twins (solvers.perf.twin), on
+random inputs: colocated time share, TTFT queue, residency fit, KV transfer, replica power, speculative tokens,
+and the engine's best batch per layout for decode-only, colocated and agentic workloads."""
+
+import math
+
+import numpy as np
+import pytest
+
+from solvers.perf import serving
+from solvers.perf import slots as L
+from solvers.perf import sweep
+from solvers.perf import twin
+from tests.generators import random_config, random_hw, random_model, random_workload
+
+REL = 1e-9
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_serving_formulas_match_their_twins(seed):
+    rng = np.random.default_rng(7000 + seed)
+    m, h = random_model(rng), random_hw(rng)
+    d, a = float(rng.integers(0, 8)), float(rng.uniform(0, 0.99))
+    assert serving.spec_tokens(d, a) == pytest.approx(twin.spec_tokens(d, a), rel=REL)
+    chips = float(rng.integers(1, 300))
+    assert serving.replica_power_w(h, chips) == pytest.approx(twin.replica_power_w(h, chips), rel=REL)
+    out, interval, streams, acc, pre = (rng.uniform(10, 4000), 10 ** rng.uniform(-4, -1), rng.uniform(1, 500),
+                                        rng.uniform(1, 4), 10 ** rng.uniform(-3, 0))
+    assert out / serving.colocated_request_s(out, interval, streams, acc, pre) == pytest.approx(
+        twin.colocated_tokens_per_s(out, interval, streams, acc, pre), rel=REL)
+    util, service, q = rng.uniform(0, 0.99), 10 ** rng.uniform(-3, 0), float(rng.choice([0.5, 0.9, 0.99]))
+    assert serving.wait_quantile_s(util, service, q) == pytest.approx(twin.wait_quantile_s(util, service, q),
+                                                                      rel=REL, abs=1e-15)
+    target, fixed = 10 ** rng.uniform(-1, 1), 10 ** rng.uniform(-2, 0)
+    assert serving.max_prefill_utilization(target, fixed, service, q) == pytest.approx(
+        twin.max_prefill_utilization(target, fixed, service, q), rel=1e-9, abs=1e-12)
+    prompt = float(rng.integers(1, 50000))
+    assert serving.kv_transfer_s(m, h, chips, prompt) == pytest.approx(twin.kv_transfer_s(m, h, chips, prompt),
+                                                                       rel=REL)
+    r, tps = 10 ** rng.uniform(-3, 0), rng.uniform(1, 1000)
+    assert serving.resident_share(r, tps) == pytest.approx(1 + r * tps, rel=REL)
+
+
+def engine_against_twin(seed: int, colocated: bool, agentic: bool):
+    rng = np.random.default_rng(8000 + seed + 1000 * colocated + 2000 * agentic)
+    m, h = random_model(rng), random_hw(rng)
+    wl = random_workload(rng, colocated, agentic)
+    layouts = np.array([random_config(rng, m) for _ in range(4)])
+    batches = np.array([1.0, 3.0, 8.0, 40.0, 256.0, 1500.0])
+    q, a = np.array([1.0, 4.0]), np.array([1.0, 2.2])
+    pps = np.unique(layouts[:, 1])
+    touched = sweep.touched_experts_table(m, pps, batches, q)
+    pre = sweep.prefill_per_layout(m, h, layouts, wl[L.W_PREFILL_TOKENS])
+    rate = np.where(pre[:, 0] > 0, pre[:, 0], 1e-30) if colocated else np.full(len(layouts), np.inf)
+    single = pre[:, 1] if colocated else np.zeros(len(layouts))
+    got = sweep.best_decode_per_layout(m, h, wl, layouts, np.searchsorted(pps, layouts[:, 1]), touched, batches,
+                                       q, a, rate, single)
+    for i, layout in enumerate(layouts):
+        for j in range(len(q)):
+            want = twin.best_batch(m, h, wl, tuple(layout), batches, q[j], a[j], rate[i], single[i])
+            row = got[i * len(q) + j]
+            assert row[L.E_TOKENS_PER_S] == pytest.approx(want[0], rel=1e-7, abs=1e-12), (i, j)
+            if want[0] > 0:
+                assert row[L.E_BATCH] == want[1]
+                assert row[L.E_TPS_PER_USER] == pytest.approx(want[2], rel=1e-7)
+                assert row[L.E_TTFT_S] == pytest.approx(want[3], rel=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("colocated,agentic", [(False, False), (True, False), (False, True), (True, True)])
+def test_engine_equals_its_twin(seed, colocated, agentic):
+    engine_against_twin(seed, colocated, agentic)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_colocated_points_equal_the_twin(seed):
+    rng = np.random.default_rng(9500 + seed)
+    m, h = random_model(rng), random_hw(rng)
+    wl = random_workload(rng)
+    layouts = np.array([random_config(rng, m) for _ in range(3)])
+    batches = np.array([1.0, 16.0, 300.0])
+    got = sweep.colocated_points(m, h, wl, layouts, batches, 1.0, 1.0)
+    for i, (tp, pp, ep) in enumerate(layouts):
+        pre = twin.prefill(m, h, tp, pp, ep, wl[L.W_PREFILL_TOKENS])
+        for k, b in enumerate(batches):
+            d = twin.decode(m, h, tp, pp, ep, b, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], 1.0, 1.0)
+            served = twin.colocated_tokens_per_s(wl[L.W_OUTPUT_TOKENS], d["time_s"], b, 1.0,
+                                                 wl[L.W_PREFILL_TOKENS] / pre["tokens_per_s"])
+            row = got[i * len(batches) + k]
+            assert bool(row[L.P_FITS]) == d["fits"]
+            if not d["fits"]:  # dropped from the frontier (and a prompt that does not fit serves nothing)
+                continue
+            assert row[L.P_TOKENS_PER_S] == pytest.approx(served, rel=1e-7)
+            assert row[L.P_TPS_PER_USER] == pytest.approx(served / b, rel=1e-7)
+            assert row[L.P_TTFT_S] == pytest.approx(pre["time_s"], rel=1e-9)
+            assert row[L.P_POWER_W] == pytest.approx(twin.replica_power_w(h, tp * pp), rel=1e-12)
+
+
+def test_spec_tokens_hand_values():
+    # 3 drafts at 50%: 1 + 0.5 + 0.25 + 0.125 = 1.875 accepted per step of 4 query tokens
+    assert serving.spec_tokens(3.0, 0.5) == (4.0, pytest.approx(1.875))
+    assert serving.spec_tokens(0.0, 0.7) == (1.0, 1.0)
+    assert math.isclose(serving.spec_tokens(3.0, 0.7)[1], (1 - 0.7**4) / (1 - 0.7), rel_tol=0, abs_tol=0)  # the Python formula, bit for bit

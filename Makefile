@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: demo test test-slow bench clean
+.PHONY: demo test test-unit test-slow bench clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,9 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
+
+test-unit: $(VENV)/.installed
+	$(PY) -m pytest -q -m 'unit and not slow'
 
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow

@@ -1,0 +1,166 @@
+"""``planner check``: a plan re-checked from disk, without the solver or the scenario; a tampered plan fails."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import main
+from planner.errors import InputError
+from planner.fleet.check import check
+from planner.fleet.solve import solve
+from planner.scenario import scenario_from_yaml
+
+SCENARIO = """
+name: check-me
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
+site: {power_budget_mw: 10}
+hardware: {allow: [hgx-h200, gb200-nvl72], max_racks: {gb200-nvl72: 5}}
+workloads:
+  - {name: chat, model: llama-3.1-8b, requests_per_s: 80, input_tokens: 1000, output_tokens: 300,
+     tier: standard, ttft_s: 1.0}
+  - {name: agent, model: llama-3.1-70b, kind: agentic, turns: 3, tool_call_gap_s: 2.0, requests_per_s: 5,
+     input_tokens: 4000, output_tokens: 400, tier: high, ttft_s: 2.0, precision: fp8}
+"""
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return solve(scenario_from_yaml(SCENARIO))
+
+
+@pytest.fixture(scope="module")
+def written(plan, tmp_path_factory):
+    path = tmp_path_factory.mktemp("plan") / "plan.json"
+    path.write_text(json.dumps(plan.to_dict()))
+    return path
+
+
+def failed(d) -> list[str]:
+    return [c["check"] for c in check(d) if not c["ok"]]
+
+
+def test_a_written_plan_holds_from_disk(plan, written):
+    from_disk = check(written)
+    assert from_disk and all(c["ok"] for c in from_disk), [c for c in from_disk if not c["ok"]]
+    assert from_disk == check(plan) == check(json.loads(written.read_text()))
+
+
+def edit(plan, fn):
+    d = copy.deepcopy(plan.to_dict())
+    fn(d)
+    return d
+
+
+def row(d, role):
+    return next(r for r in d["allocation"] if r["role"] == role)
+
+
+def test_tampered_served_tokens_fail(plan):
+    def more(d):
+        r = row(d, "decode") if any(x["role"] == "decode" for x in d["allocation"]) else row(d, "colocated")
+        r["output_tokens_per_s"] *= 3
+    assert any("capacity" in c for c in failed(edit(plan, more)))
+
+
+def test_tampered_rack_count_fails(plan):
+    for delta in (1, -1):
+        d = edit(plan, lambda d: d["fleet"][0].update(racks=d["fleet"][0]["racks"] + delta))
+        assert failed(d), delta
+
+
+def test_tampered_rack_power_fails(plan):
+    hw = plan.to_dict()["fleet"][0]["hardware"]
+
+    def cheaper_power(d):
+        d["inputs"]["hardware"][hw]["rack"]["power_kw"]["value"] *= 0.5
+    names = failed(edit(plan, cheaper_power))
+    assert any("power_mw" in c for c in names), names
+
+
+def test_tampered_totals_and_objective_fail(plan):
+    assert "totals power_mw" in failed(edit(plan, lambda d: d["totals"].update(power_mw=d["totals"]["power_mw"] / 2)))
+    assert "objective_usd_per_year" in failed(edit(plan, lambda d: d.update(objective_usd_per_year=1.0)))
+
+
+def test_dropping_a_workload_under_min_cost_fails(plan):
+    def drop(d):
+        d["allocation"] = [r for r in d["allocation"] if r["workload"] != "agent"]
+        for w in d["workloads"]:
+            if w["workload"] == "agent":
+                w["served_share"] = 0.0
+    names = failed(edit(plan, drop))
+    assert "demand agent share" in names and "demand agent decode" in names
+
+
+def test_pinned_precision_and_allow_list_are_enforced(plan):
+    def other_precision(d):
+        for r in d["allocation"]:
+            if r["workload"] == "agent":
+                r["precision"] = "bf16"
+    assert any("precision" in c for c in failed(edit(plan, other_precision)))
+
+    def disallow(d):
+        d["inputs"]["demands"][0]["allow_hardware"] = ["not-this-one"]
+    assert any("allowed" in c for c in failed(edit(plan, disallow)))
+
+
+def test_inflated_tensor_parallel_fails(plan):
+    def wider(d):
+        r = d["allocation"][0]
+        r["tensor_parallel"] *= 8
+    assert any("layout" in c for c in failed(edit(plan, wider)))
+
+
+def test_supply_cap_and_budget_are_rechecked(plan):
+    hw = plan.to_dict()["fleet"][0]["hardware"]
+    names = failed(edit(plan, lambda d: d["inputs"]["scenario"]["max_racks"].update({hw: 0})))
+    assert f"supply cap {hw}" in names
+    names = failed(edit(plan, lambda d: d["inputs"]["scenario"]["site"].update(power_budget_mw=1e-3)))
+    assert "power budget" in names
+
+
+def test_cli_check_exit_codes(written, plan, tmp_path):
+    runner = CliRunner()
+    ok = runner.invoke(main, ["check", str(written)])
+    assert ok.exit_code == 0, ok.output
+    assert "holds" in ok.output
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(edit(plan, lambda d: d["fleet"][0].update(racks=d["fleet"][0]["racks"] + 1))))
+    res = runner.invoke(main, ["check", str(bad), "--format", "json"])
+    assert res.exit_code == 4
+    report = json.loads(res.stdout)
+    assert report["ok"] is False and any(not c["ok"] for c in report["checks"])
+    for text in ("not json", json.dumps({"status": "optimal"}), json.dumps([1, 2])):
+        path = tmp_path / "notaplan.json"
+        path.write_text(text)
+        res = runner.invoke(main, ["check", str(path)])
+        assert res.exit_code == 2, res.output
+        assert "Traceback" not in res.output
+    assert runner.invoke(main, ["check", str(tmp_path / "missing.json")]).exit_code == 2
+
+
+def test_library_check_rejects_what_is_not_a_plan():
+    with pytest.raises(InputError):
+        check({"status": "optimal"})
+    with pytest.raises(InputError):
+        check(42)
+
+
+def test_an_infeasible_plan_is_valid_json_and_checks(tmp_path):
+    text = SCENARIO.replace("power_budget_mw: 10", "power_budget_mw: 0.001")
+    path = tmp_path / "tight.yaml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["solve", str(path), "--format", "json", "--out", str(out)])
+    assert res.exit_code == 3, res.output
+    printed = json.loads(res.stdout)
+    assert printed["status"] == "infeasible" and printed["objective_usd_per_year"] is None and printed["reason"]
+    written = json.loads((out / "plan.json").read_text(), parse_constant=lambda c: pytest.fail(f"JSON holds {c}"))
+    assert written["status"] == "infeasible"
+    assert all(c["ok"] for c in check(written))

@@ -357,3 +357,42 @@ def test_tighter_power_budget_never_costs_less(seed, factor, all_integer):
     budget = p.power_budget_w if math.isfinite(p.power_budget_w) else p.pue * p.rack_power_w.sum() * 10
     loose, tight = (dataclasses.replace(p, power_budget_w=budget * f) for f in (1.0, factor))
     assert min_objective(tight) >= min_objective(loose) * (1 - REL)
+
+
+# ---- max_revenue: evaluate and the brute force score it as cost less revenue ----------------------------------
+def revenue_problem(seed: int) -> F.FleetProblem:
+    """A tiny all-integer problem under max_revenue: each workload worth about what serving it costs, so that
+    serving all, some or none of it can each be best."""
+    p = tiny_problem(seed)
+    rng = np.random.default_rng(seed + 50_000)
+    cost_per_unit = float(np.min(p.annual_cost_usd_per_rack / p.chips_per_rack)) / 50.0
+    value = p.demand * cost_per_unit * rng.uniform(0.3, 3.0, p.n_workloads)
+    return dataclasses.replace(p, objective="max_revenue", group_value=value, power_budget_w=INF)
+
+
+def test_evaluate_scores_max_revenue_as_cost_less_revenue():
+    p = revenue_problem(3)
+    racks = np.ones(p.n_hardware, dtype=int)
+    x = np.zeros(p.n_columns)
+    x[0] = 1.0
+    ev = F.evaluate(p, racks, x)
+    served = p.coverage.T @ x
+    shares = np.minimum(1.0, served / p.demand)
+    assert ev.shares == pytest.approx(shares)
+    assert ev.revenue_usd == pytest.approx(float(p.group_value @ shares))
+    assert ev.objective == pytest.approx(float(p.annual_cost_usd_per_rack @ racks) - ev.revenue_usd)
+    assert ev.objective != pytest.approx(ev.rack_power_w)  # the old bug: max_revenue scored as min_power
+    assert not any(v.startswith("demand") for v in ev.violations)  # demand is a ceiling, not a floor
+
+
+def test_brute_force_and_solvers_agree_on_max_revenue():
+    for seed in range(30):
+        p = revenue_problem(seed)
+        jit, py = bf.brute_force(p), bf.brute_force_python(p)
+        assert jit.feasible and py.feasible
+        assert same_objective(jit.objective, py.objective), (seed, jit.objective, py.objective)
+        assert F.evaluate(p, jit.racks, jit.replicas).objective == pytest.approx(jit.objective, rel=1e-9, abs=1e-6)
+        for name in ("scip", "highs"):
+            sol = F.optimize(p, name, time_limit_s=30, relative_gap=TIGHT)
+            assert sol.status == "optimal", (seed, name, sol.detail)
+            assert sol.objective == pytest.approx(jit.objective, rel=1e-6, abs=1e-3), (seed, name)

@@ -17,10 +17,11 @@ import time
 import numpy as np
 
 from planner import catalog
-from planner import perf as performance
-from solvers.perf import sweep as E
+from planner.perf.grid import parallel_grid
+from planner.perf.pack import hardware_vector, model_vector, workload_vector
 from solvers.perf import slots as L
-from solvers import reference
+from solvers.perf import sweep as E
+from solvers.perf import twin as reference
 
 MIN_TPS = 100.0
 CTX_AVG, CTX_MAX = 3000.0, 4000.0
@@ -28,8 +29,8 @@ CTX_AVG, CTX_MAX = 3000.0, 4000.0
 
 def setup(n_batches: int, repeat: int):
     model, hw = catalog.get_model("deepseek-r1"), catalog.get_hardware("gb200-nvl72")
-    mv, hv = performance.model_vector(model), performance.hardware_vector(hw, "fp4")
-    grid = np.tile(performance.parallel_grid(hw, model), (repeat, 1))
+    mv, hv = model_vector(model), hardware_vector(hw, "fp4")
+    grid = np.tile(parallel_grid(hw, model), (repeat, 1))
     batches = np.unique(np.round(np.geomspace(1, 8192, n_batches))).astype(np.float64)
     q, a = np.array([1.0, 4.0]), np.array([1.0, 2.53])
     return mv, hv, grid, batches, q, a
@@ -39,15 +40,16 @@ def run_jit(mv, hv, grid, batches, q, a):
     pps = np.unique(grid[:, 1])
     touched = E.touched_experts_table(mv, pps, batches, q)
     n = len(grid)
-    return E.best_decode_per_layout(mv, hv, grid, np.searchsorted(pps, grid[:, 1]), touched, batches, q, a,
-                                    CTX_AVG, CTX_MAX, MIN_TPS, np.full(n, np.inf), np.zeros(n), 1.0, 1.0, np.inf,
-                                    0.9, 0.0)
+    wl = workload_vector(1.0, 1.0, min_tps_per_user=MIN_TPS)
+    wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX] = CTX_AVG, CTX_MAX
+    return E.best_decode_per_layout(mv, hv, wl, grid, np.searchsorted(pps, grid[:, 1]), touched, batches, q, a,
+                                    np.full(n, np.inf), np.zeros(n))
 
 
 def numpy_coefficients(mv, hv, grid, q):
     """Per-layout coefficients for the numpy path, computed once and not timed (numpy is only asked to do the
     part that scales with candidates, which flatters it)."""
-    coef = np.empty((len(q), len(grid), E.N_COEF))
+    coef = np.empty((len(q), len(grid), L.N_COEF))
     for j in range(len(q)):
         for i, (tp, pp, ep) in enumerate(grid):
             E.layout_coefficients(mv, hv, tp, pp, ep, CTX_AVG, CTX_MAX, coef[j, i])
@@ -58,7 +60,7 @@ def run_numpy(coef, hv, grid, batches, q, a):
     """The engine's batch scoring as whole-array numpy over (layouts x batches), per speculative setting."""
     best = np.zeros((len(grid) * len(q), 2))
     for j in range(len(q)):
-        c = {name: coef[j][:, getattr(E, name)][:, None] for name in dir(E) if name.startswith("C_")}
+        c = {name: coef[j][:, getattr(L, name)][:, None] for name in dir(L) if name.startswith("C_")}
         b = np.maximum(batches[None, :] / c["C_PP"], 1.0)
         tokens = b * q[j]
         touched = np.where(c["C_EXPERTS"] > 0, c["C_EXPERTS"] * (1.0 - np.exp(tokens * c["C_LOG_MISS"])), 0.0)

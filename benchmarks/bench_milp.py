@@ -15,10 +15,15 @@ import argparse
 import json
 import time
 
+import sys
+from pathlib import Path
+
 import numpy as np
 
-from solvers import milp as F
-from tests.generators import random_problem
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared generators live in tests/
+
+from solvers import milp as F  # noqa: E402
+from tests.generators import random_problem  # noqa: E402
 
 
 def main() -> None:

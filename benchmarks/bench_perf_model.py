@@ -15,9 +15,9 @@ import time
 import numpy as np
 
 from planner import catalog
-from planner import perf as performance
-from solvers import reference
-from solvers.perf.kernels import decode_sweep
+from planner.perf.pack import hardware_vector, model_vector
+from solvers.perf import twin as reference
+from solvers.perf.sweep import decode_sweep
 
 
 def main() -> None:
@@ -27,7 +27,7 @@ def main() -> None:
     args = ap.parse_args()
 
     model, hw = catalog.get_model("deepseek-r1"), catalog.get_hardware("gb200-nvl72")
-    mv, hv = performance.model_vector(model), performance.hardware_vector(hw, "fp4")
+    mv, hv = model_vector(model), hardware_vector(hw, "fp4")
     rng = np.random.default_rng(0)
     tp = rng.choice([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0], args.n)
     pp = rng.integers(1, 17, args.n).astype(float)

@@ -316,13 +316,13 @@ class Model(Strict):
         return 2 * self.kv_heads * self.head_dim
 
     def kv_bytes_per_token(self, precision: str, context_tokens: int | None = None) -> float:
-        """KV bytes one token adds over all layers; sliding-window layers stop growing past their window."""
-        per_layer = self.kv_elements_per_token_per_layer * KV_BYTES[precision]
-        full = self.layers - self.sliding_window_layers
-        if context_tokens is None or not self.sliding_window_layers:
-            return per_layer * (full + self.sliding_window_layers)
-        windowed = self.sliding_window_layers * min(context_tokens, self.sliding_window_tokens) / context_tokens
-        return per_layer * (full + windowed)
+        """KV bytes one token adds over all layers; sliding-window layers stop growing past their window (no
+        context: every layer in full). The performance kernel's own figure (``solvers.perf.kernels``)."""
+        from planner.perf.pack import model_vector
+        from solvers.perf.kernels import kv_bytes_per_token
+
+        context = float(context_tokens) if context_tokens else float(max(self.sliding_window_tokens or 1, 1))
+        return float(kv_bytes_per_token(model_vector(self), KV_BYTES[precision], float(self.layers), context))
 
     @property
     def attention_flops_per_token_per_context(self) -> int:

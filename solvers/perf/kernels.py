@@ -161,11 +161,17 @@ def active_params_per_stage(model, pp):
 
 
 @njit
+def kv_bytes_per_token(model, kv_element_bytes, layers, context):
+    """KV bytes one token adds over ``layers`` layers at a ``context``-token context: sliding-window layers count
+    min(S, W) / S of a token (MODEL.md 2.4)."""
+    return model[M_KV_ELEMS] * kv_element_bytes * context_layers(model, layers, context)
+
+
+@njit
 def kv_bytes_per_chip(model, hw, tp, pp, ep, streams, context):
     """KV cache one chip holds for ``streams`` streams at ``context`` tokens (MODEL.md 2.4)."""
     ls, _, _ = stage_layers(model, pp)
-    per_token = model[M_KV_ELEMS] * hw[H_KV_BYTES] * context_layers(model, ls, context)
-    return streams * context * per_token / kv_shards(model, tp, ep)
+    return streams * context * kv_bytes_per_token(model, hw[H_KV_BYTES], ls, context) / kv_shards(model, tp, ep)
 
 
 @njit

@@ -52,6 +52,7 @@ from planner.vocabulary import (
     SOLVERS,
     TIERS,
 )
+from solvers.objectives import objective as objective_named
 
 Tier = Literal["standard", "high", "premium", "ultra"]
 Objective = Literal["min_cost", "min_power", "max_revenue"]
@@ -250,7 +251,7 @@ class Scenario(_Section):
     def _references(self) -> Scenario:
         for loc, message in _reference_problems(self):
             raise _problem(message, *loc)
-        if self.objective == "max_revenue":
+        if objective_named(self.objective).sells_shares:
             for i, w in enumerate(self.workloads):
                 if self.price_of(w) is None:
                     raise _problem(f"max_revenue needs a price for workload {w.name!r}: set its price_usd_per_mtok "

@@ -101,3 +101,22 @@ def test_spec_tokens_hand_values():
     assert serving.spec_tokens(3.0, 0.5) == (4.0, pytest.approx(1.875))
     assert serving.spec_tokens(0.0, 0.7) == (1.0, 1.0)
     assert math.isclose(serving.spec_tokens(3.0, 0.7)[1], (1 - 0.7**4) / (1 - 0.7), rel_tol=0, abs_tol=0)  # the Python formula, bit for bit
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_prefill_capacity_equals_its_twin(seed):
+    rng = np.random.default_rng(9900 + seed)
+    n = 5
+    prefill = np.column_stack([10 ** rng.uniform(3, 6, n), 10 ** rng.uniform(-2, 0, n)])
+    prefill[0, 0] = 0.0  # a layout whose prompt does not fit serves nothing
+    transfer = 10 ** rng.uniform(-4, -1, n)
+    tokens, target, q = float(rng.integers(100, 20000)), 10 ** rng.uniform(-1, 1), 0.9
+    got = sweep.prefill_capacity(prefill, transfer, tokens, target, q)
+    assert (got[0] == 0).all()
+    for i in range(1, n):
+        service, fixed = tokens / prefill[i, 0], prefill[i, 1] + transfer[i]
+        util = twin.max_prefill_utilization(target, fixed, service, q)
+        assert got[i, 0] == pytest.approx(util, rel=1e-9, abs=1e-12)
+        assert got[i, 1] == pytest.approx(prefill[i, 0] * util, rel=1e-9, abs=1e-9)
+        if util > 0:
+            assert got[i, 2] == pytest.approx(fixed + twin.wait_quantile_s(util, service, q), rel=1e-9)

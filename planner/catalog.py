@@ -206,6 +206,8 @@ class Model(Strict):
     shared_experts: int = Field(0, ge=0)
     moe_intermediate_size: int = Field(0, ge=0)
     native_precision: Precision = "bf16"
+    mtp_layers: int = Field(0, ge=0, description="multi-token-prediction layers the checkpoint ships "
+                            "(num_nextn_predict_layers), the drafter of speculative method mtp")
     notes: str | None = None
 
     @model_validator(mode="after")

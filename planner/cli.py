@@ -13,13 +13,40 @@ from planner.vocabulary import (
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_INPUT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_SPECULATIVE,
     FORMATS,
     PRECISIONS,
     SOLVERS,
+    SPECULATIVE_METHODS,
 )
 
 FORMAT = click.Choice(FORMATS)
 PRECISION = click.Choice(PRECISIONS)
+
+
+def draft_tokens_value(ctx, param, value):
+    """--draft-tokens: a whole number or auto."""
+    if value is None or value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise click.BadParameter(f"expected a whole number or auto, got {value!r}") from None
+
+
+def speculative_options(fn):
+    """--speculative, --draft-tokens, --acceptance, --draft-model: the same in estimate and frontier."""
+    for option in reversed([
+        click.option("--speculative", type=click.Choice(SPECULATIVE_METHODS), default=DEFAULT_SPECULATIVE,
+                     show_default=True, help="speculative decoding: the drafter (docs/MODEL.md 3.4)"),
+        click.option("--draft-tokens", default=DEFAULT_DRAFT_TOKENS, callback=draft_tokens_value,
+                     help="tokens drafted per step, or auto (the fastest) [default: auto with a method, else 0]"),
+        click.option("--acceptance", type=float, default=DEFAULT_ACCEPTANCE, show_default=True,
+                     help="probability that each draft token is accepted"),
+        click.option("--draft-model", default=None, help="the drafter's model id (--speculative draft_model)"),
+    ]):
+        fn = option(fn)
+    return fn
 
 
 def _fail(exc: Exception) -> None:
@@ -104,19 +131,18 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
 @click.option("--precision", type=PRECISION, default=None, help="[default: fastest the hardware runs]")
 @click.option("--input-tokens", type=int, default=DEFAULT_INPUT_TOKENS, show_default=True)
 @click.option("--output-tokens", type=int, default=DEFAULT_OUTPUT_TOKENS, show_default=True)
-@click.option("--draft-tokens", type=int, default=DEFAULT_DRAFT_TOKENS, show_default=True,
-              help="speculative decoding draft length")
-@click.option("--acceptance", type=float, default=DEFAULT_ACCEPTANCE, show_default=True,
-              help="draft token acceptance rate (used when --draft-tokens > 0)")
+@speculative_options
 @click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
-def estimate(model, hardware, chips, batch, precision, input_tokens, output_tokens, draft_tokens, acceptance, fmt):
+def estimate(model, hardware, chips, batch, precision, input_tokens, output_tokens, speculative, draft_tokens,
+             acceptance, draft_model, fmt):
     """One deployment's performance, with the breakdown that explains it."""
     from planner.perf.estimate import estimate as estimate_of
     from planner.report import render
 
     est = estimate_of(model, hardware, chips=chips, batch=batch, precision=precision,
                                input_tokens=input_tokens, output_tokens=output_tokens,
-                               draft_tokens=draft_tokens, acceptance=acceptance)
+                      speculative=speculative, draft_tokens=draft_tokens, acceptance=acceptance,
+                      draft_model=draft_model)
     d = est.to_dict()
     if fmt == "json":
         click.echo(render.to_json(d))
@@ -134,18 +160,21 @@ def estimate(model, hardware, chips, batch, precision, input_tokens, output_toke
 @click.option("--precision", type=PRECISION, default=None, help="[default: every precision each system runs]")
 @click.option("--input-tokens", type=int, default=DEFAULT_INPUT_TOKENS, show_default=True)
 @click.option("--output-tokens", type=int, default=DEFAULT_OUTPUT_TOKENS, show_default=True)
+@speculative_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @click.option("--png", type=click.Path(dir_okay=False, path_type=str), default=None, help="write the chart as PNG")
 @click.option("--svg", type=click.Path(dir_okay=False, path_type=str), default=None, help="write the chart as SVG")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="write the chart and its points as a self-contained HTML page")
-def frontier(model, hardware, precision, input_tokens, output_tokens, fmt, png, svg, html_path):
+def frontier(model, hardware, precision, input_tokens, output_tokens, speculative, draft_tokens, acceptance,
+             draft_model, fmt, png, svg, html_path):
     """Pareto frontier of output tokens/s per MW against tokens/s per user, per hardware."""
     from planner.perf.frontier import best_at_tiers, frontier as frontier_of
     from planner.report import render
     from planner.vocabulary import TIERS
 
-    points = frontier_of(model, list(hardware) or None, precision, input_tokens, output_tokens)
+    points = frontier_of(model, list(hardware) or None, precision, input_tokens, output_tokens, speculative,
+                         draft_tokens, acceptance, draft_model)
     title = f"frontier: {model}, {input_tokens} in / {output_tokens} out"
     if png or svg:
         from planner.report import charts

@@ -131,6 +131,29 @@ class SolverSettings(_Section):
     relative_gap: Share = Field(0.001, description="stop when within this relative gap of the bound (default 0.001)")
 
 
+class Speculative(_Section):
+    """Speculative decoding for one workload (MODEL.md 3.4): a drafter proposes ``draft_tokens`` tokens, the target
+    verifies them in one step and keeps each with probability ``acceptance`` until the first rejection."""
+
+    method: Literal["none", "mtp", "eagle", "draft_model"] = Field(
+        "none", description="none; mtp: the model's own multi-token-prediction layers (models that ship them); "
+        "eagle: a one-layer draft head; draft_model: a smaller model (draft_model) on the same replicas")
+    draft_tokens: PosCount | Literal["auto"] = Field(
+        "auto", description="tokens drafted per step, 1 to 16, or auto: every length from 0 to 6, the best kept per "
+        "system (default auto)")
+    acceptance: Share = Field(0.7, description="probability that each draft token is accepted, in [0, 1) "
+                              "(default 0.7)")
+    draft_model: Name | None = Field(None, description="method draft_model: the model id that drafts")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Speculative:
+        if (self.method == "draft_model") != (self.draft_model is not None):
+            raise _problem("method draft_model names its drafter in draft_model, and only it does", "draft_model")
+        if isinstance(self.draft_tokens, int) and self.draft_tokens > 16:
+            raise _problem(f"expected at most 16 draft tokens, got {self.draft_tokens}", "draft_tokens")
+        return self
+
+
 class Workload(_Section):
     """One stream of requests (chat) or of sessions of several model calls (agentic)."""
 
@@ -180,6 +203,9 @@ class Workload(_Section):
     allow_hardware: list[Name] | None = Field(
         None, description="hardware ids this workload may run on; default: any resolved hardware"
     )
+    speculative: Speculative = Field(
+        default_factory=Speculative, description="speculative decoding: {method: none|mtp|eagle|draft_model, "
+        "draft_tokens: K|auto, acceptance: A, draft_model: id} (default method none)")
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
@@ -193,6 +219,14 @@ class Workload(_Section):
         return self
 
     # ---- derived quantities ----------------------------------------------------------------------------------
+    @property
+    def speculation(self):
+        """The workload's speculative setting as the performance model takes it (planner.perf.speculative)."""
+        from planner.perf.speculative import speculation
+
+        s = self.speculative
+        return speculation(s.method, s.draft_tokens if s.method != "none" else 0, s.acceptance, s.draft_model)
+
     @property
     def resolved_min_tps_per_user(self) -> float:
         """Output tokens/s each user must see: min_tps_per_user, or the tier's figure."""
@@ -366,6 +400,18 @@ def _workload_problems(workloads: list[Workload], models, known_hw):
         first.setdefault(w.name, j)
         if w.model not in models:
             yield ("workloads", j, "model"), _unknown("model", w.model, models, "models")
+        spec = w.speculative
+        if spec.method == "mtp" and w.model in models and models[w.model].mtp_layers == 0:
+            yield (("workloads", j, "speculative", "method"),
+                   f"{w.model} ships no multi-token-prediction layers (mtp_layers 0): use eagle or draft_model")
+        if spec.draft_model is not None:
+            if spec.draft_model not in models:
+                yield (("workloads", j, "speculative", "draft_model"),
+                       _unknown("model", spec.draft_model, models, "models"))
+            elif w.model in models and models[spec.draft_model].vocab_size != models[w.model].vocab_size:
+                yield (("workloads", j, "speculative", "draft_model"),
+                       f"{spec.draft_model} has another vocabulary than {w.model} ({models[spec.draft_model].vocab_size}"
+                       f" vs {models[w.model].vocab_size}): a drafter must share the target's tokenizer")
         for k, hw_id in enumerate(w.allow_hardware or []):
             if hw_id not in known_hw:
                 yield ("workloads", j, "allow_hardware", k), _unknown("hardware", hw_id, known_hw, "hardware.custom")

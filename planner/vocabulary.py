@@ -28,6 +28,11 @@ DEFAULT_SOLVER = "scip"
 # Output formats of the commands.
 FORMATS: tuple[str, ...] = ("table", "json")
 
+# Speculative decoding (MODEL.md 3.4): the drafter of each method, and the draft lengths ``auto`` searches.
+SPECULATIVE_METHODS: tuple[str, ...] = ("none", "mtp", "eagle", "draft_model")
+AUTO_DRAFT_TOKENS: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)
+MAX_DRAFT_TOKENS = 16
+
 SECONDS_PER_YEAR = 365.0 * 86400.0
 HOURS_PER_YEAR = 8760.0
 
@@ -35,8 +40,9 @@ HOURS_PER_YEAR = 8760.0
 DEFAULT_INPUT_TOKENS = 1000
 DEFAULT_OUTPUT_TOKENS = 1000
 DEFAULT_BATCH = 1
-DEFAULT_DRAFT_TOKENS = 0
-DEFAULT_ACCEPTANCE = 0.7  # used only when draft_tokens > 0
+DEFAULT_SPECULATIVE = "none"
+DEFAULT_DRAFT_TOKENS = None  # with a method: "auto"; without: 0
+DEFAULT_ACCEPTANCE = 0.7  # per draft token; used only with a method
 
 
 def tier_of(tps_per_user: float) -> str:

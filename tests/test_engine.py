@@ -8,7 +8,7 @@ import pytest
 from solvers.perf import serving
 from solvers.perf import sweep as E
 from solvers.perf import slots as L
-from solvers.perf.kernels import decode_breakdown
+from solvers.perf.kernels import speculative_decode_breakdown
 from tests.generators import random_config, random_hw, random_model
 
 
@@ -28,15 +28,16 @@ def workload(context_avg, context_max, min_tps, prefill_tokens, output_tokens, t
     return wl
 
 
-def slow_best(m, h, layouts, batches, q, a, ctx_avg, ctx_max, min_tps):
-    """Plain loop over decode_breakdown: the engine's decode-only reduction, written the obvious way."""
+def slow_best(m, h, layouts, batches, q, a, ctx_avg, ctx_max, min_tps, draft):
+    """Plain loop over speculative_decode_breakdown: the engine's decode-only reduction, written the obvious way."""
     out = []
-    full = np.empty(L.N_BREAKDOWN)
+    full, scratch = np.empty(L.N_BREAKDOWN), np.empty(L.N_BREAKDOWN)
     for tp, pp, ep in layouts:
         for qj, aj in zip(q, a):
             best = (0.0, batches[0])
             for b in batches:
-                decode_breakdown(m, h, tp, pp, ep, b, ctx_avg, ctx_max, qj, aj, full)
+                speculative_decode_breakdown(m, draft, h, tp, pp, ep, b, ctx_avg, ctx_max, qj - 1.0, aj, scratch,
+                                             full)
                 if full[L.B_FITS] and full[L.B_TPS_PER_USER] >= min_tps and full[L.B_TOKENS_PER_S] > best[0]:
                     best = (full[L.B_TOKENS_PER_S], b)
             out.append(best)
@@ -49,13 +50,15 @@ def test_best_decode_per_layout_equals_slow_loop(seed):
     m, h = random_model(rng), random_hw(rng)
     layouts = np.array([random_config(rng, m) for _ in range(6)])
     batches = np.array([1.0, 2.0, 5.0, 17.0, 64.0, 300.0, 2000.0])
-    q, a = np.array([1.0, 4.0]), np.array([1.0, 2.5])
+    q, a = np.array([1.0, 4.0]), np.array([1.0, 2.5])  # query tokens per step: K + 1 (no drafter's cost here)
     pps = np.unique(layouts[:, 1])
     touched = E.touched_experts_table(m, pps, batches, q)
+    draft = random_model(rng)
+    draft_touched = E.touched_experts_table(draft, pps, batches, np.ones(1))
     wl = workload(context_avg=3000.0, context_max=4000.0, min_tps=20.0, prefill_tokens=1000.0, output_tokens=500.0)
-    res = E.best_decode_per_layout(m, h, wl, layouts, np.searchsorted(pps, layouts[:, 1]), touched, batches, q, a,
-                                   np.full(6, np.inf), np.zeros(6))
-    for got, (tput, batch) in zip(res, slow_best(m, h, layouts, batches, q, a, 3000.0, 4000.0, 20.0)):
+    res = E.best_decode_per_layout(m, draft, h, wl, layouts, np.searchsorted(pps, layouts[:, 1]), touched,
+                                   draft_touched, batches, q - 1.0, a, np.full(6, np.inf), np.zeros(6))
+    for got, (tput, batch) in zip(res, slow_best(m, h, layouts, batches, q, a, 3000.0, 4000.0, 20.0, draft)):
         assert got[0] == pytest.approx(tput, rel=1e-9, abs=1e-12)
         if tput > 0:
             assert got[1] == batch

@@ -55,7 +55,7 @@ def test_sweep_equals_single_calls():
     pp = rng.integers(1, int(m[L.M_LAYERS]) + 1, n).astype(float)
     ep = rng.integers(0, 2, n).astype(float)
     streams = rng.integers(1, 512, n).astype(float)
-    swept = decode_sweep(m, h, tp, pp, ep, streams, 3000.0, 4000.0, 1.0, 1.0)
+    swept = decode_sweep(m, h, tp, pp, ep, streams, 3000.0, 4000.0, 0.0, 1.0)
     one = np.zeros(L.N_BREAKDOWN)
     for i in range(n):
         decode_breakdown(m, h, tp[i], pp[i], ep[i], streams[i], 3000.0, 4000.0, 1.0, 1.0, one)

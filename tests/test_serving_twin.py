@@ -47,18 +47,20 @@ def engine_against_twin(seed: int, colocated: bool, agentic: bool):
     wl = random_workload(rng, colocated, agentic)
     layouts = np.array([random_config(rng, m) for _ in range(4)])
     batches = np.array([1.0, 3.0, 8.0, 40.0, 256.0, 1500.0])
-    q, a = np.array([1.0, 4.0]), np.array([1.0, 2.2])
+    k, a = np.array([0.0, 3.0]), np.array([1.0, 2.2])
+    draft = random_model(rng)
     pps = np.unique(layouts[:, 1])
-    touched = sweep.touched_experts_table(m, pps, batches, q)
+    touched = sweep.touched_experts_table(m, pps, batches, k + 1.0)
+    draft_touched = sweep.touched_experts_table(draft, pps, batches, np.ones(1))
     pre = sweep.prefill_per_layout(m, h, layouts, wl[L.W_PREFILL_TOKENS])
     rate = np.where(pre[:, 0] > 0, pre[:, 0], 1e-30) if colocated else np.full(len(layouts), np.inf)
     single = pre[:, 1] if colocated else np.zeros(len(layouts))
-    got = sweep.best_decode_per_layout(m, h, wl, layouts, np.searchsorted(pps, layouts[:, 1]), touched, batches,
-                                       q, a, rate, single)
+    got = sweep.best_decode_per_layout(m, draft, h, wl, layouts, np.searchsorted(pps, layouts[:, 1]), touched,
+                                       draft_touched, batches, k, a, rate, single)
     for i, layout in enumerate(layouts):
-        for j in range(len(q)):
-            want = twin.best_batch(m, h, wl, tuple(layout), batches, q[j], a[j], rate[i], single[i])
-            row = got[i * len(q) + j]
+        for j in range(len(k)):
+            want = twin.best_batch(m, h, wl, tuple(layout), batches, k[j], a[j], rate[i], single[i], draft)
+            row = got[i * len(k) + j]
             assert row[L.E_TOKENS_PER_S] == pytest.approx(want[0], rel=1e-7, abs=1e-12), (i, j)
             if want[0] > 0:
                 assert row[L.E_BATCH] == want[1]
@@ -72,6 +74,38 @@ def test_engine_equals_its_twin(seed, colocated, agentic):
     engine_against_twin(seed, colocated, agentic)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_speculative_decode_matches_its_twin(seed):
+    from solvers.perf.kernels import speculative_decode_breakdown
+
+    rng = np.random.default_rng(6000 + seed)
+    m, h, draft = random_model(rng), random_hw(rng), random_model(rng)
+    tp, pp, ep = random_config(rng, m)
+    streams, k, acc = float(rng.integers(1, 600)), float(rng.integers(0, 6)), rng.uniform(1.0, 3.0)
+    out, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
+    speculative_decode_breakdown(m, draft, h, tp, pp, ep, streams, 3000.0, 4000.0, k, acc, scratch, out)
+    want = twin.speculative_decode(m, draft, h, tp, pp, ep, streams, 3000.0, 4000.0, k, acc)
+    for key, slot in (("time_s", L.B_TIME_S), ("draft_s", L.B_DRAFT_S), ("tps_per_user", L.B_TPS_PER_USER),
+                      ("tokens_per_s", L.B_TOKENS_PER_S)):
+        assert out[slot] == pytest.approx(want[key], rel=1e-9, abs=1e-15), key
+    assert bool(out[L.B_FITS]) == want["fits"]
+
+
+def test_the_drafter_costs_time_and_a_better_acceptance_saves_it():
+    from solvers.perf.kernels import speculative_decode_breakdown
+
+    rng = np.random.default_rng(5)
+    m, h = random_model(rng), random_hw(rng)
+    draft = m.copy()
+    draft[L.M_LAYERS] = draft[L.M_DENSE_LAYERS] = 1.0
+    draft[L.M_MOE_LAYERS] = 0.0
+    plain, spec, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
+    speculative_decode_breakdown(m, draft, h, 1.0, 1.0, 0.0, 1.0, 3000.0, 4000.0, 0.0, 1.0, scratch, plain)
+    _, accepted = serving.spec_tokens(3.0, 0.0)  # every draft rejected: one token per step, and the drafter's cost
+    speculative_decode_breakdown(m, draft, h, 1.0, 1.0, 0.0, 1.0, 3000.0, 4000.0, 3.0, accepted, scratch, spec)
+    assert spec[L.B_DRAFT_S] > 0 and spec[L.B_TPS_PER_USER] < plain[L.B_TPS_PER_USER]
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_colocated_points_equal_the_twin(seed):
     rng = np.random.default_rng(9500 + seed)
@@ -79,7 +113,7 @@ def test_colocated_points_equal_the_twin(seed):
     wl = random_workload(rng)
     layouts = np.array([random_config(rng, m) for _ in range(3)])
     batches = np.array([1.0, 16.0, 300.0])
-    got = sweep.colocated_points(m, h, wl, layouts, batches, 1.0, 1.0)
+    got = sweep.colocated_points(m, h, wl, layouts, batches, 0.0, 1.0)
     for i, (tp, pp, ep) in enumerate(layouts):
         pre = twin.prefill(m, h, tp, pp, ep, wl[L.W_PREFILL_TOKENS])
         for k, b in enumerate(batches):

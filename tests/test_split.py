@@ -14,6 +14,8 @@ from solvers.perf import twin as ref
 from solvers.perf import split as S
 from tests.generators import random_hw, random_model
 
+NO_DRAFT = np.zeros(L.N_MODEL)
+
 
 def split_vectors(m):
     attn, ffn = m.copy(), m.copy()
@@ -32,9 +34,12 @@ def test_split_matches_twin(seed):
     ca, cf = float(rng.choice([1, 2, 8, 64])), float(rng.choice([8, 64, 256, 1024]))
     ep = float(rng.integers(0, 2))
     streams = float(rng.integers(1, 2048))
+    draft = random_model(rng)
+    k = float(rng.integers(0, 4))
     out = np.zeros(L.N_SPLIT)
-    S.split_decode_breakdown(attn, ffn, ha, hf, ca, cf, ep, streams, 3000.0, 4000.0, 2.0, 1.7, 2.0, np.zeros(L.N_BREAKDOWN), out)
-    twin = ref.split_decode(attn, ffn, ha, hf, ca, cf, ep, streams, 3000.0, 4000.0, 2.0, 1.7, 2.0)
+    S.split_decode_breakdown(attn, ffn, draft, ha, hf, ca, cf, ep, streams, 3000.0, 4000.0, k, 1.7, 2.0,
+                             np.zeros(L.N_BREAKDOWN), out)
+    twin = ref.split_decode(attn, ffn, ha, hf, ca, cf, ep, streams, 3000.0, 4000.0, k, 1.7, 2.0, draft=draft)
     for key, slot in [("time_s", L.S_TIME_S), ("attention_s", L.S_ATTENTION_S), ("ffn_s", L.S_FFN_S),
                       ("crossing_s", L.S_CROSSING_S), ("tps_per_user", L.S_TPS_PER_USER),
                       ("tokens_per_s", L.S_TOKENS_PER_S), ("power_w", L.S_POWER_W)]:
@@ -57,7 +62,7 @@ def test_cycle_rule_by_hand():
     attn, ffn = split_vectors(random_model(rng))
     ha, hf = random_hw(rng), random_hw(rng)
     out = np.zeros(L.N_SPLIT)
-    S.split_decode_breakdown(attn, ffn, ha, hf, 8.0, 64.0, 0.0, 64.0, 2000.0, 3000.0, 1.0, 1.0, 2.0, np.zeros(L.N_BREAKDOWN), out)
+    S.split_decode_breakdown(attn, ffn, NO_DRAFT, ha, hf, 8.0, 64.0, 0.0, 64.0, 2000.0, 3000.0, 0.0, 1.0, 2.0, np.zeros(L.N_BREAKDOWN), out)
     t_a, t_f, t_x = out[L.S_ATTENTION_S], out[L.S_FFN_S], out[L.S_CROSSING_S]
     assert out[L.S_TIME_S] == pytest.approx(max(t_a + t_f + t_x, 2 * max(t_a, t_f, t_x / 2)))
     assert out[L.S_TOKENS_PER_S] == pytest.approx(64.0 / out[L.S_TIME_S])
@@ -69,10 +74,10 @@ def test_more_ffn_bandwidth_is_never_slower():
         attn, ffn = split_vectors(random_model(rng))
         ha, hf = random_hw(rng), random_hw(rng)
         out, out2 = np.zeros(L.N_SPLIT), np.zeros(L.N_SPLIT)
-        S.split_decode_breakdown(attn, ffn, ha, hf, 8.0, 256.0, 0.0, 100.0, 2000.0, 3000.0, 1.0, 1.0, 2.0, np.zeros(L.N_BREAKDOWN), out)
+        S.split_decode_breakdown(attn, ffn, NO_DRAFT, ha, hf, 8.0, 256.0, 0.0, 100.0, 2000.0, 3000.0, 0.0, 1.0, 2.0, np.zeros(L.N_BREAKDOWN), out)
         hf2 = hf.copy()
         hf2[L.H_BW:L.H_BW + L.MAX_TIERS] *= 2
-        S.split_decode_breakdown(attn, ffn, ha, hf2, 8.0, 256.0, 0.0, 100.0, 2000.0, 3000.0, 1.0, 1.0, 2.0, np.zeros(L.N_BREAKDOWN), out2)
+        S.split_decode_breakdown(attn, ffn, NO_DRAFT, ha, hf2, 8.0, 256.0, 0.0, 100.0, 2000.0, 3000.0, 0.0, 1.0, 2.0, np.zeros(L.N_BREAKDOWN), out2)
         assert out2[L.S_TIME_S] <= out[L.S_TIME_S] * (1 + 1e-12)
 
 

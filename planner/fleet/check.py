@@ -171,7 +171,7 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
     if not all(c["ok"] for c in out):
         return out, (0.0, 0.0)
     model = inputs.models[demand.model]
-    r = kind.rescore(row, demand, model, inputs.hardware, inputs.efficiency)
+    r = kind.rescore(row, demand, model, inputs.hardware, inputs.efficiency, inputs.models)
     out.append(result(name + " fits", r.fits, "weights and KV (with sessions waiting on tools) fit the replica"))
     out.append(result(name + " replicas", replicas >= 0 and math.isfinite(replicas), f"{replicas:g} replicas"))
     if kind.covers_decode:
@@ -222,6 +222,12 @@ def eligibility_checks(name: str, row: dict, demand: Demand, kind, inputs: Input
         out.append(result(f"{name} precision {hw_id}", precision in hw.precisions and pinned,
                           f"{precision} on {hw_id} (runs {', '.join(hw.precisions)}; workload asks "
                           f"{demand.precision or 'any'})"))
+    settings = [(k, a) for k, a in demand.speculation().settings()]
+    k, a = row.get("draft_tokens"), row.get("acceptance")
+    ok = any(k == sk and close(a, sa) for sk, sa in settings) and (
+        row.get("speculative") == (demand.speculative if k else "none"))
+    out.append(result(name + " speculative", ok, f"{row.get('speculative')} with {k} draft tokens at acceptance {a}; "
+                      f"the workload allows {demand.speculative} with {demand.draft_tokens}"))
     if not kind.pair:
         chips = int(row["tensor_parallel"]) * int(row["pipeline_parallel"])
         out.append(result(name + " layout", chips == int(row["chips_per_replica"]),

@@ -33,6 +33,15 @@ class Demand:
     peak_to_mean: float = 1.0
     tier: str | None = None  # None for a custom min_tps_per_user
     price_usd_per_mtok: float | None = None  # the workload's price, else its tier's (max_revenue)
+    speculative: str = "none"  # the drafter (planner.perf.speculative); none: plain decode
+    draft_tokens: int | str = 0  # K, or "auto"
+    acceptance: float = 0.0
+    draft_model: str | None = None
+
+    def speculation(self):
+        from planner.perf.speculative import Speculation
+
+        return Speculation(self.speculative, self.draft_tokens, self.acceptance, self.draft_model)
 
     def workload_vector(self) -> np.ndarray:
         """The engine's view of this demand (slots W_*: planner.perf.pack.workload_vector)."""
@@ -73,6 +82,7 @@ class Demand:
 
 
 def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None) -> Demand:
+    spec = workload.speculation
     calls = workload.peak_calls_per_s
     generated = workload.generated_tokens_per_call
     prompt = workload.mean_input_tokens
@@ -87,4 +97,6 @@ def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None) -
         ttft_quantile=workload.ttft_percentile / 100.0, precision=workload.precision,
         allow_hardware=tuple(workload.allow_hardware) if workload.allow_hardware else None,
         peak_to_mean=workload.peak_to_mean, tier=workload.tier, price_usd_per_mtok=price_usd_per_mtok,
+        speculative=spec.method, draft_tokens=spec.draft_tokens, acceptance=spec.acceptance if spec.method != "none"
+        else 0.0, draft_model=spec.draft_model,
     )

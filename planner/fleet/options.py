@@ -23,7 +23,7 @@ import numpy as np
 
 from planner.catalog import Hardware, Model
 from planner.fleet.demand import Demand
-from planner.perf.grid import BATCHES, MICRO_BATCHES, SPECULATIVE, parallel_grid, split_grid
+from planner.perf.grid import BATCHES, MICRO_BATCHES, parallel_grid, split_grid
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors
 from solvers.perf import slots as L
 
@@ -39,12 +39,13 @@ SPLIT_KEEP = 12  # attention/FFN options kept per workload and pair, ranked by c
 TTFT_PERCENTILES = (50, 90, 99)
 
 
-def spec_arrays() -> tuple[np.ndarray, np.ndarray]:
-    """Query and accepted tokens per step of each engine speculative setting (``SPECULATIVE``)."""
+def spec_settings(demand: Demand) -> tuple[list, np.ndarray, np.ndarray]:
+    """The workload's speculative settings [(K, acceptance)], and as arrays K and accepted tokens per step."""
     from solvers.perf.serving import spec_tokens
 
-    pairs = [spec_tokens(float(d), float(a)) for d, a in SPECULATIVE]
-    return np.array([q for q, _ in pairs]), np.array([a for _, a in pairs])
+    settings = demand.speculation().settings()
+    return (settings, np.array([float(k) for k, _ in settings]),
+            np.array([spec_tokens(float(k), float(a))[1] for k, a in settings]))
 
 
 @dataclass
@@ -125,18 +126,21 @@ class System:
     prefill: np.ndarray  # (layouts, 2): prompt tokens/s (0 if it does not fit), one prompt's prefill seconds
     pps: np.ndarray  # the grid's distinct pipeline depths
     touched: np.ndarray  # experts touched per (depth, speculative setting, batch): sweep.touched_experts_table
+    draft: np.ndarray  # the drafter's model vector (zeros without speculation)
+    draft_touched: np.ndarray  # the drafter's experts touched per (depth, 1, batch), one query token
 
 
-def system_for(demand: Demand, model: Model, hw: Hardware, precision: str) -> System:
+def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft: np.ndarray) -> System:
     from solvers.perf import sweep
 
     grid = parallel_grid(hw, model)
     mv, hv = model_vector(model), hardware_vector(hw, precision)
     pps = np.unique(grid[:, 1])
-    query, _ = spec_arrays()
+    _, ks, _ = spec_settings(demand)
     return System(hw, precision, grid, mv, hv, demand.workload_vector(),
                   sweep.prefill_per_layout(mv, hv, grid, demand.prefill_tokens), pps,
-                  sweep.touched_experts_table(mv, pps, BATCHES, query))
+                  sweep.touched_experts_table(mv, pps, BATCHES, ks + 1.0), draft,
+                  sweep.touched_experts_table(draft, pps, BATCHES, np.ones(1)))
 
 
 # ---- generators: the engine's options of each kind ---------------------------------------------------------
@@ -151,18 +155,18 @@ def decode_options(demand: Demand, model: Model, sys: System, opts: Options, col
         rate[rate <= 0] = 1e-30  # a layout whose prefill does not fit cannot serve colocated
     else:
         rate, single = np.full(len(grid), np.inf), np.zeros(len(grid))
-    query, accepted = spec_arrays()
-    res = sweep.best_decode_per_layout(sys.mv, sys.hv, sys.wl, grid, np.searchsorted(sys.pps, grid[:, 1]),
-                                       sys.touched, BATCHES, query, accepted, rate, single)
-    opts.candidates_scored += len(grid) * len(SPECULATIVE) * len(BATCHES)
-    layout_of = np.repeat(np.arange(len(grid)), len(SPECULATIVE))
-    spec_of = np.tile(np.arange(len(SPECULATIVE)), len(grid))
+    settings, ks, accepted = spec_settings(demand)
+    res = sweep.best_decode_per_layout(sys.mv, sys.draft, sys.hv, sys.wl, grid, np.searchsorted(sys.pps, grid[:, 1]),
+                                       sys.touched, sys.draft_touched, BATCHES, ks, accepted, rate, single)
+    opts.candidates_scored += len(grid) * len(settings) * len(BATCHES)
+    layout_of = np.repeat(np.arange(len(grid)), len(settings))
+    spec_of = np.tile(np.arange(len(settings)), len(grid))
     chips = grid[layout_of, 0] * grid[layout_of, 1]
     ok = np.flatnonzero(res[:, L.E_TOKENS_PER_S] > 0)
     for i in ok[pareto_by_chips(chips[ok], res[ok, L.E_TOKENS_PER_S])]:
         g = grid[layout_of[i]]
         served = res[i, L.E_TOKENS_PER_S]
-        draft, acceptance = SPECULATIVE[spec_of[i]]
+        draft, acceptance = settings[spec_of[i]]
         opts.add(
             workload=demand.name, kind="colocated" if colocated else "decode", hardware=hw.id, precision=precision,
             tensor_parallel=int(g[0]), pipeline_parallel=int(g[1]), expert_parallel=bool(g[2]),
@@ -211,7 +215,8 @@ def split_precisions(demand: Demand, hw_a: Hardware, hw_f: Hardware) -> tuple[st
     return prec_a, prec_f
 
 
-def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, opts: Options) -> None:
+def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, opts: Options,
+                  draft: np.ndarray) -> None:
     """Attention on A, FFN on F (MODEL.md 10): every (attention chips, FFN chips, attention mode, speculative
     setting, batch); per layout the best batch meeting the tier; the options cheapest in capex per unit of
     capacity kept (both systems' chips count, so a one-dimensional Pareto rule does not apply)."""
@@ -226,20 +231,21 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
     capex_a = hw_a.rack.capex_usd.value / hw_a.chips_per_rack
     capex_f = hw_f.rack.capex_usd.value / hw_f.chips_per_rack
     found = []
-    for (draft, acceptance), q, acc in zip(SPECULATIVE, *spec_arrays()):
+    settings, ks, accepted = spec_settings(demand)
+    for (k, acceptance), acc in zip(settings, accepted):
         ca, cf, ep = (np.repeat(grid[:, j], nb) for j in range(3))
         streams = np.tile(BATCHES, len(grid))
-        res = split_decode_sweep(attn, ffn, ha, hf, ca, cf, ep, streams, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX],
-                                 q, acc, MICRO_BATCHES)
+        res = split_decode_sweep(attn, ffn, draft, ha, hf, ca, cf, ep, streams, wl[L.W_CONTEXT_AVG],
+                                 wl[L.W_CONTEXT_MAX], float(k), acc, MICRO_BATCHES)
         opts.candidates_scored += len(streams)
         ok = (res[:, L.S_FITS_ATTENTION] > 0.5) & (res[:, L.S_FITS_FFN] > 0.5) & (
             res[:, L.S_TPS_PER_USER] >= demand.min_tps_per_user)
         tput = np.where(ok, res[:, L.S_TOKENS_PER_S], 0.0).reshape(len(grid), nb)
         best = tput.argmax(axis=1)
-        for i, k in enumerate(best):
-            if tput[i, k] > 0:
-                found.append((tput[i, k], grid[i], BATCHES[k], draft, acceptance,
-                              res[i * nb + k, L.S_TPS_PER_USER], res[i * nb + k, L.S_POWER_W]))
+        for i, b in enumerate(best):
+            if tput[i, b] > 0:
+                found.append((tput[i, b], grid[i], BATCHES[b], k, acceptance,
+                              res[i * nb + b, L.S_TPS_PER_USER], res[i * nb + b, L.S_POWER_W]))
     found.sort(key=lambda f: (f[1][0] * capex_a + f[1][1] * capex_f) / f[0])
     for served, g, batch, draft, acceptance, tps, power in found[:SPLIT_KEEP]:
         opts.add(
@@ -288,19 +294,28 @@ def _vectors(row: dict, model: Model, hw: Hardware, efficiency: dict | None):
     return model_vector(model), hardware_vector(hw, row["precision"], efficiency), layout
 
 
-def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict) -> Rescore:
+def drafter(d: Demand, model: Model, models: dict | None) -> np.ndarray:
+    from planner.perf.speculative import draft_vector
+
+    return draft_vector(model, d.speculation(), models)
+
+
+def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,
+                   models: dict | None = None) -> Rescore:
     """A decode or colocated row: decode and prefill breakdowns of its layout at its batch and speculative setting,
     the colocated time share, the TTFT queue, the residency of agentic sessions (MODEL.md 3, 6, 7, 9.6)."""
-    from solvers.perf.kernels import decode_breakdown, prefill_breakdown
+    from solvers.perf.kernels import prefill_breakdown, speculative_decode_breakdown
     from solvers.perf.serving import colocated_request_s, kv_fits, resident_share, spec_tokens
 
     hw = hardware[row["hardware"]]
     mv, hv, layout = _vectors(row, model, hw, efficiency.get(hw.family))
     wl = d.workload_vector()
-    q, a = spec_tokens(float(row["draft_tokens"]), float(row["acceptance"]))
+    k = float(row["draft_tokens"])
+    _, a = spec_tokens(k, float(row["acceptance"]))
     batch = float(row["batch"])
-    dec = np.zeros(L.N_BREAKDOWN)
-    decode_breakdown(mv, hv, *layout, batch, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], q, a, dec)
+    dec, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
+    speculative_decode_breakdown(mv, drafter(d, model, models), hv, *layout, batch, wl[L.W_CONTEXT_AVG],
+                                 wl[L.W_CONTEXT_MAX], k, a, scratch, dec)
     served, ttft, share, prefilled = float(dec[L.B_TOKENS_PER_S]), {}, None, 0.0
     if row["role"] == "colocated":
         pre = np.zeros(L.N_BREAKDOWN)
@@ -318,7 +333,8 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
     return Rescore(fits, tps, served, prefilled, float(dec[L.B_POWER_W]), ttft, share)
 
 
-def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict) -> Rescore:
+def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,
+                    models: dict | None = None) -> Rescore:
     """A prefill row at its utilization: the prompt's prefill on its layout, the KV transfer to the decode pool,
     and the queue's wait (MODEL.md 4, 7)."""
     from solvers.perf.kernels import prefill_breakdown
@@ -335,7 +351,8 @@ def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficien
     return Rescore(bool(pre[L.B_FITS] > 0.5), None, 0.0, rate * util, float(pre[L.B_POWER_W]), ttft)
 
 
-def rescore_split(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict) -> Rescore:
+def rescore_split(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,
+                  models: dict | None = None) -> Rescore:
     """An attention row of an attention/FFN split with its FFN side (MODEL.md 10)."""
     from solvers.perf.serving import spec_tokens
     from solvers.perf.split import split_decode_breakdown
@@ -343,12 +360,14 @@ def rescore_split(row: dict, d: Demand, model: Model, hardware: dict, efficiency
     hw_a, hw_f = hardware[row["hardware"]], hardware[row["ffn_hardware"]]
     attn, ffn = split_model_vectors(model)
     wl = d.workload_vector()
-    q, a = spec_tokens(float(row["draft_tokens"]), float(row["acceptance"]))
+    k = float(row["draft_tokens"])
+    _, a = spec_tokens(k, float(row["acceptance"]))
     out, side = np.zeros(L.N_SPLIT), np.zeros(L.N_BREAKDOWN)
-    split_decode_breakdown(attn, ffn, hardware_vector(hw_a, row["precision"], efficiency.get(hw_a.family)),
+    split_decode_breakdown(attn, ffn, drafter(d, model, models),
+                           hardware_vector(hw_a, row["precision"], efficiency.get(hw_a.family)),
                            hardware_vector(hw_f, row["ffn_precision"], efficiency.get(hw_f.family)),
                            float(row["chips_per_replica"]), float(row["ffn_chips"]), float(int(row["expert_parallel"])),
-                           float(row["batch"]), wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], q, a, MICRO_BATCHES,
+                           float(row["batch"]), wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], k, a, MICRO_BATCHES,
                            side, out)
     fits = bool(out[L.S_FITS_ATTENTION] > 0.5 and out[L.S_FITS_FFN] > 0.5)
     return Rescore(fits, float(out[L.S_TPS_PER_USER]), float(out[L.S_TOKENS_PER_S]), 0.0, float(out[L.S_POWER_W]))
@@ -392,6 +411,7 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
         if progress:
             progress(n, len(demands), f"scoring {d.name}")
         model = models[d.model]
+        draft = drafter(d, model, models)
         for hw in hardware.values():
             if d.allow_hardware and hw.id not in d.allow_hardware:
                 continue
@@ -399,7 +419,7 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
             if not kinds:
                 continue
             for prec in precisions_for(hw, d):
-                sys = system_for(d, model, hw, prec)
+                sys = system_for(d, model, hw, prec, draft)
                 for kind in kinds:
                     kind.generate(d, model, sys, opts)
         for kind in pairs:
@@ -408,7 +428,7 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
                     if hw_a.id != hw_f.id and serves(hw_a, model, kind.needs[0]) and serves(
                             hw_f, model, kind.needs[1]) and (
                             not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
-                        kind.generate(d, model, hw_a, hw_f, opts)
+                        kind.generate(d, model, hw_a, hw_f, opts, draft)
     if progress:
         progress(len(demands), len(demands), f"{opts.candidates_scored:,} candidates scored")
     return opts.pareto_across_precisions()

@@ -21,11 +21,11 @@ from planner.vocabulary import DECODE_ROLES
 from solvers.vocabulary import HAS_PLAN
 
 ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
-                      "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "acceptance",
+                      "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "acceptance",
                       "tps_per_user", "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
                       "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "ffn_hardware",
                       "ffn_chips", "ffn_precision", "source", "column"]
-TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "ffn_hardware", "ffn_precision", "source"}
+TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "speculative", "ffn_hardware", "ffn_precision", "source"}
 INT_COLUMNS = {"chips_per_replica", "tensor_parallel", "pipeline_parallel", "batch", "draft_tokens", "ffn_chips",
                "column"}
 
@@ -144,7 +144,10 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
             "chips_per_replica": int(cols["chips"][j]), "tensor_parallel": int(cols["tensor_parallel"][j]),
             "pipeline_parallel": int(cols["pipeline_parallel"][j]),
             "expert_parallel": bool(cols["expert_parallel"][j]), "batch": int(cols["batch"][j]),
-            "precision": str(cols["precision"][j]), "draft_tokens": int(cols["draft_tokens"][j]),
+            "precision": str(cols["precision"][j]),
+            "speculative": built.demand_by_name[str(cols["workload"][j])].speculative
+            if int(cols["draft_tokens"][j]) else "none",
+            "draft_tokens": int(cols["draft_tokens"][j]),
             "acceptance": float(cols["acceptance"][j]),
             "tps_per_user": finite(float(cols["tps_per_user"][j])), "ttft_s": finite(float(cols["ttft_s"][j])),
             **{f"ttft_p{p}_s": ttft.get(f"ttft_p{p}_s") for p in TTFT_PERCENTILES},

@@ -52,7 +52,7 @@ class Built:
 
         sc = self.scenario
         models = sc.resolved_models()
-        used_models = sorted({d.model for d in self.demands})
+        used_models = sorted({d.model for d in self.demands} | {d.draft_model for d in self.demands if d.draft_model})
         return {
             "scenario": {
                 "name": sc.name, "start_date": sc.start_date.isoformat(), "horizon_years": sc.horizon_years,

@@ -14,16 +14,16 @@ from planner.catalog import Hardware, Model
 from planner.errors import InputError
 from planner.perf.grid import MICRO_BATCHES, parallel_grid, split_grid, tp_options
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors, workload_vector
+from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
 from planner.vocabulary import (
     DEFAULT_ACCEPTANCE,
     DEFAULT_BATCH,
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_INPUT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_SPECULATIVE,
 )
 from solvers.perf import slots as L
-
-MAX_DRAFT_TOKENS = 16
 
 
 # ---- validation of the question -----------------------------------------------------------------------------
@@ -34,15 +34,6 @@ def check_pair(hw: Hardware, model: Model, precision: str) -> None:
         raise InputError(
             f"{hw.id} does not run {precision}; it supports {', '.join(hw.precisions)}", field="precision"
         )
-
-
-def check_speculative(draft_tokens: int, acceptance: float) -> None:
-    if not (isinstance(draft_tokens, int) and not isinstance(draft_tokens, bool)
-            and 0 <= draft_tokens <= MAX_DRAFT_TOKENS):
-        raise InputError(f"expected a whole number of draft tokens from 0 to {MAX_DRAFT_TOKENS}, got "
-                         f"{draft_tokens!r}", field="draft-tokens")
-    if not (isinstance(acceptance, (int, float)) and math.isfinite(acceptance) and 0.0 <= acceptance < 1.0):
-        raise InputError(f"expected an acceptance rate in [0, 1), got {acceptance!r}", field="acceptance")
 
 
 def check_positive(**values) -> None:
@@ -105,8 +96,10 @@ class Estimate:
     output_tokens_per_s_per_mw: float
     colocated_tps_per_user: float
     colocated_output_tokens_per_s: float
+    speculative: str = "none"
     draft_tokens: int = 0
     acceptance: float = 0.0
+    draft_model: str | None = None
     decode: dict = field(default_factory=dict)
     prefill: dict = field(default_factory=dict)
     memory: dict = field(default_factory=dict)
@@ -125,30 +118,30 @@ def breakdown_dict(row: np.ndarray) -> dict:
         "compute_s": float(row[L.B_COMPUTE_S]),
         "communication_s": float(row[L.B_COMM_S]),
         "floor_s": float(row[L.B_FLOOR_S]),
+        "draft_s": float(row[L.B_DRAFT_S]),
         "bound": L.BOUND_NAMES[int(row[L.B_BOUND])],
     }
 
 
-def evaluate_config(model, hw, precision, tp, pp, ep, batch, input_tokens, output_tokens,
-                    draft_tokens=DEFAULT_DRAFT_TOKENS, acceptance=DEFAULT_ACCEPTANCE) -> tuple[np.ndarray, np.ndarray]:
-    """Decode and prefill breakdown vectors of one configuration."""
-    from solvers.perf.kernels import decode_breakdown, prefill_breakdown
+def evaluate_config(model, hw, precision, tp, pp, ep, batch, input_tokens, output_tokens, k=0,
+                    spec: Speculation = NONE) -> tuple[np.ndarray, np.ndarray]:
+    """Decode (with ``k`` draft tokens of ``spec``'s drafter) and prefill breakdown vectors of one configuration."""
+    from solvers.perf.kernels import prefill_breakdown, speculative_decode_breakdown
 
     mv, hv = model_vector(model), hardware_vector(hw, precision)
     wl = workload_vector(input_tokens, output_tokens)
-    q, a = spec_tokens(draft_tokens, acceptance)
-    dec = np.zeros(L.N_BREAKDOWN)
-    pre = np.zeros(L.N_BREAKDOWN)
-    decode_breakdown(mv, hv, float(tp), float(pp), float(ep), float(batch), wl[L.W_CONTEXT_AVG],
-                     wl[L.W_CONTEXT_MAX], q, a, dec)
+    _, a = spec_tokens(k, spec.acceptance)
+    dec, pre, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
+    speculative_decode_breakdown(mv, draft_vector(model, spec), hv, float(tp), float(pp), float(ep), float(batch),
+                                 wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], float(k), a, scratch, dec)
     prefill_breakdown(mv, hv, float(tp), float(pp), float(ep), wl[L.W_PREFILL_TOKENS], pre)
     return dec, pre
 
 
-def choose_config(model, hw, precision, chips, batch, input_tokens, output_tokens,
-                  draft_tokens=DEFAULT_DRAFT_TOKENS, acceptance=DEFAULT_ACCEPTANCE):
-    """(tp, pp, ep) for ``estimate``: with ``chips`` given, the fastest layout of that many chips; otherwise the
-    smallest replica that holds the weights and the batch's KV cache, and its fastest layout."""
+def choose_config(model, hw, precision, chips, batch, input_tokens, output_tokens, spec: Speculation = NONE):
+    """(tp, pp, ep, K) for ``estimate``: with ``chips`` given, the fastest layout of that many chips; otherwise the
+    smallest replica that holds the weights (and the drafter's) and the batch's KV cache, and its fastest layout;
+    K the draft length (of ``spec``'s settings) that is fastest there."""
     from solvers.perf.sweep import decode_sweep
 
     grid = parallel_grid(hw, model, chips)
@@ -158,14 +151,18 @@ def choose_config(model, hw, precision, chips, batch, input_tokens, output_token
             f"(tensor parallel options {tp_options(hw, model)}, pipeline up to {model.layers})",
             field="chips",
         )
-    q, a = spec_tokens(draft_tokens, acceptance)
     mv, hv = model_vector(model), hardware_vector(hw, precision)
+    draft = draft_vector(model, spec)
     wl = workload_vector(input_tokens, output_tokens)
     streams = np.full(len(grid), float(batch))
-    res = decode_sweep(mv, hv, grid[:, 0].copy(), grid[:, 1].copy(), grid[:, 2].copy(), streams,
-                       wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], q, a)
-    fits = res[:, L.B_FITS] > 0.5
-    n_chips = grid[:, 0] * grid[:, 1]
+    rows = []
+    for k, acceptance in spec.settings():
+        _, a = spec_tokens(k, acceptance)
+        res = decode_sweep(mv, hv, grid[:, 0].copy(), grid[:, 1].copy(), grid[:, 2].copy(), streams,
+                           wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], float(k), a, draft)
+        rows.extend((res[i], grid[i], k) for i in range(len(grid)))
+    fits = np.array([r[L.B_FITS] > 0.5 for r, _, _ in rows])
+    n_chips = np.array([g[0] * g[1] for _, g, _ in rows])
     if chips is None:
         if not fits.any():
             raise InputError(
@@ -174,11 +171,11 @@ def choose_config(model, hw, precision, chips, batch, input_tokens, output_token
             )
         pool = np.flatnonzero(fits & (n_chips == n_chips[fits].min()))
     else:
-        pool = np.flatnonzero(fits) if fits.any() else np.arange(len(grid))
-    # fastest per user; ties to fewer pipeline stages, then no expert parallelism (deterministic)
-    order = sorted(pool, key=lambda i: (-res[i, L.B_TPS_PER_USER], grid[i, 1], grid[i, 2]))
-    best = order[0]
-    return int(grid[best, 0]), int(grid[best, 1]), int(grid[best, 2])
+        pool = np.flatnonzero(fits) if fits.any() else np.arange(len(rows))
+    # fastest per user; ties to fewer pipeline stages, then no expert parallelism, then fewer drafts (deterministic)
+    best = min(pool, key=lambda i: (-rows[i][0][L.B_TPS_PER_USER], rows[i][1][1], rows[i][1][2], rows[i][2]))
+    g = rows[best][1]
+    return int(g[0]), int(g[1]), int(g[2]), int(rows[best][2])
 
 
 def colocated(dec: np.ndarray, pre: np.ndarray, batch: float, prefill_tokens: float, output_tokens: float,
@@ -195,11 +192,14 @@ def colocated(dec: np.ndarray, pre: np.ndarray, batch: float, prefill_tokens: fl
 
 def estimate(model: str, hardware: str, chips: int | None = None, batch: int = DEFAULT_BATCH,
              precision: str | None = None, input_tokens: int = DEFAULT_INPUT_TOKENS,
-             output_tokens: int = DEFAULT_OUTPUT_TOKENS, draft_tokens: int = DEFAULT_DRAFT_TOKENS,
-             acceptance: float = DEFAULT_ACCEPTANCE) -> Estimate:
+             output_tokens: int = DEFAULT_OUTPUT_TOKENS, speculative: str = DEFAULT_SPECULATIVE,
+             draft_tokens: int | str | None = DEFAULT_DRAFT_TOKENS, acceptance: float = DEFAULT_ACCEPTANCE,
+             draft_model: str | None = None) -> Estimate:
     """Performance of one deployment of ``model`` on ``hardware`` (interface: ``planner estimate``); ``A+B`` runs
-    attention on A and the FFN on B (MODEL.md 10)."""
-    check_speculative(draft_tokens, acceptance)
+    attention on A and the FFN on B (MODEL.md 10). ``speculative`` names the drafter (none, mtp, eagle,
+    draft_model with ``draft_model``), ``draft_tokens`` K or ``auto`` (the fastest K), ``acceptance`` the rate per
+    draft token (MODEL.md 3.4)."""
+    spec = speculation(speculative, draft_tokens, acceptance, draft_model)
     if not isinstance(hardware, str):
         raise InputError(f"expected one hardware id, got {hardware!r}", field="hardware")
     a_id, f_id = parse_pair(hardware)
@@ -207,18 +207,18 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
         if chips is not None:
             raise InputError("--chips does not apply to an attention/FFN pair: the pair's layout is searched",
                              field="chips")
-        return estimate_split(model, a_id, f_id, batch, precision, input_tokens, output_tokens, draft_tokens,
-                              acceptance)
+        return estimate_split(model, a_id, f_id, batch, precision, input_tokens, output_tokens, spec)
     m, hw = catalog.get_model(model), catalog.get_hardware(hardware)
     prec = hw.precision_or_best(precision)
     check_pair(hw, m, prec)
     check_positive(batch=batch, input_tokens=input_tokens, output_tokens=output_tokens)
     if chips is not None:
         check_positive(chips=chips)
-    tp, pp, ep = choose_config(m, hw, prec, chips, batch, input_tokens, output_tokens, draft_tokens, acceptance)
-    dec, pre = evaluate_config(m, hw, prec, tp, pp, ep, batch, input_tokens, output_tokens, draft_tokens, acceptance)
+    draft_vector(m, spec)  # a drafter that cannot apply to this model is an error before any search
+    tp, pp, ep, k = choose_config(m, hw, prec, chips, batch, input_tokens, output_tokens, spec)
+    dec, pre = evaluate_config(m, hw, prec, tp, pp, ep, batch, input_tokens, output_tokens, k, spec)
     power = float(dec[L.B_POWER_W])
-    _, accepted = spec_tokens(draft_tokens, acceptance)
+    _, accepted = spec_tokens(k, spec.acceptance)
     colo_tps, colo_tokens = colocated(dec, pre, float(batch), float(input_tokens), float(output_tokens), accepted)
     return Estimate(
         model=m.id, hardware=hw.id, precision=prec, chips=tp * pp, tensor_parallel=tp, pipeline_parallel=pp,
@@ -228,8 +228,8 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
         ttft_s=float(pre[L.B_TIME_S]), power_w=power,
         output_tokens_per_s_per_mw=float(dec[L.B_TOKENS_PER_S]) / (power / 1e6),
         colocated_tps_per_user=colo_tps, colocated_output_tokens_per_s=colo_tokens,
-        draft_tokens=draft_tokens, acceptance=float(acceptance) if draft_tokens else 0.0,
-        decode=breakdown_dict(dec), prefill=breakdown_dict(pre),
+        speculative=spec.method, draft_tokens=k, acceptance=spec.acceptance if k else 0.0,
+        draft_model=spec.draft_model, decode=breakdown_dict(dec), prefill=breakdown_dict(pre),
         memory={
             "weight_bytes_per_chip": float(dec[L.B_WEIGHT_BYTES_PER_CHIP]),
             "kv_bytes_per_chip": float(dec[L.B_KV_BYTES_PER_CHIP]),
@@ -240,7 +240,7 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
 
 
 def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str | None, input_tokens: int,
-                   output_tokens: int, draft_tokens: int, acceptance: float) -> Estimate:
+                   output_tokens: int, spec: Speculation = NONE) -> Estimate:
     """The smallest attention/FFN layout of the pair that holds the model at this batch (fewest FFN chips, then
     fewest attention chips), its fastest attention mode (MODEL.md 10); TTFT is the prompt's prefill on the
     smallest replica of A that holds the whole model."""
@@ -253,20 +253,23 @@ def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str 
     check_pair(hw_f, m, prec_f)
     check_positive(batch=batch, input_tokens=input_tokens, output_tokens=output_tokens)
     attn, ffn = split_model_vectors(m)
+    draft = draft_vector(m, spec)
     grid = split_grid(hw_a, hw_f, m)
-    q, a = spec_tokens(draft_tokens, acceptance)
     wl = workload_vector(input_tokens, output_tokens)
-    res = split_decode_sweep(attn, ffn, hardware_vector(hw_a, prec_a), hardware_vector(hw_f, prec_f),
-                             grid[:, 0].copy(), grid[:, 1].copy(), grid[:, 2].copy(), np.full(len(grid), float(batch)),
-                             wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], q, a, MICRO_BATCHES)
-    fits = (res[:, L.S_FITS_ATTENTION] > 0.5) & (res[:, L.S_FITS_FFN] > 0.5)
-    if not fits.any():
+    found = []
+    for k, acceptance in spec.settings():
+        _, a = spec_tokens(k, acceptance)
+        res = split_decode_sweep(attn, ffn, draft, hardware_vector(hw_a, prec_a), hardware_vector(hw_f, prec_f),
+                                 grid[:, 0].copy(), grid[:, 1].copy(), grid[:, 2].copy(),
+                                 np.full(len(grid), float(batch)), wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], float(k),
+                                 a, MICRO_BATCHES)
+        found.extend((res[i], i, k) for i in range(len(grid))
+                     if res[i, L.S_FITS_ATTENTION] > 0.5 and res[i, L.S_FITS_FFN] > 0.5)
+    if not found:
         raise InputError(f"{m.id} at batch {batch} does not fit any {a_id}+{f_id} layout up to "
                          f"{int(grid[:, 1].max())} {f_id} chips")
-    pool = np.flatnonzero(fits)
-    best = int(min(pool, key=lambda i: (grid[i, 1], grid[i, 0], -res[i, L.S_TPS_PER_USER])))
-    r = res[best]
-    ta, pa, ea = choose_config(m, hw_a, prec_a, None, 1, input_tokens, output_tokens)
+    r, best, k = min(found, key=lambda f: (grid[f[1], 1], grid[f[1], 0], -f[0][L.S_TPS_PER_USER], f[2]))
+    ta, pa, ea, _ = choose_config(m, hw_a, prec_a, None, 1, input_tokens, output_tokens)
     _, pre = evaluate_config(m, hw_a, prec_a, ta, pa, ea, 1, input_tokens, output_tokens)
     decode = {"time_s": float(r[L.S_TIME_S]), "attention_s": float(r[L.S_ATTENTION_S]), "ffn_s": float(r[L.S_FFN_S]),
               "crossing_s": float(r[L.S_CROSSING_S]), "bound": L.SPLIT_BOUND_NAMES[int(r[L.S_BOUND])],
@@ -279,7 +282,7 @@ def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str 
         step_time_s=float(r[L.S_TIME_S]), ttft_s=float(pre[L.B_TIME_S]), power_w=float(r[L.S_POWER_W]),
         output_tokens_per_s_per_mw=float(r[L.S_TOKENS_PER_S]) / (float(r[L.S_POWER_W]) / 1e6),
         colocated_tps_per_user=float(r[L.S_TPS_PER_USER]), colocated_output_tokens_per_s=float(r[L.S_TOKENS_PER_S]),
-        draft_tokens=draft_tokens, acceptance=float(acceptance) if draft_tokens else 0.0,
-        decode=decode, prefill=breakdown_dict(pre), roles=["attention", "ffn"],
+        speculative=spec.method, draft_tokens=k, acceptance=spec.acceptance if k else 0.0,
+        draft_model=spec.draft_model, decode=decode, prefill=breakdown_dict(pre), roles=["attention", "ffn"],
         method="planner performance model, attention/FFN split (docs/MODEL.md 10)",
     )

@@ -10,25 +10,44 @@ import numpy as np
 from planner import catalog
 from planner.catalog import Hardware, Model
 from planner.errors import InputError
-from planner.perf.estimate import check_pair, check_positive, check_split, parse_pair
+from planner.perf.estimate import check_pair, check_positive, check_split, parse_pair, spec_tokens
+from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
 from planner.perf.grid import BATCHES, MICRO_BATCHES, parallel_grid, split_grid
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors, workload_vector
-from planner.vocabulary import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, TIERS, tier_of
+from planner.vocabulary import (
+    DEFAULT_ACCEPTANCE,
+    DEFAULT_DRAFT_TOKENS,
+    DEFAULT_INPUT_TOKENS,
+    DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_SPECULATIVE,
+    TIERS,
+    tier_of,
+)
 from solvers.perf import slots as L
 
 
 def sweep_points(model: Model, hw: Hardware, precision: str, input_tokens: int, output_tokens: int,
                  efficiency: dict[str, float] | None = None, chips: int | None = None,
-                 batches: np.ndarray = BATCHES) -> dict:
-    """Every fitting (tp, pp, ep, batch) of one system at one precision (replicas of ``chips`` chips if given),
-    with per-user speed, TTFT and output tokens/s per MW including the replica's own prefill work."""
+                 batches: np.ndarray = BATCHES, spec: Speculation = NONE) -> dict:
+    """Every fitting (tp, pp, ep, batch, draft tokens) of one system at one precision (replicas of ``chips`` chips
+    if given), with per-user speed, TTFT and output tokens/s per MW including the replica's own prefill work."""
+    sweeps = [_sweep_points(model, hw, precision, input_tokens, output_tokens, efficiency, chips, batches, spec, k, a)
+              for k, a in spec.settings()]
+    return {key: (sweeps[0][key] if key in ("hardware", "precision") else np.concatenate([x[key] for x in sweeps]))
+            for key in sweeps[0]}
+
+
+def _sweep_points(model, hw, precision, input_tokens, output_tokens, efficiency, chips, batches, spec, k,
+                  acceptance) -> dict:
     from solvers.perf.sweep import colocated_points
 
     grid = parallel_grid(hw, model, chips)
     mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
     wl = workload_vector(input_tokens, output_tokens)
     nb = len(batches)
-    res = colocated_points(mv, hv, wl, grid, np.asarray(batches, dtype=np.float64), 1.0, 1.0)
+    _, accepted = spec_tokens(k, acceptance)
+    res = colocated_points(mv, hv, wl, grid, np.asarray(batches, dtype=np.float64), float(k), accepted,
+                           draft_vector(model, spec))
     tp, pp, ep = (np.repeat(grid[:, j], nb) for j in range(3))
     streams = np.tile(batches, len(grid))
     keep = res[:, L.P_FITS] > 0.5
@@ -36,6 +55,7 @@ def sweep_points(model: Model, hw: Hardware, precision: str, input_tokens: int, 
     return {
         "hardware": hw.id,
         "precision": precision,
+        "draft_tokens": np.full(int(keep.sum()), k, dtype=int),
         "tp": tp[keep].astype(int),
         "pp": pp[keep].astype(int),
         "ep": ep[keep].astype(int),
@@ -80,7 +100,17 @@ def prefill_mw_per_token_per_s(model: Model, hw: Hardware, precision: str, input
 
 
 def split_sweep_points(model: Model, hw_a: Hardware, hw_f: Hardware, prec_a: str, prec_f: str,
-                       input_tokens: int, output_tokens: int, batches: np.ndarray = BATCHES) -> dict:
+                       input_tokens: int, output_tokens: int, batches: np.ndarray = BATCHES,
+                       spec: Speculation = NONE) -> dict:
+    """Every fitting (attention chips, FFN chips, attention mode, batch, draft tokens) of an A+F pair."""
+    sweeps = [_split_sweep_points(model, hw_a, hw_f, prec_a, prec_f, input_tokens, output_tokens, batches, spec, k, a)
+              for k, a in spec.settings()]
+    return {key: (sweeps[0][key] if key in ("hardware", "precision") else np.concatenate([x[key] for x in sweeps]))
+            for key in sweeps[0]}
+
+
+def _split_sweep_points(model, hw_a, hw_f, prec_a, prec_f, input_tokens, output_tokens, batches, spec, k,
+                        acceptance) -> dict:
     """Every fitting (attention chips, FFN chips, attention mode, batch) of an A+F pair, with per-user speed and
     output tokens/s per MW counting a separate prefill pool of A (MODEL.md 10)."""
     from solvers.perf.sweep import split_decode_sweep
@@ -92,13 +122,15 @@ def split_sweep_points(model: Model, hw_a: Hardware, hw_f: Hardware, prec_a: str
     ca, cf, ep = (np.repeat(grid[:, j], nb) for j in range(3))
     streams = np.tile(batches, len(grid))
     wl = workload_vector(input_tokens, output_tokens)
-    res = split_decode_sweep(attn, ffn, ha, hf, ca, cf, ep, streams, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX],
-                             1.0, 1.0, MICRO_BATCHES)
+    _, accepted = spec_tokens(k, acceptance)
+    res = split_decode_sweep(attn, ffn, draft_vector(model, spec), ha, hf, ca, cf, ep, streams, wl[L.W_CONTEXT_AVG],
+                             wl[L.W_CONTEXT_MAX], float(k), accepted, MICRO_BATCHES)
     keep = (res[:, L.S_FITS_ATTENTION] > 0.5) & (res[:, L.S_FITS_FFN] > 0.5)
     decode_mw = res[:, L.S_POWER_W] / 1e6 / res[:, L.S_TOKENS_PER_S]  # MW per output token/s
     prefill_mw = prefill_mw_per_token_per_s(model, hw_a, prec_a, input_tokens) * input_tokens / output_tokens
     return {
         "hardware": f"{hw_a.id}+{hw_f.id}", "precision": f"{prec_a}+{prec_f}",
+        "draft_tokens": np.full(int(keep.sum()), k, dtype=int),
         "tp": ca[keep].astype(int), "pp": np.ones(int(keep.sum()), dtype=int), "ep": ep[keep].astype(int),
         "ffn_chips": cf[keep].astype(int), "batch": streams[keep].astype(int),
         "chips": (ca + cf)[keep].astype(int), "tps_per_user": res[keep, L.S_TPS_PER_USER],
@@ -109,10 +141,15 @@ def split_sweep_points(model: Model, hw_a: Hardware, hw_f: Hardware, prec_a: str
 
 
 def frontier(model: str, hardware: list[str] | None = None, precision: str | None = None,
-             input_tokens: int = DEFAULT_INPUT_TOKENS, output_tokens: int = DEFAULT_OUTPUT_TOKENS) -> list[dict]:
+             input_tokens: int = DEFAULT_INPUT_TOKENS, output_tokens: int = DEFAULT_OUTPUT_TOKENS,
+             speculative: str = DEFAULT_SPECULATIVE, draft_tokens: int | str | None = DEFAULT_DRAFT_TOKENS,
+             acceptance: float = DEFAULT_ACCEPTANCE, draft_model: str | None = None) -> list[dict]:
     """Per hardware, the Pareto frontier of output tokens/s per MW against tokens/s per user (interface:
-    ``planner frontier``). Hardware that cannot serve the model (model lock, prefill-only, no fit) is skipped."""
+    ``planner frontier``), with speculative decoding as ``estimate`` takes it (``auto``: every draft length, the
+    frontier of them all). Hardware that cannot serve the model (model lock, prefill-only, no fit) is skipped."""
+    spec = speculation(speculative, draft_tokens, acceptance, draft_model)
     m = catalog.get_model(model)
+    draft_vector(m, spec)  # a drafter that cannot apply to this model is an error before any sweep
     check_positive(input_tokens=input_tokens, output_tokens=output_tokens)
     if isinstance(hardware, str):
         hardware = [hardware]
@@ -121,7 +158,7 @@ def frontier(model: str, hardware: list[str] | None = None, precision: str | Non
     for hw_id in ids:
         a_id, f_id = parse_pair(hw_id)
         if f_id is not None:
-            points.extend(_pair_frontier(m, a_id, f_id, precision, input_tokens, output_tokens))
+            points.extend(_pair_frontier(m, a_id, f_id, precision, input_tokens, output_tokens, spec))
             continue
         hw = catalog.get_hardware(hw_id)
         if hardware is None and (not _serves(hw, m) or (precision and precision not in hw.precisions)):
@@ -132,18 +169,19 @@ def frontier(model: str, hardware: list[str] | None = None, precision: str | Non
         precs = [precision] if precision else list(hw.precisions)
         for prec in precs:
             check_pair(hw, m, prec)
-        sweeps = [sweep_points(m, hw, p, input_tokens, output_tokens) for p in precs]
+        sweeps = [sweep_points(m, hw, p, input_tokens, output_tokens, spec=spec) for p in precs]
         points.extend(_frontier_of(sweeps))
     return points
 
 
-def _pair_frontier(m: Model, a_id: str, f_id: str, precision, input_tokens, output_tokens) -> list[dict]:
+def _pair_frontier(m: Model, a_id: str, f_id: str, precision, input_tokens, output_tokens,
+                   spec: Speculation = NONE) -> list[dict]:
     hw_a, hw_f = catalog.get_hardware(a_id), catalog.get_hardware(f_id)
     check_split(hw_a, hw_f, m)
     prec_a, prec_f = (precision, precision) if precision else (hw_a.precision_or_best(None), hw_f.precision_or_best(None))
     check_pair(hw_a, m, prec_a)
     check_pair(hw_f, m, prec_f)
-    pts = _frontier_of([split_sweep_points(m, hw_a, hw_f, prec_a, prec_f, input_tokens, output_tokens)])
+    pts = _frontier_of([split_sweep_points(m, hw_a, hw_f, prec_a, prec_f, input_tokens, output_tokens, spec=spec)])
     for p in pts:
         p["bound"] = "split"
     return pts
@@ -155,7 +193,7 @@ def _serves(hw: Hardware, model: Model) -> bool:
 
 def _frontier_of(sweeps: list[dict]) -> list[dict]:
     cols = ["tp", "pp", "ep", "batch", "chips", "tps_per_user", "output_tokens_per_s_per_mw",
-            "decode_tokens_per_s_per_mw", "bound"]
+            "decode_tokens_per_s_per_mw", "bound", "draft_tokens"]
     merged = {c: np.concatenate([s[c] for s in sweeps]) for c in cols}
     merged["precision"] = np.concatenate([[s["precision"]] * len(s["tp"]) for s in sweeps])
     if len(merged["tp"]) == 0:
@@ -176,6 +214,7 @@ def _frontier_of(sweeps: list[dict]) -> list[dict]:
             "expert_parallel": bool(merged["ep"][i]),
             "batch": int(merged["batch"][i]),
             "precision": str(merged["precision"][i]),
+            "draft_tokens": int(merged["draft_tokens"][i]),
             "tier": tier_of(float(merged["tps_per_user"][i])),
             "bound": L.BOUND_NAMES[int(merged["bound"][i])],
         }

@@ -20,6 +20,7 @@ from solvers.perf.slots import (
     B_BYTES_READ_PER_CHIP,
     B_COMM_S,
     B_COMPUTE_S,
+    B_DRAFT_S,
     B_FITS,
     B_FLOOR_S,
     B_FLOPS_PER_CHIP,
@@ -296,6 +297,7 @@ def write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, held_
     out[B_POWER_W] = replica_power_w(hw, tp * pp)
     out[B_BYTES_READ_PER_CHIP] = bytes_read
     out[B_FLOPS_PER_CHIP] = flops
+    out[B_DRAFT_S] = 0.0
 
 
 @njit
@@ -360,3 +362,29 @@ def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
     out[B_COMM_S] -= last_hop
     out[B_TPS_PER_USER] = 0.0
     out[B_TOKENS_PER_S] = n / (max(memory, compute) + comm + floor)
+
+
+@njit
+def speculative_decode_breakdown(model, draft, hw, tp, pp, ep, streams, context_avg, context_max, draft_tokens,
+                                 accepted_tokens, scratch, out):
+    """Decode with speculative decoding (MODEL.md 3.4): each interval the drafter (``draft``, a model vector: the
+    model's MTP layers, an EAGLE head or a draft model, on the same chips) runs ``draft_tokens`` = K steps of one
+    token per stream, and the target verifies K + 1 query tokens per stream in one step, keeping
+    ``accepted_tokens`` of them. The drafter runs on the last pipeline stage, once per micro-batch of
+    b = streams / pp streams, so it adds pp x K x its step at batch b to the interval; its weights and the KV cache
+    of its layers are held beside the target's. K = 0 is plain decode. ``scratch`` is a breakdown buffer."""
+    decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, draft_tokens + 1.0, accepted_tokens,
+                     out)
+    if draft_tokens <= 0.0:
+        return
+    b = max(streams / pp, 1.0)
+    decode_breakdown(draft, hw, tp, 1.0, ep, b, context_avg, context_max, 1.0, 1.0, scratch)
+    draft_s = pp * draft_tokens * scratch[B_TIME_S]
+    out[B_TIME_S] += draft_s
+    out[B_DRAFT_S] = draft_s
+    out[B_WEIGHT_BYTES_PER_CHIP] += scratch[B_WEIGHT_BYTES_PER_CHIP]
+    out[B_KV_BYTES_PER_CHIP] += scratch[B_KV_BYTES_PER_CHIP] * streams / b
+    held = out[B_WEIGHT_BYTES_PER_CHIP] + out[B_KV_BYTES_PER_CHIP]
+    out[B_FITS] = 1.0 if held <= out[B_USABLE_BYTES_PER_CHIP] else 0.0
+    out[B_TPS_PER_USER] = accepted_tokens / out[B_TIME_S]
+    out[B_TOKENS_PER_S] = streams * accepted_tokens / out[B_TIME_S]

@@ -68,7 +68,8 @@ B_BOUND = 12  # the binding term: 0 memory, 1 compute, 2 communication, 3 floor
 B_POWER_W = 13  # rack power share of the replica's chips
 B_BYTES_READ_PER_CHIP = 14  # per stage step
 B_FLOPS_PER_CHIP = 15  # per stage step
-N_BREAKDOWN = 16
+B_DRAFT_S = 16  # speculative decoding: the drafter's part of B_TIME_S (K draft steps per interval)
+N_BREAKDOWN = 17
 
 BOUND_NAMES = ("memory", "compute", "communication", "floor")
 

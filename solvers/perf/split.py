@@ -24,14 +24,21 @@ def crossing_time(model, hw_a, hw_f, chips_a, chips_f, tokens):
 
 
 @njit
-def split_decode_breakdown(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
-                           context_max, query_tokens, accepted_tokens, micro_batches, side, out):
+def split_decode_breakdown(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
+                           context_max, draft_tokens, accepted_tokens, micro_batches, side, out):
     """Decode of ``streams`` streams with attention on ``chips_a`` chips of A (tensor parallel, or data-parallel
-    attention when ``ep_a``) and the FFN on ``chips_f`` chips of F (experts spread over them). Writes ``out`` (slots
-    S_*); ``side`` is a scratch breakdown of the caller's."""
+    attention when ``ep_a``) and the FFN on ``chips_f`` chips of F (experts spread over them). With speculative
+    decoding each step verifies ``draft_tokens`` + 1 query tokens per stream and the drafter (model vector
+    ``draft``) runs its ``draft_tokens`` steps on A, per micro-batch. Writes ``out`` (slots S_*); ``side`` is a
+    scratch breakdown of the caller's."""
     b = max(streams / micro_batches, 1.0)
+    query_tokens = draft_tokens + 1.0
+    t_draft = 0.0
+    if draft_tokens > 0.0:
+        decode_breakdown(draft, hw_a, chips_a, 1.0, ep_a, b, context_avg, context_max, 1.0, 1.0, side)
+        t_draft = draft_tokens * side[L.B_TIME_S]
     decode_breakdown(attn_model, hw_a, chips_a, 1.0, ep_a, b, context_avg, context_max, query_tokens, 1.0, side)
-    t_attn = side[L.B_TIME_S]
+    t_attn = side[L.B_TIME_S] + t_draft  # A also runs the drafter
     fits_a = side[L.B_FITS]
     # every micro-batch's KV stays resident on A: the fit is for all streams
     decode_breakdown(attn_model, hw_a, chips_a, 1.0, ep_a, streams, context_avg, context_max, query_tokens, 1.0,

@@ -22,11 +22,11 @@ from solvers.perf import slots as L
 from solvers.perf.kernels import (
     active_params_per_stage,
     context_layers,
-    decode_breakdown,
     held_weight_params_per_chip,
     kv_bytes_per_chip,
     prefill_breakdown,
     read_weight_params_per_chip,
+    speculative_decode_breakdown,
     stage_comm_time,
     stage_layers,
     tier_read_time,
@@ -123,12 +123,42 @@ def decode_intervals(hw, c, touched_row, batches, q, interval):
 
 
 @njit
-def best_batch_of_layout(hw, wl, c, touched_row, batches, q, a, prefill_s, single_s, interval, tput, ttft, out):
+def draft_steps(hw, dc, touched_row, batches, pp, out):
+    """The drafter's step time at each batch into ``out``: one token for each of the b = batches / pp streams of a
+    micro-batch, on the drafter's layout coefficients ``dc`` (its own layers, pipeline depth 1), the fastest-tier
+    pass or, where its weights and KV spill, the full placement (as ``decode_breakdown`` of the drafter)."""
+    room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
+    inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
+    fixed = dc[L.C_COMM0] + dc[L.C_FLOOR]
+    for k in range(batches.shape[0]):
+        b = max(batches[k] / pp, 1.0)
+        read_w = dc[L.C_READ_W0] + dc[L.C_READ_W1] * touched_row[k]
+        held_kv = dc[L.C_KV_HELD] * b
+        if dc[L.C_HELD_W] + held_kv > room0:
+            memory = tier_read_time(hw, dc[L.C_HELD_W], read_w, held_kv, dc[L.C_KV_READ] * b)
+        else:
+            memory = (read_w + dc[L.C_KV_READ] * b) * inv_bw0
+        out[k] = max(memory, dc[L.C_COMPUTE] * b) + fixed + dc[L.C_COMM1] * b
+
+
+@njit
+def best_batch_of_layout(hw, wl, c, dc, touched_row, draft_touched_row, batches, k_draft, a, prefill_s, single_s,
+                         interval, draft, tput, ttft, out):
     """The batch of one (layout, speculative setting) with the most output tokens/s per replica among those that
-    fit (agentic residency included), reach the tier and, colocated, meet the TTFT target. Writes the E_* slots of
-    ``out``; ``interval``, ``tput`` and ``ttft`` are the calling thread's buffers."""
+    fit (the drafter's weights and KV and agentic residency included), reach the tier and, colocated, meet the TTFT
+    target. ``c`` and ``dc`` are the target's and the drafter's layout coefficients; ``k_draft`` draft tokens per
+    step (0: plain decode), ``a`` accepted. Writes the E_* slots of ``out``; ``interval``, ``draft``, ``tput`` and
+    ``ttft`` are the calling thread's buffers."""
     nb = batches.shape[0]
-    decode_intervals(hw, c, touched_row, batches, q, interval)
+    decode_intervals(hw, c, touched_row, batches, k_draft + 1.0, interval)
+    held_w, kv_per_stream = c[L.C_HELD_W], c[L.C_KV_HELD]
+    if k_draft > 0.0:
+        pp = c[L.C_PP]
+        draft_steps(hw, dc, draft_touched_row, batches, pp, draft)
+        for k in range(nb):
+            interval[k] += pp * k_draft * draft[k]
+        held_w += dc[L.C_HELD_W]
+        kv_per_stream += dc[L.C_KV_HELD]
     output_tokens = wl[L.W_OUTPUT_TOKENS]
     colocated = prefill_s > 0.0
     for k in range(nb):
@@ -140,7 +170,7 @@ def best_batch_of_layout(hw, wl, c, touched_row, batches, q, a, prefill_s, singl
         else:
             served = decode_tokens_per_s(batches[k], a, interval[k])
         tps = served / batches[k]
-        ok = kv_fits(c[L.C_HELD_W], c[L.C_KV_HELD], batches[k], resident_share(wl[L.W_RESIDENT_S_PER_TOKEN], tps),
+        ok = kv_fits(held_w, kv_per_stream, batches[k], resident_share(wl[L.W_RESIDENT_S_PER_TOKEN], tps),
                      c[L.C_USABLE]) & (tps >= wl[L.W_MIN_TPS_PER_USER]) & (ttft[k] <= wl[L.W_TTFT_S] or not colocated)
         tput[k] = served if ok else 0.0
     best = np.argmax(tput)
@@ -151,41 +181,46 @@ def best_batch_of_layout(hw, wl, c, touched_row, batches, q, a, prefill_s, singl
     out[L.E_PREFILL_SHARE] = prefill_s * tput[best] / output_tokens
 
 
-def best_decode_per_layout(model, hw, wl, layouts, pp_index, touched, batches, query_tokens, accepted_tokens,
-                           prefill_rate, prefill_single_s):
+def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens,
+                           accepted_tokens, prefill_rate, prefill_single_s):
     """For each (layout, speculative setting) pair, ``best_batch_of_layout`` (MODEL.md 3, 6, 7, 9.6).
 
-    ``wl`` is a workload vector (slots W_*); ``layouts`` is (n, 3) of (tp, pp, ep); ``pp_index[i]`` is the row of
-    ``touched`` (``touched_experts_table``) for layout i's depth; ``query_tokens`` / ``accepted_tokens`` are the
-    speculative settings (length s). Colocated serving: ``prefill_rate[i]`` prompt tokens/s and
-    ``prefill_single_s[i]`` (one prompt alone) of the same layout; decode only: prefill_rate = inf. Returns
-    (n * s, N_ENGINE), row i * s + j.
+    ``wl`` is a workload vector (slots W_*); ``draft`` the drafter's model vector (zeros without speculation);
+    ``layouts`` is (n, 3) of (tp, pp, ep); ``pp_index[i]`` is the row of ``touched`` (``touched_experts_table``
+    with K + 1 query tokens per setting) and of ``draft_touched`` (the drafter's, one query token) for layout i's
+    depth; ``draft_tokens`` K and ``accepted_tokens`` are the speculative settings (length s). Colocated serving:
+    ``prefill_rate[i]`` prompt tokens/s and ``prefill_single_s[i]`` (one prompt alone) of the same layout; decode
+    only: prefill_rate = inf. Returns (n * s, N_ENGINE), row i * s + j.
     """
-    return _best_decode_per_layout(model, hw, wl, layouts, pp_index, touched, batches, query_tokens, accepted_tokens,
-                                   prefill_rate, prefill_single_s, thread_count())
+    return _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
+                                   draft_tokens, accepted_tokens, prefill_rate, prefill_single_s, thread_count())
 
 
 @njit_parallel
-def _best_decode_per_layout(model, hw, wl, layouts, pp_index, touched, batches, query_tokens, accepted_tokens,
-                            prefill_rate, prefill_single_s, threads):
-    n, s, nb = layouts.shape[0], query_tokens.shape[0], batches.shape[0]
+def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens,
+                            accepted_tokens, prefill_rate, prefill_single_s, threads):
+    n, s, nb = layouts.shape[0], draft_tokens.shape[0], batches.shape[0]
     total = n * s
     out = np.zeros((total, L.N_ENGINE))
     threads = max(1, min(threads, total))
     bounds = chunk_bounds(total, threads)
     coef = np.empty((threads, L.N_COEF))  # per-thread buffers, allocated once
+    dcoef = np.zeros((threads, L.N_COEF))
     interval = np.empty((threads, nb))
+    steps = np.empty((threads, nb))
     tput = np.empty((threads, nb))
     ttft = np.empty((threads, nb))
     for t in prange(threads):
         for idx in range(bounds[t, 0], bounds[t, 1]):
             i, j = idx // s, idx % s
-            layout_coefficients(model, hw, layouts[i, 0], layouts[i, 1], layouts[i, 2], wl[L.W_CONTEXT_AVG],
-                                wl[L.W_CONTEXT_MAX], coef[t])
+            tp, pp, ep = layouts[i, 0], layouts[i, 1], layouts[i, 2]
+            layout_coefficients(model, hw, tp, pp, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], coef[t])
+            if draft_tokens[j] > 0.0:
+                layout_coefficients(draft, hw, tp, 1.0, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], dcoef[t])
             prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate[i]  # replica time one request's prefill takes
-            best_batch_of_layout(hw, wl, coef[t], touched[pp_index[i], j], batches, query_tokens[j],
-                                 accepted_tokens[j], prefill_s, prefill_single_s[i], interval[t], tput[t], ttft[t],
-                                 out[idx])
+            best_batch_of_layout(hw, wl, coef[t], dcoef[t], touched[pp_index[i], j], draft_touched[pp_index[i], 0],
+                                 batches, draft_tokens[j], accepted_tokens[j], prefill_s, prefill_single_s[i],
+                                 interval[t], steps[t], tput[t], ttft[t], out[idx])
     return out
 
 
@@ -222,41 +257,55 @@ def prefill_capacity(prefill, transfer_s, prefill_tokens, ttft_target_s, quantil
     return out
 
 
+def decode_sweep(model, hw, tp, pp, ep, streams, context_avg, context_max, draft_tokens=0.0, accepted_tokens=1.0,
+                 draft=None):
+    """Decode breakdowns of many configurations at once (``speculative_decode_breakdown``: plain decode when
+    ``draft_tokens`` is 0): ``tp, pp, ep, streams`` are equal-length arrays. Returns an (n, N_BREAKDOWN) array."""
+    draft = np.zeros(L.N_MODEL) if draft is None else draft
+    return _decode_sweep(model, draft, hw, tp, pp, ep, streams, float(context_avg), float(context_max),
+                         float(draft_tokens), float(accepted_tokens), thread_count())
+
+
 @njit_parallel
-def decode_sweep(model, hw, tp, pp, ep, streams, context_avg, context_max, query_tokens, accepted_tokens):
-    """Decode breakdowns of many configurations at once: ``tp, pp, ep, streams`` are equal-length arrays.
-    Returns an (n, N_BREAKDOWN) array."""
+def _decode_sweep(model, draft, hw, tp, pp, ep, streams, context_avg, context_max, draft_tokens, accepted_tokens,
+                  threads):
     n = tp.shape[0]
     out = np.empty((n, L.N_BREAKDOWN))
-    for i in prange(n):
-        decode_breakdown(model, hw, tp[i], pp[i], ep[i], streams[i], context_avg, context_max, query_tokens,
-                         accepted_tokens, out[i])
+    threads = max(1, min(threads, n))
+    bounds = chunk_bounds(n, threads)
+    scratch = np.empty((threads, L.N_BREAKDOWN))
+    for t in prange(threads):
+        for i in range(bounds[t, 0], bounds[t, 1]):
+            speculative_decode_breakdown(model, draft, hw, tp[i], pp[i], ep[i], streams[i], context_avg, context_max,
+                                         draft_tokens, accepted_tokens, scratch[t], out[i])
     return out
 
 
-def colocated_points(model, hw, wl, layouts, batches, query_tokens, accepted_tokens):
+def colocated_points(model, hw, wl, layouts, batches, draft_tokens=0.0, accepted_tokens=1.0, draft=None):
     """Every (layout, batch) of one system with the replica prefilling its own requests (MODEL.md 6), as the
     frontier, ``estimate`` and calibration see it: (n_layouts * nb, N_POINT) in slots P_*, row i * nb + k. The
     prefill of each layout is computed once; no queueing (one prompt's prefill alone is the TTFT)."""
-    return _colocated_points(model, hw, wl, layouts, batches, float(query_tokens), float(accepted_tokens),
+    draft = np.zeros(L.N_MODEL) if draft is None else draft
+    return _colocated_points(model, draft, hw, wl, layouts, batches, float(draft_tokens), float(accepted_tokens),
                              thread_count())
 
 
 @njit_parallel
-def _colocated_points(model, hw, wl, layouts, batches, query_tokens, accepted_tokens, threads):
+def _colocated_points(model, draft, hw, wl, layouts, batches, draft_tokens, accepted_tokens, threads):
     n, nb = layouts.shape[0], batches.shape[0]
     pre = prefill_per_layout(model, hw, layouts, wl[L.W_PREFILL_TOKENS])
     out = np.zeros((n * nb, L.N_POINT))
     threads = max(1, min(threads, n))
     bounds = chunk_bounds(n, threads)
     dec = np.empty((threads, L.N_BREAKDOWN))
+    scratch = np.empty((threads, L.N_BREAKDOWN))
     for t in prange(threads):
         for i in range(bounds[t, 0], bounds[t, 1]):
             tp, pp, ep = layouts[i, 0], layouts[i, 1], layouts[i, 2]
             prefill_s = wl[L.W_PREFILL_TOKENS] / pre[i, 0]  # inf where the prompt does not fit: nothing served
             for k in range(nb):
-                decode_breakdown(model, hw, tp, pp, ep, batches[k], wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX],
-                                 query_tokens, accepted_tokens, dec[t])
+                speculative_decode_breakdown(model, draft, hw, tp, pp, ep, batches[k], wl[L.W_CONTEXT_AVG],
+                                             wl[L.W_CONTEXT_MAX], draft_tokens, accepted_tokens, scratch[t], dec[t])
                 row = out[i * nb + k]
                 served = wl[L.W_OUTPUT_TOKENS] / colocated_request_s(wl[L.W_OUTPUT_TOKENS], dec[t, L.B_TIME_S],
                                                                      batches[k], accepted_tokens, prefill_s)
@@ -271,17 +320,17 @@ def _colocated_points(model, hw, wl, layouts, batches, query_tokens, accepted_to
     return out
 
 
-def split_decode_sweep(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
-                       context_max, query_tokens, accepted_tokens, micro_batches):
+def split_decode_sweep(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
+                       context_max, draft_tokens, accepted_tokens, micro_batches):
     """``split_decode_breakdown`` for many (chips_a, chips_f, ep_a, streams) rows. Returns (n, N_SPLIT)."""
-    return _split_decode_sweep(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_a, streams, float(context_avg),
-                               float(context_max), float(query_tokens), float(accepted_tokens), float(micro_batches),
-                               thread_count())
+    return _split_decode_sweep(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams,
+                               float(context_avg), float(context_max), float(draft_tokens), float(accepted_tokens),
+                               float(micro_batches), thread_count())
 
 
 @njit_parallel
-def _split_decode_sweep(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
-                        context_max, query_tokens, accepted_tokens, micro_batches, threads):
+def _split_decode_sweep(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
+                        context_max, draft_tokens, accepted_tokens, micro_batches, threads):
     n = chips_a.shape[0]
     out = np.empty((n, L.N_SPLIT))
     threads = max(1, min(threads, n))
@@ -289,7 +338,7 @@ def _split_decode_sweep(attn_model, ffn_model, hw_a, hw_f, chips_a, chips_f, ep_
     side = np.empty((threads, L.N_BREAKDOWN))
     for t in prange(threads):
         for i in range(bounds[t, 0], bounds[t, 1]):
-            split_decode_breakdown(attn_model, ffn_model, hw_a, hw_f, chips_a[i], chips_f[i], ep_a[i], streams[i],
-                                   context_avg, context_max, query_tokens, accepted_tokens, micro_batches, side[t],
-                                   out[i])
+            split_decode_breakdown(attn_model, ffn_model, draft, hw_a, hw_f, chips_a[i], chips_f[i], ep_a[i],
+                                   streams[i], context_avg, context_max, draft_tokens, accepted_tokens, micro_batches,
+                                   side[t], out[i])
     return out

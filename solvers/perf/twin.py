@@ -182,11 +182,36 @@ def prefill(m, h, tp, pp, ep, input_tokens) -> dict:
     }
 
 
-def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg, context_max, query_tokens,
-                 accepted_tokens, micro_batches) -> dict:
-    """Twin of ``solvers.perf.split.split_decode_breakdown``: attention part on A, FFN part on F (MODEL.md 10)."""
+def speculative_decode(m, draft, h, tp, pp, ep, streams, context_avg, context_max, draft_tokens, accepted) -> dict:
+    """Twin of ``speculative_decode_breakdown``: the target verifies K + 1 tokens a step; the drafter's K one-token
+    steps, at each micro-batch of the last stage, lengthen the interval; its weights and KV are held too."""
+    out = decode(m, h, tp, pp, ep, streams, context_avg, context_max, draft_tokens + 1.0, accepted)
+    out["draft_s"] = 0.0
+    if draft_tokens <= 0:
+        return out
+    micro = max(streams / pp, 1.0)
+    d = decode(draft, h, tp, 1.0, ep, micro, context_avg, context_max, 1.0, 1.0)
+    target, drafter = Replica(list(m), list(h), tp, pp, ep), Replica(list(draft), list(h), tp, 1.0, ep)
+    held = (target.weights_held() + drafter.weights_held() + target.kv_bytes(streams, context_max)
+            + drafter.kv_bytes(streams, context_max))
+    out["draft_s"] = pp * draft_tokens * d["time_s"]
+    out["time_s"] += out["draft_s"]
+    out["tps_per_user"] = accepted / out["time_s"]
+    out["tokens_per_s"] = streams * accepted / out["time_s"]
+    out["fits"] = held <= target.usable()
+    return out
+
+
+def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg, context_max, draft_tokens,
+                 accepted_tokens, micro_batches, draft=None) -> dict:
+    """Twin of ``solvers.perf.split.split_decode_breakdown``: attention part on A, FFN part on F (MODEL.md 10);
+    the drafter, if any, runs on A."""
     b = max(streams / micro_batches, 1.0)
+    query_tokens = draft_tokens + 1.0
     a_side = decode(attn, ha, chips_a, 1.0, ep_a, b, context_avg, context_max, query_tokens, 1.0)
+    if draft_tokens > 0:
+        a_side["time_s"] += draft_tokens * decode(draft, ha, chips_a, 1.0, ep_a, b, context_avg, context_max, 1.0,
+                                                  1.0)["time_s"]
     a_all = decode(attn, ha, chips_a, 1.0, ep_a, streams, context_avg, context_max, query_tokens, 1.0)
     f_side = decode(ffn, hf, chips_f, 1.0, 1.0, b, context_avg, context_max, query_tokens, 1.0)
     t_attn = a_side["time_s"]
@@ -253,15 +278,18 @@ def kv_transfer_s(m, h, chips, prompt_tokens) -> float:
     return h[L.H_SO_LAT] + r.kv_bytes(1.0, prompt_tokens) / (chips * h[L.H_SO_BW])
 
 
-def best_batch(m, h, wl, layout, batches, draft_query, accepted, prefill_rate=math.inf, prefill_single_s=0.0):
-    """Twin of the engine's reduction for one (layout, speculative setting): every batch through ``decode`` and
-    the serving formulas above, the best output tokens/s that fits (agentic residency included), reaches the tier
-    and, colocated (finite ``prefill_rate``), meets the TTFT target. Returns (tokens/s, batch, tps, ttft)."""
+def best_batch(m, h, wl, layout, batches, draft_tokens, accepted, prefill_rate=math.inf, prefill_single_s=0.0,
+               draft=None):
+    """Twin of the engine's reduction for one (layout, speculative setting): every batch through
+    ``speculative_decode`` and the serving formulas above, the best output tokens/s that fits (the drafter and
+    agentic residency included), reaches the tier and, colocated (finite ``prefill_rate``), meets the TTFT target.
+    Returns (tokens/s, batch, tps, ttft)."""
     tp, pp, ep = layout
     prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate
     best = (0.0, batches[0], 0.0, prefill_single_s)
     for b in batches:
-        d = decode(m, h, tp, pp, ep, b, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], draft_query, accepted)
+        d = speculative_decode(m, draft, h, tp, pp, ep, b, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], draft_tokens,
+                               accepted)
         ttft = prefill_single_s
         if prefill_s > 0:
             served = colocated_tokens_per_s(wl[L.W_OUTPUT_TOKENS], d["time_s"], b, accepted, prefill_s)
@@ -271,7 +299,11 @@ def best_batch(m, h, wl, layout, batches, draft_query, accepted, prefill_rate=ma
             served = d["tokens_per_s"]
         tps = served / b
         r = Replica(list(m), list(h), tp, pp, ep)
-        held = r.weights_held() + r.kv_bytes(b, wl[L.W_CONTEXT_MAX]) * (1.0 + wl[L.W_RESIDENT_S_PER_TOKEN] * tps)
+        weights, kv = r.weights_held(), r.kv_bytes(b, wl[L.W_CONTEXT_MAX])
+        if draft_tokens > 0:
+            dr = Replica(list(draft), list(h), tp, 1.0, ep)
+            weights, kv = weights + dr.weights_held(), kv + dr.kv_bytes(b, wl[L.W_CONTEXT_MAX])
+        held = weights + kv * (1.0 + wl[L.W_RESIDENT_S_PER_TOKEN] * tps)
         ok = held <= r.usable() and tps >= wl[L.W_MIN_TPS_PER_USER] and (prefill_s == 0 or ttft <= wl[L.W_TTFT_S])
         if ok and served > best[0]:
             best = (served, b, tps, ttft)

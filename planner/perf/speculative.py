@@ -1,0 +1,125 @@
+"""Speculative decoding as an explicit choice (MODEL.md 3.4): which drafter, how many draft tokens, what acceptance.
+
+A ``Speculation`` says the method (``none``, ``mtp``: the model's own multi-token-prediction layers, ``eagle``: a
+one-layer draft head on the target's hidden states, ``draft_model``: a smaller catalog model on the same replica),
+the draft length K (a number, or ``auto``: every K of ``AUTO_DRAFT_TOKENS``, the best kept per system) and the
+per-token acceptance rate. ``draft_vector`` builds the drafter as a model vector, so that the kernels cost its K
+steps like any decode step (``solvers.perf.kernels.speculative_decode_breakdown``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.catalog import Model
+from planner.errors import InputError
+from planner.perf.pack import model_vector
+from planner.vocabulary import (
+    AUTO_DRAFT_TOKENS,
+    DEFAULT_ACCEPTANCE,
+    DEFAULT_SPECULATIVE,
+    MAX_DRAFT_TOKENS,
+    SPECULATIVE_METHODS,
+)
+from solvers.perf import slots as L
+
+
+@dataclass(frozen=True)
+class Speculation:
+    method: str = DEFAULT_SPECULATIVE
+    draft_tokens: int | str = 0  # K, or "auto"
+    acceptance: float = DEFAULT_ACCEPTANCE
+    draft_model: str | None = None  # method draft_model: the catalog model that drafts
+
+    def settings(self) -> list[tuple[int, float]]:
+        """(K, acceptance) of every setting to try: (0, 0) alone without a method."""
+        if self.method == "none":
+            return [(0, 0.0)]
+        ks = AUTO_DRAFT_TOKENS if self.draft_tokens == "auto" else (int(self.draft_tokens),)
+        return [(k, self.acceptance if k else 0.0) for k in ks]
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "draft_tokens": self.draft_tokens, "acceptance": self.acceptance,
+                "draft_model": self.draft_model}
+
+
+NONE = Speculation()
+
+
+def speculation(method: str | None = None, draft_tokens: int | str | None = None, acceptance: float | None = None,
+                draft_model: str | None = None, field_prefix: str = "") -> Speculation:
+    """A checked ``Speculation``; a bad value raises InputError naming the field. Without a method, draft tokens
+    are 0 (a K > 0 without a method is an error: the drafter must be costed); with one, ``auto`` by default."""
+    method = method or DEFAULT_SPECULATIVE
+    name = (lambda f: f"{field_prefix}{f}") if field_prefix else (lambda f: f.replace("_", "-"))
+    if method not in SPECULATIVE_METHODS:
+        raise InputError(f"expected one of {', '.join(SPECULATIVE_METHODS)}, got {method!r}", field=name("speculative")
+                         if not field_prefix else name("method"))
+    if draft_tokens is None:
+        draft_tokens = 0 if method == "none" else "auto"
+    if draft_tokens != "auto" and not (isinstance(draft_tokens, int) and not isinstance(draft_tokens, bool)
+                                       and 0 <= draft_tokens <= MAX_DRAFT_TOKENS):
+        raise InputError(f"expected a whole number of draft tokens from 0 to {MAX_DRAFT_TOKENS} or auto, got "
+                         f"{draft_tokens!r}", field=name("draft_tokens"))
+    if method == "none" and draft_tokens not in (0, "auto"):
+        raise InputError(f"{draft_tokens} draft tokens need a drafter to cost: give a speculative method "
+                         f"({', '.join(m for m in SPECULATIVE_METHODS if m != 'none')})",
+                         field=name("draft_tokens"))
+    acceptance = DEFAULT_ACCEPTANCE if acceptance is None else acceptance
+    if not (isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool) and math.isfinite(acceptance)
+            and 0.0 <= acceptance < 1.0):
+        raise InputError(f"expected an acceptance rate in [0, 1), got {acceptance!r}", field=name("acceptance"))
+    if (method == "draft_model") != (draft_model is not None):
+        raise InputError("method draft_model names its drafter (draft_model: a model id), and only it does",
+                         field=name("draft_model"))
+    return Speculation(method, 0 if method == "none" else draft_tokens, float(acceptance), draft_model)
+
+
+def draft_vector(model: Model, spec: Speculation, models: dict[str, Model] | None = None) -> np.ndarray:
+    """The drafter of ``spec`` for ``model`` as a model vector (zeros for ``none``). It reads the target's LM head
+    each draft step but holds no embedding of its own (MTP and EAGLE share the target's; a draft model holds its
+    own). MTP: the model's ``mtp_layers`` decoder layers of its last layer's kind, each with the 2h -> h projection
+    that joins embedding and hidden state. EAGLE: one dense decoder layer of the target's width (its dense FFN, or
+    8 h^2 for a model without one) with the 3h -> h fusion of three hidden states. Raises InputError where the
+    method cannot apply."""
+    v = np.zeros(L.N_MODEL)
+    if spec.method == "none":
+        return v
+    target = model_vector(model)
+    h = float(model.hidden_size)
+    if spec.method == "draft_model":
+        drafter = (models or {}).get(spec.draft_model)
+        if drafter is None:
+            from planner import catalog
+
+            drafter = catalog.get_model(spec.draft_model)
+        if drafter.vocab_size != model.vocab_size:
+            raise InputError(f"draft model {drafter.id} has a vocabulary of {drafter.vocab_size}, the target "
+                             f"{model.id} {model.vocab_size}: a drafter must share the target's tokenizer",
+                             field="draft_model")
+        return model_vector(drafter)
+    v[:] = target
+    v[L.M_WINDOW_LAYERS] = 0.0
+    v[L.M_WINDOW_TOKENS] = 0.0
+    v[L.M_EMBED_PARAMS] = 0.0
+    if spec.method == "mtp":
+        if model.mtp_layers <= 0:
+            raise InputError(f"{model.id} ships no multi-token-prediction layers: use eagle or draft_model",
+                             field="speculative")
+        n = float(model.mtp_layers)
+        v[L.M_LAYERS] = n
+        v[L.M_MOE_LAYERS] = n if model.is_moe else 0.0
+        v[L.M_DENSE_LAYERS] = 0.0 if model.is_moe else n
+        v[L.M_ATTN_PARAMS] = target[L.M_ATTN_PARAMS] + 2.0 * h * h
+        return v
+    # eagle: one dense layer
+    v[L.M_LAYERS] = 1.0
+    v[L.M_DENSE_LAYERS] = 1.0
+    v[L.M_MOE_LAYERS] = 0.0
+    v[L.M_EXPERTS] = v[L.M_EXPERTS_PER_TOKEN] = v[L.M_EXPERT_PARAMS] = v[L.M_SHARED_PARAMS] = 0.0
+    v[L.M_ATTN_PARAMS] = target[L.M_ATTN_PARAMS] + 3.0 * h * h
+    v[L.M_DENSE_FFN_PARAMS] = target[L.M_DENSE_FFN_PARAMS] if model.intermediate_size > 0 else 8.0 * h * h
+    return v

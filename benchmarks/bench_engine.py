@@ -3,7 +3,7 @@
     python benchmarks/bench_engine.py [--quick]
 
 All three score the same candidates (DeepSeek-R1 on GB200 NVL72 at FP4: every tensor x pipeline x expert layout,
-speculative decoding off and on, a grid of batches) and pick, per layout, the best batch that reaches 100 tok/s
+speculative decoding off and with 3 MTP draft tokens, the drafter costed, a grid of batches) and pick, per layout, the best batch that reaches 100 tok/s
 per user. Pure Python runs on a slice and is timed per candidate. The last line printed is JSON with
 ``candidates_per_s``, ``numpy_candidates_per_s``, ``python_candidates_per_s`` and the ratios.
 """
@@ -19,6 +19,7 @@ import numpy as np
 from planner import catalog
 from planner.perf.grid import parallel_grid
 from planner.perf.pack import hardware_vector, model_vector, workload_vector
+from planner.perf.speculative import Speculation, draft_vector
 from solvers.perf import slots as L
 from solvers.perf import sweep as E
 from solvers.perf import twin as reference
@@ -32,49 +33,62 @@ def setup(n_batches: int, repeat: int):
     mv, hv = model_vector(model), hardware_vector(hw, "fp4")
     grid = np.tile(parallel_grid(hw, model), (repeat, 1))
     batches = np.unique(np.round(np.geomspace(1, 8192, n_batches))).astype(np.float64)
-    q, a = np.array([1.0, 4.0]), np.array([1.0, 2.53])
-    return mv, hv, grid, batches, q, a
+    k, a = np.array([0.0, 3.0]), np.array([1.0, 2.53])  # draft tokens per step, accepted tokens
+    global DRAFT
+    DRAFT = draft_vector(model, Speculation("mtp", 3, 0.7))
+    return mv, hv, grid, batches, k, a
 
 
-def run_jit(mv, hv, grid, batches, q, a):
+DRAFT = None  # the MTP drafter of DeepSeek-R1 (set by setup)
+
+
+def run_jit(mv, hv, grid, batches, k, a):
     pps = np.unique(grid[:, 1])
-    touched = E.touched_experts_table(mv, pps, batches, q)
+    touched = E.touched_experts_table(mv, pps, batches, k + 1.0)
+    draft_touched = E.touched_experts_table(DRAFT, pps, batches, np.ones(1))
     n = len(grid)
     wl = workload_vector(1.0, 1.0, min_tps_per_user=MIN_TPS)
     wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX] = CTX_AVG, CTX_MAX
-    return E.best_decode_per_layout(mv, hv, wl, grid, np.searchsorted(pps, grid[:, 1]), touched, batches, q, a,
-                                    np.full(n, np.inf), np.zeros(n))
+    return E.best_decode_per_layout(mv, DRAFT, hv, wl, grid, np.searchsorted(pps, grid[:, 1]), touched, draft_touched,
+                                    batches, k, a, np.full(n, np.inf), np.zeros(n))
 
 
-def numpy_coefficients(mv, hv, grid, q):
-    """Per-layout coefficients for the numpy path, computed once and not timed (numpy is only asked to do the
-    part that scales with candidates, which flatters it)."""
-    coef = np.empty((len(q), len(grid), L.N_COEF))
-    for j in range(len(q)):
-        for i, (tp, pp, ep) in enumerate(grid):
-            E.layout_coefficients(mv, hv, tp, pp, ep, CTX_AVG, CTX_MAX, coef[j, i])
+def numpy_coefficients(mv, hv, grid, k):
+    """Per-layout coefficients (the target's, and the drafter's at pipeline depth 1) for the numpy path, computed
+    once and not timed (numpy is only asked to do the part that scales with candidates, which flatters it)."""
+    coef = np.empty((2, len(grid), L.N_COEF))
+    for i, (tp, pp, ep) in enumerate(grid):
+        E.layout_coefficients(mv, hv, tp, pp, ep, CTX_AVG, CTX_MAX, coef[0, i])
+        E.layout_coefficients(DRAFT, hv, tp, 1.0, ep, CTX_AVG, CTX_MAX, coef[1, i])
     return coef
 
 
-def run_numpy(coef, hv, grid, batches, q, a):
+def numpy_step(hv, c, tokens, b, held_kv):
+    touched = np.where(c["C_EXPERTS"] > 0, c["C_EXPERTS"] * (1.0 - np.exp(tokens * c["C_LOG_MISS"])), 0.0)
+    read_w = c["C_READ_W0"] + c["C_READ_W1"] * touched
+    memory = numpy_tier_read_time(hv, c["C_HELD_W"], read_w, held_kv, c["C_KV_READ"] * b)
+    return np.maximum(memory, c["C_COMPUTE"] * tokens) + c["C_COMM0"] + c["C_COMM1"] * tokens + c["C_FLOOR"]
+
+
+def run_numpy(coef, hv, grid, batches, k, a):
     """The engine's batch scoring as whole-array numpy over (layouts x batches), per speculative setting."""
-    best = np.zeros((len(grid) * len(q), 2))
-    for j in range(len(q)):
-        c = {name: coef[j][:, getattr(L, name)][:, None] for name in dir(L) if name.startswith("C_")}
-        b = np.maximum(batches[None, :] / c["C_PP"], 1.0)
-        tokens = b * q[j]
-        touched = np.where(c["C_EXPERTS"] > 0, c["C_EXPERTS"] * (1.0 - np.exp(tokens * c["C_LOG_MISS"])), 0.0)
-        read_w = c["C_READ_W0"] + c["C_READ_W1"] * touched
+    best = np.zeros((len(grid) * len(k), 2))
+    c = {name: coef[0][:, getattr(L, name)][:, None] for name in dir(L) if name.startswith("C_")}
+    dc = {name: coef[1][:, getattr(L, name)][:, None] for name in dir(L) if name.startswith("C_")}
+    b = np.maximum(batches[None, :] / c["C_PP"], 1.0)
+    for j in range(len(k)):
         held_kv = c["C_KV_HELD"] * batches[None, :]
-        memory = numpy_tier_read_time(hv, c["C_HELD_W"], read_w, held_kv, c["C_KV_READ"] * b)
-        interval = c["C_PP"] * (np.maximum(memory, c["C_COMPUTE"] * tokens) + c["C_COMM0"] + c["C_COMM1"] * tokens
-                                + c["C_FLOOR"])
+        interval = c["C_PP"] * numpy_step(hv, c, b * (k[j] + 1.0), b, held_kv)
+        held = c["C_HELD_W"] + held_kv
+        if k[j] > 0:
+            interval = interval + c["C_PP"] * k[j] * numpy_step(hv, dc, b, b, dc["C_KV_HELD"] * b)
+            held = held + dc["C_HELD_W"] + dc["C_KV_HELD"] * batches[None, :]
         tps = a[j] / interval
-        ok = (c["C_HELD_W"] + held_kv <= c["C_USABLE"]) & (tps >= MIN_TPS)
+        ok = (held <= c["C_USABLE"]) & (tps >= MIN_TPS)
         tput = np.where(ok, batches[None, :] * tps, 0.0)
-        k = np.argmax(tput, axis=1)
-        best[j::len(q), 0] = tput[np.arange(len(grid)), k]
-        best[j::len(q), 1] = batches[k]
+        pick = np.argmax(tput, axis=1)
+        best[j::len(k), 0] = tput[np.arange(len(grid)), pick]
+        best[j::len(k), 1] = batches[pick]
     return best
 
 
@@ -94,14 +108,14 @@ def numpy_tier_read_time(hw, held_w, read_w, held_kv, read_kv):
     return t + over / (hw[L.H_BW + n - 1] * hw[L.H_BW_EFF])
 
 
-def run_python(mv, hv, grid, batches, q, a):
+def run_python(mv, hv, grid, batches, k, a):
     """Pure Python: the plain-Python twin of the model, one candidate at a time."""
     out = []
     for tp, pp, ep in grid:
-        for qj, aj in zip(q, a):
+        for kj, aj in zip(k, a):
             best = (0.0, batches[0])
             for bt in batches:
-                r = reference.decode(mv, hv, tp, pp, ep, bt, CTX_AVG, CTX_MAX, qj, aj)
+                r = reference.speculative_decode(mv, DRAFT, hv, tp, pp, ep, bt, CTX_AVG, CTX_MAX, kj, aj)
                 if r["fits"] and r["tps_per_user"] >= MIN_TPS and r["tokens_per_s"] > best[0]:
                     best = (r["tokens_per_s"], bt)
             out.append(best)

@@ -80,6 +80,9 @@ class MemoryTier(Strict):
     tier: TierKind
     capacity_bytes: Figure
     bandwidth_bytes_per_s: Figure
+    serves_weights: bool = Field(True, description="inference serves weights and KV from this tier; false for a "
+                                 "capacity tier that only streams or stages them (Cerebras MemoryX, SambaNova's "
+                                 "model-switching DDR)")
 
     _check = _positive("capacity_bytes", "bandwidth_bytes_per_s")
 
@@ -114,6 +117,14 @@ class Chip(Strict):
     power_w: Figure | None = None
     scale_up: ScaleUp
     scale_out: Link
+
+    @model_validator(mode="after")
+    def _serving_tiers_first(self) -> "Chip":
+        flags = [t.serves_weights for t in self.memory]
+        if not flags[0] or any(b and not a for a, b in zip(flags, flags[1:])):
+            raise ValueError("memory: the tiers that serve weights (serves_weights: true) must come first, the "
+                             "fastest among them")
+        return self
 
     @model_validator(mode="after")
     def _flops(self) -> "Chip":

@@ -152,6 +152,8 @@ def estimate(model, hardware, chips, batch, precision, input_tokens, output_toke
     parts = [{"phase": "decode (per token interval)", **d["decode"]}, {"phase": "prefill (TTFT)", **d["prefill"]}]
     render.table(parts, title="time breakdown (s)")
     render.table([d["memory"]], title="memory per chip (bytes)")
+    for warning in est.warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @main.command()

@@ -80,6 +80,7 @@ def random_hw(rng):
     h = np.zeros(L.N_HW)
     tiers = int(rng.integers(1, 4))
     h[L.H_N_TIERS] = tiers
+    h[L.H_SERVING_TIERS] = int(rng.integers(1, tiers + 1))  # capacity-only tiers after the serving ones
     cap, bw = 10 ** rng.uniform(8, 11), 10 ** rng.uniform(13, 15)
     for i in range(tiers):
         h[L.H_CAP + i] = cap

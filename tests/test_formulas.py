@@ -57,6 +57,7 @@ def hardware(tiers=((1e11, 1e12),), **slots) -> np.ndarray:
     """A hardware vector: ``tiers`` as (capacity bytes, bandwidth bytes/s), fastest first; other slots by name."""
     v = np.zeros(L.N_HW)
     v[L.H_N_TIERS] = len(tiers)
+    v[L.H_SERVING_TIERS] = len(tiers)
     for i, (cap, bw) in enumerate(tiers):
         v[L.H_CAP + i] = cap
         v[L.H_BW + i] = bw

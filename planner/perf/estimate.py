@@ -104,6 +104,7 @@ class Estimate:
     prefill: dict = field(default_factory=dict)
     memory: dict = field(default_factory=dict)
     roles: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
     source: str = "model"
     method: str = "planner performance model (docs/MODEL.md), efficiencies from data/efficiency.yaml"
 
@@ -235,8 +236,25 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
             "kv_bytes_per_chip": float(dec[L.B_KV_BYTES_PER_CHIP]),
             "usable_bytes_per_chip": float(dec[L.B_USABLE_BYTES_PER_CHIP]),
         },
-        roles=list(hw.roles),
+        roles=list(hw.roles), warnings=fit_warnings(hw, dec),
     )
+
+
+def fit_warnings(hw: Hardware, dec: np.ndarray) -> list[str]:
+    """Why a layout asked for with --chips does not fit: what overflows the tiers inference serves from, and where
+    it would stream from."""
+    if dec[L.B_FITS] > 0.5:
+        return []
+    serving = [t.tier for t in hw.chip.memory if t.serves_weights]
+    capacity = [t for t in hw.chip.memory if not t.serves_weights]
+    need = float(dec[L.B_WEIGHT_BYTES_PER_CHIP] + dec[L.B_KV_BYTES_PER_CHIP])
+    text = (f"does not fit: {need / 1e9:.4g} GB of weights and KV per chip, {float(dec[L.B_USABLE_BYTES_PER_CHIP]) / 1e9:.4g}"
+            f" GB usable in {'+'.join(serving)}")
+    if capacity:
+        t = capacity[0]
+        text += (f"; the rest would stream from {t.tier} at {t.bandwidth_bytes_per_s.value / 1e9:.4g} GB/s, as the "
+                 f"speeds above assume (a capacity tier: not a way to serve)")
+    return [text]
 
 
 def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str | None, input_tokens: int,

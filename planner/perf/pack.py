@@ -98,6 +98,7 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
         raise InputError(f"{hw.id}: at most {L.MAX_TIERS} memory tiers are modelled")
     v = np.zeros(L.N_HW)
     v[L.H_N_TIERS] = len(chip.memory)
+    v[L.H_SERVING_TIERS] = sum(1 for t in chip.memory if t.serves_weights)
     for i, tier in enumerate(chip.memory):
         v[L.H_CAP + i] = tier.capacity_bytes.value
         v[L.H_BW + i] = tier.bandwidth_bytes_per_s.value

@@ -47,6 +47,7 @@ from solvers.perf.slots import (
     H_N_TIERS,
     H_PEAK_FLOPS,
     H_RACK_POWER_W,
+    H_SERVING_TIERS,
     H_SO_BW,
     H_SO_LAT,
     H_SU_BW,
@@ -177,8 +178,10 @@ def kv_bytes_per_chip(model, hw, tp, pp, ep, streams, context):
 
 @njit
 def usable_bytes_per_chip(hw):
+    """Bytes per chip that weights and KV may occupy: the usable share of the tiers inference serves from (a
+    capacity tier such as MemoryX only streams what overflows: it is priced by ``tier_read_time``, never a fit)."""
     total = 0.0
-    for i in range(int(hw[H_N_TIERS])):
+    for i in range(int(hw[H_SERVING_TIERS])):
         total += hw[H_CAP + i]
     return total * hw[H_MEM_USABLE]
 

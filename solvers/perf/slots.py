@@ -48,7 +48,8 @@ H_LAYER_FLOOR_S = 22  # fixed time per layer per step (kernel launch, synchronis
 H_COLL_LAT_S = 23  # fixed latency of one collective (all-reduce or all-to-all)
 H_MEM_USABLE = 24  # share of each tier's capacity usable for weights and KV
 H_ATTN_PEAK_FLOPS = 25  # dense peak FLOP/s for attention arithmetic, at the KV cache's precision
-N_HW = 26
+H_SERVING_TIERS = 26  # the leading tiers inference serves weights and KV from (the rest only stream: MemoryX, model-switching DDR)
+N_HW = 27
 
 # ---- decode / prefill breakdown -----------------------------------------------------------------------------
 # Times are per token interval of one stream (decode) or for one prompt (prefill), summed over pipeline stages.

@@ -84,7 +84,7 @@ class Replica:
         return streams * context * per_token / shards
 
     def usable(self) -> float:
-        n = int(self.h[L.H_N_TIERS])
+        n = int(self.h[L.H_SERVING_TIERS])  # capacity-only tiers stream overflow, they never make a fit
         return sum(self.h[L.H_CAP + i] for i in range(n)) * self.h[L.H_MEM_USABLE]
 
     def read_seconds(self, held_w, read_w, held_kv, read_kv) -> float:

@@ -31,8 +31,12 @@ def sweep_points(model: Model, hw: Hardware, precision: str, input_tokens: int, 
                  batches: np.ndarray = BATCHES, spec: Speculation = NONE) -> dict:
     """Every fitting (tp, pp, ep, batch, draft tokens) of one system at one precision (replicas of ``chips`` chips
     if given), with per-user speed, TTFT and output tokens/s per MW including the replica's own prefill work."""
-    sweeps = [_sweep_points(model, hw, precision, input_tokens, output_tokens, efficiency, chips, batches, spec, k, a)
-              for k, a in spec.settings()]
+    return merged_sweeps([_sweep_points(model, hw, precision, input_tokens, output_tokens, efficiency, chips, batches,
+                                        spec, k, a) for k, a in spec.settings()])
+
+
+def merged_sweeps(sweeps: list[dict]) -> dict:
+    """Sweeps of one system (or pair) at several speculative settings as one: their point arrays concatenated."""
     return {key: (sweeps[0][key] if key in ("hardware", "precision") else np.concatenate([x[key] for x in sweeps]))
             for key in sweeps[0]}
 
@@ -103,10 +107,8 @@ def split_sweep_points(model: Model, hw_a: Hardware, hw_f: Hardware, prec_a: str
                        input_tokens: int, output_tokens: int, batches: np.ndarray = BATCHES,
                        spec: Speculation = NONE) -> dict:
     """Every fitting (attention chips, FFN chips, attention mode, batch, draft tokens) of an A+F pair."""
-    sweeps = [_split_sweep_points(model, hw_a, hw_f, prec_a, prec_f, input_tokens, output_tokens, batches, spec, k, a)
-              for k, a in spec.settings()]
-    return {key: (sweeps[0][key] if key in ("hardware", "precision") else np.concatenate([x[key] for x in sweeps]))
-            for key in sweeps[0]}
+    return merged_sweeps([_split_sweep_points(model, hw_a, hw_f, prec_a, prec_f, input_tokens, output_tokens, batches,
+                                              spec, k, a) for k, a in spec.settings()])
 
 
 def _split_sweep_points(model, hw_a, hw_f, prec_a, prec_f, input_tokens, output_tokens, batches, spec, k,

@@ -17,6 +17,7 @@ from planner import catalog
 from planner.perf.frontier import sweep_points
 from planner.perf.grid import BATCHES
 from planner.perf.pack import efficiency_table, family_efficiency
+from planner.perf.speculative import speculation
 
 
 
@@ -38,9 +39,16 @@ def predict(point: dict, efficiency: dict[str, float] | None = None) -> dict:
     return _predict_throughput(point, model, hw, eff)
 
 
+def point_speculation(point: dict):
+    """The speculative setting a point was measured with (``speculative: {method, draft_tokens, acceptance}``),
+    none by default: a speculative record is predicted with its drafter costed (MODEL.md 3.4)."""
+    spec = point.get("speculative") or {}
+    return speculation(spec.get("method"), spec.get("draft_tokens"), spec.get("acceptance"), spec.get("draft_model"))
+
+
 def _predict_per_user(point, model, hw, eff) -> dict:
     s = sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
-                     efficiency=eff, chips=point.get("chips"), batches=np.array([1.0]))
+                     efficiency=eff, chips=point.get("chips"), batches=np.array([1.0]), spec=point_speculation(point))
     if len(s["tps_per_user"]) == 0:
         return {"predicted": 0.0, "config": "does not fit"}
     i = int(np.argmax(s["tps_per_user"]))
@@ -52,7 +60,7 @@ def _predict_throughput(point, model, hw, eff) -> dict:
     best, where = 0.0, "no layout meets the condition"
     for replica in (r for r in range(1, total + 1) if total % r == 0):
         s = sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
-                         efficiency=eff, chips=replica, batches=BATCHES)
+                         efficiency=eff, chips=replica, batches=BATCHES, spec=point_speculation(point))
         ok = (s["tps_per_user"] >= point.get("min_tps_per_user", 0.0)) & (s["ttft_s"] <= point.get("max_ttft_s", math.inf))
         if not ok.any():
             continue
@@ -65,7 +73,8 @@ def _predict_throughput(point, model, hw, eff) -> dict:
 
 def _config(s: dict, i: int) -> str:
     ep = " ep" if s["ep"][i] else ""
-    return f"tp{s['tp'][i]} pp{s['pp'][i]}{ep} batch {s['batch'][i]} {s['precision']}"
+    draft = f" draft {s['draft_tokens'][i]}" if s["draft_tokens"][i] else ""
+    return f"tp{s['tp'][i]} pp{s['pp'][i]}{ep} batch {s['batch'][i]} {s['precision']}{draft}"
 
 
 def log_error(predicted: float, published: float) -> float:
@@ -123,11 +132,12 @@ def fit_family(family: str, sweeps: int = 3, steps: int = 9) -> dict[str, float]
     return eff
 
 
-def write_fit() -> None:
-    """Refit every family named in calibration.yaml and rewrite data/efficiency.yaml with provenance."""
+def write_fit(families: list[str] | None = None) -> None:
+    """Refit ``families`` (default: every family named in calibration.yaml) and rewrite data/efficiency.yaml with
+    provenance."""
     path = catalog.DATA_DIR / "efficiency.yaml"
     table = yaml.safe_load(path.read_text())
-    for family in calibration_data()["fit"]:
+    for family in families or calibration_data()["fit"]:
         fitted = fit_family(family)
         ids = [p["id"] for p in family_points(family)]
         for name in calibration_data()["fit"][family]["params"]:

@@ -222,7 +222,7 @@ def eligibility_checks(name: str, row: dict, demand: Demand, kind, inputs: Input
         out.append(result(f"{name} precision {hw_id}", precision in hw.precisions and pinned,
                           f"{precision} on {hw_id} (runs {', '.join(hw.precisions)}; workload asks "
                           f"{demand.precision or 'any'})"))
-    settings = [(k, a) for k, a in demand.speculation().settings()]
+    settings = demand.speculation().settings() if kind.covers_decode else [(0, 0.0)]  # prefill drafts nothing
     k, a = row.get("draft_tokens"), row.get("acceptance")
     ok = any(k == sk and close(a, sa) for sk, sa in settings) and (
         row.get("speculative") == (demand.speculative if k else "none"))

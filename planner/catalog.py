@@ -45,11 +45,16 @@ class Figure(Strict):
     confidence: Confidence
     basis: str | None = Field(None, description="how an estimate was derived; required when confidence is estimate")
     note: str | None = None
+    low: float | None = Field(None, description="lowest plausible value (default for an estimate: its kind's range, "
+                              "data/uncertainty.yaml)")
+    high: float | None = Field(None, description="highest plausible value")
 
     @model_validator(mode="after")
     def _estimate_has_basis(self) -> "Figure":
         if not math.isfinite(self.value):
             raise ValueError("value must be a finite number")
+        if (self.low is not None and self.low > self.value) or (self.high is not None and self.high < self.value):
+            raise ValueError(f"low <= value <= high must hold, got {self.low}, {self.value}, {self.high}")
         if self.confidence == "estimate" and not self.basis:
             raise ValueError("an estimate must state its basis")
         return self

@@ -152,6 +152,10 @@ def estimate(model, hardware, chips, batch, precision, input_tokens, output_toke
     parts = [{"phase": "decode (per token interval)", **d["decode"]}, {"phase": "prefill (TTFT)", **d["prefill"]}]
     render.table(parts, title="time breakdown (s)")
     render.table([d["memory"]], title="memory per chip (bytes)")
+    if est.band:
+        render.table([{"figure": key, "central": d[key], "low": b["low"], "high": b["high"], "moved most by": b["widest"]}
+                      for key, b in est.band.items() if key != "parameters"],
+                     title="band: each uncertain figure and efficiency at its low and high, one at a time")
     for warning in est.warnings:
         click.echo(f"warning: {warning}", err=True)
 
@@ -195,8 +199,9 @@ def frontier(model, hardware, precision, input_tokens, output_tokens, speculativ
     elif fmt == "csv":
         click.echo(render.to_csv(points), nl=False)
     else:
-        cols = ["hardware", "tier", "tps_per_user", "output_tokens_per_s_per_mw", "chips", "tensor_parallel",
-                "pipeline_parallel", "expert_parallel", "batch", "precision", "bound"]
+        cols = ["hardware", "tier", "tps_per_user", "output_tokens_per_s_per_mw", "output_tokens_per_s_per_mw_low",
+                "output_tokens_per_s_per_mw_high", "chips", "tensor_parallel", "pipeline_parallel", "expert_parallel",
+                "batch", "precision", "draft_tokens", "bound"]
         render.table(points, title=f"frontier: {model}, {input_tokens} in / {output_tokens} out", columns=cols)
         render.table(best_at_tiers(points),
                      title="best output tokens/s per MW at each tier (tier boundaries: "

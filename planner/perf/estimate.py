@@ -105,6 +105,7 @@ class Estimate:
     memory: dict = field(default_factory=dict)
     roles: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    band: dict = field(default_factory=dict)  # low/high of the figures over the uncertain inputs (MODEL.md 11)
     source: str = "model"
     method: str = "planner performance model (docs/MODEL.md), efficiencies from data/efficiency.yaml"
 
@@ -237,7 +238,31 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
             "usable_bytes_per_chip": float(dec[L.B_USABLE_BYTES_PER_CHIP]),
         },
         roles=list(hw.roles), warnings=fit_warnings(hw, dec),
+        band=uncertainty_band(m, hw, prec, (tp, pp, ep), batch, input_tokens, output_tokens, k, spec),
     )
+
+
+def uncertainty_band(model, hw, precision, layout, batch, input_tokens, output_tokens, k, spec) -> dict:
+    """Low and high of tokens/s per user and output tokens/s per MW (decode) at this configuration, over every
+    uncertain figure and efficiency behind it, one at a time, and the one that moves each most (MODEL.md 11)."""
+    from planner.perf.uncertainty import band, uncertain_quantities
+    from solvers.perf.kernels import speculative_decode_breakdown
+
+    mv, hv = model_vector(model), hardware_vector(hw, precision)
+    draft = draft_vector(model, spec)
+    wl = workload_vector(input_tokens, output_tokens)
+    _, a = spec_tokens(k, spec.acceptance)
+    dec, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
+
+    def evaluate(v):
+        speculative_decode_breakdown(mv, draft, v, *(float(x) for x in layout), float(batch), wl[L.W_CONTEXT_AVG],
+                                     wl[L.W_CONTEXT_MAX], float(k), a, scratch, dec)
+        return {"tps_per_user": float(dec[L.B_TPS_PER_USER]),
+                "output_tokens_per_s_per_mw": float(dec[L.B_TOKENS_PER_S]) / (float(dec[L.B_POWER_W]) / 1e6)}
+
+    result = band(evaluate, hv, uncertain_quantities(hw, precision))
+    return {key: {"low": result["low"][key], "high": result["high"][key], "widest": result["widest"].get(key)}
+            for key in result["low"]} | {"parameters": result["parameters"]}
 
 
 def fit_warnings(hw: Hardware, dec: np.ndarray) -> list[str]:

@@ -1,0 +1,140 @@
+"""Uncertainty you can see (docs/MODEL.md 11): which figures behind a deployment are uncertain, their low/high
+range and its basis, and the band they put around a prediction.
+
+Each uncertain quantity is a slot of the hardware vector: an estimated catalog figure (a memory tier's capacity
+or bandwidth, a link's bandwidth or latency, a peak FLOP rate, rack power) or a family efficiency. The band is
+found one parameter at a time: the prediction is recomputed with each at its low and at its high, the others at
+their central values; the band is the envelope of those, and the parameter whose swing is widest is named.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner import catalog
+from planner.catalog import Figure, Hardware
+from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table, family_efficiency
+from solvers.perf import slots as L
+
+EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_FLOPS_EFF,
+                    "layer_floor_s": L.H_LAYER_FLOOR_S, "collective_latency_s": L.H_COLL_LAT_S,
+                    "usable_memory_fraction": L.H_MEM_USABLE}
+
+
+@dataclass(frozen=True)
+class Uncertain:
+    """One uncertain quantity: its name, the hardware-vector slot it sets, its central, low and high values and
+    the basis of the range."""
+
+    name: str
+    slot: int
+    value: float
+    low: float
+    high: float
+    basis: str
+
+
+@functools.lru_cache(maxsize=None)
+def ranges() -> dict:
+    return catalog._read_yaml(catalog.DATA_DIR / "uncertainty.yaml")
+
+
+def figure_range(fig: Figure, kind: str) -> tuple[float, float, str] | None:
+    """(low, high, basis) of a catalog figure: its own, else its kind's range if it is an estimate, else None."""
+    if fig.low is not None or fig.high is not None:
+        return (fig.low if fig.low is not None else fig.value, fig.high if fig.high is not None else fig.value,
+                fig.basis or "stated in the catalog")
+    if fig.confidence != "estimate":
+        return None
+    rule = ranges()["figures"].get(kind)
+    if rule is None:
+        return None
+    return fig.value * rule["low"], fig.value * rule["high"], rule["basis"]
+
+
+def efficiency_ranges(family: str) -> list[Uncertain]:
+    """The family's efficiency parameters with their ranges, clipped to the calibration's physical bounds."""
+    from planner.perf.calibration import calibration_data
+
+    bounds = calibration_data()["bounds"]
+    values = family_efficiency(family)
+    own = _own_entries(family)
+    out = []
+    for name in EFFICIENCY_PARAMS:
+        entry = own.get(name, {})
+        basis = str(entry.get("basis", "inherited prior"))
+        rule = ranges()["efficiency"]["fitted" if basis.startswith("fitted") else "prior"]
+        v = values[name]
+        lo, hi = entry.get("low", v * rule["low"]), entry.get("high", v * rule["high"])
+        if name in bounds:
+            lo, hi = max(lo, bounds[name][0]), min(hi, bounds[name][1])
+        if name == "usable_memory_fraction":
+            hi = min(hi, 1.0)
+        out.append(Uncertain(f"{family}.{name}", EFFICIENCY_SLOTS[name], v, min(lo, v), max(hi, v),
+                             f"{basis}; range: {entry.get('range_basis', rule['basis'])}"))
+    return out
+
+
+def _own_entries(family: str) -> dict:
+    """The efficiency entries that decide a family's values (its own, else those it inherits)."""
+    table = efficiency_table()
+    entry = table[family]
+    base = _own_entries(entry["inherits"]) if "inherits" in entry else {}
+    return {**base, **{k: v for k, v in entry.items() if isinstance(v, dict)}}
+
+
+def uncertain_quantities(hw: Hardware, precision: str) -> list[Uncertain]:
+    """Every uncertain quantity behind a prediction on ``hw`` at ``precision``."""
+    chip = hw.chip
+    out = []
+
+    def add(name, slot, fig, kind):
+        r = figure_range(fig, kind)
+        if r is not None and (r[0] != fig.value or r[1] != fig.value):
+            out.append(Uncertain(f"{hw.id}.{name}", slot, fig.value, r[0], r[1], r[2]))
+
+    for i, tier in enumerate(chip.memory):
+        add(f"memory[{i}].capacity_bytes", L.H_CAP + i, tier.capacity_bytes, "capacity_bytes")
+        add(f"memory[{i}].bandwidth_bytes_per_s", L.H_BW + i, tier.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
+    add(f"peak_flops_per_s.{precision}", L.H_PEAK_FLOPS, chip.peak_flops_per_s[precision], "peak_flops_per_s")
+    add("scale_up.bandwidth_bytes_per_s", L.H_SU_BW, chip.scale_up.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
+    add("scale_up.latency_s", L.H_SU_LAT, chip.scale_up.latency_s, "latency_s")
+    add("scale_out.bandwidth_bytes_per_s", L.H_SO_BW, chip.scale_out.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
+    add("scale_out.latency_s", L.H_SO_LAT, chip.scale_out.latency_s, "latency_s")
+    power = hw.rack.power_kw
+    r = figure_range(power, "power_kw")
+    if r is not None:
+        out.append(Uncertain(f"{hw.id}.rack.power_kw", L.H_RACK_POWER_W, power.value * 1e3, r[0] * 1e3, r[1] * 1e3,
+                             r[2]))
+    return out + efficiency_ranges(hw.family)
+
+
+def band(evaluate, hv: np.ndarray, quantities: list[Uncertain]) -> dict:
+    """The band around ``evaluate(hv)`` (a dict of named figures): each quantity at its low and its high, one at a
+    time. Returns per figure [low, high], the widest quantity per figure, and every quantity's swing."""
+    central = evaluate(hv)
+    lows, highs = dict(central), dict(central)
+    swings = []
+    for q in quantities:
+        results = []
+        for value in (q.low, q.high):
+            v = hv.copy()
+            v[q.slot] = value
+            if q.slot == L.H_PEAK_FLOPS and hv[L.H_ATTN_PEAK_FLOPS] == hv[L.H_PEAK_FLOPS]:
+                v[L.H_ATTN_PEAK_FLOPS] = value  # attention runs at the same peak
+            results.append(evaluate(v))
+        swing = {}
+        for key, c in central.items():
+            values = [r[key] for r in results]
+            lows[key], highs[key] = min(lows[key], *values), max(highs[key], *values)
+            swing[key] = [min(values + [c]), max(values + [c])]
+        swings.append({"parameter": q.name, "low": q.low, "high": q.high, "basis": q.basis, "swing": swing})
+    widest = {}
+    for key in central:
+        if swings:
+            top = max(swings, key=lambda s: s["swing"][key][1] - s["swing"][key][0])
+            widest[key] = top["parameter"]
+    return {"low": lows, "high": highs, "widest": widest, "parameters": swings}

@@ -1,0 +1,58 @@
+"""Uncertainty you can see (docs/MODEL.md 11): estimated figures and efficiencies carry ranges with a basis, and
+estimate and frontier report the band they put around a prediction."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import catalog
+from planner.catalog import Figure
+from planner.perf.estimate import estimate
+from planner.perf.frontier import frontier
+from planner.perf.uncertainty import efficiency_ranges, figure_range, uncertain_quantities
+
+
+def test_estimated_figures_take_their_kinds_range_and_stated_ones_none():
+    est = Figure(value=100.0, source="x", confidence="estimate", basis="guess")
+    assert figure_range(est, "latency_s")[:2] == (50.0, 200.0)
+    assert figure_range(Figure(value=100.0, source="x", confidence="official"), "latency_s") is None
+    own = Figure(value=100.0, source="x", confidence="official", low=90.0, high=120.0)
+    assert figure_range(own, "latency_s")[:2] == (90.0, 120.0)
+    with pytest.raises(ValueError):
+        Figure(value=100.0, source="x", confidence="official", low=120.0)
+
+
+def test_efficiency_ranges_stay_inside_the_physical_bounds():
+    for family in ("nvidia-gpu", "groq-lpu", "cerebras-wafer", "amd-gpu"):
+        for q in efficiency_ranges(family):
+            assert q.low <= q.value <= q.high and q.basis
+            if q.name.endswith("bandwidth_efficiency"):
+                assert q.high <= 0.95
+            if q.name.endswith("usable_memory_fraction"):
+                assert q.high <= 1.0
+
+
+def test_every_system_has_some_uncertainty():
+    for hw in catalog.hardware_catalog().values():
+        names = [q.name for q in uncertain_quantities(hw, hw.precision_or_best(None))]
+        assert any(".bandwidth_efficiency" in n for n in names), hw.id
+
+
+def test_estimate_band_holds_the_central_figure_and_names_what_moves_it():
+    e = estimate("llama-3.1-70b", "groq3-lpx")
+    for key in ("tps_per_user", "output_tokens_per_s_per_mw"):
+        b = e.band[key]
+        assert b["low"] <= getattr(e, key) * (1 + 1e-12) and b["high"] >= getattr(e, key) * (1 - 1e-12)
+        assert b["low"] < b["high"] and b["widest"]
+    # the LPX per-layer cost is unpublished (inherited from GroqChip v1): it moves the per-user speed most
+    assert e.band["tps_per_user"]["widest"] == "groq-lpu.layer_floor_s"
+
+
+def test_frontier_points_carry_bands():
+    points = frontier("llama-3.1-8b", ["hgx-h200"])
+    assert points
+    for p in points:
+        assert p["tps_per_user_low"] <= p["tps_per_user"] * (1 + 1e-12) <= p["tps_per_user_high"] * (1 + 1e-12)
+        assert (p["output_tokens_per_s_per_mw_low"] <= p["output_tokens_per_s_per_mw"] * (1 + 1e-12)
+                <= p["output_tokens_per_s_per_mw_high"] * (1 + 1e-12))
+        assert p["widest"]

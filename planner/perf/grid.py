@@ -56,8 +56,3 @@ def split_grid(hw_a: Hardware, hw_f: Hardware, model: Model) -> np.ndarray:
     rows = [(ta, max(1.0, round(r * hw_f.chips_per_rack)), ep) for ta in tp_options(hw_a, model)
             for r in FFN_RACKS for ep in ((0.0, 1.0) if model.is_moe and ta > 1 else (0.0,))]
     return np.array(rows, dtype=np.float64)
-
-
-# Speculative decoding settings the engine tries: (draft tokens, acceptance rate). Off, and a draft of 3 at 70%
-# acceptance (MTP/EAGLE-class drafts; the draft model's own cost is not modelled, MODEL.md 3.4).
-SPECULATIVE = ((0, 0.0), (3, 0.7))

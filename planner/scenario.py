@@ -556,16 +556,9 @@ _Loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
 
 
 def _read_text(path: Path) -> str:
-    if path.is_dir():
-        raise InputError("is a directory; expected a scenario YAML file", file=str(path))
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file; expected a scenario YAML file", file=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot be read ({exc.strerror or exc})", file=str(path)) from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(f"is larger than {MAX_FILE_BYTES} bytes; expected a scenario YAML file", file=str(path))
+    from planner.inputs import read_bytes_limited
+
+    raw = read_bytes_limited(path, MAX_FILE_BYTES, "a scenario YAML file")
     if b"\0" in raw:
         raise InputError("is a binary file; expected a UTF-8 YAML text file", file=str(path))
     try:

@@ -55,7 +55,10 @@ have no column.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -401,6 +404,25 @@ def solve_parameters(built: FleetModel, time_limit_s: float, relative_gap: float
     return params
 
 
+@contextlib.contextmanager
+def solver_output_to_stderr():
+    """Point file descriptor 1 at stderr while a solver runs: the solvers' C++ cores print to it (this HiGHS build
+    prints debug lines on large MILPs), and stdout carries a command's JSON. Python's own stdout is flushed first
+    and is not used inside."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 at all: nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4) -> RawSolve:
     """Run the solver named at build time; a missing or failing solver raises SolverError."""
     from ortools.math_opt.python import mathopt
@@ -408,7 +430,8 @@ def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1
     params = solve_parameters(built, time_limit_s, relative_gap)
     t0 = time.perf_counter()
     try:
-        result = mathopt.solve(built.model, _solver_types()[built.solver], params=params)
+        with solver_output_to_stderr():
+            result = mathopt.solve(built.model, _solver_types()[built.solver], params=params)
     except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
         others = ", ".join(s for s in SOLVERS if s != built.solver)
         raise SolverError(f"solver {built.solver!r} failed or is not in this OR-Tools build ({exc}); "
@@ -524,7 +547,8 @@ def repair_replicas(problem: FleetProblem, racks, replicas) -> np.ndarray:
             row.set_coefficient(y[j], float(share[j, h]))
     weight = replica_tie_coefficients(problem) / REPLICA_TIE / primary_coefficients(problem).max()
     m.minimize(sum(float(weight[j]) * v for j, v in y.items()))
-    result = mathopt.solve(m, mathopt.SolverType.GLOP)
+    with solver_output_to_stderr():
+        result = mathopt.solve(m, mathopt.SolverType.GLOP)
     if result.termination.reason != mathopt.TerminationReason.OPTIMAL:
         return x
     x[cont] = np.maximum(np.asarray(result.variable_values([y[j] for j in cont.tolist()]), dtype=float), 0.0)

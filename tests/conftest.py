@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-INTEGRATION = {"test_solve", "test_cli", "test_html", "test_gtc", "test_check", "test_fuzz", "test_split", "test_speculative",
+INTEGRATION = {"test_solve", "test_cli", "test_html", "test_gtc", "test_check", "test_fuzz", "test_split", "test_speculative", "test_inputs",
                "test_calibration", "test_interface"}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 import numpy as np
 import pytest
@@ -396,3 +397,13 @@ def test_brute_force_and_solvers_agree_on_max_revenue():
             sol = F.optimize(p, name, time_limit_s=30, relative_gap=TIGHT)
             assert sol.status == "optimal", (seed, name, sol.detail)
             assert sol.objective == pytest.approx(jit.objective, rel=1e-6, abs=1e-3), (seed, name)
+
+
+def test_solver_output_never_reaches_stdout(capfd):
+    """What a solver's C++ core prints on file descriptor 1 goes to stderr, so stdout's JSON stays clean."""
+    with F.solver_output_to_stderr():
+        os.write(1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();\n")
+    out, err = capfd.readouterr()
+    assert "HighsMipSolverData" not in out and "HighsMipSolverData" in err
+    os.write(1, b"after\n")
+    assert "after" in capfd.readouterr().out  # restored

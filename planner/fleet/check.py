@@ -47,12 +47,11 @@ def plan_dict(plan) -> dict:
 
 
 def read_plan_file(path: Path) -> dict:
-    if not path.is_file():
-        raise InputError("no such plan file (expected a plan.json written by planner solve)", file=str(path))
-    if path.stat().st_size > MAX_PLAN_BYTES:
-        raise InputError(f"larger than {MAX_PLAN_BYTES // 2**20} MiB: not a plan", file=str(path))
+    from planner.inputs import read_bytes_limited
+
+    raw = read_bytes_limited(path, MAX_PLAN_BYTES, "a plan.json written by planner solve")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"not JSON: {exc}", file=str(path)) from None
     try:

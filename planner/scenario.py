@@ -545,14 +545,24 @@ _Loader.add_implicit_resolver(
 )
 
 
-def _lenient_timestamp(loader: yaml.SafeLoader, node: yaml.Node):
-    try:
-        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
-    except ValueError:
-        return loader.construct_scalar(node)
+def _lenient(construct):
+    """A constructor that leaves a scalar it cannot convert (an impossible date, ``!!timestamp soon``,
+    ``!!bool maybe``) as its string, so that validation reports it against the field, with its line."""
+
+    def build(loader: yaml.SafeLoader, node: yaml.Node):
+        try:
+            return construct(loader, node)
+        except (ValueError, KeyError, AttributeError, TypeError):
+            return loader.construct_scalar(node)
+
+    return build
 
 
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
+for _tag, _construct in (("timestamp", yaml.SafeLoader.construct_yaml_timestamp),
+                         ("bool", yaml.SafeLoader.construct_yaml_bool),
+                         ("int", yaml.SafeLoader.construct_yaml_int),
+                         ("float", yaml.SafeLoader.construct_yaml_float)):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _lenient(_construct))
 
 
 def _read_text(path: Path) -> str:
@@ -623,8 +633,9 @@ def _yaml_error(exc: yaml.YAMLError, file: str, root: yaml.Node | None) -> Input
 
 
 def _parse_yaml(text: str, file: str) -> tuple[Any, yaml.Node | None]:
-    loader, root = _Loader(text), None
+    loader, root = None, None
     try:
+        loader = _Loader(text)  # the reader rejects control characters already here
         root = loader.get_single_node()
         if root is None:
             return None, None
@@ -634,10 +645,11 @@ def _parse_yaml(text: str, file: str) -> tuple[Any, yaml.Node | None]:
         raise _yaml_error(exc, file, root) from None
     except RecursionError:
         raise InputError("is nested too deeply", file=file) from None
-    except ValueError as exc:  # a scalar PyYAML resolved but cannot convert
-        raise InputError(f"cannot read a value: {exc}", file=file) from None
+    except (ValueError, KeyError, AttributeError, TypeError) as exc:  # a value PyYAML resolved but cannot convert
+        raise InputError(f"cannot read a value ({type(exc).__name__}: {exc})", file=file) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 # ---- validation errors -> messages ---------------------------------------------------------------------------------

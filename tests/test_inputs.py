@@ -26,3 +26,17 @@ def test_devices_pipes_huge_and_long_paths_exit_2_at_once(tmp_path, command):
         assert res.exit_code == 2, (path, res.output)
         assert message in res.output and "Traceback" not in res.output, (path, res.output)
         assert time.perf_counter() - t0 < 5.0, path  # refused, not read
+
+
+@pytest.mark.parametrize("text,message", [
+    ('name: x\ndescription: "a\x01b"\n', "YAML syntax error"),
+    ("name: x\nstart_date: !!timestamp soon\n", "start_date: expected a valid date"),
+    ("name: x\nhorizon_years: !!bool maybe\n", "horizon_years"),
+    ("name: x\nhorizon_years: !!int many\n", "horizon_years"),
+    ("name: x\nhorizon_years: !!float lots\n", "horizon_years"),
+])
+def test_odd_yaml_tags_and_characters_are_input_errors(tmp_path, text, message):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    res = CliRunner().invoke(main, ["validate", str(path)])
+    assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, res.output

@@ -72,6 +72,9 @@ class PlannerGroup(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)  # files are written whole or not at all (--out, --html)
+            sys.exit(130)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - mapped to exit codes, re-raised if unknown

@@ -105,7 +105,13 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
     from planner.report import terminal as report
     from planner.scenario import load_scenario
 
+    from planner.report.files import check_output_dir, check_output_file
+
     sc = load_scenario(scenario).with_solver(solver, time_limit)  # validates the overrides like the file's fields
+    if html_path:
+        check_output_file(html_path, "--html", inputs=[scenario])
+    if out_dir:
+        check_output_dir(out_dir, "--out")
 
     def html(plan, reason=None):
         if html_path:
@@ -182,6 +188,11 @@ def frontier(model, hardware, precision, input_tokens, output_tokens, speculativ
     from planner.report import render
     from planner.vocabulary import TIERS
 
+    from planner.report.files import check_output_file
+
+    for option, path in (("--png", png), ("--svg", svg), ("--html", html_path)):
+        if path:
+            check_output_file(path, option)
     points = frontier_of(model, list(hardware) or None, precision, input_tokens, output_tokens, speculative,
                          draft_tokens, acceptance, draft_model)
     title = f"frontier: {model}, {input_tokens} in / {output_tokens} out"

@@ -56,3 +56,22 @@ def test_ctrl_c_exits_130_with_one_line():
         pytest.skip("the command finished before the interrupt")
     assert proc.returncode == 130, err.decode()
     assert err.decode().strip() == "error: interrupted" and out == b""
+
+
+def test_output_paths_are_refused_before_the_work(tmp_path):
+    from pathlib import Path
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text((Path(__file__).parents[1] / "scenarios" / "bank-2mw.yaml").read_text())
+    before = scenario.read_bytes()
+    for args, message in (
+        (["solve", str(scenario), "--html", str(scenario)], "input of this command"),
+        (["solve", str(scenario), "--html", str(tmp_path / "missing" / "r.html")], "does not exist"),
+        (["solve", str(scenario), "--out", str(scenario / "x")], "is a file, not a directory"),
+        (["solve", str(scenario), "--out", str(scenario)], "is a file"),  # click says so itself
+        (["frontier", "-m", "llama-3.1-8b", "-H", "hgx-h200", "--png", "/dev/null"], "not a regular file"),
+        (["frontier", "-m", "llama-3.1-8b", "-H", "hgx-h200", "--svg", str(tmp_path)], "not a regular file"),
+    ):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, (args, res.output)
+    assert scenario.read_bytes() == before and os.path.exists("/dev/null")

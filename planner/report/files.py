@@ -71,3 +71,44 @@ def write_files(plan, out: Path, reason: str | None = None) -> None:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_output_file(path, field: str, inputs=()) -> None:
+    """Refuse, before any work, an output file that cannot or must not be written: an existing path that is not a
+    regular file (a device, a directory), one of the command's input files, or a path whose directory is missing or
+    not writable. Raises InputError naming the option."""
+    from planner.errors import InputError
+
+    p = Path(path)
+    if p.exists() or p.is_symlink():
+        if not p.is_file():
+            raise InputError("exists and is not a regular file; refusing to replace it", field=field, file=str(p))
+        for item in inputs:
+            try:
+                if os.path.samefile(p, item):
+                    raise InputError("is an input of this command; refusing to overwrite it", field=field,
+                                     file=str(p))
+            except OSError:
+                continue
+    parent = p.resolve().parent if p.exists() else p.absolute().parent
+    if not parent.is_dir():
+        raise InputError(f"directory {parent} does not exist", field=field, file=str(p))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write in {parent}", field=field, file=str(p))
+
+
+def check_output_dir(path, field: str) -> None:
+    """Refuse an --out directory that cannot be made: the path or one of its parents is a file, or the nearest
+    existing parent is not writable."""
+    from planner.errors import InputError
+
+    p = Path(path).absolute()
+    if p.exists() and not p.is_dir():
+        raise InputError("exists and is not a directory", field=field, file=str(p))
+    ancestor = p if p.exists() else p.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InputError(f"{ancestor} is a file, not a directory", field=field, file=str(p))
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write in {ancestor}", field=field, file=str(p))

@@ -70,7 +70,7 @@ def test_output_paths_are_refused_before_the_work(tmp_path):
         (["solve", str(scenario), "--out", str(scenario / "x")], "is a file, not a directory"),
         (["solve", str(scenario), "--out", str(scenario)], "is a file"),  # click says so itself
         (["frontier", "-m", "llama-3.1-8b", "-H", "hgx-h200", "--png", "/dev/null"], "not a regular file"),
-        (["frontier", "-m", "llama-3.1-8b", "-H", "hgx-h200", "--svg", str(tmp_path)], "not a regular file"),
+        (["frontier", "-m", "llama-3.1-8b", "-H", "hgx-h200", "--svg", str(tmp_path)], "is a directory"),
     ):
         res = CliRunner().invoke(main, args)
         assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, (args, res.output)

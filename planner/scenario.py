@@ -127,7 +127,8 @@ class HardwareChoice(_Section):
 
 class SolverSettings(_Section):
     name: SolverName = Field(DEFAULT_SOLVER, description="MILP solver (default scip)")
-    time_limit_s: PosNumber = Field(60.0, description="wall-clock limit for one solve in seconds (default 60)")
+    time_limit_s: Annotated[PosNumber, Le(1e6)] = Field(
+        60.0, description="wall-clock limit for one solve in seconds, at most 1e6 (default 60)")
     relative_gap: Share = Field(0.001, description="stop when within this relative gap of the bound (default 0.001)")
 
 

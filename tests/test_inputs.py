@@ -75,3 +75,25 @@ def test_output_paths_are_refused_before_the_work(tmp_path):
         res = CliRunner().invoke(main, args)
         assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, (args, res.output)
     assert scenario.read_bytes() == before and os.path.exists("/dev/null")
+
+
+@pytest.mark.parametrize("kwargs", [{"batch": 1.5}, {"batch": True}, {"chips": 2.5}, {"batch": 0}])
+def test_library_estimate_validates_like_the_cli(kwargs):
+    from planner.errors import InputError
+    from planner.perf.estimate import estimate
+
+    with pytest.raises(InputError):
+        estimate("llama-3.1-8b", "hgx-h200", **kwargs)
+
+
+@pytest.mark.parametrize("limit", [-1, float("nan"), 1e300, "5", 0])
+def test_library_solve_validates_its_time_limit(limit):
+    from pathlib import Path
+
+    from planner.errors import InputError
+    from planner.fleet.solve import solve
+    from planner.scenario import load_scenario
+
+    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "bank-2mw.yaml")
+    with pytest.raises(InputError, match="time_limit_s"):
+        solve(sc, time_limit_s=limit)

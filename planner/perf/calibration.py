@@ -146,7 +146,13 @@ def write_fit(families: list[str] | None = None) -> None:
                 "basis": f"fitted {_dt.date.today().isoformat()} to calibration points {', '.join(ids)}",
             }
         efficiency_table.cache_clear()
-        path.write_text(_header(path) + yaml.safe_dump(table, sort_keys=False, width=120))
+        try:
+            path.write_text(_header(path) + yaml.safe_dump(table, sort_keys=False, width=120))
+        except OSError as exc:
+            from planner.errors import PlannerError
+
+            raise PlannerError(f"cannot write {path} ({exc.strerror or exc}): --write refits the installed "
+                               f"catalog, which must be writable") from None
         efficiency_table.cache_clear()
 
 

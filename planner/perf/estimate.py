@@ -43,6 +43,14 @@ def check_positive(**values) -> None:
             raise InputError(f"expected a positive number, got {value!r}", field=name.replace("_", "-"))
 
 
+def check_whole(**values) -> None:
+    """Counts (chips, streams): positive whole numbers."""
+    check_positive(**values)
+    for name, value in values.items():
+        if not float(value).is_integer():
+            raise InputError(f"expected a whole number, got {value!r}", field=name.replace("_", "-"))
+
+
 def spec_tokens(draft_tokens: int, acceptance: float) -> tuple[float, float]:
     """(query tokens, accepted tokens) per step: ``solvers.perf.serving.spec_tokens`` (MODEL.md 3.4)."""
     from solvers.perf.serving import spec_tokens as kernel
@@ -213,9 +221,10 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
     m, hw = catalog.get_model(model), catalog.get_hardware(hardware)
     prec = hw.precision_or_best(precision)
     check_pair(hw, m, prec)
-    check_positive(batch=batch, input_tokens=input_tokens, output_tokens=output_tokens)
+    check_positive(input_tokens=input_tokens, output_tokens=output_tokens)
+    check_whole(batch=batch)
     if chips is not None:
-        check_positive(chips=chips)
+        check_whole(chips=chips)
     draft_vector(m, spec)  # a drafter that cannot apply to this model is an error before any search
     tp, pp, ep, k = choose_config(m, hw, prec, chips, batch, input_tokens, output_tokens, spec)
     dec, pre = evaluate_config(m, hw, prec, tp, pp, ep, batch, input_tokens, output_tokens, k, spec)
@@ -294,7 +303,8 @@ def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str 
     prec_a, prec_f = hw_a.precision_or_best(precision), hw_f.precision_or_best(precision)
     check_pair(hw_a, m, prec_a)
     check_pair(hw_f, m, prec_f)
-    check_positive(batch=batch, input_tokens=input_tokens, output_tokens=output_tokens)
+    check_positive(input_tokens=input_tokens, output_tokens=output_tokens)
+    check_whole(batch=batch)
     attn, ffn = split_model_vectors(m)
     draft = draft_vector(m, spec)
     grid = split_grid(hw_a, hw_f, m)

@@ -117,7 +117,8 @@ class ScaleUp(Link):
 
 class Chip(Strict):
     name: str
-    memory: list[MemoryTier] = Field(min_length=1, description="fastest tier first")
+    memory: list[MemoryTier] = Field(min_length=1, max_length=4, description="fastest tier first (at most 4, the "
+                                     "slots of the performance model's hardware vector)")
     peak_flops_per_s: dict[Precision, Figure] = Field(description="dense peak per precision (never sparse)")
     power_w: Figure | None = None
     scale_up: ScaleUp

@@ -359,8 +359,17 @@ def _unknown(kind: str, name: str, known, where: str) -> str:
 
 
 def _custom_id_problems(items, catalog, loc):
+    from planner.perf.pack import efficiency_table
+
     seen: set[str] = set()
+    families = efficiency_table()
     for i, item in enumerate(items):
+        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", item.id):
+            yield (*loc, i, "id"), (f"expected an id of lower-case letters, digits, '.', '_' and '-' (no '+', "
+                                    f"'/' or spaces), got {item.id!r}")
+        if getattr(item, "family", None) is not None and item.family not in families:
+            yield (*loc, i, "family"), (f"unknown efficiency family {item.family!r}"
+                                        f"{did_you_mean(item.family, families)}; known: {', '.join(families)}")
         if item.id in catalog:
             yield (*loc, i, "id"), f"{item.id!r} is already a catalog id; choose a new id (or use overrides)"
         elif item.id in seen:

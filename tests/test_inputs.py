@@ -97,3 +97,28 @@ def test_library_solve_validates_its_time_limit(limit):
     sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "bank-2mw.yaml")
     with pytest.raises(InputError, match="time_limit_s"):
         solve(sc, time_limit_s=limit)
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda h: h.update(family="nvidia-gpo"), "unknown efficiency family 'nvidia-gpo' (did you mean 'nvidia-gpu'?)"),
+    (lambda h: h["chip"].update(memory=h["chip"]["memory"] * 5), "at most 4"),
+    (lambda h: h.update(id="vr-nvl72+groq3-lpx"), "expected an id of lower-case letters"),
+    (lambda h: h.update(id="../../x"), "expected an id of lower-case letters"),
+])
+def test_custom_hardware_is_checked_in_validation_not_in_solve(tmp_path, mutate, message):
+    """What solve would refuse, validate refuses first, with the field's line (issue 11, item 8)."""
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).parents[1]
+    hw = yaml.safe_load((root / "planner" / "data" / "hardware" / "hgx-h200.yaml").read_text())
+    hw["id"] = "my-rack"
+    mutate(hw)
+    sc = yaml.safe_load((root / "scenarios" / "bank-2mw.yaml").read_text())
+    sc["hardware"] = {"custom": [copy.deepcopy(hw)]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(sc, sort_keys=False))
+    res = CliRunner().invoke(main, ["validate", str(path)])
+    assert res.exit_code == 2 and message in res.output and "hardware.custom[0]" in res.output, res.output

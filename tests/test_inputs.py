@@ -122,3 +122,24 @@ def test_custom_hardware_is_checked_in_validation_not_in_solve(tmp_path, mutate,
     path.write_text(yaml.safe_dump(sc, sort_keys=False))
     res = CliRunner().invoke(main, ["validate", str(path)])
     assert res.exit_code == 2 and message in res.output and "hardware.custom[0]" in res.output, res.output
+
+
+def test_csv_cells_cannot_run_as_spreadsheet_formulas(tmp_path):
+    """A workload named like a formula is quoted in CSV, kept as it is in Parquet and JSON (issue 11, item 13)."""
+    import json as _json
+    from pathlib import Path
+
+    import polars as pl
+
+    text = (Path(__file__).parents[1] / "scenarios" / "bank-2mw.yaml").read_text()
+    first = next(line for line in text.splitlines() if line.strip().startswith("- name:"))
+    name = first.split("name:")[1].split("#")[0].strip()
+    path = tmp_path / "s.yaml"
+    path.write_text(text.replace(f"name: {name}", 'name: "=HYPERLINK(1)"', 1))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["solve", str(path), "--out", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    csv = (out / "workloads.csv").read_text()
+    assert "'=HYPERLINK(1)" in csv and "\n=HYPERLINK" not in csv
+    assert "=HYPERLINK(1)" in pl.read_parquet(out / "workloads.parquet")["workload"].to_list()
+    assert any(w["workload"] == "=HYPERLINK(1)" for w in _json.loads((out / "plan.json").read_text())["workloads"])

@@ -27,6 +27,23 @@ def atomic_write(path, data: bytes) -> None:
         raise
 
 
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(df):
+    """The table with every text cell that a spreadsheet would run as a formula (it starts with =, +, -, @, a tab
+    or a carriage return: a workload named ``=HYPERLINK(...)``) prefixed with a quote, for CSV only; Parquet and
+    JSON keep the text as it is."""
+    import polars as pl
+
+    text = [c for c, t in df.schema.items() if t == pl.Utf8]
+    if not text:
+        return df
+    pattern = "^[" + "".join("\\" + p if p in "+-" else p for p in FORMULA_PREFIXES) + "]"
+    return df.with_columns([pl.when(pl.col(c).str.contains(pattern)).then(pl.lit("'") + pl.col(c))
+                            .otherwise(pl.col(c)).alias(c) for c in text])
+
+
 def plan_json(plan, reason: str | None = None) -> str:
     """The plan as the interface's JSON, with the reason of an infeasible plan."""
     from planner.report.render import to_json
@@ -55,7 +72,7 @@ def write_files(plan, out: Path, reason: str | None = None) -> None:
             df = getattr(plan, name)
             if df is None:
                 continue
-            df.write_csv(tmp / f"{name}.csv")
+            spreadsheet_safe(df).write_csv(tmp / f"{name}.csv")
             df.write_parquet(tmp / f"{name}.parquet")
         (tmp / "plan.json").write_text(plan_json(plan, reason) + "\n", encoding="utf-8")
         if out.exists():

@@ -143,3 +143,21 @@ def test_csv_cells_cannot_run_as_spreadsheet_formulas(tmp_path):
     assert "'=HYPERLINK(1)" in csv and "\n=HYPERLINK" not in csv
     assert "=HYPERLINK(1)" in pl.read_parquet(out / "workloads.parquet")["workload"].to_list()
     assert any(w["workload"] == "=HYPERLINK(1)" for w in _json.loads((out / "plan.json").read_text())["workloads"])
+
+
+def test_a_demand_beyond_what_the_milp_resolves_is_refused_not_called_infeasible(tmp_path):
+    """3e11 requests/s with no limits used to end in a false 'no combination covers the demand' (issue 11, item 9):
+    its rows' coefficients fell under the solvers' tolerances."""
+    path = tmp_path / "huge.yaml"
+    path.write_text("""
+name: huge
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
+hardware: {allow: [hgx-h200]}
+workloads:
+  - {name: chat, model: llama-3.1-8b, requests_per_s: 3.0e+11, input_tokens: 1000, output_tokens: 300,
+     tier: standard, ttft_s: 1.0}
+""")
+    res = CliRunner().invoke(main, ["solve", str(path), "-q"])
+    assert res.exit_code == 2 and "workloads.chat.requests_per_s" in res.output and "replicas" in res.output

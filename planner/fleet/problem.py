@@ -117,8 +117,29 @@ def build_problem(scenario, progress=None) -> Built:
         row_group=np.repeat(np.arange(len(demands)), 2),
         group_value=revenue if objective_named(scenario.objective).sells_shares else None,
     )
+    check_resolvable(problem, demands)
     return Built(scenario, problem, demands, hw_list, cols, opts.candidates_scored, engine_s,
                  unserved_workloads(demands, cols))
+
+
+# The smallest share of a demand row one replica may serve: below it the scaled row's coefficients fall under the
+# solvers' feasibility tolerances (~1e-9) and a coverable demand looks infeasible.
+MIN_ROW_COEFFICIENT = 1e-7
+
+
+def check_resolvable(problem, demands) -> None:
+    """Refuse a demand so large that even its largest option serves under MIN_ROW_COEFFICIENT of it per replica
+    (OPTIMIZER.md 2): the MILP could not tell it from zero. Raises InputError naming the workload."""
+    from planner.errors import InputError
+
+    if not problem.n_columns:
+        return
+    top = (problem.coverage / np.where(problem.demand > 0, problem.demand, 1.0)[None, :]).max(axis=0)
+    for w in np.flatnonzero((problem.demand > 0) & (top > 0) & (top < MIN_ROW_COEFFICIENT)):
+        d = demands[w // 2]
+        raise InputError(f"{d.name} needs more than {1 / MIN_ROW_COEFFICIENT:.0e} replicas of its largest option "
+                         f"({1 / top[w]:.3g}): beyond what the fleet MILP can resolve; plan a share of this demand "
+                         f"(a site of its size) instead", field=f"workloads.{d.name}.requests_per_s")
 
 
 def integer_replicas(chips: np.ndarray, hw_list: list) -> np.ndarray:

@@ -193,17 +193,19 @@ class Hardware(Strict):
 
 
 class Model(Strict):
-    """A transformer from its public config. Parameter counts and KV sizes are derived, never typed in."""
+    """A transformer from its public config. Parameter counts and KV sizes are derived, never typed in. Sizes are
+    bounded far above any published model, so that a typo (100,000 layers) is an input error, not minutes of
+    search."""
 
     id: str
     name: str
     source: str = Field(description="URL of the public config the fields were read from")
-    layers: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
+    layers: int = Field(gt=0, le=1024, description="decoder layers (at most 1,024: beyond any published model)")
+    hidden_size: int = Field(gt=0, le=131072)
+    vocab_size: int = Field(gt=0, le=4194304)
     tie_word_embeddings: bool = False
     attention: Literal["gqa", "mla"]
-    heads: int = Field(gt=0)
+    heads: int = Field(gt=0, le=4096)
     kv_heads: int = Field(gt=0, description="for MLA the latent is shared: 1")
     head_dim: int = Field(gt=0, description="GQA head dim; for MLA qk_nope_head_dim + qk_rope_head_dim")
     # MLA (DeepSeek-style) ranks
@@ -218,7 +220,7 @@ class Model(Strict):
     # FFN: dense layers use intermediate_size; MoE layers use experts of moe_intermediate_size
     intermediate_size: int = Field(0, ge=0, description="dense FFN width (0 when every layer is MoE)")
     dense_layers: int | None = Field(None, description="layers with a dense FFN; default all (dense) or 0 (MoE)")
-    experts: int = Field(0, ge=0)
+    experts: int = Field(0, ge=0, le=65536)
     experts_per_token: int = Field(0, ge=0)
     shared_experts: int = Field(0, ge=0)
     moe_intermediate_size: int = Field(0, ge=0)

@@ -161,3 +161,33 @@ workloads:
 """)
     res = CliRunner().invoke(main, ["solve", str(path), "-q"])
     assert res.exit_code == 2 and "workloads.chat.requests_per_s" in res.output and "replicas" in res.output
+
+
+def test_absurd_model_sizes_are_input_errors(tmp_path):
+    """A 100,000-layer inline model took a minute and 740 MB under --time-limit 2 (issue 11, item 10)."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).parents[1]
+    model = yaml.safe_load((root / "planner" / "data" / "models" / "llama-3.1-8b.yaml").read_text())
+    model.update(id="deep", layers=100_000)
+    sc = yaml.safe_load((root / "scenarios" / "bank-2mw.yaml").read_text())
+    sc["models"] = [model]
+    sc["workloads"][0]["model"] = "deep"
+    path = tmp_path / "deep.yaml"
+    path.write_text(yaml.safe_dump(sc, sort_keys=False))
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(main, ["solve", str(path), "--time-limit", "2"])
+    assert res.exit_code == 2 and "models[0].layers" in res.output, res.output
+    assert time.perf_counter() - t0 < 10
+
+
+def test_the_time_limit_covers_the_engine(tmp_path):
+    from pathlib import Path
+
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(main, ["solve", str(Path(__file__).parents[1] / "scenarios" / "mixed-site.yaml"),
+                                    "--time-limit", "0.05", "-q"])
+    assert res.exit_code == 1 and "time limit" in res.output and "Traceback" not in res.output, res.output
+    assert time.perf_counter() - t0 < 5

@@ -401,13 +401,21 @@ PREFILL_KINDS = tuple(k.name for k in KINDS.values() if k.covers_prefill)
 
 
 def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware],
-                progress=None) -> Options:
+                progress=None, deadline: float = math.inf) -> Options:
     """Every Pareto option of every workload on every system (or pair) that may serve it. ``progress(done,
-    total, text)`` is called after each workload, if given."""
+    total, text)`` is called after each workload, if given; past ``deadline`` (``time.monotonic()``) between two
+    workloads it raises PlannerError: the run's time limit covers the engine too."""
+    import time
+
+    from planner.errors import PlannerError
+
     opts = Options()
     singles = [k for k in KINDS.values() if not k.pair]
     pairs = [k for k in KINDS.values() if k.pair]
     for n, d in enumerate(demands):
+        if time.monotonic() > deadline:
+            raise PlannerError(f"the time limit ran out while scoring candidates ({n} of {len(demands)} workloads "
+                               f"done); raise --time-limit (or solver.time_limit_s)")
         if progress:
             progress(n, len(demands), f"scoring {d.name}")
         model = models[d.model]

@@ -74,15 +74,16 @@ def demands_of(scenario) -> list[Demand]:
     return [demand_of(w, scenario.model_for(w), scenario.price_of(w)) for w in scenario.workloads]
 
 
-def build_problem(scenario, progress=None) -> Built:
-    """Score every candidate deployment and assemble the MILP (rows: 2 per workload; columns: options)."""
+def build_problem(scenario, progress=None, deadline: float = math.inf) -> Built:
+    """Score every candidate deployment and assemble the MILP (rows: 2 per workload; columns: options). Past
+    ``deadline`` (``time.monotonic()``) the engine stops with PlannerError."""
     from solvers.milp import FleetProblem
 
     hardware = dict(sorted(scenario.resolved_hardware().items()))
     models = scenario.resolved_models()
     demands = demands_of(scenario)
     t0 = time.perf_counter()
-    opts = options_for(demands, models, hardware, progress)
+    opts = options_for(demands, models, hardware, progress, deadline)
     engine_s = time.perf_counter() - t0
     cols = opts.arrays()
     hw_list = list(hardware.values())

@@ -4,6 +4,8 @@ callable alone: options and problem (``problem.build_problem``) -> MILP (``solve
 
 from __future__ import annotations
 
+import time
+
 from planner.errors import InfeasibleError, PlannerError
 from planner.fleet.check import check
 from planner.fleet.diagnose import infeasibility_message
@@ -24,11 +26,16 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
         scenario = load_scenario(scenario)
     scenario = scenario.with_solver(solver, time_limit_s)  # validates the overrides like the file's fields
     settings = scenario.solver
-    built = build_problem(scenario, progress)
+    started = time.monotonic()
+    deadline = started + settings.time_limit_s  # the limit covers the whole run: the engine, then the MILP
+    built = build_problem(scenario, progress, deadline)
     if progress:
         progress(0, 1, f"solving the MILP ({built.problem.n_columns} columns, {settings.name})")
-    sol = optimize(built.problem, solver=settings.name, time_limit_s=settings.time_limit_s,
-                   relative_gap=settings.relative_gap)
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while scoring candidates; raise "
+                           f"--time-limit (or solver.time_limit_s)")
+    sol = optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap)
     if sol.status == NO_PLAN:
         raise PlannerError(f"the {sol.solver} solver found no plan within the time limit of "
                            f"{settings.time_limit_s:g} s; raise --time-limit (or solver.time_limit_s) or try another "

@@ -191,3 +191,47 @@ def test_the_time_limit_covers_the_engine(tmp_path):
                                     "--time-limit", "0.05", "-q"])
     assert res.exit_code == 1 and "time limit" in res.output and "Traceback" not in res.output, res.output
     assert time.perf_counter() - t0 < 5
+
+
+def test_out_writes_only_its_own_files_in_place(tmp_path):
+    """--out into the scenario's own directory: the input (and its hard link), a symlink, a FIFO and the
+    directory's mode are left as they are; only the plan's files change, and no temporary is left (item 6)."""
+    from pathlib import Path
+
+    out = tmp_path / "site"
+    out.mkdir()
+    out.chmod(0o2775)
+    scenario = out / "s.yaml"
+    scenario.write_text((Path(__file__).parents[1] / "scenarios" / "bank-2mw.yaml").read_text())
+    os.link(scenario, tmp_path / "hardlink.yaml")
+    (out / "link").symlink_to("nowhere")
+    os.mkfifo(out / "pipe")
+    inode = scenario.stat().st_ino
+    for _ in range(2):
+        res = CliRunner().invoke(main, ["solve", str(scenario), "--out", str(out), "-q"])
+        assert res.exit_code == 0, res.output
+    assert scenario.stat().st_ino == inode and (tmp_path / "hardlink.yaml").read_text() == scenario.read_text()
+    assert (out / "link").is_symlink() and os.readlink(out / "link") == "nowhere"
+    assert (out / "pipe").exists() and not (out / "pipe").is_file()
+    assert (out.stat().st_mode & 0o7777) == 0o2775
+    names = {p.name for p in out.iterdir()}
+    assert {"plan.json", "fleet.csv", "fleet.parquet"} <= names
+    assert not [n for n in names if n.startswith(".tmp-")]
+
+
+def test_concurrent_writers_take_turns(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scenario = Path(__file__).parents[1] / "scenarios" / "bank-2mw.yaml"
+    out = tmp_path / "out"
+    procs = [subprocess.Popen([sys.executable, "-m", "planner.cli", "solve", str(scenario), "--out", str(out), "-q",
+                               "--format", "json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+    import json as _json
+
+    assert _json.loads((out / "plan.json").read_text())["status"] == "optimal"

@@ -290,7 +290,7 @@ def test_no_plan_within_the_time_limit_is_a_clear_error():
         solve(sc, solver="scip", time_limit_s=0.001)
 
 
-def test_out_dir_is_replaced_whole_and_keeps_other_files(tmp_path):
+def test_out_dir_gets_the_plans_files_and_keeps_every_other(tmp_path):
     path = tmp_path / "small.yaml"
     path.write_text(SMALL.replace("RATE", "50").replace("BUDGET", "10"))
     before = path.read_bytes()

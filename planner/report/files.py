@@ -54,40 +54,53 @@ def plan_json(plan, reason: str | None = None) -> str:
     return to_json(d)
 
 
+PLAN_TABLES = ("fleet", "allocation", "workloads", "alternatives", "tiers")
+LOCK_NAME = ".planner.lock"
+
+
+def plan_file_contents(plan, reason: str | None = None) -> dict[str, bytes]:
+    """Every file ``--out`` writes, by name: each table as CSV and Parquet, and plan.json."""
+    import io
+
+    files = {}
+    for name in PLAN_TABLES:
+        df = getattr(plan, name)
+        if df is None:
+            continue
+        files[f"{name}.csv"] = spreadsheet_safe(df).write_csv().encode("utf-8")
+        buf = io.BytesIO()
+        df.write_parquet(buf)
+        files[f"{name}.parquet"] = buf.getvalue()
+    files["plan.json"] = (plan_json(plan, reason) + "\n").encode("utf-8")
+    return files
+
+
 def write_files(plan, out: Path, reason: str | None = None) -> None:
-    """Write every table as CSV and Parquet and the whole plan as plan.json into a fresh temporary directory
-    beside ``out``, then swap it in with renames: a crash or Ctrl-C leaves either the old directory or the new
-    one, never a mix. Files of the old directory that the plan does not write are kept."""
-    import shutil
+    """Write the plan's own files into ``out`` (created if missing), each atomically (a temporary file renamed over
+    it), plan.json last, under a lock that makes concurrent writers take turns. Nothing else in ``out`` is read,
+    copied or changed, and ``out`` itself (its mode, its place) stays as it is. Everything is rendered before the
+    first file is written, so a failure there writes nothing; a crash or Ctrl-C between two files leaves each file
+    whole, the new tables beside the previous plan.json at worst."""
+    import fcntl
 
-    out = out.resolve()
-    if out.exists() and not out.is_dir():
-        from planner.errors import InputError
+    from planner.errors import InputError
 
-        raise InputError("exists and is not a directory", field="--out", file=str(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new.", dir=out.parent))
-    try:
-        for name in ("fleet", "allocation", "workloads", "alternatives", "tiers"):
-            df = getattr(plan, name)
-            if df is None:
-                continue
-            spreadsheet_safe(df).write_csv(tmp / f"{name}.csv")
-            df.write_parquet(tmp / f"{name}.parquet")
-        (tmp / "plan.json").write_text(plan_json(plan, reason) + "\n", encoding="utf-8")
-        if out.exists():
-            for f in out.iterdir():  # keep what the old directory had beyond the plan's own files
-                if not (tmp / f.name).exists():
-                    (shutil.copytree if f.is_dir() else shutil.copy2)(f, tmp / f.name)
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.replace(out, old / out.name)
-            os.replace(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    check_output_dir(out, "--out")
+    files = plan_file_contents(plan, reason)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        target = out / name
+        if target.exists() and not target.is_file():
+            raise InputError(f"{name} exists and is not a regular file; refusing to replace it", field="--out",
+                             file=str(target))
+    with open(out / LOCK_NAME, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            for name, data in files.items():  # plan.json is the last key
+                atomic_write(out / name, data)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def check_output_file(path, field: str, inputs=()) -> None:

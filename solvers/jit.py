@@ -8,12 +8,35 @@ Numba keys a cached function on its own file only: a kernel changed in ``kernels
 from __future__ import annotations
 
 import hashlib
+import os
+import tempfile
 from pathlib import Path
-
-import numba
 
 ROOT = Path(__file__).resolve().parent
 STAMP = "numba-sources.sha256"
+
+
+def cache_dir_fallback(root: Path = ROOT) -> str | None:
+    """Where numba should cache when it cannot beside the sources (a read-only install) and NUMBA_CACHE_DIR is not
+    set: a per-user directory under the system's temporary directory (numba would try HOME, which may be read-only
+    too, and then fail every command). None when the sources' own __pycache__ is writable."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return None
+    pycache = root / "__pycache__"
+    try:
+        pycache.mkdir(exist_ok=True)
+        if os.access(pycache, os.W_OK):
+            return None
+    except OSError:
+        pass
+    return os.path.join(tempfile.gettempdir(), f"planner-numba-cache-{os.getuid()}")
+
+
+_fallback = cache_dir_fallback()
+if _fallback:
+    os.environ["NUMBA_CACHE_DIR"] = _fallback  # must be set before numba is imported
+
+import numba  # noqa: E402
 
 
 def drop_stale_cache(root: Path = ROOT) -> bool:

@@ -25,3 +25,20 @@ def test_a_read_only_tree_is_left_alone(tmp_path):
         assert drop_stale_cache(tmp_path) in (False, True)  # never raises (root may still write)
     finally:
         tmp_path.chmod(0o700)
+
+
+def test_a_read_only_install_caches_under_the_temporary_directory(tmp_path, monkeypatch):
+    """Without a writable __pycache__ (and HOME perhaps read-only too) numba would fail every command with
+    'cannot cache function'; the cache moves to a per-user temporary directory instead (issue 11, item 11)."""
+    import os
+    import tempfile
+
+    from solvers import jit
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    assert jit.cache_dir_fallback(tmp_path) is None  # writable: numba's own place
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)
+    got = jit.cache_dir_fallback(tmp_path)
+    assert got is not None and got.startswith(tempfile.gettempdir())
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere")
+    assert jit.cache_dir_fallback(tmp_path) is None  # the user's own setting wins

@@ -100,7 +100,7 @@ def main() -> None:
               help="also write a self-contained HTML report (charts inline, no network needed to view it)")
 def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
     """The cheapest fleet that serves a scenario: racks per system, how each workload is served, cost and power."""
-    from planner.errors import InfeasibleError
+    from planner.errors import InfeasibleError, InputError
     from planner.fleet.solve import solve as solve_plan
     from planner.report import terminal as report
     from planner.scenario import load_scenario
@@ -123,6 +123,8 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
     try:
         with report.progress_display(enabled=not quiet and fmt != "json") as progress:
             plan = solve_plan(sc, progress=progress)
+    except InputError as exc:
+        raise exc.in_file(scenario) from None
     except InfeasibleError as exc:
         html(exc.plan, str(exc))  # the report still explains why, and the exit code stays 3
         if exc.plan is not None:

@@ -18,12 +18,18 @@ class InputError(PlannerError):
     exit_code = 2
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None):
-        self.file, self.line, self.field = file, line, field
+        self.file, self.line, self.field, self.message = file, line, field, message
         where = ""
         if file:
             where = f"{file}:{line}: " if line else f"{file}: "
         what = f"{field}: " if field else ""
         super().__init__(f"{where}{what}{message}")
+
+
+    def in_file(self, file: str) -> "InputError":
+        """The same error naming ``file``, for one raised where the file was not known (a scenario's field found
+        wanting only while it is planned)."""
+        return self if self.file else InputError(self.message, file=file, line=self.line, field=self.field)
 
 
 class InfeasibleError(PlannerError):

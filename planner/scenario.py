@@ -163,11 +163,15 @@ class Workload(_Section):
     kind: Literal["chat", "agentic"] = Field(
         "chat", description="chat: one model call per request; agentic: sessions of `turns` calls (default chat)"
     )
-    requests_per_s: PosNumber = Field(description="mean arrival rate: requests (chat) or sessions (agentic) per s")
-    peak_to_mean: Annotated[Number, Ge(1)] = Field(1.0, description="peak / mean rate; the fleet is sized for the peak")
-    input_tokens: PosNumber = Field(description="mean prompt tokens per request (agentic: of the first turn)")
-    output_tokens: PosNumber = Field(description="mean visible output tokens per request (agentic: per turn)")
-    reasoning_tokens: NonNegNumber = Field(
+    requests_per_s: Annotated[PosNumber, Le(1e12)] = Field(
+        description="mean arrival rate: requests (chat) or sessions (agentic) per s, at most 1e12")
+    peak_to_mean: Annotated[Number, Ge(1), Le(1000)] = Field(
+        1.0, description="peak / mean rate, 1 to 1,000; the fleet is sized for the peak")
+    input_tokens: Annotated[PosNumber, Le(1e8)] = Field(
+        description="mean prompt tokens per request (agentic: of the first turn), at most 1e8")
+    output_tokens: Annotated[PosNumber, Le(1e8)] = Field(
+        description="mean visible output tokens per request (agentic: per turn), at most 1e8")
+    reasoning_tokens: Annotated[NonNegNumber, Le(1e8)] = Field(
         0.0,
         description="mean hidden reasoning tokens per call, generated at the same speed before the output; "
         "not carried into the next turn's context (default 0)",
@@ -192,11 +196,11 @@ class Workload(_Section):
     prefix_cache_hit: Share = Field(
         0.0, description="share of input tokens served from a prefix cache, in [0, 1) (default 0)"
     )
-    turns: PosCount = Field(1, description="model calls per session (agentic), at least 1 (default 1)")
-    tool_call_gap_s: NonNegNumber = Field(
+    turns: Annotated[PosCount, Le(10000)] = Field(1, description="model calls per session (agentic), 1 to 10,000 (default 1)")
+    tool_call_gap_s: Annotated[NonNegNumber, Le(1e6)] = Field(
         0.0, description="mean seconds between turns spent in tools, while the session's context waits (default 0)"
     )
-    context_growth_tokens_per_turn: NonNegNumber = Field(
+    context_growth_tokens_per_turn: Annotated[NonNegNumber, Le(1e8)] = Field(
         0.0,
         description="new input tokens (tool results, user messages) each later turn adds to the context, on top "
         "of the previous turn's prompt and output (default 0)",

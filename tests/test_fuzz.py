@@ -1,7 +1,11 @@
 """Fuzzing: mutated scenarios must always end in a clean exit 0 (valid), 2 (bad input) or 3 (infeasible), with
-no traceback. The short run is in CI; `pytest -m slow tests/test_fuzz.py` runs 10,000 cases."""
+no traceback, and `solve --format json` must print strict JSON (no NaN, no infinity) whenever it exits 0 or 3.
+The bases are the shipped scenarios and one with custom hardware, an inline model and speculative decoding;
+mutations delete, replace or add fields, and put YAML tags PyYAML cannot convert on scalars. The short run is in CI;
+`pytest -m slow tests/test_fuzz.py` runs 10,000 validate and 200 solve cases (docs/RELIABILITY.md)."""
 
 import copy
+import json
 import math
 from pathlib import Path
 
@@ -14,7 +18,24 @@ from hypothesis import strategies as st
 from planner.cli import main
 
 SCENARIOS = sorted(Path(__file__).resolve().parents[1].joinpath("scenarios").glob("*.yaml"))
-BASES = [yaml.safe_load(p.read_text()) for p in SCENARIOS]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def custom_base() -> dict:
+    """bank-2mw with an inline rack type and model, served with a costed drafter."""
+    doc = yaml.safe_load((ROOT / "scenarios" / "bank-2mw.yaml").read_text())
+    hw = yaml.safe_load((ROOT / "planner" / "data" / "hardware" / "hgx-h200.yaml").read_text())
+    hw["id"] = "my-rack"
+    model = yaml.safe_load((ROOT / "planner" / "data" / "models" / "llama-3.1-8b.yaml").read_text())
+    model["id"] = "my-model"
+    doc["hardware"] = {"custom": [hw], "allow": ["my-rack", "hgx-b200"]}
+    doc["models"] = [model]
+    doc["workloads"][0].update(model="my-model", speculative={"method": "eagle", "draft_tokens": "auto"})
+    return doc
+
+
+BASES = [yaml.safe_load(p.read_text()) for p in SCENARIOS] + [custom_base()]
+TAGS = ["!!bool maybe", "!!timestamp soon", "!!int many", "!!float lots", "!!str 5", "!!null x", "!!binary zz"]
 
 ODD_VALUES = st.sampled_from([None, "", "fast", -1, 0, 0.0, -0.5, 1e308, math.nan, math.inf, -math.inf, True,
                               [], {}, [1, 2], {"a": 1}, "2027-02-30", 10**30, "llama-3.1-70", "vr-nvl27"])
@@ -49,6 +70,19 @@ def mutate(base, path, action, value):
 
 
 @st.composite
+def tagged(draw):
+    """A mutated scenario as YAML text, with a tag PyYAML cannot convert put on one scalar value."""
+    text = yaml.safe_dump(draw(mutated()), allow_unicode=True)
+    lines = text.splitlines()
+    scalars = [i for i, line in enumerate(lines) if ": " in line and not line.rstrip().endswith(":")]
+    if scalars:
+        i = draw(st.sampled_from(scalars))
+        key = lines[i].split(": ", 1)[0]
+        lines[i] = f"{key}: {draw(st.sampled_from(TAGS))}"
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
 def mutated(draw):
     base = draw(st.sampled_from(BASES))
     all_paths = list(paths(base))
@@ -66,18 +100,25 @@ def mutated(draw):
     return doc
 
 
-def check(doc, tmp_path, command):
+def no_constant(name):
+    raise AssertionError(f"JSON holds {name}")
+
+
+def check(doc, tmp_path, command, text=None):
     path = tmp_path / "fuzz.yaml"
     try:
-        path.write_text(yaml.safe_dump(doc, allow_unicode=True))
+        path.write_text(text if text is not None else yaml.safe_dump(doc, allow_unicode=True))
     except yaml.YAMLError:
         return
-    args = [command, str(path)] + (["--time-limit", "10"] if command == "solve" else [])
+    args = [command, str(path)] + (["--time-limit", "10", "--format", "json"] if command == "solve" else [])
     res = CliRunner().invoke(main, args)
     assert res.exit_code in (0, 2, 3), (res.exit_code, res.output, res.exception)
     assert "Traceback" not in res.output
     if res.exit_code == 2:
         assert res.output.startswith("error: ") and "fuzz.yaml" in res.output
+    if command == "solve" and res.exit_code in (0, 3):
+        plan = json.loads(res.stdout, parse_constant=no_constant)  # strict: no NaN, no infinity
+        assert plan["status"] in ("optimal", "feasible", "time_limit", "infeasible")
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -92,8 +133,35 @@ def test_solve_never_crashes(tmp_path, doc):
     check(doc, tmp_path, "solve")
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tagged())
+def test_yaml_tags_never_crash(tmp_path, text):
+    check(None, tmp_path, "validate", text)
+
+
+def test_the_custom_base_is_valid(tmp_path):
+    path = tmp_path / "custom.yaml"
+    path.write_text(yaml.safe_dump(custom_base()))
+    res = CliRunner().invoke(main, ["validate", str(path)])
+    assert res.exit_code == 0, res.output
+
+
 @pytest.mark.slow
 @settings(max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutated())
 def test_validate_never_crashes_long(tmp_path, doc):
     check(doc, tmp_path, "validate")
+
+
+@pytest.mark.slow
+@settings(max_examples=2_000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tagged())
+def test_yaml_tags_never_crash_long(tmp_path, text):
+    check(None, tmp_path, "validate", text)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutated())
+def test_solve_never_crashes_long(tmp_path, doc):
+    check(doc, tmp_path, "solve")

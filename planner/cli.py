@@ -226,23 +226,28 @@ def frontier(model, hardware, precision, input_tokens, output_tokens, speculativ
 
 @main.group(invoke_without_command=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--table", "which", type=click.Choice(["hardware", "models"]), default=None,
+              help="only this table (CSV holds one table: hardware unless --table models)")
 @click.pass_context
-def catalog(ctx, fmt):
+def catalog(ctx, fmt, which):
     """List the hardware and model catalogs (``catalog show ID`` for one entry with sources)."""
     if ctx.invoked_subcommand is not None:
         return
     from planner.report import render
     from planner.report.catalog_view import hardware_rows, model_rows
 
-    hw, models = hardware_rows(), model_rows()
+    tables = {"hardware": hardware_rows(), "models": model_rows()}
+    if which:
+        tables = {which: tables[which]}
     if fmt == "json":
-        click.echo(render.to_json({"hardware": hw, "models": models}))
+        click.echo(render.to_json(tables))
     elif fmt == "csv":
-        click.echo(render.to_csv(hw), nl=False)
-        click.echo(render.to_csv(models), nl=False)
+        click.echo(render.to_csv(tables[which or "hardware"]), nl=False)
     else:
-        render.table(hw, title="hardware (per chip unless the column says rack)")
-        render.table(models, title="models (parameters derived from the public configs)")
+        titles = {"hardware": "hardware (per chip unless the column says rack)",
+                  "models": "models (parameters derived from the public configs)"}
+        for name, rows in tables.items():
+            render.table(rows, title=titles[name])
 
 
 @catalog.command("show")

@@ -221,6 +221,10 @@ class Workload(_Section):
         for field in ("tool_call_gap_s", "context_growth_tokens_per_turn"):
             if getattr(self, field) > 0 and self.turns == 1:
                 raise _problem(f"{field} needs turns > 1 (a session of several model calls)", field)
+        if self.turns > 1 and self.kind != "agentic":
+            raise _problem("turns > 1 describes sessions of several model calls: give kind: agentic", "turns")
+        if self.allow_hardware is not None and not self.allow_hardware:
+            raise _problem("an empty list allows no hardware; leave allow_hardware out to allow any", "allow_hardware")
         return self
 
     # ---- derived quantities ----------------------------------------------------------------------------------

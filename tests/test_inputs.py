@@ -235,3 +235,39 @@ def test_concurrent_writers_take_turns(tmp_path):
     import json as _json
 
     assert _json.loads((out / "plan.json").read_text())["status"] == "optimal"
+
+
+@pytest.mark.parametrize("edit,message", [
+    (("turns", "turns: 3"), "give kind: agentic"),
+    (("allow_hardware", "allow_hardware: []"), "an empty list allows no hardware"),
+])
+def test_chat_with_turns_and_an_empty_allow_list_are_errors(tmp_path, edit, message):
+    """Item 13: turns changed a chat workload's cost, and [] meant "any"."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""
+name: s
+start_date: 2027-01-01
+horizon_years: 4
+finance: {{wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}}
+workloads:
+  - name: chat
+    model: llama-3.1-8b
+    requests_per_s: 5
+    input_tokens: 1000
+    output_tokens: 300
+    tier: standard
+    {edit[1]}
+""")
+    res = CliRunner().invoke(main, ["validate", str(path)])
+    assert res.exit_code == 2 and message in res.output, res.output
+
+
+def test_catalog_csv_is_one_table():
+    import csv
+    import io
+
+    for args, first in ((["catalog", "--format", "csv"], "corsair-rack"),
+                        (["catalog", "--format", "csv", "--table", "models"], "deepseek-r1")):
+        res = CliRunner().invoke(main, args)
+        rows = list(csv.reader(io.StringIO(res.stdout)))
+        assert res.exit_code == 0 and rows[1][0] == first and len({len(r) for r in rows}) == 1

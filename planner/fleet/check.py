@@ -224,7 +224,7 @@ def eligibility_checks(name: str, row: dict, demand: Demand, kind, inputs: Input
     settings = demand.speculation().settings() if kind.covers_decode else [(0, 0.0)]  # prefill drafts nothing
     k, a = row.get("draft_tokens"), row.get("acceptance")
     ok = any(k == sk and close(a, sa) for sk, sa in settings) and (
-        row.get("speculative") == (demand.speculative if k else "none"))
+        row.get("speculative") == demand.drafter_of(k))
     out.append(result(name + " speculative", ok, f"{row.get('speculative')} with {k} draft tokens at acceptance {a}; "
                       f"the workload allows {demand.speculative} with {demand.draft_tokens}"))
     if not kind.pair:

@@ -43,6 +43,10 @@ class Demand:
 
         return Speculation(self.speculative, self.draft_tokens, self.acceptance, self.draft_model)
 
+    def drafter_of(self, draft_tokens: int) -> str:
+        """The ``speculative`` an allocation row of this workload reports: its method, or none when it drafts 0."""
+        return self.speculative if draft_tokens else "none"
+
     def workload_vector(self) -> np.ndarray:
         """The engine's view of this demand (slots W_*: planner.perf.pack.workload_vector)."""
         from planner.perf.pack import workload_vector

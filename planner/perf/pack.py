@@ -122,11 +122,15 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     return v
 
 
-def attention_peak_flops(hw: Hardware, precision: str) -> float:
+def attention_precision(hw: Hardware, precision: str) -> str:
     """Attention arithmetic runs at the KV cache's precision (fp8 for fp4 runs) when the chip has it."""
     kv_precision = {"fp4": "fp8"}.get(precision, precision)
-    flops = hw.chip.peak_flops_per_s
-    return (flops[kv_precision] if kv_precision in flops else flops[precision]).value
+    return kv_precision if kv_precision in hw.chip.peak_flops_per_s else precision
+
+
+def attention_peak_flops(hw: Hardware, precision: str) -> float:
+    """The dense peak attention runs at (``attention_precision``)."""
+    return hw.chip.peak_flops_per_s[attention_precision(hw, precision)].value
 
 
 def workload_vector(input_tokens: float, output_tokens: float, prefill_tokens: float | None = None,

@@ -16,7 +16,7 @@ import numpy as np
 
 from planner import catalog
 from planner.catalog import Figure, Hardware
-from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table, family_efficiency
+from planner.perf.pack import EFFICIENCY_PARAMS, attention_precision, efficiency_table, family_efficiency
 from solvers.perf import slots as L
 
 EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_FLOPS_EFF,
@@ -26,11 +26,11 @@ EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_
 
 @dataclass(frozen=True)
 class Uncertain:
-    """One uncertain quantity: its name, the hardware-vector slot it sets, its central, low and high values and
-    the basis of the range."""
+    """One uncertain quantity: its name, the hardware-vector slots it sets (one figure may feed several), its
+    central, low and high values and the basis of the range."""
 
     name: str
-    slot: int
+    slots: tuple[int, ...]
     value: float
     low: float
     high: float
@@ -73,7 +73,7 @@ def efficiency_ranges(family: str) -> list[Uncertain]:
             lo, hi = max(lo, bounds[name][0]), min(hi, bounds[name][1])
         if name == "usable_memory_fraction":
             hi = min(hi, 1.0)
-        out.append(Uncertain(f"{family}.{name}", EFFICIENCY_SLOTS[name], v, min(lo, v), max(hi, v),
+        out.append(Uncertain(f"{family}.{name}", (EFFICIENCY_SLOTS[name],), v, min(lo, v), max(hi, v),
                              f"{basis}; range: {entry.get('range_basis', rule['basis'])}"))
     return out
 
@@ -91,24 +91,28 @@ def uncertain_quantities(hw: Hardware, precision: str) -> list[Uncertain]:
     chip = hw.chip
     out = []
 
-    def add(name, slot, fig, kind):
+    def add(name, slots, fig, kind):
         r = figure_range(fig, kind)
         if r is not None and (r[0] != fig.value or r[1] != fig.value):
-            out.append(Uncertain(f"{hw.id}.{name}", slot, fig.value, r[0], r[1], r[2]))
+            out.append(Uncertain(f"{hw.id}.{name}", tuple(slots), fig.value, r[0], r[1], r[2]))
 
     for i, tier in enumerate(chip.memory):
-        add(f"memory[{i}].capacity_bytes", L.H_CAP + i, tier.capacity_bytes, "capacity_bytes")
-        add(f"memory[{i}].bandwidth_bytes_per_s", L.H_BW + i, tier.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
-    add(f"peak_flops_per_s.{precision}", L.H_PEAK_FLOPS, chip.peak_flops_per_s[precision], "peak_flops_per_s")
-    add("scale_up.bandwidth_bytes_per_s", L.H_SU_BW, chip.scale_up.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
-    add("scale_up.latency_s", L.H_SU_LAT, chip.scale_up.latency_s, "latency_s")
-    add("scale_out.bandwidth_bytes_per_s", L.H_SO_BW, chip.scale_out.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
-    add("scale_out.latency_s", L.H_SO_LAT, chip.scale_out.latency_s, "latency_s")
+        add(f"memory[{i}].capacity_bytes", [L.H_CAP + i], tier.capacity_bytes, "capacity_bytes")
+        add(f"memory[{i}].bandwidth_bytes_per_s", [L.H_BW + i], tier.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
+    # attention runs at the KV cache's precision (pack.attention_peak_flops): the same figure or another one
+    attention = attention_precision(hw, precision)
+    for prec in dict.fromkeys((precision, attention)):
+        slots = ([L.H_PEAK_FLOPS] if prec == precision else []) + ([L.H_ATTN_PEAK_FLOPS] if prec == attention else [])
+        add(f"peak_flops_per_s.{prec}", slots, chip.peak_flops_per_s[prec], "peak_flops_per_s")
+    add("scale_up.bandwidth_bytes_per_s", [L.H_SU_BW], chip.scale_up.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
+    add("scale_up.latency_s", [L.H_SU_LAT], chip.scale_up.latency_s, "latency_s")
+    add("scale_out.bandwidth_bytes_per_s", [L.H_SO_BW], chip.scale_out.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
+    add("scale_out.latency_s", [L.H_SO_LAT], chip.scale_out.latency_s, "latency_s")
     power = hw.rack.power_kw
     r = figure_range(power, "power_kw")
     if r is not None:
-        out.append(Uncertain(f"{hw.id}.rack.power_kw", L.H_RACK_POWER_W, power.value * 1e3, r[0] * 1e3, r[1] * 1e3,
-                             r[2]))
+        out.append(Uncertain(f"{hw.id}.rack.power_kw", (L.H_RACK_POWER_W,), power.value * 1e3, r[0] * 1e3,
+                             r[1] * 1e3, r[2]))
     return out + efficiency_ranges(hw.family)
 
 
@@ -122,9 +126,7 @@ def band(evaluate, hv: np.ndarray, quantities: list[Uncertain]) -> dict:
         results = []
         for value in (q.low, q.high):
             v = hv.copy()
-            v[q.slot] = value
-            if q.slot == L.H_PEAK_FLOPS and hv[L.H_ATTN_PEAK_FLOPS] == hv[L.H_PEAK_FLOPS]:
-                v[L.H_ATTN_PEAK_FLOPS] = value  # attention runs at the same peak
+            v[list(q.slots)] = value
             results.append(evaluate(v))
         swing = {}
         for key, c in central.items():

@@ -357,6 +357,22 @@ class Model(Strict):
         return 2 * self.heads * 2 * self.head_dim
 
     @property
+    def attention_kernels_per_layer(self) -> int:
+        """Dependent kernels of one layer's attention (data/kernels.yaml, MODEL.md 2.8)."""
+        return int(kernel_counts()["attention"][self.attention]["kernels"])
+
+    @property
+    def dense_ffn_kernels_per_layer(self) -> int:
+        return int(kernel_counts()["dense_ffn"]["kernels"])
+
+    @property
+    def moe_kernels_per_layer(self) -> int:
+        """The routed block's kernels, and the shared experts' where the model has them."""
+        table = kernel_counts()
+        shared = table["shared_experts"]["kernels"] if self.shared_experts > 0 else 0
+        return int(table["moe"]["kernels"] + shared)
+
+    @property
     def prefill_attention_flops_per_token_per_context(self) -> int:
         """As above for prefill, where MLA runs un-absorbed (vLLM, SGLang): 2 * heads * (qk_dim + v_head_dim)."""
         if self.attention == "mla":
@@ -400,6 +416,12 @@ def hardware_catalog() -> dict[str, Hardware]:
 @functools.lru_cache(maxsize=None)
 def model_catalog() -> dict[str, Model]:
     return _load_dir("models", Model)  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_counts() -> dict[str, dict]:
+    """Dependent kernels per layer part (data/kernels.yaml)."""
+    return _read_yaml(DATA_DIR / "kernels.yaml")
 
 
 @functools.lru_cache(maxsize=None)

@@ -73,6 +73,10 @@ def random_model(rng):
     m[L.M_ATTN_FLOPS] = 4 * 64 * 128
     m[L.M_PREFILL_ATTN_FLOPS] = 2 * 64 * 320
     m[L.M_KV_HEADS] = float(rng.choice([1, 4, 8, 64]))
+    m[L.M_ATTN_KERNELS] = float(rng.integers(3, 13))
+    m[L.M_DENSE_FFN_KERNELS] = float(rng.integers(2, 6))
+    m[L.M_MOE_KERNELS] = float(rng.integers(6, 14)) if moe else 0.0
+    m[L.M_SAMPLES] = float(rng.integers(0, 2))
     return m
 
 
@@ -101,7 +105,8 @@ def random_hw(rng):
     h[L.H_RACK_POWER_W] = 10 ** rng.uniform(3, 5.5)
     h[L.H_BW_EFF] = rng.uniform(0.3, 1)
     h[L.H_FLOPS_EFF] = rng.uniform(0.2, 1)
-    h[L.H_LAYER_FLOOR_S] = 10 ** rng.uniform(-7, -4)
+    h[L.H_KERNEL_S] = 10 ** rng.uniform(-8, -5)
+    h[L.H_STEP_S] = 10 ** rng.uniform(-6, -3)
     h[L.H_COLL_LAT_S] = 10 ** rng.uniform(-7, -4)
     h[L.H_MEM_USABLE] = rng.uniform(0.7, 1)
     return h

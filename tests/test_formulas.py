@@ -25,6 +25,7 @@ from solvers.perf.kernels import (
     decode_breakdown,
     experts_touched,
     head_params_held,
+    head_params_read,
     held_weight_params_per_chip,
     kv_bytes_per_chip,
     kv_shards,
@@ -32,6 +33,9 @@ from solvers.perf.kernels import (
     prefill_breakdown,
     read_weight_params_per_chip,
     stage_comm_time,
+    stage_fixed_time,
+    stage_fraction,
+    stage_kernels,
     stage_layers,
     tier_read_time,
     usable_bytes_per_chip,
@@ -73,15 +77,17 @@ def hardware(tiers=((1e11, 1e12),), **slots) -> np.ndarray:
 DENSE = model(
     layers=4, dense_layers=4, moe_layers=0, hidden=1000, attn_params=4e6, dense_ffn_params=12e6,
     embed_params=2e6, lm_head_params=1e6, kv_elems=500, kv_heads=8, attn_flops=4000, prefill_attn_flops=6000,
+    attn_kernels=3, dense_ffn_kernels=2,
 )
 
 # One-tier toy hardware: 100 GB at 1 TB/s, 1 PFLOP/s (attention too: weights and KV share the precision), 1-byte
 # weights and KV, 16-bit activations, scale-up domain of 8 chips at 100 GB/s and 1 us, scale-out 10 GB/s and 10 us,
-# 8 chips in an 8 kW rack; efficiencies 0.5 / 0.5, 10 us floor per layer, 2 us per collective, half of memory usable.
+# 8 chips in an 8 kW rack; efficiencies 0.5 / 0.5, 2 us per kernel (DENSE's 5 kernels a layer: 10 us per layer), no
+# step overhead (DENSE samples nothing), 2 us per collective, half of memory usable.
 HW = hardware(
     tiers=((1e11, 1e12),), peak_flops=1e15, attn_peak_flops=1e15, weight_bytes=1.0, kv_bytes=1.0, act_bytes=2.0,
     su_domain=8, su_bw=1e11, su_lat=1e-6, so_bw=1e10, so_lat=1e-5, chips_per_rack=8, rack_power_w=8000.0,
-    bw_eff=0.5, flops_eff=0.5, layer_floor_s=1e-5, coll_lat_s=2e-6, mem_usable=0.5,
+    bw_eff=0.5, flops_eff=0.5, kernel_s=2e-6, coll_lat_s=2e-6, mem_usable=0.5,
 )
 
 # A small MoE: 2 MoE layers, 8 experts of 100 weights, top-2, shared expert + router 50, attention 10,
@@ -93,15 +99,44 @@ MOE = model(
 
 
 # ---- 2.1 pipeline stages ------------------------------------------------------------------------------------
+def test_stage_fraction_balances_bytes():
+    # DENSE: a layer is 4e6 + 12e6 = 16e6 weights, the model 4 * 16e6 + 2e6 embeddings = 66e6; the largest piece
+    # no stage splits is a layer (16e6 > the 1e6 LM head and 1e6 embedding table): 16/66 = 0.2424...
+    assert stage_fraction(DENSE, 1.0) == 1.0
+    assert stage_fraction(DENSE, 2.0) == approx(0.5)
+    assert stage_fraction(DENSE, 3.0) == approx(1.0 / 3.0)
+    assert stage_fraction(DENSE, 4.0) == approx(0.25)
+    # eight stages cannot go below one layer's bytes
+    assert stage_fraction(DENSE, 8.0) == approx(16e6 / 66e6)
+    # an LM head larger than a layer sets the floor: head 40e6 of 2 * 16e6 + 80e6 = 112e6
+    big_head = model(layers=2, dense_layers=2, attn_params=4e6, dense_ffn_params=12e6, embed_params=80e6,
+                     lm_head_params=40e6)
+    assert stage_fraction(big_head, 2.0) == approx(0.5)
+    assert stage_fraction(big_head, 3.0) == approx(40e6 / 112e6)
+
+
 def test_stage_layers_takes_the_largest_stage():
     m = model(layers=10, dense_layers=4, moe_layers=6)
-    # ceil(10 / 3) = 4 layers in the largest stage, 4/10 = 0.4 of the model: 0.4 * 4 = 1.6 dense, 0.4 * 6 = 2.4 MoE
+    # no weights to balance: 1/pp of the layers, 10 / 3 = 3.333 layers, 4/3 dense, 2 MoE
     ls, dense, moe = stage_layers(m, 3.0)
-    assert (ls, dense, moe) == (approx(4.0), approx(1.6), approx(2.4))
-    # pp = 1: the whole model
+    assert (ls, dense, moe) == (approx(10.0 / 3.0), approx(4.0 / 3.0), approx(2.0))
     assert stage_layers(m, 1.0) == (approx(10.0), approx(4.0), approx(6.0))
-    # pp = 10: one layer per stage
     assert stage_layers(m, 10.0) == (approx(1.0), approx(0.4), approx(0.6))
+
+
+def test_stage_kernels_and_fixed_time():
+    # 10 layers (4 dense, 6 MoE): attention 5 kernels a layer, dense FFN 4, MoE block 11 -> 50 + 16 + 66 = 132
+    m = model(layers=10, dense_layers=4, moe_layers=6, attn_kernels=5, dense_ffn_kernels=4, moe_kernels=11,
+              samples=1)
+    assert stage_kernels(m, 1.0) == approx(132.0)
+    assert stage_kernels(m, 2.0) == approx(66.0)
+    hw = hardware(kernel_s=3e-6, step_s=50e-6)
+    # pp 1: 132 * 3 us + 50 us = 446 us; pp 2: 66 * 3 us + 50 / 2 us = 223 us a stage, the same 446 us an interval
+    assert stage_fixed_time(m, hw, 1.0) == approx(446e-6)
+    assert stage_fixed_time(m, hw, 2.0) == approx(223e-6)
+    # a part that samples nothing (an FFN pool, a drafter) pays no step overhead
+    m[L.M_SAMPLES] = 0.0
+    assert stage_fixed_time(m, hw, 1.0) == approx(396e-6)
 
 
 # ---- 2.2 weights held and read ------------------------------------------------------------------------------
@@ -111,20 +146,21 @@ def test_held_and_read_weight_params_dense():
     assert held_weight_params_per_chip(DENSE, 2.0, 1.0, 0.0) == approx(33e6)
     # read per step: the LM head (1e6) instead of embedding + LM head: (48e6 + 1e6) / 2 + 8e6 = 32.5e6
     assert read_weight_params_per_chip(DENSE, 2.0, 1.0, 0.0, 7.0) == approx(32.5e6)
-    # tp 2, pp 2: 2 layers in the largest stage, which also carries the whole LM head (not 1/pp of it):
-    # held (2 * 12e6 + 1e6) / 2 + 2 * 4e6 / 2 = 12.5e6 + 4e6 = 16.5e6; read the same (LM head read in full)
+    # tp 2, pp 2: byte-balanced stages, the largest holds half of everything (embeddings and LM head included):
+    # held 0.5 * 33e6 = 16.5e6; read 0.5 * 32.5e6 = 16.25e6
     assert held_weight_params_per_chip(DENSE, 2.0, 2.0, 0.0) == approx(16.5e6)
-    assert read_weight_params_per_chip(DENSE, 2.0, 2.0, 0.0, 1.0) == approx(16.5e6)
-    # active per stage (FLOPs): 4 * 4e6 + 4 * 12e6 + 1e6 = 65e6; pp 2: 2 * 16e6 + 1e6 = 33e6 (whole LM head)
+    assert read_weight_params_per_chip(DENSE, 2.0, 2.0, 0.0, 1.0) == approx(16.25e6)
+    # active per stage (FLOPs): 4 * 4e6 + 4 * 12e6 + 1e6 = 65e6; pp 2: half, 32.5e6
     assert active_params_per_stage(DENSE, 1.0) == approx(65e6)
-    assert active_params_per_stage(DENSE, 2.0) == approx(33e6)
+    assert active_params_per_stage(DENSE, 2.0) == approx(32.5e6)
 
 
 def test_head_params_held():
-    # one stage holds embedding and LM head (2e6); with pp > 1 the largest stage is the last, with the LM head (1e6)
+    # one stage holds embedding and LM head (2e6); byte-balanced stages each carry their share: 1/2, 1/4
     assert head_params_held(DENSE, 1.0) == approx(2e6)
     assert head_params_held(DENSE, 2.0) == approx(1e6)
-    assert head_params_held(DENSE, 4.0) == approx(1e6)
+    assert head_params_held(DENSE, 4.0) == approx(0.5e6)
+    assert head_params_read(DENSE, 2.0) == approx(0.5e6)
 
 
 def test_attention_shards():
@@ -341,22 +377,22 @@ def test_decode_breakdown_two_stages():
     # tp 2, pp 2 (4 chips <= domain 8: hops over scale-up), 4 streams, contexts 1000 / 2000.
     out = np.zeros(L.N_BREAKDOWN)
     decode_breakdown(DENSE, HW, 2.0, 2.0, 0.0, 4.0, 1000.0, 2000.0, 1.0, 1.0, out)
-    # b = 4 / 2 = 2 streams per micro-batch; 2 layers in the largest stage, which carries the whole LM head.
-    # weights held 16.5e6, read 16.5e6 (test_held_and_read_weight_params_dense)
+    # b = 4 / 2 = 2 streams per micro-batch; the largest stage holds half the model (2 layers' worth).
+    # weights held 16.5e6, read 16.25e6 (test_held_and_read_weight_params_dense)
     # KV held: 4 * 2000 * 500 * 2 layers / 2 = 4e6; read: 2 * 1000 * 500 * 2 / 2 = 1e6
-    # memory (16.5e6 + 1e6) / 5e11 = 3.5e-5 s
-    # FLOPs: 2 * 2 * 33e6 / 2 = 66e6 + attention 2 * 1000 * 4000 * 2 / 2 = 8e6 -> 74e6; / 5e14 = 1.48e-7 s
+    # memory (16.25e6 + 1e6) / 5e11 = 3.45e-5 s
+    # FLOPs: 2 * 2 * 32.5e6 / 2 = 65e6 + attention 2 * 1000 * 4000 * 2 / 2 = 8e6 -> 73e6; / 5e14 = 1.46e-7 s
     # comm: message 2 * 1000 * 2 = 4000 B; all-reduce 2e-6 + 4000 / 1e11 = 2.04e-6, 2 per layer * 2 layers
     #   = 8.16e-6; hop 1e-6 + 4000 / 1e11 = 1.04e-6; total 9.2e-6 s
-    # floor 2 * 1e-5 = 2e-5 s; step 3.5e-5 + 9.2e-6 + 2e-5 = 6.42e-5 s; interval 2 * 6.42e-5 = 1.284e-4 s
-    assert out[L.B_TIME_S] == approx(1.284e-4)
-    assert out[L.B_MEMORY_S] == approx(2 * 3.5e-5)
-    assert out[L.B_COMPUTE_S] == approx(2 * 1.48e-7)
-    assert out[L.B_FLOPS_PER_CHIP] == approx(74e6)
+    # floor 2 layers * 5 kernels * 2 us = 2e-5 s; step 3.45e-5 + 9.2e-6 + 2e-5 = 6.37e-5 s; interval 1.274e-4 s
+    assert out[L.B_TIME_S] == approx(1.274e-4)
+    assert out[L.B_MEMORY_S] == approx(2 * 3.45e-5)
+    assert out[L.B_COMPUTE_S] == approx(2 * 1.46e-7)
+    assert out[L.B_FLOPS_PER_CHIP] == approx(73e6)
     assert out[L.B_COMM_S] == approx(2 * 9.2e-6)
     assert out[L.B_FLOOR_S] == approx(2 * 2e-5)
-    assert out[L.B_TPS_PER_USER] == approx(1.0 / 1.284e-4)
-    assert out[L.B_TOKENS_PER_S] == approx(4.0 / 1.284e-4)
+    assert out[L.B_TPS_PER_USER] == approx(1.0 / 1.274e-4)
+    assert out[L.B_TOKENS_PER_S] == approx(4.0 / 1.274e-4)
     assert out[L.B_WEIGHT_BYTES_PER_CHIP] == approx(16.5e6)
     assert out[L.B_KV_BYTES_PER_CHIP] == approx(4e6)
     assert out[L.B_POWER_W] == approx(4000.0)
@@ -458,23 +494,23 @@ def test_prefill_attention_flops_at_the_attention_peak():
 
 
 def test_prefill_two_stages_ttft_and_rate():
-    # tp 2, pp 2, 1000 tokens: stage of 2 layers, the largest stage carrying the LM head (1e6) in full.
+    # tp 2, pp 2, 1000 tokens: the largest stage holds half the model, its LM-head share 0.5e6 included.
     out = np.zeros(L.N_BREAKDOWN)
     prefill_breakdown(DENSE, HW, 2.0, 2.0, 0.0, 1000.0, out)
-    # memory: (16.5e6 weights read + KV 1000 * 500 * 2 / 2 = 0.5e6) / 5e11 = 3.4e-5
-    # FLOPs: linear 2 * (1000 * (33e6 - 1e6) + 1e6) / 2 = 32.001e9 + attention 1000 * 500 * 6000 * 2 / 2 = 3e9
-    #   -> 35.001e9; / 5e14 = 7.0002e-5
+    # memory: (16.25e6 weights read + KV 1000 * 500 * 2 / 2 = 0.5e6) / 5e11 = 3.35e-5
+    # FLOPs: linear 2 * (1000 * (32.5e6 - 0.5e6) + 0.5e6) / 2 = 32.0005e9 + attention 1000 * 500 * 6000 * 2 / 2
+    #   = 3e9 -> 35.0005e9; / 5e14 = 7.0001e-5
     # comm: 4 all-reduces * 2.2e-5 = 8.8e-5 + hop 1e-6 + 2e6 / 1e11 = 2.1e-5 -> 1.09e-4
-    # floor 2e-5; stage 7.0002e-5 + 1.09e-4 + 2e-5 = 1.99002e-4;
-    # TTFT 2 stages less the hop after the last: 3.98004e-4 - 2.1e-5 = 3.77004e-4; comm 2.18e-4 - 2.1e-5 = 1.97e-4
-    # rate 1000 / 1.99002e-4 tok/s (stages pipelined over prompts)
-    assert out[L.B_MEMORY_S] == approx(2 * 3.4e-5)
-    assert out[L.B_FLOPS_PER_CHIP] == approx(35.001e9)
-    assert out[L.B_COMPUTE_S] == approx(2 * 7.0002e-5)
+    # floor 2e-5; stage 7.0001e-5 + 1.09e-4 + 2e-5 = 1.99001e-4;
+    # TTFT 2 stages less the hop after the last: 3.98002e-4 - 2.1e-5 = 3.77002e-4; comm 2.18e-4 - 2.1e-5 = 1.97e-4
+    # rate 1000 / 1.99001e-4 tok/s (stages pipelined over prompts)
+    assert out[L.B_MEMORY_S] == approx(2 * 3.35e-5)
+    assert out[L.B_FLOPS_PER_CHIP] == approx(35.0005e9)
+    assert out[L.B_COMPUTE_S] == approx(2 * 7.0001e-5)
     assert out[L.B_COMM_S] == approx(1.97e-4)
     assert out[L.B_FLOOR_S] == approx(4e-5)
-    assert out[L.B_TIME_S] == approx(3.77004e-4)
-    assert out[L.B_TOKENS_PER_S] == approx(1000.0 / 1.99002e-4)
+    assert out[L.B_TIME_S] == approx(3.77002e-4)
+    assert out[L.B_TOKENS_PER_S] == approx(1000.0 / 1.99001e-4)
 
 
 # ---- planner.perf helpers ----------------------------------------------------------------------------
@@ -563,9 +599,10 @@ def test_frontier_per_user_speed_shares_the_replica_with_prefill():
 
 
 # ---- MODEL.md 8: the worked example, with the hardware and efficiencies written out ----------------------------
-# nvidia-gpu efficiencies as refitted (data/efficiency.yaml at the time MODEL.md 8 was written; the layer floor sits
-# at its lower bound 1e-7 s).
-ETA_BW, ETA_F, FLOOR, COLL_LAT, USABLE = 0.4355, 0.4295, 1.0e-7, 1.057e-5, 0.9
+# nvidia-gpu efficiencies as fitted (data/efficiency.yaml when MODEL.md 8 was written; the step overhead sits at its
+# lower bound 1 us, MODEL.md 5.3).
+ETA_BW, ETA_F, KERNEL, STEP, COLL_LAT, USABLE = 0.8002, 0.4206, 5.372e-6, 1.0e-6, 9.696e-6, 0.9
+FLOOR = 80 * 9 * KERNEL + STEP  # llama-3.1-70b: 80 layers of 9 kernels (5 attention, 4 FFN), one step overhead
 
 
 def test_worked_example_llama_70b_vr_nvl72_fp8():
@@ -575,11 +612,11 @@ def test_worked_example_llama_70b_vr_nvl72_fp8():
     hw = hardware(
         tiers=((288e9, 22e12),), peak_flops=17.5e15, attn_peak_flops=17.5e15, weight_bytes=1.0, kv_bytes=1.0,
         act_bytes=2.0, su_domain=72, su_bw=1.8e12, su_lat=1e-6, so_bw=200e9, so_lat=5e-6, chips_per_rack=72,
-        rack_power_w=190e3, bw_eff=ETA_BW, flops_eff=ETA_F, layer_floor_s=FLOOR, coll_lat_s=COLL_LAT,
+        rack_power_w=190e3, bw_eff=ETA_BW, flops_eff=ETA_F, kernel_s=KERNEL, step_s=STEP, coll_lat_s=COLL_LAT,
         mem_usable=USABLE,
     )
-    mem_rate = 22e12 * ETA_BW  # 9.581e12 B/s
-    flop_rate = 17.5e15 * ETA_F  # 7.51625e15 FLOP/s
+    mem_rate = 22e12 * ETA_BW  # 17.6044e12 B/s
+    flop_rate = 17.5e15 * ETA_F  # 7.3605e15 FLOP/s
     mv = model_vector(get_model("llama-3.1-70b"))
     assert mv[L.M_KV_HEADS] == 8
     dec = np.zeros(L.N_BREAKDOWN)
@@ -594,52 +631,54 @@ def test_worked_example_llama_70b_vr_nvl72_fp8():
     assert dec[L.B_KV_BYTES_PER_CHIP] == approx(2_621_440_000)
     assert dec[L.B_USABLE_BYTES_PER_CHIP] == approx(259.2e9)
     assert dec[L.B_BYTES_READ_PER_CHIP] == approx(8_687_714_304 + 1_966_080_000)
-    # memory 10,653,794,304 / 9.581e12 = 1111.97 us
+    # memory 10,653,794,304 / 17.6044e12 = 605.178 us
     assert dec[L.B_MEMORY_S] == approx(10_653_794_304 / mem_rate)
-    assert dec[L.B_MEMORY_S] == pytest.approx(1111.97e-6, rel=1e-5)
+    assert dec[L.B_MEMORY_S] == pytest.approx(605.178e-6, rel=1e-5)
     # FLOPs: linear 2 * 64 * 69,501,714,432 / 8 = 1,112,027,430,912; attention 64 * 1500 * 32768 * 80 / 8 =
-    # 31,457,280,000; both at the fp8 peak: 1,143,484,710,912 / 7.51625e15 = 152.135 us
+    # 31,457,280,000; both at the fp8 peak: 1,143,484,710,912 / 7.3605e15 = 155.354 us
     assert dec[L.B_FLOPS_PER_CHIP] == approx(1_143_484_710_912)
     assert dec[L.B_COMPUTE_S] == approx(1_143_484_710_912 / flop_rate)
-    assert dec[L.B_COMPUTE_S] == pytest.approx(152.135e-6, rel=1e-5)
-    # all-reduce of 64 * 8192 * 2 = 1,048,576 B: 1.057e-5 + 1.75 * 1,048,576 / 1.8e12 = 11.589 us;
-    # 2 per layer * 80 = 160 of them = 1854.31 us
+    assert dec[L.B_COMPUTE_S] == pytest.approx(155.354e-6, rel=1e-5)
+    # all-reduce of 64 * 8192 * 2 = 1,048,576 B: 9.696e-6 + 1.75 * 1,048,576 / 1.8e12 = 10.7154 us;
+    # 2 per layer * 80 = 160 of them = 1714.47 us
     ar = COLL_LAT + 1.75 * 1_048_576 / 1.8e12
     assert dec[L.B_COMM_S] == approx(160 * ar)
-    assert dec[L.B_COMM_S] == pytest.approx(1854.31e-6, rel=1e-5)
-    # floor 80 * 0.1 us = 8 us
-    assert dec[L.B_FLOOR_S] == approx(80 * FLOOR)
-    # step 1111.97 + 1854.31 + 8 = 2974.28 us; 1 / step = 336.22 tok/s per user; * 64 = 21,517.8 tok/s
-    step = 10_653_794_304 / mem_rate + 160 * ar + 80 * FLOOR
+    assert dec[L.B_COMM_S] == pytest.approx(1714.47e-6, rel=1e-5)
+    # floor 720 kernels * 5.372 us + 1 us step overhead = 3868.84 us
+    assert dec[L.B_FLOOR_S] == approx(FLOOR)
+    assert dec[L.B_FLOOR_S] == pytest.approx(3868.84e-6, rel=1e-6)
+    # step 605.178 + 1714.47 + 3868.84 = 6188.49 us; 1 / step = 161.590 tok/s per user; * 64 = 10,341.8 tok/s
+    step = 10_653_794_304 / mem_rate + 160 * ar + FLOOR
     assert dec[L.B_TIME_S] == approx(step)
-    assert dec[L.B_TIME_S] == pytest.approx(2.97428e-3, rel=1e-5)
-    assert dec[L.B_TPS_PER_USER] == pytest.approx(336.216, rel=1e-5)
-    assert dec[L.B_TOKENS_PER_S] == pytest.approx(21517.8, rel=1e-5)
+    assert dec[L.B_TIME_S] == pytest.approx(6.18849e-3, rel=1e-5)
+    assert dec[L.B_TPS_PER_USER] == pytest.approx(161.590, rel=1e-5)
+    assert dec[L.B_TOKENS_PER_S] == pytest.approx(10341.8, rel=1e-5)
     assert dec[L.B_POWER_W] == approx(8 * 190e3 / 72)
-    assert L.BOUND_NAMES[int(dec[L.B_BOUND])] == "communication"
+    assert L.BOUND_NAMES[int(dec[L.B_BOUND])] == "floor"
 
     pre = np.zeros(L.N_BREAKDOWN)
     prefill_breakdown(mv, hw, 8.0, 1.0, 0.0, 1000.0, pre)
-    # memory (8,687,714,304 + 1000 * 163,840 / 8 = 20,480,000) / 9.581e12 = 908.90 us;
+    # memory (8,687,714,304 + 1000 * 163,840 / 8 = 20,480,000) / 17.6044e12 = 494.660 us;
     # FLOPs: linear, LM head for the last token only, 2 * (1000 * 68,451,041,280 + 1,050,673,152) / 8
     #   = 17,113,022,988,288; attention 1000 * 500 * 32768 * 80 / 8 = 163,840,000,000 -> 17,276,862,988,288;
-    #   / 7.51625e15 = 2298.60 us (compute-bound roofline)
-    # all-reduce of 16,384,000 B: 1.057e-5 + 1.75 * 16,384,000 / 1.8e12 = 26.499 us, 160 of them = 4239.82 us
-    # TTFT (pp 1: no last hop to drop) 2298.60 + 4239.82 + 8 = 6546.42 us; prompt rate 1000 / TTFT = 152,755 tok/s
+    #   / 7.3605e15 = 2347.24 us (compute-bound roofline)
+    # all-reduce of 16,384,000 B: 9.696e-6 + 1.75 * 16,384,000 / 1.8e12 = 25.6249 us, 160 of them = 4099.98 us
+    # TTFT (pp 1: no last hop to drop) 2347.24 + 4099.98 + 3868.84 = 10316.06 us; prompt rate 1000 / TTFT
+    #   = 96,936.2 tok/s
     assert pre[L.B_MEMORY_S] == approx(8_708_194_304 / mem_rate)
-    assert pre[L.B_MEMORY_S] == pytest.approx(908.90e-6, rel=1e-5)
+    assert pre[L.B_MEMORY_S] == pytest.approx(494.660e-6, rel=1e-5)
     assert pre[L.B_FLOPS_PER_CHIP] == approx(17_276_862_988_288)
-    assert pre[L.B_COMPUTE_S] == pytest.approx(2298.60e-6, rel=1e-5)
+    assert pre[L.B_COMPUTE_S] == pytest.approx(2347.24e-6, rel=1e-5)
     ar_p = COLL_LAT + 1.75 * 16_384_000 / 1.8e12
     assert pre[L.B_COMM_S] == approx(160 * ar_p)
-    ttft = 17_276_862_988_288 / flop_rate + 160 * ar_p + 80 * FLOOR
+    ttft = 17_276_862_988_288 / flop_rate + 160 * ar_p + FLOOR
     assert pre[L.B_TIME_S] == approx(ttft)
-    assert pre[L.B_TIME_S] == pytest.approx(6.54642e-3, rel=1e-5)
-    assert pre[L.B_TOKENS_PER_S] == pytest.approx(152755, rel=1e-5)
+    assert pre[L.B_TIME_S] == pytest.approx(10.31606e-3, rel=1e-5)
+    assert pre[L.B_TOKENS_PER_S] == pytest.approx(96936.2, rel=1e-5)
     assert L.BOUND_NAMES[int(pre[L.B_BOUND])] == "communication"
-    # colocated: 1000 / (1000 / 21,517.8 + 1000 / 152,755) = 18,861.0 tok/s; per user / 64 = 294.70
+    # colocated: 1000 / (1000 / 10,341.8 + 1000 / 96,936.2) = 9,344.81 tok/s; per user / 64 = 146.013
     from solvers.perf.serving import colocated_request_s
 
     colocated = 1000 / colocated_request_s(1000.0, dec[L.B_TIME_S], 64.0, 1.0, 1000 / pre[L.B_TOKENS_PER_S])
-    assert colocated == pytest.approx(18861.0, rel=1e-5)
-    assert colocated / 64 == pytest.approx(294.70, rel=1e-4)
+    assert colocated == pytest.approx(9344.81, rel=1e-5)
+    assert colocated / 64 == pytest.approx(146.013, rel=1e-4)

@@ -46,9 +46,18 @@ def point_speculation(point: dict):
     return speculation(spec.get("method"), spec.get("draft_tokens"), spec.get("acceptance"), spec.get("draft_model"))
 
 
+def _layouts_of(point: dict, s: dict) -> dict:
+    """The sweep's points on the tensor-parallel degree the figure was measured at (``tp``), when it says one."""
+    if point.get("tp") is None:
+        return s
+    keep = s["tp"] == int(point["tp"])
+    return {k: (v[keep] if isinstance(v, np.ndarray) else v) for k, v in s.items()}
+
+
 def _predict_per_user(point, model, hw, eff) -> dict:
-    s = sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
-                     efficiency=eff, chips=point.get("chips"), batches=np.array([1.0]), spec=point_speculation(point))
+    s = _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
+                                        efficiency=eff, chips=point.get("chips"), batches=np.array([1.0]),
+                                        spec=point_speculation(point)))
     if len(s["tps_per_user"]) == 0:
         return {"predicted": 0.0, "config": "does not fit"}
     i = int(np.argmax(s["tps_per_user"]))
@@ -59,8 +68,11 @@ def _predict_throughput(point, model, hw, eff) -> dict:
     total = int(point["chips"])
     best, where = 0.0, "no layout meets the condition"
     for replica in (r for r in range(1, total + 1) if total % r == 0):
-        s = sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
-                         efficiency=eff, chips=replica, batches=BATCHES, spec=point_speculation(point))
+        if point.get("tp") is not None and replica % int(point["tp"]):
+            continue
+        s = _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"],
+                                            point["output_tokens"], efficiency=eff, chips=replica, batches=BATCHES,
+                                            spec=point_speculation(point)))
         ok = (s["tps_per_user"] >= point.get("min_tps_per_user", 0.0)) & (s["ttft_s"] <= point.get("max_ttft_s", math.inf))
         if not ok.any():
             continue
@@ -82,7 +94,8 @@ def log_error(predicted: float, published: float) -> float:
 
 
 # Efficiencies of a machine with no overheads: a published figure above this roofline cannot be fitted.
-IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "layer_floor_s": 0.0, "collective_latency_s": 0.0}
+IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "kernel_latency_s": 0.0, "step_overhead_s": 0.0,
+         "collective_latency_s": 0.0}
 
 
 def ideal_prediction(point: dict) -> float:
@@ -116,7 +129,7 @@ def fit_family(family: str, sweeps: int = 3, steps: int = 9) -> dict[str, float]
     """Coordinate descent on a log grid that narrows around the best value each sweep."""
     spec = calibration_data()
     names = spec["fit"][family]["params"]
-    bounds = spec["bounds"]
+    bounds = {**spec["bounds"], **spec["fit"][family].get("bounds", {})}
     eff = dict(family_efficiency(family))
     pts = family_points(family)
     width = {n: math.log(bounds[n][1] / bounds[n][0]) for n in names}

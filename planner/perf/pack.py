@@ -21,7 +21,8 @@ ACTIVATION_BYTES = 2.0  # activations cross links in 16-bit
 EFFICIENCY_PARAMS = (
     "bandwidth_efficiency",
     "flops_efficiency",
-    "layer_floor_s",
+    "kernel_latency_s",
+    "step_overhead_s",
     "collective_latency_s",
     "usable_memory_fraction",
 )
@@ -48,14 +49,19 @@ def model_vector(model: Model) -> np.ndarray:
     v[L.M_ATTN_FLOPS] = model.attention_flops_per_token_per_context
     v[L.M_PREFILL_ATTN_FLOPS] = model.prefill_attention_flops_per_token_per_context
     v[L.M_KV_HEADS] = model.kv_heads
+    v[L.M_ATTN_KERNELS] = model.attention_kernels_per_layer
+    v[L.M_DENSE_FFN_KERNELS] = model.dense_ffn_kernels_per_layer
+    v[L.M_MOE_KERNELS] = model.moe_kernels_per_layer if model.is_moe else 0.0
+    v[L.M_SAMPLES] = 1.0
     return v
 
 
 ATTENTION_SLOTS = (L.M_ATTN_PARAMS, L.M_EMBED_PARAMS, L.M_LM_HEAD_PARAMS, L.M_KV_ELEMS, L.M_ATTN_FLOPS,
-                   L.M_PREFILL_ATTN_FLOPS)
+                   L.M_PREFILL_ATTN_FLOPS, L.M_ATTN_KERNELS, L.M_SAMPLES)
 
 
-FFN_SLOTS = (L.M_DENSE_FFN_PARAMS, L.M_EXPERT_PARAMS, L.M_SHARED_PARAMS, L.M_EXPERTS)
+FFN_SLOTS = (L.M_DENSE_FFN_PARAMS, L.M_EXPERT_PARAMS, L.M_SHARED_PARAMS, L.M_EXPERTS, L.M_DENSE_FFN_KERNELS,
+             L.M_MOE_KERNELS)
 
 
 def split_model_vectors(model: Model) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +122,8 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     v[L.H_RACK_POWER_W] = hw.rack_power_w
     v[L.H_BW_EFF] = eff["bandwidth_efficiency"]
     v[L.H_FLOPS_EFF] = eff["flops_efficiency"]
-    v[L.H_LAYER_FLOOR_S] = eff["layer_floor_s"]
+    v[L.H_KERNEL_S] = eff["kernel_latency_s"]
+    v[L.H_STEP_S] = eff["step_overhead_s"]
     v[L.H_COLL_LAT_S] = eff["collective_latency_s"]
     v[L.H_MEM_USABLE] = eff["usable_memory_fraction"]
     return v

@@ -100,8 +100,11 @@ def draft_vector(model: Model, spec: Speculation, models: dict[str, Model] | Non
             raise InputError(f"draft model {drafter.id} has a vocabulary of {drafter.vocab_size}, the target "
                              f"{model.id} {model.vocab_size}: a drafter must share the target's tokenizer",
                              field="draft_model")
-        return model_vector(drafter)
+        v[:] = model_vector(drafter)
+        v[L.M_SAMPLES] = 0.0
+        return v
     v[:] = target
+    v[L.M_SAMPLES] = 0.0  # draft steps run inside the target's step: its overhead is paid once
     v[L.M_WINDOW_LAYERS] = 0.0
     v[L.M_WINDOW_TOKENS] = 0.0
     v[L.M_EMBED_PARAMS] = 0.0

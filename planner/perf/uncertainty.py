@@ -20,7 +20,7 @@ from planner.perf.pack import EFFICIENCY_PARAMS, attention_precision, efficiency
 from solvers.perf import slots as L
 
 EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_FLOPS_EFF,
-                    "layer_floor_s": L.H_LAYER_FLOOR_S, "collective_latency_s": L.H_COLL_LAT_S,
+                    "kernel_latency_s": L.H_KERNEL_S, "step_overhead_s": L.H_STEP_S, "collective_latency_s": L.H_COLL_LAT_S,
                     "usable_memory_fraction": L.H_MEM_USABLE}
 
 

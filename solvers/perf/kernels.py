@@ -1,7 +1,8 @@
 """The analytical performance model, jitted. Every formula is written out in docs/MODEL.md (section numbers below).
 
-One replica = ``tp * pp`` chips: ``pp`` pipeline stages of ``tp`` chips each. The slowest stage sets the pace: it
-holds ``ceil(layers / pp)`` layers and the LM head. ``ep`` = 0 splits every layer tensor-parallel over the ``tp``
+One replica = ``tp * pp`` chips: ``pp`` pipeline stages of ``tp`` chips each, balanced by bytes. The largest stage
+sets the pace: it holds 1 / pp of the model (embeddings and LM head included), or the largest piece no stage can
+split where that is more. ``ep`` = 0 splits every layer tensor-parallel over the ``tp``
 chips; ``ep`` = 1 (MoE only) runs attention data-parallel (each chip its own streams, attention weights replicated)
 and spreads the routed experts over the ``tp`` chips, with two all-to-alls per MoE layer.
 
@@ -42,12 +43,13 @@ from solvers.perf.slots import (
     H_COLL_LAT_S,
     H_FLOPS_EFF,
     H_KV_BYTES,
-    H_LAYER_FLOOR_S,
+    H_KERNEL_S,
     H_MEM_USABLE,
     H_N_TIERS,
     H_PEAK_FLOPS,
     H_RACK_POWER_W,
     H_SERVING_TIERS,
+    H_STEP_S,
     H_SO_BW,
     H_SO_LAT,
     H_SU_BW,
@@ -55,7 +57,9 @@ from solvers.perf.slots import (
     H_SU_LAT,
     H_WEIGHT_BYTES,
     M_ATTN_FLOPS,
+    M_ATTN_KERNELS,
     M_ATTN_PARAMS,
+    M_DENSE_FFN_KERNELS,
     M_DENSE_FFN_PARAMS,
     M_DENSE_LAYERS,
     M_EMBED_PARAMS,
@@ -68,7 +72,9 @@ from solvers.perf.slots import (
     M_LAYERS,
     M_LM_HEAD_PARAMS,
     M_PREFILL_ATTN_FLOPS,
+    M_MOE_KERNELS,
     M_MOE_LAYERS,
+    M_SAMPLES,
     M_SHARED_PARAMS,
     M_WINDOW_LAYERS,
     M_WINDOW_TOKENS,
@@ -76,12 +82,30 @@ from solvers.perf.slots import (
 
 
 @njit
+def stage_fraction(model, pp):
+    """Share of the model that the largest of ``pp`` byte-balanced pipeline stages holds (MODEL.md 2.1): 1 / pp of
+    the weights, embedding table and LM head included, but never less than the largest piece no stage can split
+    (one decoder layer, or the embedding table or LM head)."""
+    if pp <= 1.0:
+        return 1.0
+    dense_layer = model[M_ATTN_PARAMS] + model[M_DENSE_FFN_PARAMS]
+    moe_layer = model[M_ATTN_PARAMS] + model[M_SHARED_PARAMS] + model[M_EXPERTS] * model[M_EXPERT_PARAMS]
+    total = model[M_DENSE_LAYERS] * dense_layer + model[M_MOE_LAYERS] * moe_layer + model[M_EMBED_PARAMS]
+    if total <= 0.0:
+        return 1.0 / pp
+    largest = max(model[M_LM_HEAD_PARAMS], model[M_EMBED_PARAMS] - model[M_LM_HEAD_PARAMS])
+    if model[M_DENSE_LAYERS] > 0.0:
+        largest = max(largest, dense_layer)
+    if model[M_MOE_LAYERS] > 0.0:
+        largest = max(largest, moe_layer)
+    return min(1.0, max(1.0 / pp, largest / total))
+
+
+@njit
 def stage_layers(model, pp):
-    """(layers, dense layers, MoE layers) of the largest pipeline stage (MODEL.md 2.1)."""
-    layers = model[M_LAYERS]
-    per_stage = math.ceil(layers / pp)
-    share = per_stage / layers
-    return per_stage, model[M_DENSE_LAYERS] * share, model[M_MOE_LAYERS] * share
+    """(layers, dense layers, MoE layers) of the largest pipeline stage, as shares of the model's (MODEL.md 2.1)."""
+    f = stage_fraction(model, pp)
+    return model[M_LAYERS] * f, model[M_DENSE_LAYERS] * f, model[M_MOE_LAYERS] * f
 
 
 @njit
@@ -124,10 +148,15 @@ def kv_shards(model, tp, ep):
 
 @njit
 def head_params_held(model, pp):
-    """Embedding and LM head weights on the largest stage: both when one stage holds all, else the LM head."""
-    if pp <= 1:
-        return model[M_EMBED_PARAMS]
-    return model[M_LM_HEAD_PARAMS]
+    """Embedding and LM head weights on the largest stage: its byte-balanced share of both."""
+    return model[M_EMBED_PARAMS] * stage_fraction(model, pp)
+
+
+@njit
+def head_params_read(model, pp):
+    """LM head weights the largest stage reads per token: its share of the head (the stages between them carry
+    the whole head once)."""
+    return model[M_LM_HEAD_PARAMS] * stage_fraction(model, pp)
 
 
 @njit
@@ -146,7 +175,7 @@ def read_weight_params_per_chip(model, tp, pp, ep, tokens):
     ls, dense, moe = stage_layers(model, pp)
     split = dense * model[M_DENSE_FFN_PARAMS] + moe * (
         model[M_SHARED_PARAMS] + experts_touched(model, tokens) * model[M_EXPERT_PARAMS]
-    ) + model[M_LM_HEAD_PARAMS]
+    ) + head_params_read(model, pp)
     return split / tp + ls * model[M_ATTN_PARAMS] / attention_shards(tp, ep)
 
 
@@ -158,7 +187,7 @@ def active_params_per_stage(model, pp):
         ls * model[M_ATTN_PARAMS]
         + dense * model[M_DENSE_FFN_PARAMS]
         + moe * (model[M_SHARED_PARAMS] + model[M_EXPERTS_PER_TOKEN] * model[M_EXPERT_PARAMS])
-        + model[M_LM_HEAD_PARAMS]
+        + head_params_read(model, pp)
     )
 
 
@@ -261,6 +290,22 @@ def stage_comm_time(model, hw, tp, pp, ep, tokens):
 
 
 @njit
+def stage_kernels(model, pp):
+    """Dependent kernels of one step of the largest stage: per layer its attention part, per dense layer the
+    FFN's, per MoE layer the MoE block's (MODEL.md 2.8)."""
+    ls, dense, moe = stage_layers(model, pp)
+    return ls * model[M_ATTN_KERNELS] + dense * model[M_DENSE_FFN_KERNELS] + moe * model[M_MOE_KERNELS]
+
+
+@njit
+def stage_fixed_time(model, hw, pp):
+    """Fixed seconds of one stage step (MODEL.md 2.8): its kernels at the per-kernel latency, plus a 1/pp share
+    of the step overhead (scheduling, sampling) that a token interval of ``pp`` stage steps pays once, where the
+    part samples tokens."""
+    return stage_kernels(model, pp) * hw[H_KERNEL_S] + model[M_SAMPLES] * hw[H_STEP_S] / pp
+
+
+@njit
 def replica_power_w(hw, chips):
     """Rack power share of a replica of ``chips`` chips: chips x rack power / chips per rack."""
     return chips * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
@@ -328,7 +373,7 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
     compute = (linear / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
-    floor = ls * hw[H_LAYER_FLOOR_S]
+    floor = stage_fixed_time(model, hw, pp)
     write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, held_kv, read_w + read_kv, flops)
     interval = out[B_TIME_S]
     out[B_TPS_PER_USER] = accepted_tokens / interval
@@ -351,14 +396,14 @@ def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
     memory = tier_read_time(hw, held_w, read_w, kv_written, kv_written)
 
     # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs in all (window layers: n * min(W, n/2)).
-    head = model[M_LM_HEAD_PARAMS]
+    head = head_params_read(model, pp)
     linear = 2.0 * (n * (active_params_per_stage(model, pp) - head) + head) / tp
     attn = n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
     flops = linear + attn
     compute = (linear / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
 
     comm = stage_comm_time(model, hw, tp, pp, ep, n)
-    floor = ls * hw[H_LAYER_FLOOR_S]
+    floor = stage_fixed_time(model, hw, pp)
     write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, kv_written, read_w + kv_written, flops)
     last_hop = pipeline_hop_time(hw, tp, pp, n * model[M_HIDDEN] * hw[H_ACT_BYTES])
     out[B_TIME_S] -= last_hop

@@ -24,7 +24,11 @@ M_WINDOW_TOKENS = 14  # their window (0 if none)
 M_ATTN_FLOPS = 15  # decode attention FLOPs per query token per cached token per layer
 M_PREFILL_ATTN_FLOPS = 16  # the same in prefill (MLA runs un-absorbed there)
 M_KV_HEADS = 17  # KV heads (1 for MLA's shared latent): tensor parallelism cannot split the cache further
-N_MODEL = 18
+M_ATTN_KERNELS = 18  # dependent kernels of one layer's attention part (data/kernels.yaml)
+M_DENSE_FFN_KERNELS = 19  # of one dense FFN
+M_MOE_KERNELS = 20  # of one MoE block (router, dispatch, expert GEMMs, combine, shared experts)
+M_SAMPLES = 21  # 1 where this part samples the next token, so pays the per-step overhead (0: an FFN part, a drafter)
+N_MODEL = 22
 
 # ---- hardware vector (one system at one precision, efficiencies applied in the kernel) ----------------------
 MAX_TIERS = 4
@@ -44,12 +48,13 @@ H_CHIPS_PER_RACK = 18
 H_RACK_POWER_W = 19
 H_BW_EFF = 20  # achieved share of memory bandwidth
 H_FLOPS_EFF = 21  # achieved share of dense peak FLOP/s
-H_LAYER_FLOOR_S = 22  # fixed time per layer per step (kernel launch, synchronisation, dataflow latency)
+H_KERNEL_S = 22  # fixed latency of one dependent kernel or dataflow operation (launch, sync, pipeline fill)
 H_COLL_LAT_S = 23  # fixed latency of one collective (all-reduce or all-to-all)
 H_MEM_USABLE = 24  # share of each tier's capacity usable for weights and KV
 H_ATTN_PEAK_FLOPS = 25  # dense peak FLOP/s for attention arithmetic, at the KV cache's precision
 H_SERVING_TIERS = 26  # the leading tiers inference serves weights and KV from (the rest only stream: MemoryX, model-switching DDR)
-N_HW = 27
+H_STEP_S = 27  # fixed overhead of one decode step or prompt pass: scheduling, sampling, host work
+N_HW = 28
 
 # ---- decode / prefill breakdown -----------------------------------------------------------------------------
 # Times are per token interval of one stream (decode) or for one prompt (prefill), summed over pipeline stages.
@@ -58,7 +63,7 @@ B_MEMORY_S = 1  # memory-read part
 B_COMPUTE_S = 2  # compute part
 B_ROOFLINE_S = 3  # max(memory, compute): the two overlap
 B_COMM_S = 4  # collectives and pipeline hops
-B_FLOOR_S = 5  # per-layer fixed latency
+B_FLOOR_S = 5  # fixed latencies: kernels x per-kernel latency, plus the per-step overhead
 B_TPS_PER_USER = 6  # decode: accepted tokens/s one stream sees
 B_TOKENS_PER_S = 7  # decode: output tokens/s of the replica; prefill: prompt tokens/s with stages pipelined
 B_FITS = 8  # 1.0 if weights + KV fit the replica's usable memory
@@ -134,7 +139,7 @@ C_KV_READ = 7  # KV bytes read per chip per micro-batch stream (mean context)
 C_COMPUTE = 8  # compute seconds per token of a stage step
 C_COMM0 = 9  # communication seconds per stage step at zero tokens (latencies)
 C_COMM1 = 10  # communication seconds per token
-C_FLOOR = 11  # fixed seconds per stage step
+C_FLOOR = 11  # fixed seconds per stage step (kernels, the step overhead's 1/pp share)
 C_USABLE = 12  # usable bytes per chip
 C_CHIPS = 13
 C_POWER_W = 14

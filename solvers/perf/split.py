@@ -16,10 +16,11 @@ from solvers.perf.kernels import decode_breakdown, replica_power_w
 @njit
 def crossing_time(model, hw_a, hw_f, chips_a, chips_f, tokens):
     """Activations of ``tokens`` tokens from A to F and back, every layer: 2 L (latency + bytes / bandwidth) over
-    the slower side's aggregate scale-out bandwidth and the larger of the two latencies."""
+    the slower side's aggregate scale-out bandwidth. Each catalog latency is a path between two ends of its own
+    kind, half at each end, so a path from A to F takes the mean of the two (MODEL.md 10)."""
     nbytes = tokens * model[L.M_HIDDEN] * hw_a[L.H_ACT_BYTES]
     bw = min(chips_a * hw_a[L.H_SO_BW], chips_f * hw_f[L.H_SO_BW])
-    lat = max(hw_a[L.H_SO_LAT], hw_f[L.H_SO_LAT])
+    lat = 0.5 * (hw_a[L.H_SO_LAT] + hw_f[L.H_SO_LAT])
     return 2.0 * model[L.M_LAYERS] * (lat + nbytes / bw)
 
 

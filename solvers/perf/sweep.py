@@ -28,6 +28,7 @@ from solvers.perf.kernels import (
     read_weight_params_per_chip,
     speculative_decode_breakdown,
     stage_comm_time,
+    stage_fixed_time,
     stage_layers,
     tier_read_time,
     usable_bytes_per_chip,
@@ -74,7 +75,7 @@ def layout_coefficients(model, hw, tp, pp, ep, context_avg, context_max, c):
     c[L.C_COMPUTE] = (linear / hw[L.H_PEAK_FLOPS] + attn / hw[L.H_ATTN_PEAK_FLOPS]) / hw[L.H_FLOPS_EFF]
     c[L.C_COMM0] = stage_comm_time(model, hw, tp, pp, ep, 0.0)
     c[L.C_COMM1] = stage_comm_time(model, hw, tp, pp, ep, 1.0) - c[L.C_COMM0]
-    c[L.C_FLOOR] = ls * hw[L.H_LAYER_FLOOR_S]
+    c[L.C_FLOOR] = stage_fixed_time(model, hw, pp)
     c[L.C_USABLE] = usable_bytes_per_chip(hw)
     c[L.C_CHIPS] = tp * pp
     c[L.C_POWER_W] = replica_power_w(hw, tp * pp)

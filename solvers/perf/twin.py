@@ -23,12 +23,24 @@ class Replica:
     ep: float
 
     @property
-    def layers_per_stage(self) -> float:
-        return math.ceil(self.m[L.M_LAYERS] / self.pp)
+    def stage_share(self) -> float:
+        """Byte-balanced stages: the largest holds 1/pp of the model, or its largest unsplittable piece."""
+        m = self.m
+        if self.pp <= 1:
+            return 1.0
+        pieces = [m[L.M_LM_HEAD_PARAMS], m[L.M_EMBED_PARAMS] - m[L.M_LM_HEAD_PARAMS]]
+        sizes = {"dense": m[L.M_ATTN_PARAMS] + m[L.M_DENSE_FFN_PARAMS],
+                 "moe": m[L.M_ATTN_PARAMS] + m[L.M_SHARED_PARAMS] + m[L.M_EXPERTS] * m[L.M_EXPERT_PARAMS]}
+        counts = {"dense": m[L.M_DENSE_LAYERS], "moe": m[L.M_MOE_LAYERS]}
+        pieces += [sizes[k] for k in sizes if counts[k] > 0]
+        total = sum(counts[k] * sizes[k] for k in sizes) + m[L.M_EMBED_PARAMS]
+        if total <= 0:
+            return 1.0 / self.pp
+        return min(1.0, max(1.0 / self.pp, max(pieces) / total))
 
     @property
-    def stage_share(self) -> float:
-        return self.layers_per_stage / self.m[L.M_LAYERS]
+    def layers_per_stage(self) -> float:
+        return self.m[L.M_LAYERS] * self.stage_share
 
     @property
     def data_parallel_attention(self) -> bool:
@@ -42,7 +54,7 @@ class Replica:
         m = self.m
         split = self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
         split += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS] + m[L.M_EXPERTS] * m[L.M_EXPERT_PARAMS])
-        split += m[L.M_EMBED_PARAMS] if self.pp == 1 else m[L.M_LM_HEAD_PARAMS]
+        split += self.stage_share * m[L.M_EMBED_PARAMS]
         return (split / self.tp + self.attention_weights_per_chip()) * self.h[L.H_WEIGHT_BYTES]
 
     def touched(self, tokens: float) -> float:
@@ -56,7 +68,7 @@ class Replica:
         m = self.m
         split = self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
         split += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS] + self.touched(tokens) * m[L.M_EXPERT_PARAMS])
-        split += m[L.M_LM_HEAD_PARAMS]
+        split += self.stage_share * m[L.M_LM_HEAD_PARAMS]
         return (split / self.tp + self.attention_weights_per_chip()) * self.h[L.H_WEIGHT_BYTES]
 
     def active_per_stage(self) -> float:
@@ -65,7 +77,7 @@ class Replica:
         return (
             self.layers_per_stage * m[L.M_ATTN_PARAMS]
             + self.stage_share * (m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS] + m[L.M_MOE_LAYERS] * moe_per_layer)
-            + m[L.M_LM_HEAD_PARAMS]
+            + self.stage_share * m[L.M_LM_HEAD_PARAMS]
         )
 
     def attended_layers(self, context: float) -> float:
@@ -133,7 +145,11 @@ class Replica:
 
 
 def _finish(r: Replica, memory, compute, comm, stages_per_result):
-    floor = r.layers_per_stage * r.h[L.H_LAYER_FLOOR_S]
+    m = r.m
+    kernels = (r.layers_per_stage * m[L.M_ATTN_KERNELS] + r.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_KERNELS]
+               + r.stage_share * m[L.M_MOE_LAYERS] * m[L.M_MOE_KERNELS])
+    # the step overhead is paid once per token interval of pp stage steps
+    floor = kernels * r.h[L.H_KERNEL_S] + m[L.M_SAMPLES] * r.h[L.H_STEP_S] / r.pp
     terms = [memory, compute, comm, floor]
     bound = max(range(4), key=lambda i: (terms[i], -i))
     step = max(memory, compute) + comm + floor
@@ -168,7 +184,7 @@ def prefill(m, h, tp, pp, ep, input_tokens) -> dict:
     kv = r.kv_bytes(1.0, n)
     memory = r.read_seconds(held_w, read_w, kv, kv)
     pairs = n * n / 2.0
-    head = m[L.M_LM_HEAD_PARAMS]  # only the last prompt token needs logits
+    head = r.stage_share * m[L.M_LM_HEAD_PARAMS]  # only the last prompt token needs logits
     linear = 2 * (n * (r.active_per_stage() - head) + head) / tp
     attn = pairs * m[L.M_PREFILL_ATTN_FLOPS] * r.attended_layers(n / 2.0) / tp
     compute = (linear / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
@@ -218,7 +234,7 @@ def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg
     t_ffn = max(f_side["memory_s"], f_side["compute_s"]) + f_side["floor_s"]
     nbytes = b * query_tokens * attn[L.M_HIDDEN] * ha[L.H_ACT_BYTES]
     link = min(chips_a * ha[L.H_SO_BW], chips_f * hf[L.H_SO_BW])
-    t_cross = 2 * attn[L.M_LAYERS] * (max(ha[L.H_SO_LAT], hf[L.H_SO_LAT]) + nbytes / link)
+    t_cross = 2 * attn[L.M_LAYERS] * ((ha[L.H_SO_LAT] + hf[L.H_SO_LAT]) / 2 + nbytes / link)  # half a path at each end
     cycle = max(t_attn + t_ffn + t_cross, micro_batches * max(t_attn, t_ffn, t_cross / 2))
     return {
         "time_s": cycle, "attention_s": t_attn, "ffn_s": t_ffn, "crossing_s": t_cross,

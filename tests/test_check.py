@@ -25,7 +25,7 @@ workloads:
   - {name: chat, model: llama-3.1-8b, requests_per_s: 80, input_tokens: 1000, output_tokens: 300,
      tier: standard, ttft_s: 1.0}
   - {name: agent, model: llama-3.1-70b, kind: agentic, turns: 3, tool_call_gap_s: 2.0, requests_per_s: 5,
-     input_tokens: 4000, output_tokens: 400, tier: high, ttft_s: 2.0, precision: fp8}
+     input_tokens: 4000, output_tokens: 400, min_tps_per_user: 150, ttft_s: 2.0, precision: fp8}
 """
 
 

@@ -225,10 +225,11 @@ finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
 site: {power_budget_mw: BUDGET}
 hardware: {allow: [gb200-nvl72]}
 objective: max_revenue
-prices_usd_per_mtok: {standard: STD, premium: PREM}
+prices_usd_per_mtok: {standard: STD, high: PREM}
 workloads:
   - {name: cheap, model: llama-3.1-70b, requests_per_s: 400, input_tokens: 1000, output_tokens: 400, tier: standard}
-  - {name: fast, model: llama-3.1-70b, requests_per_s: 100, input_tokens: 1000, output_tokens: 400, tier: premium}
+  - {name: fast, model: llama-3.1-70b, requests_per_s: 100, input_tokens: 1000, output_tokens: 400, tier: high,
+     speculative: {method: eagle, draft_tokens: auto, acceptance: 0.7}}
 """
 
 
@@ -261,7 +262,7 @@ def test_max_revenue_sells_nothing_below_cost():
 
 
 def test_max_revenue_needs_prices():
-    text = REVENUE.replace("BUDGET", "10").replace("prices_usd_per_mtok: {standard: STD, premium: PREM}", "")
+    text = REVENUE.replace("BUDGET", "10").replace("prices_usd_per_mtok: {standard: STD, high: PREM}", "")
     with pytest.raises(Exception, match="max_revenue needs a price"):
         scenario_from_yaml(text)
 

@@ -45,7 +45,7 @@ def test_estimate_band_holds_the_central_figure_and_names_what_moves_it():
         assert b["low"] <= getattr(e, key) * (1 + 1e-12) and b["high"] >= getattr(e, key) * (1 - 1e-12)
         assert b["low"] < b["high"] and b["widest"]
     # the LPX per-layer cost is unpublished (inherited from GroqChip v1): it moves the per-user speed most
-    assert e.band["tps_per_user"]["widest"] == "groq-lpu.kernel_latency_s"
+    assert e.band["tps_per_user"]["widest"] == "groq3-lpu.kernel_latency_s"
 
 
 def test_frontier_points_carry_bands():

@@ -83,9 +83,15 @@ class Inputs:
             self.models = {k: Model.model_validate(v) for k, v in d["models"].items()}
             self.efficiency = {k: dict(v) for k, v in d["efficiency"].items()}
             self.rack_costs = d["rack_costs"]
+            stale = sorted(f for f, eff in self.efficiency.items() if "layer_floor_s" in eff)
         except Exception as exc:  # noqa: BLE001 - any malformed part means this is no plan we can check
             raise InputError(f"not a plan: its inputs are incomplete or invalid ({type(exc).__name__}: {exc})"
                              ) from None
+        if stale:
+            raise InputError(f"this plan was written by a planner whose performance model had one fixed cost per "
+                             f"layer (layer_floor_s, families {', '.join(stale)}); this one prices kernels and steps "
+                             f"(kernel_latency_s, step_overhead_s, docs/MODEL.md 2.8) and cannot re-score it: solve "
+                             f"the scenario again")
 
     def annual_cost_per_rack(self, hw_id: str) -> float:
         hw = self.hardware[hw_id]

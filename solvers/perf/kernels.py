@@ -13,8 +13,6 @@ configurations at once, ``solvers.perf.serving`` holds the serving formulas buil
 
 from __future__ import annotations
 
-import math
-
 from solvers.jit import njit
 from solvers.perf.slots import (
     B_BOUND,

@@ -164,3 +164,17 @@ def test_an_infeasible_plan_is_valid_json_and_checks(tmp_path):
     written = json.loads((out / "plan.json").read_text(), parse_constant=lambda c: pytest.fail(f"JSON holds {c}"))
     assert written["status"] == "infeasible"
     assert all(c["ok"] for c in check(written))
+
+
+def test_a_plan_from_the_per_layer_floor_model_is_refused_clearly(plan):
+    """Plans written before the fixed costs were built from kernels carry layer_floor_s: check cannot re-score them
+    with today's model and says so, naming the key and what to do."""
+    from planner.errors import InputError
+
+    def old(d):
+        for eff in d["inputs"]["efficiency"].values():
+            eff["layer_floor_s"] = eff.pop("kernel_latency_s")
+            eff.pop("step_overhead_s")
+
+    with pytest.raises(InputError, match="layer_floor_s.*solve the scenario again"):
+        check(edit(plan, old))

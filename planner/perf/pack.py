@@ -51,7 +51,7 @@ def model_vector(model: Model) -> np.ndarray:
     v[L.M_KV_HEADS] = model.kv_heads
     v[L.M_ATTN_KERNELS] = model.attention_kernels_per_layer
     v[L.M_DENSE_FFN_KERNELS] = model.dense_ffn_kernels_per_layer
-    v[L.M_MOE_KERNELS] = model.moe_kernels_per_layer if model.is_moe else 0.0
+    v[L.M_MOE_KERNELS] = model.moe_kernels_per_layer  # counts only where there are MoE layers
     v[L.M_SAMPLES] = 1.0
     return v
 

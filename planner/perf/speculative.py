@@ -85,9 +85,16 @@ def draft_vector(model: Model, spec: Speculation, models: dict[str, Model] | Non
     that joins embedding and hidden state. EAGLE: one dense decoder layer of the target's width (its dense FFN, or
     8 h^2 for a model without one) with the 3h -> h fusion of three hidden states. Raises InputError where the
     method cannot apply."""
-    v = np.zeros(L.N_MODEL)
     if spec.method == "none":
-        return v
+        return np.zeros(L.N_MODEL)
+    v = _drafter_layers(model, spec, models)
+    v[L.M_SAMPLES] = 0.0  # draft steps run inside the target's step: its overhead is paid once
+    return v
+
+
+def _drafter_layers(model: Model, spec: Speculation, models: dict[str, Model] | None) -> np.ndarray:
+    """The drafter's layers and weights as a model vector (``draft_vector``'s cases)."""
+    v = np.zeros(L.N_MODEL)
     target = model_vector(model)
     h = float(model.hidden_size)
     if spec.method == "draft_model":
@@ -100,11 +107,8 @@ def draft_vector(model: Model, spec: Speculation, models: dict[str, Model] | Non
             raise InputError(f"draft model {drafter.id} has a vocabulary of {drafter.vocab_size}, the target "
                              f"{model.id} {model.vocab_size}: a drafter must share the target's tokenizer",
                              field="draft_model")
-        v[:] = model_vector(drafter)
-        v[L.M_SAMPLES] = 0.0
-        return v
+        return model_vector(drafter)
     v[:] = target
-    v[L.M_SAMPLES] = 0.0  # draft steps run inside the target's step: its overhead is paid once
     v[L.M_WINDOW_LAYERS] = 0.0
     v[L.M_WINDOW_TOKENS] = 0.0
     v[L.M_EMBED_PARAMS] = 0.0

@@ -20,8 +20,8 @@ from planner.perf.pack import EFFICIENCY_PARAMS, attention_precision, efficiency
 from solvers.perf import slots as L
 
 EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_FLOPS_EFF,
-                    "kernel_latency_s": L.H_KERNEL_S, "step_overhead_s": L.H_STEP_S, "collective_latency_s": L.H_COLL_LAT_S,
-                    "usable_memory_fraction": L.H_MEM_USABLE}
+                    "kernel_latency_s": L.H_KERNEL_S, "step_overhead_s": L.H_STEP_S,
+                    "collective_latency_s": L.H_COLL_LAT_S, "usable_memory_fraction": L.H_MEM_USABLE}
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
 @main.command()
 @click.option("--model", "-m", required=True, help="model id (planner catalog)")
 @click.option("--hardware", "-H", required=True, help="hardware id (planner catalog)")
-@click.option("--chips", type=int, default=None, help="chips per replica [default: smallest that fits]")
+@click.option("--chips", type=int, default=None, help="chips per replica [default: smallest that fits, in the fastest memory tier where one scale-up domain can]")
 @click.option("--batch", type=int, default=DEFAULT_BATCH, show_default=True, help="concurrent streams per replica")
 @click.option("--precision", type=PRECISION, default=None, help="[default: fastest the hardware runs]")
 @click.option("--input-tokens", type=int, default=DEFAULT_INPUT_TOKENS, show_default=True)

@@ -271,3 +271,16 @@ def test_catalog_csv_is_one_table():
         res = CliRunner().invoke(main, args)
         rows = list(csv.reader(io.StringIO(res.stdout)))
         assert res.exit_code == 0 and rows[1][0] == first and len({len(r) for r in rows}) == 1
+
+
+def test_estimate_default_serves_from_the_fastest_tier_a_domain_can_hold():
+    """A Corsair rack serves a 70B model from SRAM (23 cards), not one card reading LPDDR at 400 GB/s; where no
+    64-card domain holds the model in SRAM (DeepSeek-R1), the smallest replica that fits is the default."""
+    from planner.perf.estimate import estimate
+
+    dense = estimate("llama-3.1-70b", "corsair-rack")
+    assert dense.chips <= 64 and dense.memory["weight_bytes_per_chip"] + dense.memory["kv_bytes_per_chip"] <= 2.0e9
+    assert dense.tps_per_user > 10 * estimate("llama-3.1-70b", "corsair-rack", chips=1).tps_per_user
+    moe = estimate("deepseek-r1", "corsair-rack")
+    assert moe.chips < 8 and moe.fits
+    assert estimate("llama-3.1-70b", "hgx-h100").chips == 1  # one serving tier: the smallest that fits

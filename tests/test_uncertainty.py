@@ -56,3 +56,16 @@ def test_frontier_points_carry_bands():
         assert (p["output_tokens_per_s_per_mw_low"] <= p["output_tokens_per_s_per_mw"] * (1 + 1e-12)
                 <= p["output_tokens_per_s_per_mw_high"] * (1 + 1e-12))
         assert p["widest"]
+
+
+def test_inherited_efficiencies_are_carried_with_a_priors_range():
+    """A family with no measurement of its own (SN50, TPU, Trainium, AMD) carries its parent's fitted values: as
+    estimates, with the prior's factor-of-two range, not the fitted family's narrower one."""
+    parent = {q.name.split(".", 1)[1]: q for q in efficiency_ranges("sambanova-rdu")}
+    for q in efficiency_ranges("sambanova-rdu2"):
+        name = q.name.split(".", 1)[1]
+        assert q.value == parent[name].value
+        assert q.basis.startswith("carried from sambanova-rdu")
+        if name == "kernel_latency_s":  # fitted on SN40L: 0.75-1.33 there, 0.5-2 when carried
+            assert parent[name].low == pytest.approx(0.75 * q.value)
+            assert q.low == pytest.approx(0.5 * q.value) and q.high == pytest.approx(2.0 * q.value)

@@ -13,7 +13,7 @@ from planner import catalog
 from planner.catalog import Hardware, Model
 from planner.errors import InputError
 from planner.perf.grid import MICRO_BATCHES, parallel_grid, split_grid, tp_options
-from planner.perf.pack import hardware_vector, model_vector, split_model_vectors, workload_vector
+from planner.perf.pack import family_efficiency, hardware_vector, model_vector, split_model_vectors, workload_vector
 from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
 from planner.vocabulary import (
     DEFAULT_ACCEPTANCE,
@@ -151,7 +151,9 @@ def evaluate_config(model, hw, precision, tp, pp, ep, batch, input_tokens, outpu
 def choose_config(model, hw, precision, chips, batch, input_tokens, output_tokens, spec: Speculation = NONE):
     """(tp, pp, ep, K) for ``estimate``: with ``chips`` given, the fastest layout of that many chips; otherwise the
     smallest replica that holds the weights (and the drafter's) and the batch's KV cache, and its fastest layout;
-    K the draft length (of ``spec``'s settings) that is fastest there."""
+    K the draft length (of ``spec``'s settings) that is fastest there. On a chip with several serving tiers the
+    smallest replica within one scale-up domain that holds everything in the fastest tier comes first (a d-Matrix
+    rack serves a 70B model from SRAM, not one card from LPDDR), else the smallest that fits at all."""
     from solvers.perf.sweep import decode_sweep
 
     grid = parallel_grid(hw, model, chips)
@@ -179,13 +181,25 @@ def choose_config(model, hw, precision, chips, batch, input_tokens, output_token
                 f"{model.id} at batch {batch} does not fit any replica of {hw.id} up to "
                 f"{int(n_chips.max())} chips at {precision}"
             )
-        pool = np.flatnonzero(fits & (n_chips == n_chips[fits].min()))
+        fast = fits & in_fastest_tier(hw, rows, n_chips)
+        chosen = fast if fast.any() else fits
+        pool = np.flatnonzero(chosen & (n_chips == n_chips[chosen].min()))
     else:
         pool = np.flatnonzero(fits) if fits.any() else np.arange(len(rows))
     # fastest per user; ties to fewer pipeline stages, then no expert parallelism, then fewer drafts (deterministic)
     best = min(pool, key=lambda i: (-rows[i][0][L.B_TPS_PER_USER], rows[i][1][1], rows[i][1][2], rows[i][2]))
     g = rows[best][1]
     return int(g[0]), int(g[1]), int(g[2]), int(rows[best][2])
+
+
+def in_fastest_tier(hw: Hardware, rows, n_chips: np.ndarray) -> np.ndarray:
+    """Per row: its weights and KV fit the chip's fastest memory tier, and the replica one scale-up domain."""
+    tiers = [t for t in hw.chip.memory if t.serves_weights]
+    if len(tiers) < 2:
+        return np.ones(len(rows), dtype=bool)
+    usable = tiers[0].capacity_bytes.value * family_efficiency(hw.family)["usable_memory_fraction"]
+    held = np.array([r[L.B_WEIGHT_BYTES_PER_CHIP] + r[L.B_KV_BYTES_PER_CHIP] for r, _, _ in rows])
+    return (held <= usable) & (n_chips <= hw.chip.scale_up.domain_chips.value)
 
 
 def colocated(dec: np.ndarray, pre: np.ndarray, batch: float, prefill_tokens: float, output_tokens: float,

@@ -79,10 +79,16 @@ def efficiency_ranges(family: str) -> list[Uncertain]:
 
 
 def _own_entries(family: str) -> dict:
-    """The efficiency entries that decide a family's values (its own, else those it inherits)."""
+    """The efficiency entries that decide a family's values (its own, else those it inherits). An inherited entry
+    was fitted, if at all, to another family's machines: it is carried here as an estimate, with a prior's range."""
     table = efficiency_table()
     entry = table[family]
-    base = _own_entries(entry["inherits"]) if "inherits" in entry else {}
+    base = {}
+    if "inherits" in entry:
+        parent = entry["inherits"]
+        base = {k: {**v, "basis": f"carried from {parent} ({v.get('basis', 'prior')}), no measurement of {family}",
+                    "range_basis": ranges()["efficiency"]["prior"]["basis"]}
+                for k, v in _own_entries(parent).items()}
     return {**base, **{k: v for k, v in entry.items() if isinstance(v, dict)}}
 
 

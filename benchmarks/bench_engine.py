@@ -64,10 +64,23 @@ def numpy_coefficients(mv, hv, grid, k):
 
 
 def numpy_step(hv, c, tokens, b, held_kv):
-    touched = np.where(c["C_EXPERTS"] > 0, c["C_EXPERTS"] * (1.0 - np.exp(tokens * c["C_LOG_MISS"])), 0.0)
+    e, r, k = c["C_EXPERTS"], c["C_GROUPS"], c["C_EXPERTS_PER_TOKEN"]
+    touched = np.where(e > 0, e * (1.0 - np.exp(tokens * c["C_LOG_MISS"])), 0.0)
+    p = (r - 0.375) / (r + 0.25)  # the busiest expert group (MODEL.md 2.3); R = 1 without expert parallelism
+    z = np.where(r > 1, 4.91 * (p**0.14 - (1.0 - p) ** 0.14), 0.0)
+    m = touched / r
+    share = np.where(e > 0, touched / np.maximum(e, 1.0), 0.0)
+    cap = np.minimum(e / r, touched)
+    busy = np.where(r > 1, np.maximum(m + z * np.sqrt(m * (1.0 - share)), np.minimum(1.0, cap)), m)
+    touched = r * np.minimum(cap, busy)
+    assigned = tokens * k
+    mu = assigned / r
+    busy = np.where(r > 1, np.maximum(mu + z * np.sqrt(mu * (1.0 - 1.0 / r)), np.minimum(1.0, assigned)), mu)
+    assigned = r * np.minimum(assigned, busy)
     read_w = c["C_READ_W0"] + c["C_READ_W1"] * touched
     memory = numpy_tier_read_time(hv, c["C_HELD_W"], read_w, held_kv, c["C_KV_READ"] * b)
-    return np.maximum(memory, c["C_COMPUTE"] * tokens) + c["C_COMM0"] + c["C_COMM1"] * tokens + c["C_FLOOR"]
+    compute = c["C_COMPUTE"] * tokens + c["C_EXPERT_COMPUTE"] * assigned
+    return np.maximum(memory, compute) + c["C_COMM0"] + c["C_COMM1"] * tokens + c["C_FLOOR"]
 
 
 def run_numpy(coef, hv, grid, batches, k, a):

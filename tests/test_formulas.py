@@ -178,10 +178,13 @@ def test_held_and_read_weight_params_moe():
     assert read_weight_params_per_chip(MOE, 2.0, 1.0, 0.0, 1.0) == approx(270.0)
     # 2 tokens touch 8 * (1 - 0.75^2) = 3.5 experts: (2 * (50 + 350) + 20) / 2 + 10 = 410 + 10 = 420
     assert read_weight_params_per_chip(MOE, 2.0, 1.0, 0.0, 2.0) == approx(420.0)
-    # ep 1 (data-parallel attention): attention 2 * 10 = 20 replicated on every chip: held 870 + 20 = 890,
-    # read (1 token) 260 + 20 = 280
+    # ep 1 (data-parallel attention): attention 2 * 10 = 20 replicated on every chip: held 870 + 20 = 890.
+    # Read (1 token): the experts sit in R = 2 groups of 4; the token touches 2 (p = 1/4), 1 per group on average,
+    # variance 1 x 3/4; the busiest group touches 1 + z_2 sqrt(0.75) = 1 + 0.5874 x 0.8660 = 1.5087 (z_2, the
+    # expected larger of two normals, 0.587 by Blom and Tukey against 0.564 exactly), so the busiest chip reads
+    # (2 * (50 + 2 x 1.5087 x 100) + 20) / 2 + 20 = 381.74
     assert held_weight_params_per_chip(MOE, 2.0, 1.0, 1.0) == approx(890.0)
-    assert read_weight_params_per_chip(MOE, 2.0, 1.0, 1.0, 1.0) == approx(280.0)
+    assert read_weight_params_per_chip(MOE, 2.0, 1.0, 1.0, 1.0) == pytest.approx(381.74, abs=0.01)
     # tp 4, ep 1: 1740 / 4 + 20 = 455; tp 4, ep 0: 1740 / 4 + 20 / 4 = 440
     assert held_weight_params_per_chip(MOE, 4.0, 1.0, 1.0) == approx(455.0)
     assert held_weight_params_per_chip(MOE, 4.0, 1.0, 0.0) == approx(440.0)
@@ -682,3 +685,30 @@ def test_worked_example_llama_70b_vr_nvl72_fp8():
     colocated = 1000 / colocated_request_s(1000.0, dec[L.B_TIME_S], 64.0, 1.0, 1000 / pre[L.B_TOKENS_PER_S])
     assert colocated == pytest.approx(9344.81, rel=1e-5)
     assert colocated / 64 == pytest.approx(146.013, rel=1e-4)
+
+
+def test_busiest_expert_group_by_hand():
+    """MODEL.md 2.3: the busiest of R groups under uniform routing, mean + z_R sd, capped."""
+    from solvers.perf.kernels import busiest_assignments, busiest_touched, expected_max_normal, expert_groups
+
+    # z_R, the expected maximum of R standard normals: exact 0.5642, 1.4236, 2.7888 (R = 2, 8, 256)
+    for r, exact in ((2.0, 0.5642), (8.0, 1.4236), (256.0, 2.7888)):
+        assert expected_max_normal(r) == pytest.approx(exact, rel=0.045)
+    assert expected_max_normal(1.0) == 0.0
+    # 8 assignments (one token, k = 8) over 8 groups: mean 1, variance 7/8 -> 8 x (1 + 1.4348 x 0.9354) = 18.74
+    assert busiest_assignments(8.0, 8.0) == pytest.approx(18.737, abs=1e-3)
+    assert busiest_assignments(3.0, 1.0) == 3.0  # one group: nothing to unbalance
+    # one assignment over 2 groups: 0.5 + 0.5874 x 0.5 = 0.79, raised to the one whole assignment that lands: 2 x 1
+    assert busiest_assignments(1.0, 2.0) == pytest.approx(2.0)
+    assert busiest_assignments(2.0, 64.0) == pytest.approx(64.0)  # 2 over 64 groups: the busiest has 1 (0.44 raw)
+    assert busiest_assignments(1.0e6, 8.0) / 1.0e6 == pytest.approx(1.0, abs=0.01)  # large batches even out
+    # 64 of 256 experts touched, 8 groups of 32: mean 8, variance 8 x 3/4 = 6 -> 8 x (8 + 1.4348 x 2.449) = 92.12
+    assert busiest_touched(64.0, 256.0, 8.0) == pytest.approx(92.116, abs=1e-2)
+    assert busiest_touched(256.0, 256.0, 8.0) == approx(256.0)  # all touched: every group full
+    # 2 of 256 touched: mean 0.25 a group, variance 0.248 -> 0.25 + 1.4348 x 0.498 = 0.965, raised to the one
+    # expert the busiest group touches: 8 x 1
+    assert busiest_touched(2.0, 256.0, 8.0) == pytest.approx(8.0)
+    m = np.zeros(L.N_MODEL)
+    m[L.M_EXPERTS] = 384.0
+    assert expert_groups(m, 8.0, 1.0) == 8.0 and expert_groups(m, 512.0, 1.0) == 384.0
+    assert expert_groups(m, 8.0, 0.0) == 1.0

@@ -274,9 +274,11 @@ def test_time_limit_returns_the_best_plan_with_its_gap():
 
     sc = load_scenario(GOLDEN.parent.parent / "scenarios" / "mixed-site.yaml")
     t0 = time.monotonic()
-    build_problem(sc)  # the limit covers the engine too: leave the MILP about 0.3 s after it
+    build_problem(sc)  # the limit covers the engine too
     engine_s = time.monotonic() - t0
-    plan = solve(sc, solver="scip", time_limit_s=2 * engine_s + 0.3)  # SCIP finds a plan at once; HiGHS needs ~4 s
+    # SCIP finds a plan within about a second of the MILP's start (HiGHS needs ~4 s); the engine's time varies
+    # with the machine's load, so the limit leaves it twice its measured time plus that second
+    plan = solve(sc, solver="scip", time_limit_s=2 * engine_s + 1.0)
     assert plan.status in ("time_limit", "optimal")
     if plan.status == "time_limit":
         assert plan.solver["relative_gap"] is not None and plan.solver["relative_gap"] > 0

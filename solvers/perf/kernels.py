@@ -13,6 +13,8 @@ configurations at once, ``solvers.perf.serving`` holds the serving formulas buil
 
 from __future__ import annotations
 
+import math
+
 from solvers.jit import njit
 from solvers.perf.slots import (
     B_BOUND,
@@ -117,6 +119,83 @@ def experts_touched(model, tokens):
 
 
 @njit
+def expert_groups(model, tp, ep):
+    """Groups of chips the routed experts are spread over: under expert parallelism R = min(tp, E) groups, each
+    holding E / R whole experts (split further inside a group when tp > E); otherwise 1, since every chip then holds
+    a slice of every expert and routing cannot unbalance them (MODEL.md 2.3)."""
+    if ep > 0 and model[M_EXPERTS] > 0.0:
+        return max(1.0, min(tp, model[M_EXPERTS]))
+    return 1.0
+
+
+@njit
+def expected_max_normal(groups):
+    """E[max of R independent standard normals]: Blom's plotting position p = (R - 0.375) / (R + 0.25) through
+    Tukey's lambda approximation of the normal quantile, 4.91 (p^0.14 - (1 - p)^0.14); within 4% of the exact
+    values (0.564 at R = 2, 1.424 at 8, 2.800 at 256). 0 for one group."""
+    if groups <= 1.0:
+        return 0.0
+    p = (groups - 0.375) / (groups + 0.25)
+    return 4.91 * (p**0.14 - (1.0 - p) ** 0.14)
+
+
+@njit
+def busiest_load(mean, variance, groups, cap):
+    """Expected load of the busiest of ``groups`` groups whose loads have this mean and variance, independent:
+    the normal approximation of their maximum, mean + E[max of R normals] sqrt(variance), at most ``cap`` and at
+    least one whole unit where the cap allows (something lands somewhere: the approximation runs low for loads of a
+    few units)."""
+    if groups <= 1.0:
+        return mean
+    return min(cap, max(mean + expected_max_normal(groups) * math.sqrt(variance), min(1.0, cap)))
+
+
+@njit
+def busiest_touched(touched, experts, groups):
+    """Routed experts one MoE layer's busiest group touches, times the group count (so ``/ tp`` is the busiest
+    chip's share), when ``touched`` of ``experts`` are touched in all: a group of h = E / R experts touches
+    m = h p of them on average (p = touched / E), with binomial variance m (1 - p), at most h and at most all
+    ``touched``."""
+    if groups <= 1.0 or experts <= 0.0:
+        return touched
+    p = touched / experts
+    m = touched / groups
+    return groups * busiest_load(m, m * (1.0 - p), groups, min(experts / groups, touched))
+
+
+@njit
+def busiest_assignments(assignments, groups):
+    """Token-to-expert assignments of one MoE layer on its busiest group, times the group count (so ``/ tp`` is
+    the busiest chip's expert matmul rows): ``assignments`` spread uniformly over R groups, multinomial, mean A / R
+    and variance A / R (1 - 1 / R), at most A."""
+    if groups <= 1.0:
+        return assignments
+    mu = assignments / groups
+    return groups * busiest_load(mu, mu * (1.0 - 1.0 / groups), groups, assignments)
+
+
+@njit
+def routed_params_per_assignment(model, pp):
+    """Routed-expert weights one token-to-expert assignment multiplies through in the largest stage: one expert
+    per MoE layer."""
+    _, _, moe = stage_layers(model, pp)
+    return moe * model[M_EXPERT_PARAMS]
+
+
+@njit
+def linear_flops_per_chip(model, tp, pp, ep, tokens, head_tokens):
+    """Matmul FLOPs of the busiest chip in one stage step over ``tokens`` tokens, ``head_tokens`` of which go
+    through the LM head: everything but the routed experts split evenly over ``tp`` chips, the routed experts at
+    the busiest expert group's load (MODEL.md 2.3)."""
+    head = head_params_read(model, pp)
+    routed = routed_params_per_assignment(model, pp)
+    k = model[M_EXPERTS_PER_TOKEN]
+    even = tokens * (active_params_per_stage(model, pp) - head - k * routed) + head_tokens * head
+    busy = busiest_assignments(tokens * k, expert_groups(model, tp, ep))
+    return 2.0 * (even + routed * busy) / tp
+
+
+@njit
 def context_layers(model, layers_in_stage, context):
     """Layer-equivalents of attention over ``context`` tokens: sliding-window layers count min(S, W) / S."""
     if context <= 0.0:
@@ -169,10 +248,13 @@ def held_weight_params_per_chip(model, tp, pp, ep):
 
 @njit
 def read_weight_params_per_chip(model, tp, pp, ep, tokens):
-    """Weights one chip reads in one stage step over ``tokens`` tokens (touched experts only, LM head included)."""
+    """Weights the busiest chip reads in one stage step over ``tokens`` tokens (touched experts only, at the
+    busiest expert group's count; LM head included)."""
     ls, dense, moe = stage_layers(model, pp)
     split = dense * model[M_DENSE_FFN_PARAMS] + moe * (
-        model[M_SHARED_PARAMS] + experts_touched(model, tokens) * model[M_EXPERT_PARAMS]
+        model[M_SHARED_PARAMS]
+        + busiest_touched(experts_touched(model, tokens), model[M_EXPERTS], expert_groups(model, tp, ep))
+        * model[M_EXPERT_PARAMS]
     ) + head_params_read(model, pp)
     return split / tp + ls * model[M_ATTN_PARAMS] / attention_shards(tp, ep)
 
@@ -365,7 +447,7 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
     read_kv = kv_bytes_per_chip(model, hw, tp, pp, ep, b, context_avg)
     memory = tier_read_time(hw, held_w, read_w, held_kv, read_kv)
 
-    linear = 2.0 * tokens * active_params_per_stage(model, pp) / tp
+    linear = linear_flops_per_chip(model, tp, pp, ep, tokens, tokens)
     attn = tokens * context_avg * model[M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
     flops = linear + attn
     compute = (linear / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
@@ -394,8 +476,7 @@ def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
     memory = tier_read_time(hw, held_w, read_w, kv_written, kv_written)
 
     # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs in all (window layers: n * min(W, n/2)).
-    head = head_params_read(model, pp)
-    linear = 2.0 * (n * (active_params_per_stage(model, pp) - head) + head) / tp
+    linear = linear_flops_per_chip(model, tp, pp, ep, n, 1.0)
     attn = n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
     flops = linear + attn
     compute = (linear / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]

@@ -21,11 +21,14 @@ from solvers.jit import njit, njit_parallel, prange, thread_count
 from solvers.perf import slots as L
 from solvers.perf.kernels import (
     active_params_per_stage,
+    expected_max_normal,
+    expert_groups,
     context_layers,
     held_weight_params_per_chip,
     kv_bytes_per_chip,
     prefill_breakdown,
     read_weight_params_per_chip,
+    routed_params_per_assignment,
     speculative_decode_breakdown,
     stage_comm_time,
     stage_fixed_time,
@@ -70,9 +73,14 @@ def layout_coefficients(model, hw, tp, pp, ep, context_avg, context_max, c):
     c[L.C_LOG_MISS] = math.log(1.0 - model[L.M_EXPERTS_PER_TOKEN] / e) if e > model[L.M_EXPERTS_PER_TOKEN] else -np.inf
     c[L.C_KV_HELD] = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, context_max)
     c[L.C_KV_READ] = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, context_avg)
-    linear = 2.0 * active_params_per_stage(model, pp) / tp
+    k = model[L.M_EXPERTS_PER_TOKEN]
+    routed = routed_params_per_assignment(model, pp)
+    linear = 2.0 * (active_params_per_stage(model, pp) - k * routed) / tp
     attn = context_avg * model[L.M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
     c[L.C_COMPUTE] = (linear / hw[L.H_PEAK_FLOPS] + attn / hw[L.H_ATTN_PEAK_FLOPS]) / hw[L.H_FLOPS_EFF]
+    c[L.C_EXPERT_COMPUTE] = 2.0 * routed / tp / hw[L.H_PEAK_FLOPS] / hw[L.H_FLOPS_EFF]
+    c[L.C_GROUPS] = expert_groups(model, tp, ep)
+    c[L.C_EXPERTS_PER_TOKEN] = k
     c[L.C_COMM0] = stage_comm_time(model, hw, tp, pp, ep, 0.0)
     c[L.C_COMM1] = stage_comm_time(model, hw, tp, pp, ep, 1.0) - c[L.C_COMM0]
     c[L.C_FLOOR] = stage_fixed_time(model, hw, pp)
@@ -105,10 +113,14 @@ def decode_intervals(hw, c, touched_row, batches, q, interval):
     pp, held_w, kvh, kvr = c[L.C_PP], c[L.C_HELD_W], c[L.C_KV_HELD], c[L.C_KV_READ]
     fixed = c[L.C_COMM0] + c[L.C_FLOOR]
     per_token = c[L.C_COMM1]
-    compute = c[L.C_COMPUTE]
     room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
     inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
     nb = batches.shape[0]
+    groups = c[L.C_GROUPS]
+    if groups > 1.0:
+        expert_intervals(hw, c, touched_row, batches, q, interval)
+        return
+    compute = c[L.C_COMPUTE] + c[L.C_EXPERT_COMPUTE] * c[L.C_EXPERTS_PER_TOKEN]  # evenly split experts
     for k in range(nb):
         b = max(batches[k] / pp, 1.0)
         tokens = b * q
@@ -124,38 +136,107 @@ def decode_intervals(hw, c, touched_row, batches, q, interval):
 
 
 @njit
-def draft_steps(hw, dc, touched_row, batches, pp, out):
-    """The drafter's step time at each batch into ``out``: one token for each of the b = batches / pp streams of a
-    micro-batch, on the drafter's layout coefficients ``dc`` (its own layers, pipeline depth 1), the fastest-tier
-    pass or, where its weights and KV spill, the full placement (as ``decode_breakdown`` of the drafter)."""
+def expert_intervals(hw, c, touched_row, batches, q, interval):
+    """``decode_intervals`` of a layout with expert parallelism: the busiest expert group's reads and matmul rows
+    (``busiest_touched``, ``busiest_assignments``) set its step (MODEL.md 2.3)."""
+    pp, held_w, kvh, kvr = c[L.C_PP], c[L.C_HELD_W], c[L.C_KV_HELD], c[L.C_KV_READ]
+    fixed = c[L.C_COMM0] + c[L.C_FLOOR]
+    k_route = c[L.C_EXPERTS_PER_TOKEN]
     room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
     inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
-    fixed = dc[L.C_COMM0] + dc[L.C_FLOOR]
-    for k in range(batches.shape[0]):
+    z2, inv_r, per_group, inv_e, spread, w1_r, e1_r = busiest_constants(c)
+    nb = batches.shape[0]
+    for k in range(nb):  # fastest tier, branch-free
         b = max(batches[k] / pp, 1.0)
-        read_w = dc[L.C_READ_W0] + dc[L.C_READ_W1] * touched_row[k]
-        held_kv = dc[L.C_KV_HELD] * b
-        if dc[L.C_HELD_W] + held_kv > room0:
-            memory = tier_read_time(hw, dc[L.C_HELD_W], read_w, held_kv, dc[L.C_KV_READ] * b)
-        else:
-            memory = (read_w + dc[L.C_KV_READ] * b) * inv_bw0
-        out[k] = max(memory, dc[L.C_COMPUTE] * b) + fixed + dc[L.C_COMM1] * b
+        tokens = b * q
+        t = touched_row[k]
+        m = t * inv_r
+        read_w = c[L.C_READ_W0] + w1_r * busiest_of(min(per_group, t), m + math.sqrt(z2 * m * (1.0 - t * inv_e)))
+        a = tokens * k_route
+        mu = a * inv_r
+        compute = c[L.C_COMPUTE] * tokens + e1_r * busiest_of(a, mu + math.sqrt(z2 * mu * spread))
+        memory = (read_w + kvr * b) * inv_bw0
+        interval[k] = pp * (max(memory, compute) + fixed + c[L.C_COMM1] * tokens)
+    for k in range(nb):
+        held_kv = kvh * batches[k]
+        if held_w + held_kv > room0:
+            b = max(batches[k] / pp, 1.0)
+            tokens = b * q
+            t = touched_row[k]
+            m = t * inv_r
+            read_w = c[L.C_READ_W0] + w1_r * busiest_of(min(per_group, t), m + math.sqrt(z2 * m * (1.0 - t * inv_e)))
+            a = tokens * k_route
+            mu = a * inv_r
+            compute = c[L.C_COMPUTE] * tokens + e1_r * busiest_of(a, mu + math.sqrt(z2 * mu * spread))
+            memory = tier_read_time(hw, held_w, read_w, held_kv, kvr * b)
+            interval[k] = pp * (max(memory, compute) + fixed + c[L.C_COMM1] * tokens)
 
 
 @njit
-def best_batch_of_layout(hw, wl, c, dc, touched_row, draft_touched_row, batches, k_draft, a, prefill_s, single_s,
-                         interval, draft, tput, ttft, out):
+def draft_steps(hw, dc, touched_row, batches, pp, out):
+    """The drafter's step time at each batch into ``out``: one token for each of the b = batches / pp streams of a
+    micro-batch, on the drafter's layout coefficients ``dc`` (its own layers, pipeline depth 1), the fastest-tier
+    pass or, where its weights and KV spill, the full placement (as ``decode_breakdown`` of the drafter), at the
+    busiest expert group's load (one group without expert parallelism: then the square roots vanish)."""
+    room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
+    inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
+    fixed = dc[L.C_COMM0] + dc[L.C_FLOOR]
+    z2, inv_r, per_group, inv_e, spread, w1_r, e1_r = busiest_constants(dc)
+    k_route = dc[L.C_EXPERTS_PER_TOKEN]
+    nb = batches.shape[0]
+    for k in range(nb):  # fastest tier, branch-free
+        b = max(batches[k] / pp, 1.0)
+        t = touched_row[k]
+        m = t * inv_r
+        read_w = dc[L.C_READ_W0] + w1_r * busiest_of(min(per_group, t), m + math.sqrt(z2 * m * (1.0 - t * inv_e)))
+        mu = b * k_route * inv_r
+        compute = dc[L.C_COMPUTE] * b + e1_r * busiest_of(b * k_route, mu + math.sqrt(z2 * mu * spread))
+        out[k] = max((read_w + dc[L.C_KV_READ] * b) * inv_bw0, compute) + fixed + dc[L.C_COMM1] * b
+    for k in range(nb):
+        b = max(batches[k] / pp, 1.0)
+        held_kv = dc[L.C_KV_HELD] * b
+        if dc[L.C_HELD_W] + held_kv > room0:
+            t = touched_row[k]
+            m = t * inv_r
+            read_w = dc[L.C_READ_W0] + w1_r * busiest_of(min(per_group, t), m + math.sqrt(z2 * m * (1.0 - t * inv_e)))
+            mu = b * k_route * inv_r
+            compute = dc[L.C_COMPUTE] * b + e1_r * busiest_of(b * k_route, mu + math.sqrt(z2 * mu * spread))
+            memory = tier_read_time(hw, dc[L.C_HELD_W], read_w, held_kv, dc[L.C_KV_READ] * b)
+            out[k] = max(memory, compute) + fixed + dc[L.C_COMM1] * b
+
+
+@njit
+def busiest_of(cap, estimate):
+    """``busiest_load``'s clamp: at most ``cap``, at least one whole unit where the cap allows."""
+    return min(cap, max(estimate, min(1.0, cap)))
+
+
+@njit
+def busiest_constants(c):
+    """Per-layout constants of ``busiest_touched`` and ``busiest_assignments`` inlined in the batch loops: z^2 (z the
+    expected maximum of R standard normals), 1 / R, experts per group, 1 / E, 1 - 1 / R, and the read and compute
+    coefficients times R."""
+    groups, experts = c[L.C_GROUPS], c[L.C_EXPERTS]
+    inv_e = 1.0 / experts if experts > 0.0 else 0.0
+    z = expected_max_normal(groups)
+    return (z * z, 1.0 / groups, experts / groups, inv_e, 1.0 - 1.0 / groups, c[L.C_READ_W1] * groups,
+            c[L.C_EXPERT_COMPUTE] * groups)
+
+
+@njit
+def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefill_s, single_s, interval, draft, tput,
+                         ttft, out):
     """The batch of one (layout, speculative setting) with the most output tokens/s per replica among those that
     fit (the drafter's weights and KV and agentic residency included), reach the tier and, colocated, meet the TTFT
     target. ``c`` and ``dc`` are the target's and the drafter's layout coefficients; ``k_draft`` draft tokens per
-    step (0: plain decode), ``a`` accepted. Writes the E_* slots of ``out``; ``interval``, ``draft``, ``tput`` and
-    ``ttft`` are the calling thread's buffers."""
+    step (0: plain decode), ``a`` accepted; with a drafter, ``draft`` holds its step at each batch
+    (``draft_steps``, the same for every draft length of the layout). Writes the E_* slots of ``out``;
+    ``interval``, ``tput`` and ``ttft`` are the calling thread's buffers."""
     nb = batches.shape[0]
     decode_intervals(hw, c, touched_row, batches, k_draft + 1.0, interval)
     held_w, kv_per_stream = c[L.C_HELD_W], c[L.C_KV_HELD]
     if k_draft > 0.0:
         pp = c[L.C_PP]
-        draft_steps(hw, dc, draft_touched_row, batches, pp, draft)
         for k in range(nb):
             interval[k] += pp * k_draft * draft[k]
         held_w += dc[L.C_HELD_W]
@@ -212,16 +293,19 @@ def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dr
     tput = np.empty((threads, nb))
     ttft = np.empty((threads, nb))
     for t in prange(threads):
+        drafted = -1  # the layout whose drafter steps steps[t] holds: they do not depend on the draft length
         for idx in range(bounds[t, 0], bounds[t, 1]):
             i, j = idx // s, idx % s
             tp, pp, ep = layouts[i, 0], layouts[i, 1], layouts[i, 2]
             layout_coefficients(model, hw, tp, pp, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], coef[t])
-            if draft_tokens[j] > 0.0:
+            if draft_tokens[j] > 0.0 and drafted != i:
                 layout_coefficients(draft, hw, tp, 1.0, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], dcoef[t])
+                draft_steps(hw, dcoef[t], draft_touched[pp_index[i], 0], batches, pp, steps[t])
+                drafted = i
             prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate[i]  # replica time one request's prefill takes
-            best_batch_of_layout(hw, wl, coef[t], dcoef[t], touched[pp_index[i], j], draft_touched[pp_index[i], 0],
-                                 batches, draft_tokens[j], accepted_tokens[j], prefill_s, prefill_single_s[i],
-                                 interval[t], steps[t], tput[t], ttft[t], out[idx])
+            best_batch_of_layout(hw, wl, coef[t], dcoef[t], touched[pp_index[i], j], batches, draft_tokens[j],
+                                 accepted_tokens[j], prefill_s, prefill_single_s[i], interval[t], steps[t], tput[t],
+                                 ttft[t], out[idx])
     return out
 
 

@@ -64,10 +64,49 @@ class Replica:
         miss_one = 1.0 - k / e  # chance that one token does not pick a given expert
         return e * (1.0 - miss_one**tokens)
 
+    @property
+    def expert_groups(self) -> float:
+        """Under expert parallelism min(tp, E) groups of whole experts; otherwise every chip holds a slice of each."""
+        e = self.m[L.M_EXPERTS]
+        return max(1.0, min(self.tp, e)) if self.ep > 0 and e > 0 else 1.0
+
+    def busiest(self, mean: float, variance: float, cap: float) -> float:
+        """Normal approximation of the busiest group: mean + E[max of R normals] x sd (Blom, Tukey lambda)."""
+        r = self.expert_groups
+        if r <= 1:
+            return mean
+        p = (r - 0.375) / (r + 0.25)
+        z = 4.91 * (p**0.14 - (1 - p) ** 0.14)
+        return min(cap, max(mean + z * math.sqrt(variance), min(1.0, cap)))  # at least one unit lands
+
+    def touched_busiest(self, tokens: float) -> float:
+        """Experts the busiest group touches, times the groups: uniform routing, binomial within a group."""
+        t, e, r = self.touched(tokens), self.m[L.M_EXPERTS], self.expert_groups
+        if r <= 1 or e == 0:
+            return t
+        mean = t / r
+        return r * self.busiest(mean, mean * (1 - t / e), min(e / r, t))
+
+    def assignments_busiest(self, tokens: float) -> float:
+        """Token-expert assignments of the busiest group, times the groups: multinomial over the groups."""
+        a, r = tokens * self.m[L.M_EXPERTS_PER_TOKEN], self.expert_groups
+        if r <= 1:
+            return a
+        return r * self.busiest(a / r, a / r * (1 - 1 / r), a)
+
+    def linear_flops(self, tokens: float, head_tokens: float) -> float:
+        """Busiest chip's matmul FLOPs: all but the routed experts split evenly, those at the busiest group's load."""
+        m = self.m
+        head = self.stage_share * m[L.M_LM_HEAD_PARAMS]
+        routed = self.stage_share * m[L.M_MOE_LAYERS] * m[L.M_EXPERT_PARAMS]
+        even = tokens * (self.active_per_stage() - head - m[L.M_EXPERTS_PER_TOKEN] * routed) + head_tokens * head
+        return 2 * (even + routed * self.assignments_busiest(tokens)) / self.tp
+
     def weights_read(self, tokens: float) -> float:
         m = self.m
         split = self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
-        split += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS] + self.touched(tokens) * m[L.M_EXPERT_PARAMS])
+        split += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS]
+                                                          + self.touched_busiest(tokens) * m[L.M_EXPERT_PARAMS])
         split += self.stage_share * m[L.M_LM_HEAD_PARAMS]
         return (split / self.tp + self.attention_weights_per_chip()) * self.h[L.H_WEIGHT_BYTES]
 
@@ -163,7 +202,7 @@ def decode(m, h, tp, pp, ep, streams, context_avg, context_max, query_tokens, ac
     held_w, read_w = r.weights_held(), r.weights_read(tokens)
     held_kv, read_kv = r.kv_bytes(streams, context_max), r.kv_bytes(b, context_avg)
     memory = r.read_seconds(held_w, read_w, held_kv, read_kv)
-    linear = 2 * tokens * r.active_per_stage() / tp
+    linear = r.linear_flops(tokens, tokens)
     attn = tokens * context_avg * m[L.M_ATTN_FLOPS] * r.attended_layers(context_avg) / tp
     compute = (linear / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
     comm = r.comm_seconds(tokens)
@@ -184,8 +223,7 @@ def prefill(m, h, tp, pp, ep, input_tokens) -> dict:
     kv = r.kv_bytes(1.0, n)
     memory = r.read_seconds(held_w, read_w, kv, kv)
     pairs = n * n / 2.0
-    head = r.stage_share * m[L.M_LM_HEAD_PARAMS]  # only the last prompt token needs logits
-    linear = 2 * (n * (r.active_per_stage() - head) + head) / tp
+    linear = r.linear_flops(n, 1.0)  # only the last prompt token needs logits
     attn = pairs * m[L.M_PREFILL_ATTN_FLOPS] * r.attended_layers(n / 2.0) / tp
     compute = (linear / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
     comm = r.comm_seconds(n)

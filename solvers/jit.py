@@ -1,5 +1,7 @@
 """Numba flags in one place. ``cache=True`` keeps a new process near 0.15 s instead of seconds of compilation.
 
+A damaged cache file (truncated, overwritten) is a cache miss, not an error: ``_tolerate_damaged_cache``.
+
 Numba keys a cached function on its own file only: a kernel changed in ``kernels.py`` leaves the cached drivers in
 ``sweep.py`` that call it stale, silently. So the cache is dropped whenever any source of ``solvers/`` changes
 (``drop_stale_cache``, run once on import).
@@ -37,6 +39,46 @@ if _fallback:
     os.environ["NUMBA_CACHE_DIR"] = _fallback  # must be set before numba is imported
 
 import numba  # noqa: E402
+from numba.core import caching as _caching  # noqa: E402
+
+# Unpickling a damaged cache file (truncated, overwritten, written by another build) can raise almost anything
+# (UnpicklingError, EOFError, OverflowError, ValueError, ...): every exception of loading one is a cache miss.
+_DAMAGED = Exception
+
+
+def _tolerate_damaged_cache(cache_file_cls=_caching.IndexDataCacheFile) -> None:
+    """Make a damaged numba cache file a cache miss: numba would raise from unpickling it on every command. The
+    file is removed and the function compiled afresh (and cached again), as if it had never been cached."""
+    load_index, load_data = cache_file_cls._load_index, cache_file_cls._load_data
+    if getattr(load_index, "planner_tolerant", False):
+        return
+
+    def _load_index(self):
+        try:
+            return load_index(self)
+        except _DAMAGED:
+            _remove(self._index_path)
+            return {}
+
+    def _load_data(self, name):
+        try:
+            return load_data(self, name)
+        except _DAMAGED:
+            _remove(self._data_path(name))
+            raise OSError(f"damaged numba cache file {name}") from None  # numba's load() reads OSError as a miss
+
+    _load_index.planner_tolerant = True
+    cache_file_cls._load_index, cache_file_cls._load_data = _load_index, _load_data
+
+
+def _remove(path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+_tolerate_damaged_cache()
 
 
 def drop_stale_cache(root: Path = ROOT) -> bool:

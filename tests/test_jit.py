@@ -42,3 +42,34 @@ def test_a_read_only_install_caches_under_the_temporary_directory(tmp_path, monk
     assert got is not None and got.startswith(tempfile.gettempdir())
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere")
     assert jit.cache_dir_fallback(tmp_path) is None  # the user's own setting wins
+
+
+def test_a_damaged_cache_file_is_a_cache_miss(tmp_path):
+    """A truncated or overwritten numba cache file (index or code) is recompiled, not an UnpicklingError: a
+    fresh process over a cache of random bytes runs, and leaves a cache that loads again."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cache = tmp_path / "cache"
+    code = ("import numpy as np\nfrom solvers.jit import njit\n"
+            "@njit\ndef twice(x):\n    return 2.0 * x\n"
+            "print(twice(np.float64(3.0)))\n")
+    script = tmp_path / "damaged_cache_probe.py"
+    script.write_text(code)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+
+    def run():
+        return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+
+    assert run().stdout.strip() == "6.0"
+    files = [p for p in cache.rglob("*") if p.suffix in (".nbi", ".nbc")]
+    assert {p.suffix for p in files} == {".nbi", ".nbc"}
+    for damage in (os.urandom(300), b"", b"\x80\x04garbage"):
+        for p in cache.rglob("*.nb*"):
+            p.write_bytes(damage)
+        out = run()
+        assert out.returncode == 0 and out.stdout.strip() == "6.0", out.stderr[-2000:]
+        assert "Traceback" not in out.stderr
+    assert run().stdout.strip() == "6.0"  # and the rewritten cache loads

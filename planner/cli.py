@@ -70,14 +70,20 @@ def _fail(exc: Exception) -> None:
 
 class PlannerGroup(click.Group):
     def invoke(self, ctx):
+        from planner import interrupts
+
+        interrupts.install()
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo("error: interrupted", err=True)  # files are written whole or not at all (--out, --html)
+            interrupts.report()  # files are written whole or not at all (--out, --html)
             sys.exit(130)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - mapped to exit codes, re-raised if unknown
+            if interrupts.state["interrupted"]:  # an interrupt swallowed inside a C callback can surface as this
+                interrupts.report()
+                sys.exit(130)
             _fail(exc)
 
 

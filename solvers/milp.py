@@ -423,6 +423,31 @@ def solver_output_to_stderr():
         os.close(saved)
 
 
+def interruptible(fn):
+    """``fn()`` on a worker thread while this one waits, so that Ctrl-C (KeyboardInterrupt, which Python delivers
+    to the main thread only between bytecodes) stops the caller at once rather than when the solver's C++ core
+    returns. The solvers release the GIL while they run. On an interrupt the worker is abandoned (a daemon thread:
+    it ends with the process, or at its time limit); this OR-Tools build's SolveInterrupter makes SCIP hang, so it
+    is not used. Exceptions of ``fn`` are re-raised here."""
+    import threading
+
+    box: dict = {}
+
+    def run():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="planner-milp", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.05)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4) -> RawSolve:
     """Run the solver named at build time; a missing or failing solver raises SolverError."""
     from ortools.math_opt.python import mathopt
@@ -431,7 +456,7 @@ def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1
     t0 = time.perf_counter()
     try:
         with solver_output_to_stderr():
-            result = mathopt.solve(built.model, _solver_types()[built.solver], params=params)
+            result = interruptible(lambda: mathopt.solve(built.model, _solver_types()[built.solver], params=params))
     except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
         others = ", ".join(s for s in SOLVERS if s != built.solver)
         raise SolverError(f"solver {built.solver!r} failed or is not in this OR-Tools build ({exc}); "

@@ -1,0 +1,82 @@
+"""Ctrl-C that always stops a command (exit 130, one line, files whole).
+
+Python turns SIGINT into KeyboardInterrupt in the main thread, but an interrupt that lands inside a callback from C
+(numba's compiler notifies llvmlite's object cache through ctypes) is printed as "Exception ignored" and swallowed,
+and the command then runs to the end and exits 0. So the CLI's handler also starts a watchdog: if the process is
+still running a moment after the interrupt, the interrupt was lost, and the watchdog ends the process itself,
+once no file is half written (``report.files.atomic_write`` counts its writes in progress).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+GRACE_S = 1.0  # time the KeyboardInterrupt has to end the command before the watchdog does
+WRITE_WAIT_S = 10.0  # longest the watchdog waits for a file being written to be renamed into place
+
+state = {"interrupted": False, "reported": False, "writing": 0}
+_lock = threading.Lock()
+
+
+def report() -> None:
+    """Say so once, on stderr."""
+    with _lock:
+        if state["reported"]:
+            return
+        state["reported"] = True
+    try:
+        sys.stderr.write("error: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _watchdog() -> None:
+    time.sleep(GRACE_S)
+    deadline = time.monotonic() + WRITE_WAIT_S
+    while state["writing"] > 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    report()
+    os._exit(130)
+
+
+def _handler(signum, frame) -> None:
+    if state["interrupted"]:  # a second Ctrl-C: stop now
+        report()
+        os._exit(130)
+    state["interrupted"] = True
+    threading.Thread(target=_watchdog, name="planner-interrupt", daemon=True).start()
+    raise KeyboardInterrupt
+
+
+def _unraisable(hook_args, default=sys.unraisablehook) -> None:
+    """Python prints an exception it cannot raise (one from a C callback) as "Exception ignored"; a swallowed
+    interrupt is not an error to print: the watchdog reports it."""
+    if isinstance(hook_args.exc_value, KeyboardInterrupt):
+        state["interrupted"] = True
+        return
+    default(hook_args)
+
+
+def install() -> None:
+    """Install the handler (CLI only: a library leaves the host's handlers alone). Main thread only."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _handler)
+        sys.unraisablehook = _unraisable
+
+
+class writing:
+    """Context of one file write: the watchdog does not end the process inside one."""
+
+    def __enter__(self):
+        with _lock:
+            state["writing"] += 1
+
+    def __exit__(self, *exc):
+        with _lock:
+            state["writing"] -= 1
+        return False

@@ -11,10 +11,10 @@ import datetime as _dt
 import functools
 import math
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from planner.vocabulary import HARDWARE_ROLES, PRECISIONS
 
@@ -37,17 +37,27 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _a_number(v):
+    """A figure is a number as written: YAML's true or "700" is not one (pydantic would read them as 1 and 700)."""
+    if isinstance(v, (bool, str)):
+        raise ValueError("expected a valid number")  # the scenario's error text adds what it got
+    return v
+
+
+Number = Annotated[float, BeforeValidator(_a_number)]
+
+
 class Figure(Strict):
     """One sourced number. ``source`` is a key of ``data/sources.yaml``; an estimate states its basis."""
 
-    value: float
+    value: Number
     source: str
     confidence: Confidence
     basis: str | None = Field(None, description="how an estimate was derived; required when confidence is estimate")
     note: str | None = None
-    low: float | None = Field(None, description="lowest plausible value (default for an estimate: its kind's range, "
+    low: Number | None = Field(None, description="lowest plausible value (default for an estimate: its kind's range, "
                               "data/uncertainty.yaml)")
-    high: float | None = Field(None, description="highest plausible value")
+    high: Number | None = Field(None, description="highest plausible value")
 
     @model_validator(mode="after")
     def _estimate_has_basis(self) -> "Figure":

@@ -753,6 +753,28 @@ def _line_of(root: yaml.Node | None, loc: tuple) -> int | None:
     return target.start_mark.line + 1
 
 
+_TEXT_TAG = "tag:yaml.org,2002:str"
+
+
+def _check_keys_are_text(node: yaml.Node | None, file: str, path: str = "") -> None:
+    """Every mapping key is text: YAML reads ``~:`` as null, ``2026-01-01:`` as a date and ``5:`` as a number,
+    which no field is named. Raises InputError at the key's own line, naming where it is."""
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check_keys_are_text(item, file, f"{path}[{i}]")
+    if not isinstance(node, yaml.MappingNode):
+        return
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.tag not in (_TEXT_TAG, "tag:yaml.org,2002:merge"):
+            kind = key.tag.rsplit(":", 1)[-1].replace("timestamp", "date")
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise InputError(f"key {key.value!r} is read as {article} {kind}, not a field name; field names are text "
+                             f"(quote it if it is meant as one)", file=file, line=key.start_mark.line + 1,
+                             field=path or None)
+        name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+        _check_keys_are_text(value, file, f"{path}.{name}" if path else str(name))
+
+
 def _validation_error(exc: ValidationError, file: str, root: yaml.Node | None) -> InputError:
     problems = []
     for err in exc.errors():
@@ -777,6 +799,7 @@ def scenario_from_yaml(text: str, file: str = "<scenario>") -> Scenario:
     if not isinstance(data, dict):
         raise InputError(f"expected a mapping of scenario fields at the top level, got {_short(data)}", file=file,
                          line=root.start_mark.line + 1)
+    _check_keys_are_text(root, file)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:

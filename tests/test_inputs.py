@@ -435,3 +435,51 @@ def test_out_killed_mid_write_never_leaves_a_partial_file(tmp_path, two_plans):
             if p.name.startswith(".tmp-") or p.name == ".planner.lock":
                 continue
             assert p.read_bytes() in (old[p.name], new[p.name]), p.name
+
+
+def _validate_doc(tmp_path, doc, name="s.yaml"):
+    import yaml
+
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc, sort_keys=False))
+    return CliRunner().invoke(main, ["validate", str(path)])
+
+
+def test_custom_figures_take_numbers_only(tmp_path):
+    """A custom rack's figure value of true or "700" was read as 1 or 700; now it is refused like a scenario
+    number, naming the field."""
+    from tests.test_fuzz import custom_base
+
+    for value in (True, "700"):
+        doc = custom_base()
+        doc["hardware"]["custom"][0]["chip"]["power_w"] = {"value": value, "source": "x", "confidence": "estimate",
+                                                         "basis": "y"}
+        res = _validate_doc(tmp_path, doc)
+        assert res.exit_code == 2 and "chip.power_w.value: expected a valid number" in res.output, res.output
+
+
+def test_keys_that_are_not_text_are_named_at_their_line(tmp_path):
+    """`~:` (null), a date and a number as keys were reported at line 1 as pydantic's 'Keys should be strings'."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "scenarios" / "bank-2mw.yaml").read_text()
+    lines = text.count("\n")
+    for key, kind in (("~", "null"), ("2026-01-01", "date"), ("5", "int")):
+        res = _validate_doc(tmp_path, text + f"{key}: 3\n")
+        assert res.exit_code == 2, res.output
+        assert f":{lines + 1}: key '{key}' is read as " in res.output and kind in res.output, res.output
+    res = _validate_doc(tmp_path, "name: x\nsite:\n  5: 3\n")
+    assert ":3: site: key '5'" in res.output
+
+
+def test_a_model_locked_system_says_so_when_nothing_fits(tmp_path):
+    import yaml
+    from pathlib import Path
+
+    doc = yaml.safe_load((Path(__file__).parents[1] / "scenarios" / "bank-2mw.yaml").read_text())
+    doc["start_date"] = "2027-01-01"
+    doc["hardware"] = {"allow": ["taalas-hc1"]}
+    path = tmp_path / "locked.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    res = CliRunner().invoke(main, ["solve", str(path)])
+    assert res.exit_code == 3 and "taalas-hc1 serves only llama-3.1-8b" in res.output, res.output

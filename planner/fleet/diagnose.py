@@ -63,6 +63,22 @@ def fastest_reachable(loose, sc, hardware, asked: float) -> tuple[float, str]:
 
 
 
+def why_not_systems(d, hardware: dict) -> list[str]:
+    """What bars each allowed system from a workload before any memory fit: a model wired into it, or no role
+    that decodes, or the workload's pinned precision."""
+    reasons = []
+    for hw_id, hw in hardware.items():
+        if d.allow_hardware is not None and hw_id not in d.allow_hardware:
+            continue
+        if hw.model_lock and hw.model_lock != d.model:
+            reasons.append(f"{hw_id} serves only {hw.model_lock}")
+        elif "decode" not in hw.roles and "ffn" not in hw.roles:
+            reasons.append(f"{hw_id} does not decode (roles: {', '.join(hw.roles)})")
+        elif d.precision is not None and d.precision not in hw.precisions:
+            reasons.append(f"{hw_id} does not run {d.precision}")
+    return reasons
+
+
 def what_would_serve(built: Built) -> dict[str, str]:
     """For each workload without options, why, and the smallest change that would give it one: the best speed any
     allowed system reaches (lower the tier to it), or the shortest TTFT (raise the target to it), or that the
@@ -79,6 +95,9 @@ def what_would_serve(built: Built) -> dict[str, str]:
         prefill = np.isin(opts["kind"], PREFILL_KINDS)
         if not decode.any():
             out[d.name] = f"{d.model} with a {d.context_max:g}-token context fits no allowed system"
+            barred = why_not_systems(d, hardware)
+            if barred:
+                out[d.name] += f" ({'; '.join(barred)})"
         elif "reaches" in built.unserved[d.name]:
             speed, where = fastest_reachable(loose, sc, hardware, d.min_tps_per_user)
             out[d.name] = (f"{built.unserved[d.name]}; the fastest reachable is about {speed:.3g} tok/s per user "

@@ -165,3 +165,85 @@ def test_yaml_tags_never_crash_long(tmp_path, text):
 @given(mutated())
 def test_solve_never_crashes_long(tmp_path, doc):
     check(doc, tmp_path, "solve")
+
+
+# ---- every command with --format json: exit 0 with strict JSON, or exit 2 with one error line ----------------------
+def strict_or_clear(res, codes=(0, 2)):
+    assert res.exit_code in codes, (res.exit_code, res.output, res.exception)
+    assert "Traceback" not in res.output
+    if res.exit_code == 2:  # the planner's one line, or click's usage error for an option it cannot parse
+        assert res.output.startswith("error: ") or (res.output.startswith("Usage: ") and "\nError: " in res.output), \
+            res.output
+        return None
+    return json.loads(res.stdout, parse_constant=no_constant)
+
+
+MODELS = st.sampled_from(["llama-3.1-8b", "gpt-oss-20b", "deepseek-r1", "llama-3.1-70b", "no-such-model", ""])
+SYSTEMS = st.sampled_from(["hgx-h100", "cs3", "groq3-lpx", "corsair-rack", "taalas-hc1", "vr-nvl72+groq3-lpx",
+                           "sn50-rack", "hgx-h10", "+", ""])
+COUNTS = st.sampled_from(["1", "7", "64", "0", "-3", "1e9", "2.5", "nan", "99999999999"])
+TOKENS = st.sampled_from(["1", "128", "100000", "0", "-1", "10000000", "x"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(MODELS, SYSTEMS, st.one_of(st.none(), COUNTS), COUNTS, TOKENS, TOKENS,
+       st.sampled_from([[], ["--precision", "fp4"], ["--precision", "bf16"], ["--speculative", "eagle"],
+                        ["--speculative", "mtp", "--draft-tokens", "auto"], ["--speculative", "draft_model"],
+                        ["--speculative", "eagle", "--acceptance", "1.5"], ["--draft-tokens", "3"]]))
+def test_estimate_json_is_strict_or_a_clear_error(model, system, chips, batch, inp, out, extra):
+    args = ["estimate", "-m", model, "-H", system, "--batch", batch, "--input-tokens", inp, "--output-tokens", out,
+            "--format", "json", *extra] + (["--chips", chips] if chips is not None else [])
+    doc = strict_or_clear(CliRunner().invoke(main, args))
+    if doc is not None:
+        assert doc["tps_per_user"] >= 0 and doc["model"] == model
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from(["llama-3.1-8b", "gpt-oss-20b", "nope"]),
+       st.sampled_from([["-H", "hgx-h100"], ["-H", "taalas-hc1"], ["-H", "cs3", "-H", "groq3-lpx"], ["-H", "x"]]),
+       TOKENS, st.sampled_from([[], ["--speculative", "eagle"], ["--precision", "fp8"]]))
+def test_frontier_json_is_strict_or_a_clear_error(model, systems, inp, extra):
+    strict_or_clear(CliRunner().invoke(main, ["frontier", "-m", model, *systems, "--input-tokens", inp,
+                                              "--format", "json", *extra]))
+
+
+@pytest.fixture(scope="module")
+def plan_doc():
+    res = CliRunner().invoke(main, ["solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "--format", "json"])
+    return json.loads(res.stdout)
+
+
+def _paths(doc, prefix=()):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield prefix + (k,)
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:3]):
+            yield prefix + (i,)
+            yield from _paths(v, prefix + (i,))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_check_json_on_tampered_plans_is_strict_or_a_clear_error(tmp_path, plan_doc, data):
+    """A plan with one value replaced or one key removed: check exits 0 (it holds), 4 (with a JSON report naming
+    what fails) or 2 (not a plan), never a traceback, and its JSON is strict."""
+    import copy
+
+    doc = copy.deepcopy(plan_doc)
+    paths = list(_paths(doc))
+    path = data.draw(st.sampled_from(paths))
+    parent = doc
+    for seg in path[:-1]:
+        parent = parent[seg]
+    if data.draw(st.booleans()) and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = data.draw(ODD_VALUES)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(doc, allow_nan=True))
+    res = CliRunner().invoke(main, ["check", str(plan), "--format", "json"])
+    report = strict_or_clear(res, codes=(0, 2, 4))
+    if res.exit_code == 4:
+        assert report is not None

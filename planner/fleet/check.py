@@ -131,21 +131,37 @@ def check(plan) -> list[dict]:
         return [result("status", not d["fleet"] and not d["allocation"],
                        "an infeasible plan buys nothing and allocates nothing")]
     rows = d["allocation"]
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        return [result("allocation", False, "the allocation is not a list of rows")]
     checks: list[dict] = []
     capacity = {}  # row index -> (output, prefill) tokens/s the re-scored replicas serve
     for i, row in enumerate(rows):
-        found, cap = allocation_checks(i, row, rows, inputs)
+        try:
+            found, cap = allocation_checks(i, row, rows, inputs)
+        except UNREADABLE as exc:  # a row with a field removed or of the wrong kind fails; the others are checked
+            found, cap = [result(f"allocation[{i}]", False, f"the row cannot be read: {_unreadable(exc)}")], (0.0, 0.0)
         checks.extend(found)
         capacity[i] = cap
-    shares = {w["workload"]: w.get("served_share") for w in d["workloads"]}
-    checks.extend(demand_checks(rows, capacity, shares, inputs))
+    try:
+        shares = {w["workload"]: w.get("served_share") for w in d["workloads"]}
+        checks.extend(demand_checks(rows, capacity, shares, inputs))
+    except UNREADABLE as exc:
+        checks.append(result("demand", False, f"the workloads or allocation cannot be read: {_unreadable(exc)}"))
     try:
         alloc = pl.DataFrame(rows, infer_schema_length=None) if rows else None
         racks = {f["hardware"]: f["racks"] for f in d["fleet"]}
         checks.extend(fleet_checks(d, alloc, racks, inputs))
-    except (KeyError, TypeError, ValueError, pl.exceptions.PolarsError) as exc:
-        checks.append(result("tables", False, f"the fleet or allocation table cannot be read: {exc}"))
+    except (*UNREADABLE, pl.exceptions.PolarsError) as exc:
+        checks.append(result("tables", False, f"the fleet or allocation table cannot be read: {_unreadable(exc)}"))
     return checks
+
+
+# What reading a tampered table can raise: a key removed, a value of the wrong kind, a number that is not one.
+UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, ZeroDivisionError)
+
+
+def _unreadable(exc: Exception) -> str:
+    return f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
 
 
 def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tuple[list[dict], tuple]:

@@ -5,6 +5,7 @@ scenario file."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,11 +79,18 @@ class Demand:
 
     @classmethod
     def from_dict(cls, d: dict) -> Demand:
+        """A demand as a plan's inputs hold it; a field of the wrong kind (a tampered plan) raises ValueError."""
         names = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in d.items() if k in names}
         if values.get("allow_hardware"):
             values["allow_hardware"] = tuple(values["allow_hardware"])
-        return cls(**values)
+        demand = cls(**values)
+        for f in dataclasses.fields(cls):
+            v = getattr(demand, f.name)
+            if f.type in ("float", "float | None") and not (v is None and "None" in f.type):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise ValueError(f"demand {demand.name!r}: {f.name} is {v!r}, not a finite number")
+        return demand
 
 
 def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None) -> Demand:

@@ -483,3 +483,12 @@ def test_a_model_locked_system_says_so_when_nothing_fits(tmp_path):
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     res = CliRunner().invoke(main, ["solve", str(path)])
     assert res.exit_code == 3 and "taalas-hc1 serves only llama-3.1-8b" in res.output, res.output
+
+
+def test_frontier_of_an_empty_hardware_list_is_a_clear_error():
+    from planner.errors import InputError
+    from planner.perf.frontier import frontier
+
+    with pytest.raises(InputError, match="empty list of hardware"):
+        frontier("llama-3.1-8b", [])
+    assert frontier("llama-3.1-8b", "hgx-h200")  # one id as a string is that id, not its characters

@@ -155,6 +155,9 @@ def frontier(model: str, hardware: list[str] | None = None, precision: str | Non
     check_positive(input_tokens=input_tokens, output_tokens=output_tokens)
     if isinstance(hardware, str):
         hardware = [hardware]
+    if hardware is not None and len(hardware) == 0:
+        raise InputError("an empty list of hardware: give ids, or None for every system that serves the model",
+                         field="hardware")
     ids = hardware or sorted(catalog.hardware_catalog())
     points: list[dict] = []
     for hw_id in ids:

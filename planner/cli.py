@@ -15,6 +15,7 @@ from planner.vocabulary import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_SPECULATIVE,
     FORMATS,
+    OBJECTIVES,
     PRECISIONS,
     SOLVERS,
     SPECULATIVE_METHODS,
@@ -104,8 +105,14 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="no progress display")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="also write a self-contained HTML report (charts inline, no network needed to view it)")
-def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
-    """The cheapest fleet that serves a scenario: racks per system, how each workload is served, cost and power."""
+@click.option("--set", "settings", multiple=True, metavar="PATH=VALUE",
+              help="override a scenario field before validation, repeatable: site.power_budget_mw=5, "
+                   "workloads.chat.requests_per_s=900, hardware.overrides.vr-nvl72.capex_usd=9e6")
+@click.option("--objective", type=click.Choice(OBJECTIVES), default=None,
+              help="what the plan optimises [default: the scenario's, else min_cost]")
+def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings, objective):
+    """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
+    each workload is served, cost and power."""
     from planner.errors import InfeasibleError, InputError
     from planner.fleet.solve import solve as solve_plan
     from planner.report import terminal as report
@@ -113,7 +120,8 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path):
 
     from planner.report.files import check_output_dir, check_output_file
 
-    sc = load_scenario(scenario).with_solver(solver, time_limit)  # validates the overrides like the file's fields
+    settings = [*settings, *([f"objective={objective}"] if objective else [])]
+    sc = load_scenario(scenario, settings).with_solver(solver, time_limit)  # validated like the file's fields
     if html_path:
         check_output_file(html_path, "--html", inputs=[scenario])
     if out_dir:
@@ -275,12 +283,29 @@ def catalog_show(item_id, fmt):
 
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=True, path_type=str))
-def validate(scenario):
-    """Check a scenario file against the schema and the catalog."""
-    from planner.scenario import load_scenario
+@click.option("--set", "settings", multiple=True, metavar="PATH=VALUE",
+              help="override a scenario field before validation, as solve --set does")
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+def validate(scenario, settings, fmt):
+    """Check a scenario file against the schema and the catalog; say what it resolves to."""
+    from planner.report import render
+    from planner.scenario import load_scenario, resolved_summary
 
-    sc = load_scenario(scenario)
-    click.echo(f"{scenario}: valid ({len(sc.workloads)} workloads)")
+    sc = load_scenario(scenario, settings)
+    summary = resolved_summary(sc)
+    if fmt == "json":
+        click.echo(render.to_json({"scenario": scenario, "valid": True, **summary}))
+        return
+    allowed = ", ".join(summary["hardware"]["allowed"]) or "none"
+    click.echo(f"{scenario}: valid: {len(sc.workloads)} workloads, {len(summary['hardware']['allowed'])} systems "
+               f"allowed ({allowed}), objective {sc.objective}")
+    for w in summary["demands"]:
+        click.echo(f"  {w['name']}: {w['model']}, {render.fmt(w['output_tokens_per_s'])} output tok/s and "
+                   f"{render.fmt(w['prefill_tokens_per_s'])} prompt tok/s at peak, >= "
+                   f"{render.fmt(w['min_tps_per_user'])} tok/s/user, TTFT {w['ttft_s']:g} s at "
+                   f"p{100 * w['ttft_quantile']:g}")
+    for text in summary["warnings"]:
+        click.echo(f"  note: {text}")
 
 
 @main.command()

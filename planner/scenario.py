@@ -349,6 +349,26 @@ class Scenario(_Section):
     def model_for(self, workload: Workload) -> Model:
         return self.resolved_models()[workload.model]
 
+    def with_(self, *settings, **_unused) -> Scenario:
+        """A what-if: a copy with fields set by path and validated again, as ``planner solve --set`` does. Each
+        argument is a ``"PATH=VALUE"`` string or a mapping of paths to values: ``sc.with_({"site.power_budget_mw":
+        5, "workloads.chat.requests_per_s": 900})``. A bad value raises InputError naming the field, as a file's
+        would (``model_copy(update=...)`` skips validation: use this instead)."""
+        if _unused:
+            raise InputError(f"with_ takes paths with dots in a mapping or as 'PATH=VALUE' strings, not keywords "
+                             f"({', '.join(_unused)})", field="with_")
+        data = self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        paths = []
+        for item in settings:
+            pairs = [parse_setting(item)] if isinstance(item, str) else list(dict(item).items())
+            for path, value in pairs:
+                data = apply_setting(data, str(path), value)
+                paths.append(str(path))
+        try:
+            return Scenario.model_validate(data)
+        except ValidationError as exc:
+            raise _validation_error(exc, f"scenario {self.name!r}", None, set_paths=paths) from None
+
     def with_solver(self, name: str | None = None, time_limit_s: float | None = None) -> Scenario:
         """A copy with command-line solver settings applied; a bad value raises InputError."""
         update = {k: v for k, v in (("name", name), ("time_limit_s", time_limit_s)) if v is not None}
@@ -702,6 +722,17 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _section_of(name: str, here: tuple) -> str | None:
+    """The top-level section of the scenario that has a field ``name``, if it is not where it was written
+    (``site.pue`` -> ``finance``)."""
+    for section, info in Scenario.model_fields.items():
+        tp = _strip(info.annotation)
+        fields = getattr(tp, "model_fields", None)
+        if fields and name in fields and tuple(here) != (section,):
+            return section
+    return None
+
+
 def _describe(err: dict, root_type, loc: tuple) -> str:
     """What was wrong and what was expected, in words."""
     kind, ctx = err["type"], err.get("ctx") or {}
@@ -719,7 +750,10 @@ def _describe(err: dict, root_type, loc: tuple) -> str:
             allowed = list(_type_at(root_type, loc[:-1]).model_fields)
         except (KeyError, AttributeError):
             allowed = []
-        return f"unknown field{did_you_mean(str(loc[-1]), allowed)}; expected one of: {', '.join(allowed)}"
+        elsewhere = _section_of(str(loc[-1]), loc[:-1])
+        hint = f" ({loc[-1]} belongs under {elsewhere})" if elsewhere else ""
+        return (f"unknown field{did_you_mean(str(loc[-1]), allowed)}; expected one of: {', '.join(allowed)}"
+                f"{hint}")
     if kind in _BOUNDS:
         bound = next(iter(ctx.values()))
         return f"expected a number {_BOUNDS[kind]} {bound:g}, got {_short(err['input'])}"
@@ -775,11 +809,15 @@ def _check_keys_are_text(node: yaml.Node | None, file: str, path: str = "") -> N
         _check_keys_are_text(value, file, f"{path}.{name}" if path else str(name))
 
 
-def _validation_error(exc: ValidationError, file: str, root: yaml.Node | None) -> InputError:
+def _validation_error(exc: ValidationError, file: str, root: yaml.Node | None, set_paths=()) -> InputError:
     problems = []
     for err in exc.errors():
         loc = _clean_loc(tuple(err["loc"]) + tuple((err.get("ctx") or {}).get("loc", ())))
-        problems.append((_line_of(root, loc), _fmt_loc(loc), _describe(err, Scenario, loc)))
+        message = _describe(err, Scenario, loc)
+        touched = [p for p in set_paths if loc and p.split(".", 1)[0] == str(loc[0])]
+        if touched:
+            message += f" (after --set {', '.join(touched)})"
+        problems.append((_line_of(root, loc), _fmt_loc(loc), message))
     line, field, message = problems[0]
     for other_line, other_field, other_message in problems[1:10]:
         at = f"line {other_line}: " if other_line else ""
@@ -789,9 +827,109 @@ def _validation_error(exc: ValidationError, file: str, root: yaml.Node | None) -
     return InputError(message, file=file, line=line, field=field or None)
 
 
+# ---- what a scenario resolves to (validate --format json) -------------------------------------------------------
+def resolved_summary(sc: Scenario) -> dict:
+    """The hardware a plan may use and why the rest may not, each workload's demand at its peak, and the
+    assumptions a reader should know about (warnings), for ``planner validate``."""
+    from planner.fleet.problem import demands_of
+
+    warnings = []
+    for w in sc.workloads:
+        if "peak_to_mean" not in w.model_fields_set:
+            warnings.append(f"workload {w.name}: peak_to_mean not given, so the fleet is sized for the mean rate "
+                            f"(1.0)")
+        if w.speculation.method == "none":
+            continue
+        warnings.append(f"workload {w.name}: speculative decoding {w.speculation.method} at acceptance "
+                        f"{w.speculation.acceptance:g} per draft token (an assumption; docs/MODEL.md 3.4)")
+    if sc.site.power_budget_mw is None:
+        warnings.append("site.power_budget_mw not given: power does not limit the plan")
+    return {
+        "hardware": {"allowed": sorted(sc.resolved_hardware()), "excluded": sc.excluded_hardware()},
+        "demands": [d.to_dict() for d in demands_of(sc)],
+        "warnings": warnings,
+    }
+
+
+# ---- what-ifs: PATH=VALUE settings ------------------------------------------------------------------------------
+def parse_setting(text: str) -> tuple[str, Any]:
+    """``PATH=VALUE`` from ``--set``: the value read as YAML (5, 9e6, fp8, [a, b], {k: v}, null)."""
+    if not isinstance(text, str) or "=" not in text:
+        raise InputError(f"expected PATH=VALUE (e.g. site.power_budget_mw=5), got {text!r}", field="--set")
+    path, _, raw = text.partition("=")
+    path = path.strip()
+    if not path:
+        raise InputError(f"expected PATH=VALUE, got {text!r}: the path is empty", field="--set")
+    try:
+        value = yaml.load(raw, Loader=yaml.SafeLoader) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: the value {raw!r} is not YAML ({exc.problem or exc})", field="--set") from None
+    return path, value
+
+
+def _item_named(items: list, name: str):
+    """A list item by its ``name`` or ``id``, or by its index."""
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and name in (item.get("name"), item.get("id")):
+            return i
+    if re.fullmatch(r"\d+", name) and int(name) < len(items):
+        return int(name)
+    return None
+
+
+def apply_setting(data: dict, path: str, value) -> dict:
+    """``data`` (scenario fields as parsed) with the field at ``path`` set to ``value``. The path is dotted; list
+    items are named by their ``name`` (workloads) or ``id`` (custom hardware, inline models) or index; a segment may
+    itself hold dots where it names an existing key or item (``workloads.llama-3.1-8b-chat.tier``). Missing
+    mappings on the way are created; validation then judges the result like a field of the file."""
+    import copy
+
+    data = copy.deepcopy(data)
+    node, rest, walked = data, path, []
+    while True:
+        if isinstance(node, list):
+            names = [str(x.get("name") or x.get("id")) for x in node if isinstance(x, dict)]
+            keys = names + [str(i) for i in range(len(node))]
+        elif isinstance(node, dict):
+            keys = [str(k) for k in node]
+        else:
+            raise InputError(f"{path}: {'.'.join(walked) or 'the scenario'} is a value, not a mapping or list",
+                             field="--set")
+        # the longest existing key that the rest of the path starts with, else the next dotted segment
+        match = next((k for k in sorted(keys, key=len, reverse=True) if rest == k or rest.startswith(k + ".")), None)
+        head = match if match is not None else rest.split(".", 1)[0]
+        rest = rest[len(head) + 1:] if len(rest) > len(head) else ""
+        walked.append(head)
+        if isinstance(node, list):
+            i = _item_named(node, head)
+            if i is None:
+                raise InputError(f"{path}: no item named {head!r} in {'.'.join(walked[:-1])}"
+                                 f"{did_you_mean(head, names)}", field="--set")
+            if not rest:
+                node[i] = value
+                return data
+            node = node[i]
+            continue
+        if not rest:
+            node[head] = value
+            return data
+        if head not in node or node[head] is None:
+            node[head] = {}
+        node = node[head]
+
+
+def with_settings(data: dict, settings) -> dict:
+    """``data`` with every ``PATH=VALUE`` of ``settings`` applied in order."""
+    for text in settings or ():
+        path, value = parse_setting(text)
+        data = apply_setting(data, path, value)
+    return data
+
+
 # ---- public API ------------------------------------------------------------------------------------------------------
-def scenario_from_yaml(text: str, file: str = "<scenario>") -> Scenario:
-    """Parse and validate scenario YAML text; ``file`` names it in error messages."""
+def scenario_from_yaml(text: str, file: str = "<scenario>", settings=()) -> Scenario:
+    """Parse and validate scenario YAML text, with ``settings`` (``PATH=VALUE``, as ``--set``) applied first;
+    ``file`` names it in error messages."""
     hardware_catalog(), model_catalog()  # a broken catalog is the planner's fault (exit 1), not the scenario's
     data, root = _parse_yaml(text, file)
     if data is None:
@@ -801,15 +939,20 @@ def scenario_from_yaml(text: str, file: str = "<scenario>") -> Scenario:
                          line=root.start_mark.line + 1)
     _check_keys_are_text(root, file)
     try:
+        data = with_settings(data, settings)
+    except InputError as exc:
+        raise exc.in_file(file) from None
+    try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise _validation_error(exc, file, root) from None
+        raise _validation_error(exc, file, root, set_paths=[parse_setting(t)[0] for t in settings or ()]) from None
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file; any problem raises InputError (file, line, field path, expectation)."""
+def load_scenario(path: str | Path, settings=()) -> Scenario:
+    """Read and validate a scenario file, with ``settings`` (``PATH=VALUE`` strings, as ``planner solve --set``)
+    applied before validation; any problem raises InputError (file, line, field path, expectation)."""
     path = Path(path)
-    return scenario_from_yaml(_read_text(path), str(path))
+    return scenario_from_yaml(_read_text(path), str(path), settings)
 
 
 def scenario_json_schema() -> dict:

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,6 +12,8 @@ from planner import catalog
 from planner.perf.estimate import estimate
 from planner.perf.frontier import frontier
 from planner.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args):
@@ -125,3 +128,53 @@ def test_estimate_answers_for_every_system(hw_id):
         assert res.exit_code == 0, (model_id, res.output)
         est = json.loads(res.output)
         assert est["fits"] and est["tps_per_user"] > 0 and est["ttft_s"] > 0
+
+
+def test_set_and_objective_are_what_the_library_does(tmp_path):
+    """--set and --objective equal Scenario.with_ and load_scenario(settings=...): the same plan."""
+    import json
+
+    from planner.fleet.solve import solve
+    from planner.scenario import load_scenario
+
+    path = str(ROOT / "scenarios" / "bank-2mw.yaml")
+    res = run("solve", path, "--set", "site.power_budget_mw=3", "--set", "workloads.customer-chatbot.requests_per_s=900",
+              "--objective", "min_power", "--format", "json", "-q")
+    assert res.exit_code == 0, res.output
+    cli = json.loads(res.stdout)
+    lib = solve(load_scenario(path).with_({"site.power_budget_mw": 3, "workloads.customer-chatbot.requests_per_s": 900,
+                                            "objective": "min_power"})).to_dict()
+    assert cli["objective"] == "min_power" and cli["inputs"]["scenario"]["site"]["power_budget_mw"] == 3
+    assert {f["hardware"]: f["racks"] for f in cli["fleet"]} == {f["hardware"]: f["racks"] for f in lib["fleet"]}
+    assert cli["objective_usd_per_year"] == lib["objective_usd_per_year"]
+    again = load_scenario(path, ["site.power_budget_mw=3", "workloads.1.requests_per_s=900", "objective=min_power"])
+    assert again == load_scenario(path).with_("site.power_budget_mw=3", "workloads.customer-chatbot.requests_per_s=900",
+                                              "objective=min_power")
+
+
+def test_set_errors_name_the_path():
+    path = str(ROOT / "scenarios" / "bank-2mw.yaml")
+    for setting, message in (
+        ("site.power_budget_mw=abc", "site.power_budget_mw: expected a valid number, got 'abc' (after --set site."),
+        ("workloads.custmer-chatbot.tier=high", "no item named 'custmer-chatbot' in workloads (did you mean"),
+        ("nonsense", "expected PATH=VALUE"),
+        ("site.pue=1.2", "pue belongs under finance"),
+        ("name.x=1", "name is a value, not a mapping or list"),
+    ):
+        res = run("solve", path, "--set", setting)
+        assert res.exit_code == 2 and message in res.output, (setting, res.output)
+
+
+def test_validate_says_what_the_scenario_resolves_to():
+    import json
+
+    res = run("validate", str(ROOT / "scenarios" / "bank-2mw.yaml"), "--format", "json", "--set", "site.power_budget_mw=null")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["valid"] and doc["hardware"]["allowed"] == ["hgx-b200", "hgx-h100", "hgx-h200"]
+    assert doc["hardware"]["excluded"]["vr-nvl72"] == "not in hardware.allow"
+    assert [d["name"] for d in doc["demands"]][:2] == ["employee-assistant", "customer-chatbot"]
+    assert doc["demands"][0]["output_tokens_per_s"] == pytest.approx(360 * 3.0 * 450)  # rate x peak x output
+    assert any("power_budget_mw not given" in w for w in doc["warnings"])
+    table = run("validate", str(ROOT / "scenarios" / "bank-2mw.yaml"))
+    assert "3 systems allowed (hgx-b200, hgx-h100, hgx-h200)" in table.output and "486,000 output tok/s" in table.output

@@ -110,7 +110,8 @@ def main() -> None:
                    "workloads.chat.requests_per_s=900, hardware.overrides.vr-nvl72.capex_usd=9e6")
 @click.option("--objective", type=click.Choice(OBJECTIVES), default=None,
               help="what the plan optimises [default: the scenario's, else min_cost]")
-def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings, objective):
+@click.option("--detail", is_flag=True, help="every column, the totals, the tiers and why these systems")
+def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings, objective, detail):
     """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
     each workload is served, cost and power."""
     from planner.errors import InfeasibleError, InputError
@@ -142,9 +143,9 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
     except InfeasibleError as exc:
         html(exc.plan, str(exc))  # the report still explains why, and the exit code stays 3
         if exc.plan is not None:
-            report.emit(exc.plan, fmt, out_dir, reason=str(exc))
+            report.emit(exc.plan, fmt, out_dir, reason=str(exc), detail=detail)
         raise
-    report.emit(plan, fmt, out_dir)
+    report.emit(plan, fmt, out_dir, detail=detail)
     html(plan)
 
 

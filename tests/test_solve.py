@@ -338,3 +338,43 @@ def test_progress_hears_the_engine_and_the_milp():
     solve(small(50.0, 10.0), progress=lambda done, total, text: seen.append((done, total, text)))
     assert any("scoring chat" in t for _, _, t in seen)
     assert any("solving the MILP" in t for _, _, t in seen)
+
+
+def test_people_numbers_by_hand():
+    from planner.report.summary import people
+
+    assert people(46_200_000, "USD") == "46.2 M USD"
+    assert people(1_606_800) == "1.61 M" and people(2.05632) == "2.06" and people(9_869) == "9,869"
+    assert people(12_345) == "12.3 k" and people(float("nan")) == "-"
+
+
+@pytest.mark.parametrize("name", [p.stem for p in SCENARIOS])
+def test_the_answer_fits_one_screen_at_120_columns(plans, name, monkeypatch, capsys):
+    """The answer's lines come first and say what to buy, what binds and what is unserved; the compact tables
+    fit 120 columns without cutting an id (issue 12)."""
+    from planner.report.summary import summary_lines
+    from planner.report.terminal import show_tables
+
+    plan = plans[name]
+    d = plan.to_dict()
+    lines = summary_lines(d)
+    assert lines[1].startswith("buy:") and any(x.startswith("binding:") for x in lines)
+    assert any(x.startswith("unserved:") for x in lines) and len(lines) <= 10
+    for f in d["fleet"]:
+        assert f"{f['racks']:,} x {f['hardware']}" in lines[1]
+    monkeypatch.setenv("COLUMNS", "120")
+    show_tables(plan)
+    out = capsys.readouterr().out
+    tables = out[out.index("what to buy"):out.index("assumptions:")]
+    assert max(len(x) for x in tables.splitlines()) <= 120
+    for f in d["fleet"]:
+        assert f["hardware"] in tables  # ids whole
+    assert "…" not in tables
+
+
+def test_binding_limits_are_named(plans):
+    from planner.report.summary import binding_limits
+
+    mixed = plans["mixed-site"].to_dict()
+    assert any(x.startswith("floor space:") for x in binding_limits(mixed))  # 799-800 of 800 racks
+    assert binding_limits(plans["bank-2mw"].to_dict()) == []  # 2.06 of 2.5 MW, 103 of 160 racks

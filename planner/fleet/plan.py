@@ -59,6 +59,14 @@ class Plan:
     timings: dict = field(default_factory=dict)  # seconds spent; shown, never serialized (plans are reproducible)
 
     def to_dict(self) -> dict:
+        from planner.report.summary import assumptions
+
+        d = self._as_dict()
+        ready = isinstance(d["inputs"], dict) and {"scenario", "demands"} <= set(d["inputs"])
+        d["assumptions"] = assumptions(d) if ready else []  # what decides the cost, in words
+        return d
+
+    def _as_dict(self) -> dict:
         return {
             "scenario": self.scenario,
             "status": self.status,

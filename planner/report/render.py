@@ -31,18 +31,24 @@ def fmt(value) -> str:
 
 
 def table(rows: list[dict], title: str | None = None, columns: Iterable[str] | None = None,
-          file=None) -> None:
-    """Print rows as a rich table (plain text when not a terminal)."""
+          file=None, labels: dict[str, str] | None = None) -> None:
+    """Print rows as a rich table (plain text when not a terminal); ``labels`` are shorter headers for columns."""
     from rich.console import Console
     from rich.table import Table
 
+    import shutil
+
     cols = list(columns) if columns else (list(rows[0].keys()) if rows else [])
     t = Table(title=title, show_lines=False, header_style="bold")
-    for c in cols:
-        t.add_column(c, justify="right" if rows and isinstance(rows[0].get(c), (int, float)) else "left")
+    for c in cols:  # fold, never crop: an id or a number cut short is worse than a taller row
+        t.add_column((labels or {}).get(c, c),
+                     justify="right" if rows and isinstance(rows[0].get(c), (int, float)) else "left",
+                     overflow="fold")
     for r in rows:
         t.add_row(*(fmt(r.get(c)) for c in cols))
-    Console(file=file or sys.stdout, width=200 if not sys.stdout.isatty() else None).print(t)
+    # COLUMNS where set, the terminal's width, else 120 when piped
+    width = shutil.get_terminal_size(fallback=(120, 24)).columns
+    Console(file=file or sys.stdout, width=width).print(t)
 
 
 def to_json(obj) -> str:

@@ -42,7 +42,33 @@ def progress_display(enabled: bool):
         yield update
 
 
-def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None) -> None:
+# The compact tables of the one-screen answer; --detail shows every column and the supporting tables.
+FLEET_BRIEF = ["hardware", "racks", "chips", "facility_power_mw", "capex_usd", "annual_cost_usd"]
+ALLOCATION_BRIEF = ["workload", "role", "hardware", "replicas", "layout", "batch", "precision", "speculative",
+                    "tps_per_user", "ttft_s"]
+WORKLOAD_BRIEF = ["workload", "model", "tier", "tps_per_user", "ttft_s", "ttft_target_s", "cost_usd_per_mtok",
+                  "power_mw", "served_share"]
+# Short headers for the compact tables (the interface's names stay in JSON, CSV, Parquet and --detail).
+BRIEF_LABELS = {"facility_power_mw": "facility MW", "capex_usd": "capex USD", "annual_cost_usd": "USD/year",
+                "tps_per_user": "tok/s/user", "ttft_target_s": "TTFT target s", "ttft_s": "TTFT s",
+                "cost_usd_per_mtok": "USD/Mtok", "power_mw": "IT MW", "served_share": "served",
+                "speculative": "drafter"}
+
+
+def brief_allocation(rows: list[dict]) -> tuple[list[dict], list[str]]:
+    """Allocation rows with the layout as one cell (chips = tp x pp, ep) and the drafter column only if used."""
+    out = []
+    for r in rows:
+        ep = " ep" if r.get("expert_parallel") else ""
+        layout = f"{r['chips_per_replica']:g} = tp{r['tensor_parallel']} pp{r['pipeline_parallel']}{ep}"
+        if r.get("attention_chips") is not None:  # an attention/FFN pair: chips of each side
+            layout = f"{r['attention_chips']:g}+{r['ffn_chips']:g} split"
+        out.append({**r, "layout": layout})
+    cols = [c for c in ALLOCATION_BRIEF if c != "speculative" or any(r.get(c) not in (None, "none") for r in rows)]
+    return out, cols
+
+
+def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None, detail: bool = False) -> None:
     from planner.report.files import plan_json, write_files
 
     if out_dir:
@@ -50,18 +76,34 @@ def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None) -> None
     if fmt == "json":
         click.echo(plan_json(plan, reason))
         return
-    show_tables(plan, reason)
+    show_tables(plan, reason, detail)
 
 
-def show_tables(plan, reason: str | None = None) -> None:
-    """The plan as terminal tables; the reason of an infeasible plan is printed by the CLI's error line."""
-    s, t = plan.solver, plan.timings
-    gap = s.get("relative_gap")
-    click.echo(f"scenario {plan.scenario}: {plan.status} ({s['name']}, gap {gap if gap is not None else '-'}, "
-               f"{s['candidates_scored']:,} candidates scored in {t.get('engine_s', 0):.2f} s, "
-               f"{s['columns']} columns, MILP {t.get('solve_s', 0):.2f} s)")
+def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
+    """The answer first (``planner.report.summary``), then compact tables that fit the terminal; with ``detail``
+    every column, the totals, the tiers and why these systems. The reason of an infeasible plan is also printed
+    by the CLI's error line."""
+    from planner.report.summary import assumptions, summary_lines
+
+    d = plan.to_dict()
+    for line in summary_lines(d, reason):
+        click.echo(line)
     if not len(plan.fleet):
         return
+    if not detail:
+        render.table(plan.fleet.to_dicts(), title="what to buy", columns=FLEET_BRIEF, labels=BRIEF_LABELS)
+        render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_BRIEF, labels=BRIEF_LABELS)
+        rows, cols = brief_allocation(plan.allocation.to_dicts())
+        render.table(rows, title="how each workload is served (chips per replica = tensor x pipeline)",
+                     columns=cols, labels=BRIEF_LABELS)
+        click.echo("assumptions:")
+        for line in assumptions(d):
+            click.echo(f"  - {line}")
+        click.echo("(every column, the totals, the tiers and why these systems: --detail; all of it: --format json)")
+        return
+    s, t = plan.solver, plan.timings
+    click.echo(f"solver: {s['candidates_scored']:,} candidates scored in {t.get('engine_s', 0):.2f} s, "
+               f"{s['columns']} columns, MILP {t.get('solve_s', 0):.2f} s")
     render.table(plan.fleet.to_dicts(), title="fleet", columns=FLEET_COLUMNS)
     render.table(plan.allocation.to_dicts(), title="allocation (per workload and role)", columns=ALLOCATION_COLUMNS)
     render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_COLUMNS)
@@ -72,3 +114,6 @@ def show_tables(plan, reason: str | None = None) -> None:
         render.table(plan.alternatives.to_dicts(),
                      title="why these systems: the cheapest option on each system per workload and role "
                            "(annual cost and IT power per 1,000 tokens/s of capacity; used = in the plan)")
+    click.echo("assumptions:")
+    for line in assumptions(d):
+        click.echo(f"  - {line}")

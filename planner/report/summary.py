@@ -1,0 +1,100 @@
+"""The answer at a glance: what to buy, what it costs, what limits it, what it leaves unserved, and the
+assumptions that decide the cost. Plain lines from a plan's interface JSON (``Plan.to_dict()``), so the terminal,
+the JSON (``assumptions``) and the HTML report say the same."""
+
+from __future__ import annotations
+
+import math
+
+BINDING_SHARE = 0.995  # a limit used to this share or more is reported as binding
+
+
+def people(value: float, unit: str = "") -> str:
+    """3-4 significant figures with k, M, G for people: 45.9 M, 2.06, 1,607 k."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    mag = abs(value)
+    for scale, suffix in ((1e12, " T"), (1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if mag >= max(scale, 1e4):  # below 10 k, plain digits read better
+            text = f"{value / scale:.3g}{suffix}"
+            break
+    else:
+        text = f"{value:,.0f}" if mag >= 100 else f"{value:.3g}"
+    return text + (f" {unit}" if unit and not text.endswith(" ") else unit)
+
+
+def binding_limits(d: dict) -> list[str]:
+    """The limits the plan runs into: the power budget, the rack count, a system's supply cap."""
+    totals, site = d["totals"], d["inputs"]["scenario"]["site"]
+    out = []
+    budget = site.get("power_budget_mw")
+    if budget and totals["facility_power_mw"] >= BINDING_SHARE * budget:
+        out.append(f"power: {people(totals['facility_power_mw'])} of {people(budget)} MW")
+    max_racks = site.get("max_racks")
+    if max_racks and totals["racks"] >= BINDING_SHARE * max_racks:
+        out.append(f"floor space: {totals['racks']:,} of {max_racks:,} racks")
+    caps = d["inputs"]["scenario"].get("max_racks") or {}
+    for f in d["fleet"]:
+        cap = caps.get(f["hardware"])
+        if cap is not None and f["racks"] >= cap:
+            out.append(f"supply of {f['hardware']}: {f['racks']:,} of {cap:,} racks")
+    return out
+
+
+def assumptions(d: dict) -> list[str]:
+    """What decides the cost and is easy to miss: load, peaks, drafters, prices, what $/Mtok includes."""
+    sc = d["inputs"]["scenario"]
+    fin = sc["finance"]
+    lines = [
+        f"$/Mtok = annual cost (capex annuity at {100 * fin['wacc']:.3g}% over {sc['horizon_years']:g} years, "
+        f"maintenance {100 * fin['maintenance_share_of_capex_per_year']:.3g}% of capex a year, energy at "
+        f"{fin['electricity_usd_per_mwh']:g} USD/MWh x PUE {fin['pue']:g}) / tokens generated a year at the mean "
+        f"rate (peak / peak_to_mean); no software, staff or network",
+        f"racks draw {100 * fin['average_load_share']:.3g}% of their rated power on average; decode replicas are "
+        f"sized for the peak at 100% of their modelled throughput",
+    ]
+    for w in d["inputs"]["demands"]:
+        spec = (f"{w['speculative']} at acceptance {w['acceptance']:g}" if w["speculative"] != "none"
+                else "no speculative decoding")
+        lines.append(f"{w['name']}: peak {w['peak_to_mean']:g}x the mean rate; {spec}"
+                     + (f"; precision pinned to {w['precision']}" if w.get("precision") else ""))
+    if d["objective"] == "max_revenue":
+        prices = sc.get("prices_usd_per_mtok") or {}
+        lines.append("prices: " + (", ".join(f"{k} {v:g} USD/Mtok" for k, v in prices.items()) or "per workload"))
+    lines.append("fractional replicas: a row's replicas may be fractional (a share of a replica's time); racks "
+                 "are whole (docs/OPTIMIZER.md)")
+    return lines
+
+
+def summary_lines(d: dict, reason: str | None = None) -> list[str]:
+    """The one-screen answer, from a plan's interface JSON."""
+    totals, sc = d["totals"], d["inputs"]["scenario"]
+    gap = d["solver"].get("relative_gap")
+    gap_text = f"gap {100 * gap:.2g}%" if gap is not None else "no gap"
+    lines = [f"{d['scenario']}: {d['status']} ({d['objective']}, {d['solver']['name']}, {gap_text})"]
+    if d["status"] == "infeasible":
+        return lines + ([f"why: {reason}"] if reason else [])
+    buy = ", ".join(f"{f['racks']:,} x {f['hardware']}" for f in d["fleet"]) or "nothing"
+    lines.append(f"buy:      {buy} ({totals['racks']:,} racks, {totals['chips']:,} chips)")
+    lines.append(f"cost:     capex {people(totals['capex_usd'], 'USD')}; {people(totals['annual_cost_usd'], 'USD')} "
+                 f"a year")
+    budget = sc["site"].get("power_budget_mw")
+    against = (f" of a {people(budget)} MW budget ({100 * totals['facility_power_mw'] / budget:.3g}%)"
+               if budget else " (no budget)")
+    lines.append(f"power:    {people(totals['facility_power_mw'])} MW at the facility{against}; "
+                 f"{people(totals['power_mw'])} MW IT")
+    lines.append(f"serves:   {people(totals['output_tokens_per_s'])} output tok/s at peak; "
+                 f"{people(totals['output_tokens_per_s_per_mw'])} tok/s per MW (IT)")
+    per = "; ".join(f"{w['workload']} {people(w['cost_usd_per_mtok'])}" for w in d["workloads"]
+                    if w.get("cost_usd_per_mtok") is not None)
+    lines.append(f"USD/Mtok: {per}")
+    limits = binding_limits(d)
+    lines.append("binding:  " + ("; ".join(limits) if limits else "no limit binds: demand sets the size"))
+    short = [f"{w['workload']} ({100 * w['served_share']:.3g}% served)" for w in d["workloads"]
+             if w.get("served_share") is not None and w["served_share"] < 1.0 - 1e-9]
+    short += [f"{name} ({why})" for name, why in (d.get("unserved") or {}).items()]
+    lines.append("unserved: " + (", ".join(short) if short else "none: every workload is served whole"))
+    if d["objective"] == "max_revenue":
+        lines.append(f"revenue:  {people(totals['revenue_usd_per_year'], 'USD')} a year; profit "
+                     f"{people(totals['profit_usd_per_year'], 'USD')}")
+    return lines

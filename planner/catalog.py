@@ -16,7 +16,7 @@ from typing import Annotated, Literal, get_args
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from planner.vocabulary import HARDWARE_ROLES, PRECISIONS
+from planner.vocabulary import ACQUISITIONS, HARDWARE_ROLES, PRECISIONS
 
 DATA_DIR = Path(__file__).parent / "data"
 CATALOG_VERSION = "2026.11.30"
@@ -25,8 +25,10 @@ Confidence = Literal["official", "press", "estimate"]
 Precision = Literal["fp4", "fp8", "bf16"]
 Role = Literal["prefill", "decode", "attention", "ffn"]
 TierKind = Literal["sram", "hbm", "gddr", "ddr", "lpddr"]
+Acquisition = Literal["merchant", "cloud", "select"]
 
 assert get_args(Precision) == PRECISIONS and get_args(Role) == HARDWARE_ROLES  # the vocabulary's words
+assert get_args(Acquisition) == ACQUISITIONS
 # Bytes per weight element. FP4 carries one 8-bit scale per 16 elements (NVFP4 block size), so 4.5 bits.
 WEIGHT_BYTES = {"fp4": 4.5 / 8.0, "fp8": 1.0, "bf16": 2.0}
 # KV cache element bytes at each serving precision: FP4 deployments keep the KV cache in FP8.
@@ -155,6 +157,9 @@ class Rack(Strict):
     power_kw: Figure = Field(description="design (IT) power of one rack")
     capex_usd: Figure
     available: DateFigure
+    acquisition: Acquisition = Field("merchant", description="how it can be obtained: merchant (racks anyone can "
+                                     "buy), cloud (rented from one cloud only), select (sold to a few customers)")
+    acquisition_basis: str | None = Field(None, description="why, with the source where there is one")
     note: str | None = None
 
     _check = _positive("power_kw")

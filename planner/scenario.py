@@ -46,6 +46,7 @@ from planner.catalog import (
 )
 from planner.errors import InputError
 from planner.vocabulary import (
+    DEFAULT_ACQUISITION,
     DEFAULT_OBJECTIVE,
     DEFAULT_SOLVER,
     OBJECTIVES,
@@ -110,8 +111,14 @@ class Site(_Section):
 class HardwareChoice(_Section):
     allow: list[Name] | None = Field(
         None,
-        description="hardware ids a plan may use (catalog or custom); default: every catalog and custom system "
-        "available by start_date",
+        description="hardware ids a plan may use (catalog or custom), whatever their acquisition; default: every "
+        "catalog and custom system available by start_date that hardware.acquisition admits",
+    )
+    acquisition: list[Literal["merchant", "cloud", "select"]] = Field(
+        default_factory=lambda: list(DEFAULT_ACQUISITION), min_length=1,
+        description="how systems may be obtained when hardware.allow does not name them: merchant (racks anyone can "
+        "buy; the default), cloud (capacity rented from one cloud: TPU, Trainium), select (sold to a few "
+        "customers: Cerebras, SambaNova, Taalas)",
     )
     max_racks: dict[str, Count] = Field(
         default_factory=dict, description="supply caps: hardware id -> most racks that can be bought"
@@ -123,6 +130,10 @@ class HardwareChoice(_Section):
         "chip.peak_flops_per_s.fp8). A bare number replaces a figure's value and marks it as a scenario estimate.",
     )
     custom: list[Hardware] = Field(default_factory=list, description="inline rack types, in the catalog schema")
+
+
+ACQUISITION_WORDS = {"merchant": "bought as racks", "cloud": "rented from one cloud only",
+                     "select": "sold to a few customers only"}
 
 
 class SolverSettings(_Section):
@@ -338,6 +349,9 @@ class Scenario(_Section):
     def _exclusion(self, hw_id: str, hw: Hardware) -> str | None:
         if self.hardware.allow is not None and hw_id not in self.hardware.allow:
             return "not in hardware.allow"
+        if self.hardware.allow is None and hw.rack.acquisition not in self.hardware.acquisition:
+            return (f"{ACQUISITION_WORDS[hw.rack.acquisition]} (acquisition: {hw.rack.acquisition}); add "
+                    f"{hw.rack.acquisition} to hardware.acquisition or name it in hardware.allow")
         if hw.rack.available.value > self.start_date:
             return f"available {hw.rack.available.value}, after start_date {self.start_date}"
         return None

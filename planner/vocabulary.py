@@ -18,6 +18,11 @@ DECODE_ROLES: tuple[str, ...] = ("decode", "colocated", "attention")
 # Roles whose rows carry prompt tokens.
 PREFILL_ROLES: tuple[str, ...] = ("prefill", "colocated")
 
+# How a system can be obtained: racks anyone can buy, capacity rented from one cloud only, or racks sold to a few
+# customers. A plan buys merchant systems unless the scenario allows more (hardware.acquisition, hardware.allow).
+ACQUISITIONS: tuple[str, ...] = ("merchant", "cloud", "select")
+DEFAULT_ACQUISITION: tuple[str, ...] = ("merchant",)
+
 # Objectives of the fleet MILP (docs/OPTIMIZER.md 1; their arithmetic: ``solvers.objectives``), its solvers
 # (OR-Tools MathOpt) and the statuses a plan can have: defined beside the optimizer, which never imports planner/.
 from solvers.vocabulary import OBJECTIVES, SOLVERS, STATUSES  # noqa: E402,F401

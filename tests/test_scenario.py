@@ -336,3 +336,27 @@ def test_several_errors_are_all_listed(tmp_path):
 def test_tiers_table():
     assert TIERS == {"standard": 100.0, "high": 200.0, "premium": 400.0, "ultra": 1000.0}
     assert all(math.isfinite(v) for v in TIERS.values())
+
+
+def test_a_plan_buys_merchant_systems_unless_told_otherwise():
+    """issue 12: TPUs and Trainium are rented, Cerebras and SambaNova sold to a few; by default a plan offers only
+    racks anyone can buy, says why each other system is left out, and a scenario may widen it or name systems."""
+    import copy
+
+    import yaml
+
+    from planner.scenario import scenario_from_yaml
+
+    doc = yaml.safe_load((ROOT / "scenarios" / "mixed-site.yaml").read_text())
+    sc = scenario_from_yaml(yaml.safe_dump(doc))
+    allowed, excluded = set(sc.resolved_hardware()), sc.excluded_hardware()
+    assert {"tpu-v7", "trn3-ultraserver", "cs3", "sn40l-rack"} & allowed == set()
+    assert "rented from one cloud only (acquisition: cloud)" in excluded["tpu-v7"]
+    assert "sold to a few customers only (acquisition: select)" in excluded["cs3"]
+    assert {"hgx-b200", "gb200-nvl72", "corsair-rack", "mi355x"} <= allowed
+    wide = copy.deepcopy(doc)
+    wide["hardware"]["acquisition"] = ["merchant", "cloud", "select"]
+    assert {"tpu-v7", "trn3-ultraserver", "cs3"} <= set(scenario_from_yaml(yaml.safe_dump(wide)).resolved_hardware())
+    named = copy.deepcopy(doc)
+    named["hardware"]["allow"] = ["tpu-v7", "hgx-b200"]  # naming a system allows it, whatever its acquisition
+    assert set(scenario_from_yaml(yaml.safe_dump(named)).resolved_hardware()) == {"tpu-v7", "hgx-b200"}

@@ -60,6 +60,8 @@ class Built:
                 "site": sc.site.model_dump(mode="json"), "max_racks": dict(sc.hardware.max_racks),
                 "prices_usd_per_mtok": dict(sc.prices_usd_per_mtok),
                 "solver": sc.solver.model_dump(mode="json"),
+                "acquisition": list(sc.hardware.acquisition) if sc.hardware.allow is None else None,
+                "excluded_hardware": sc.excluded_hardware(),
             },
             "demands": [d.to_dict() for d in self.demands],
             "hardware": {h.id: h.model_dump(mode="json") for h in self.hardware},

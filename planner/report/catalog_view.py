@@ -46,6 +46,7 @@ def hardware_rows() -> list[dict]:
             "available": hw.rack.available.value.isoformat(),
             "roles": ",".join(hw.roles),
             "model_lock": hw.model_lock,
+            "acquisition": hw.rack.acquisition,
             "weakest_confidence": _weakest(hw),
         })
     return rows

@@ -61,6 +61,13 @@ def assumptions(d: dict) -> list[str]:
     if d["objective"] == "max_revenue":
         prices = sc.get("prices_usd_per_mtok") or {}
         lines.append("prices: " + (", ".join(f"{k} {v:g} USD/Mtok" for k, v in prices.items()) or "per workload"))
+    excluded = sc.get("excluded_hardware") or {}
+    if sc.get("acquisition") is not None:
+        left = sorted(k for k, why in excluded.items() if "acquisition" in why)
+        lines.append(f"buying policy: {', '.join(sc['acquisition'])} systems only (hardware.acquisition)"
+                     + (f"; left out: {', '.join(left)}" if left else ""))
+    else:
+        lines.append(f"buying policy: the systems named in hardware.allow ({len(excluded)} others left out)")
     lines.append("fractional replicas: a row's replicas may be fractional (a share of a replica's time); racks "
                  "are whole (docs/OPTIMIZER.md)")
     return lines

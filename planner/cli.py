@@ -134,6 +134,11 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
 
             points = html_report.frontier_points_for_plan(plan) if plan is not None else None
             html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name), html_path)
+            wrote(html_path)
+
+    def wrote(path):
+        if not quiet:
+            click.echo(f"wrote {path}", err=True)  # stderr: stdout carries the plan (JSON with --format json)
 
     try:
         with report.progress_display(enabled=not quiet and fmt != "json") as progress:
@@ -144,8 +149,12 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
         html(exc.plan, str(exc))  # the report still explains why, and the exit code stays 3
         if exc.plan is not None:
             report.emit(exc.plan, fmt, out_dir, reason=str(exc), detail=detail)
+            if out_dir:
+                wrote(out_dir)
         raise
     report.emit(plan, fmt, out_dir, detail=detail)
+    if out_dir:
+        wrote(f"{out_dir} (plan.json, and each table as CSV and Parquet)")
     html(plan)
 
 

@@ -306,11 +306,14 @@ class Scenario(_Section):
         for loc, message in _reference_problems(self):
             raise _problem(message, *loc)
         if objective_named(self.objective).sells_shares:
-            for i, w in enumerate(self.workloads):
-                if self.price_of(w) is None:
-                    raise _problem(f"max_revenue needs a price for workload {w.name!r}: set its price_usd_per_mtok "
-                                   f"or prices_usd_per_mtok.{w.tier or '<tier>'}", "workloads", i,
-                                   "price_usd_per_mtok")
+            unpriced = [(i, w) for i, w in enumerate(self.workloads) if self.price_of(w) is None]
+            if unpriced:
+                i, w = unpriced[0]
+                names = ", ".join(repr(x.name) for _, x in unpriced)
+                tiers = sorted({x.tier or "<tier>" for _, x in unpriced})
+                raise _problem(f"max_revenue needs a price for {len(unpriced)} workload(s), {names}: set each one's "
+                               f"price_usd_per_mtok or prices_usd_per_mtok.{{{', '.join(tiers)}}}", "workloads", i,
+                               "price_usd_per_mtok")
         if not self.resolved_hardware():
             where = ("hardware", "allow") if self.hardware.allow is not None else ("start_date",)
             raise _problem(f"no allowed hardware is available by start_date {self.start_date}{self._earliest()}",

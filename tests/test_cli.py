@@ -178,3 +178,23 @@ def test_validate_says_what_the_scenario_resolves_to():
     assert any("power_budget_mw not given" in w for w in doc["warnings"])
     table = run("validate", str(ROOT / "scenarios" / "bank-2mw.yaml"))
     assert "3 systems allowed (hgx-b200, hgx-h100, hgx-h200)" in table.output and "486,000 output tok/s" in table.output
+
+
+def test_out_says_what_it_wrote_and_parquet_names_its_plan(tmp_path):
+    import polars as pl
+
+    out = tmp_path / "o"
+    res = run("solve", str(ROOT / "scenarios" / "gtc-2026-tiers.yaml"), "--out", str(out), "--format", "json")
+    assert res.exit_code == 0
+    json.loads(res.stdout)  # the message goes to stderr, stdout stays JSON
+    assert f"wrote {out}" in res.stderr
+    meta = pl.read_parquet_metadata(out / "fleet.parquet")
+    assert meta["planner.scenario"] == "gtc-2026-tiers" and meta["planner.table"] == "fleet"
+    assert meta["planner.version"] and meta["planner.catalog_version"] == catalog.CATALOG_VERSION
+
+
+def test_a_missing_price_names_every_unpriced_workload():
+    res = run("solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "--objective", "max_revenue")
+    assert res.exit_code == 2
+    for name in ("employee-assistant", "customer-chatbot", "document-extraction", "code-completion"):
+        assert name in res.output

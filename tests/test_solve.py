@@ -88,7 +88,7 @@ def test_same_scenario_gives_byte_identical_json_and_csv(tmp_path):
         res = CliRunner().invoke(main, ["solve", str(path), "--format", "json", "--out", str(out)],
                                  catch_exceptions=False)
         assert res.exit_code == 0
-        outs.append((res.output, {p.name: p.read_bytes() for p in out.iterdir() if p.suffix in (".csv", ".json")}))
+        outs.append((res.stdout, {p.name: p.read_bytes() for p in out.iterdir() if p.suffix in (".csv", ".json")}))
     assert outs[0] == outs[1]
 
 

@@ -66,13 +66,17 @@ def plan_file_contents(plan, reason: str | None = None) -> dict[str, bytes]:
     import io
 
     files = {}
+    prov = plan.provenance or {}
+    metadata = {"planner.scenario": str(plan.scenario), "planner.status": str(plan.status),
+                "planner.version": str(prov.get("planner_version", "")),
+                "planner.catalog_version": str(prov.get("catalog_version", ""))}
     for name in PLAN_TABLES:
         df = getattr(plan, name)
         if df is None:
             continue
         files[f"{name}.csv"] = spreadsheet_safe(df).write_csv().encode("utf-8")
         buf = io.BytesIO()
-        df.write_parquet(buf)
+        df.write_parquet(buf, metadata={**metadata, "planner.table": name})  # which plan a file came from
         files[f"{name}.parquet"] = buf.getvalue()
     files["plan.json"] = (plan_json(plan, reason) + "\n").encode("utf-8")
     return files

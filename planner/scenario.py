@@ -123,6 +123,11 @@ class HardwareChoice(_Section):
     max_racks: dict[str, Count] = Field(
         default_factory=dict, description="supply caps: hardware id -> most racks that can be bought"
     )
+    max_platforms: Annotated[int, Ge(1)] | None = Field(
+        None, description="most hardware types a plan may buy (one operations team, one software stack each); "
+        "default: any number")
+    min_racks: dict[str, Count] = Field(
+        default_factory=dict, description="minimum purchase: hardware id -> fewest racks bought if any is bought")
     overrides: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="hardware id -> {field: value}. A field is a catalog field name when unique (capex_usd, "
@@ -434,7 +439,7 @@ def _reference_problems(s: Scenario):
     for i, hw_id in enumerate(hw.allow or []):
         if hw_id not in known_hw:
             yield ("hardware", "allow", i), _unknown("hardware", hw_id, known_hw, "hardware.custom")
-    for field in ("max_racks", "overrides"):
+    for field in ("max_racks", "min_racks", "overrides"):
         for hw_id in getattr(hw, field):
             if hw_id not in known_hw:
                 yield ("hardware", field, hw_id), _unknown("hardware", hw_id, known_hw, "hardware.custom")

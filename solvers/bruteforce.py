@@ -60,6 +60,7 @@ def rack_bounds(problem, needs: np.ndarray) -> np.ndarray:
     """B_h = min(max_racks_h, the most racks of type h any covering replica vector needs): the optimum is one of
     those needs, so nothing is cut off."""
     most = needs.max(axis=0) if len(needs) else np.zeros(problem.n_hardware, dtype=np.int64)
+    most = np.where(most > 0, np.maximum(most, np.ceil(problem.min_racks)), most)  # (7): a minimum purchase
     return np.minimum(most, problem.max_racks).astype(np.int64)
 
 
@@ -133,10 +134,11 @@ def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub, row_grou
 
 
 @njit
-def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs, credit):
+def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs, credit,
+                      max_platforms, min_racks):
     """Step 2: (objective, racks[H], index of a need the racks hold) of the cheapest feasible rack vector, its
     objective the racks' primary value less the largest credit among the needs they hold; (inf, zeros, -1) when
-    none."""
+    none. Feasible includes (7): at most ``max_platforms`` types bought, each bought type at least ``min_racks``."""
     H = primary.shape[0]
     total = 1
     for h in range(H):
@@ -144,12 +146,16 @@ def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_rack
     r = np.zeros(H, dtype=np.int64)
     best, best_r, best_k = np.inf, np.zeros(H, dtype=np.int64), -1
     for _ in range(total):
-        obj, power, count = 0.0, 0.0, 0
+        obj, power, count, types, short = 0.0, 0.0, 0, 0, False
         for h in range(H):
             obj += primary[h] * r[h]
             power += rack_power_w[h] * r[h]
             count += r[h]
-        if pue * power <= power_budget_w * (1.0 + 1e-9) and count <= max_total_racks + 1e-9:
+            if r[h] > 0:
+                types += 1
+                short = short or r[h] < min_racks[h]
+        if (pue * power <= power_budget_w * (1.0 + 1e-9) and count <= max_total_racks + 1e-9
+                and types <= max_platforms and not short):
             for k in range(needs.shape[0]):
                 if obj - credit[k] >= best:
                     continue
@@ -178,7 +184,8 @@ def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
     b = rack_bounds(problem, needs) if rack_ub is None else np.minimum(rack_ub, problem.max_racks).astype(np.int64)
     _check_racks(b)
     best, racks, k = cheapest_rack_mix(primary_costs(problem), problem.rack_power_w, problem.pue,
-                                       problem.power_budget_w, problem.max_total_racks, b, needs, credit)
+                                       problem.power_budget_w, problem.max_total_racks, b, needs, credit,
+                                       float(problem.max_platforms), problem.min_racks)
     replicas = xs[k].copy() if k >= 0 else np.zeros(problem.n_columns, dtype=np.int64)
     return BruteForceResult(float(best), racks, replicas, k >= 0, int(np.prod(b + 1)), int(needs.shape[0]))
 
@@ -203,7 +210,8 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
         credit = sum(value[g] * share[g] for g in share) if sells(problem) else 0.0
         covering += 1
         need = [math.ceil(sum(chips[j][h] * n for j, n in enumerate(x)) / cpr[h] - 1e-9) for h in range(H)]
-        if any(n > b[h] for h, n in enumerate(need)):
+        need = [max(n, math.ceil(problem.min_racks[h])) if n > 0 else 0 for h, n in enumerate(need)]  # (7)
+        if any(n > b[h] for h, n in enumerate(need)) or sum(n > 0 for n in need) > problem.max_platforms:
             continue
         if problem.pue * sum(p * n for p, n in zip(power, need)) > problem.power_budget_w * (1.0 + 1e-9):
             continue

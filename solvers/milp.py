@@ -33,7 +33,7 @@ have no column.
 #       X_j = max_w demand_w / coverage_jw over the rows j serves (rounded up if integer; 0 if it serves none with
 #             demand; for CP-SAT, continuous X_j get 2 steps of its grid more, see cpsat_var_scaling)
 #       R_h = min(max_racks_h, floor(power_budget_w / (pue rack_power_w_h)), max_total_racks,
-#                 ceil(sum_j chips_jh X_j / chips_per_rack_h))
+#                 ceil(max(sum_j chips_jh X_j / chips_per_rack_h, min_racks_h where that need is > 0)))
 #
 #   (O) primary p_h:   min_cost: p_h = annual_cost_h;   min_power: p_h = rack_power_w_h (IT watts)
 #       secondary q_h: min_cost: q_h = rack_power_w_h;  min_power: q_h = annual_cost_h
@@ -43,6 +43,10 @@ have no column.
 #       with D_R = 1e-7, D_X = 1e-8. Each tie term is at most D * primary, so the solver's objective lies in
 #       [primary, (1 + D_R + D_X) primary]: its plan is within 1.1e-7 (relative) of the primary optimum, and
 #       dual_bound / (1 + D_R + D_X) is an honest lower bound on the primary optimum.
+#
+#   (7) only with a platform limit or a minimum purchase: a binary used_h per hardware type,
+#       racks_h <= R_h used_h;  racks_h >= min_racks_h used_h (where min_racks_h > 0);
+#       sum_h used_h <= max_platforms (where finite). used_h = 1 with racks_h = 0 is allowed and costs nothing.
 #
 #   (6) max_revenue: share variables s_g in [0, 1] per sold good g (a workload's rows share one g); row (1)
 #       becomes sum_j coverage_jw x_j >= s_{g(w)} demand_w, and the objective subtracts the revenue:
@@ -111,6 +115,8 @@ class FleetProblem:
     # workload and capacity (one row per column)
     row_group: np.ndarray | None = None  # [W] max_revenue: the sold good each demand row belongs to (default: own)
     group_value: np.ndarray | None = None  # [G] max_revenue: USD/year for serving group g's whole demand
+    max_platforms: float = math.inf  # (7) most hardware types bought, inf = any number
+    min_racks: np.ndarray | None = None  # [H] (7) fewest racks of a type bought if any is (0 = no minimum)
 
     def __post_init__(self):
         if self.coverage is None:
@@ -129,7 +135,10 @@ class FleetProblem:
                             ("max_racks", float), ("workload", np.int64), ("capacity", float), ("chips", float),
                             ("integer_replicas", bool), ("demand", float)):
             object.__setattr__(self, name, _frozen(getattr(self, name), dtype))
-        for name in ("pue", "power_budget_w", "max_total_racks"):
+        if self.min_racks is None:
+            object.__setattr__(self, "min_racks", np.zeros(len(self.chips_per_rack)))
+        object.__setattr__(self, "min_racks", _frozen(self.min_racks, float))
+        for name in ("pue", "power_budget_w", "max_total_racks", "max_platforms"):
             object.__setattr__(self, name, float(getattr(self, name)))
         problems = list(self._problems())
         if problems:
@@ -173,6 +182,10 @@ class FleetProblem:
             yield f"column {int(np.argmax(self.chips.sum(axis=1) <= 0))} uses no chips"
         if not (math.isfinite(self.pue) and self.pue > 0):
             yield f"pue = {self.pue!r}, expected finite and > 0"
+        if self.min_racks.shape != (H,) or not np.all(np.isfinite(self.min_racks) & (self.min_racks >= 0)):
+            yield f"min_racks must be {H} finite values >= 0"
+        if not self.max_platforms >= 0:
+            yield f"max_platforms = {self.max_platforms!r}, expected >= 0 (inf = no limit)"
         if not self.power_budget_w > 0:
             yield f"power_budget_w = {self.power_budget_w!r}, expected > 0 (inf = no budget)"
         if not self.max_total_racks >= 0:
@@ -230,6 +243,7 @@ def replica_upper_bounds(problem: FleetProblem) -> np.ndarray:
 def rack_upper_bounds(problem: FleetProblem) -> np.ndarray:
     """R_h of (5): supply cap, power budget, site rack limit, and enough racks for every column at its bound."""
     need = problem.chips.T @ replica_upper_bounds(problem) / problem.chips_per_rack
+    need = np.where(need > 0, np.maximum(need, problem.min_racks), need)  # (7): a bought type's minimum purchase
     ub = np.minimum(problem.max_racks, np.ceil(need * (1.0 - 1e-12)))
     ub = np.minimum(ub, problem.max_total_racks)
     if math.isfinite(problem.power_budget_w):
@@ -319,6 +333,7 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     _add_chip_rows(m, problem, racks, replicas)
     _add_power_row(m, problem, racks)
     _add_total_racks_row(m, problem, racks)
+    _add_platform_rows(m, problem, racks, r_ub)
     scale = _set_objective(m, problem, racks, replicas, shares)
     return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares)
 
@@ -370,6 +385,31 @@ def _add_total_racks_row(m, problem: FleetProblem, racks) -> None:
     row = m.add_linear_constraint(ub=problem.max_total_racks, name="total_racks")
     for r in racks:
         row.set_coefficient(r, 1.0)
+
+
+def limits_platforms(problem: FleetProblem) -> bool:
+    return math.isfinite(problem.max_platforms) or bool(np.any(problem.min_racks > 0))
+
+
+def _add_platform_rows(m, problem: FleetProblem, racks, r_ub) -> None:
+    """(7): a binary per hardware type, 1 when any rack of it is bought (racks_h <= R_h used_h); at least
+    min_racks_h racks when it is (racks_h >= min_racks_h used_h); at most max_platforms types."""
+    if not limits_platforms(problem):
+        return
+    used = [m.add_binary_variable(name=f"used[{h}]") for h in range(problem.n_hardware)]
+    for h, u in enumerate(used):
+        big = max(float(r_ub[h]), 0.0)
+        upper = m.add_linear_constraint(ub=0.0, name=f"used_upper[h={h}]")
+        upper.set_coefficient(racks[h], 1.0)
+        upper.set_coefficient(u, -big)
+        if problem.min_racks[h] > 0:
+            lower = m.add_linear_constraint(lb=0.0, name=f"min_racks[h={h}]")
+            lower.set_coefficient(racks[h], 1.0)
+            lower.set_coefficient(u, -float(problem.min_racks[h]))
+    if math.isfinite(problem.max_platforms):
+        row = m.add_linear_constraint(ub=problem.max_platforms, name="platforms")
+        for u in used:
+            row.set_coefficient(u, 1.0)
 
 
 def _set_objective(m, problem: FleetProblem, racks, replicas, shares=()) -> float:
@@ -672,6 +712,11 @@ def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float):
         yield "total_racks"
     for h in np.flatnonzero((r < -tol) | (np.abs(r - np.rint(r)) > tol)):
         yield f"racks_integer[h={h}]"
+    bought = r > 0.5
+    if bought.sum() > problem.max_platforms:
+        yield "platforms"
+    for h in np.flatnonzero(bought & (r < problem.min_racks - tol)):
+        yield f"min_racks[h={h}]"
     for j in np.flatnonzero(x < -tol):
         yield f"replicas_nonnegative[j={j}]"
     for j in np.flatnonzero(problem.integer_replicas & (np.abs(x - np.rint(x)) > tol)):

@@ -198,3 +198,15 @@ def test_a_missing_price_names_every_unpriced_workload():
     assert res.exit_code == 2
     for name in ("employee-assistant", "customer-chatbot", "document-extraction", "code-completion"):
         assert name in res.output
+
+
+def test_a_platform_limit_and_a_minimum_purchase_hold_in_the_plan():
+    base = json.loads(run("solve", str(ROOT / "scenarios" / "mixed-site.yaml"), "--format", "json", "-q").stdout)
+    res = run("solve", str(ROOT / "scenarios" / "mixed-site.yaml"), "--set", "hardware.max_platforms=2",
+              "--set", "hardware.min_racks.gb200-nvl72=90", "--format", "json", "-q")
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.stdout)
+    racks = {f["hardware"]: f["racks"] for f in plan["fleet"]}
+    assert len(racks) <= 2 and racks.get("gb200-nvl72", 90) >= 90
+    assert all(c["ok"] for c in plan["checks"]) and any(c["check"] == "platforms" for c in plan["checks"])
+    assert plan["objective_usd_per_year"] >= base["objective_usd_per_year"] * (1 - 0.005)  # a limit never saves

@@ -407,3 +407,44 @@ def test_solver_output_never_reaches_stdout(capfd):
     assert "HighsMipSolverData" not in out and "HighsMipSolverData" in err
     os.write(1, b"after\n")
     assert "after" in capfd.readouterr().out  # restored
+
+
+def with_platform_limits(p: F.FleetProblem, seed: int) -> F.FleetProblem:
+    """The tiny problem with (7): at most 1-2 types, and a minimum purchase of 0-3 racks per type."""
+    rng = np.random.default_rng(10_000 + seed)
+    return dataclasses.replace(p, max_platforms=float(rng.integers(1, 3)) if rng.random() < 0.7 else INF,
+                               min_racks=rng.integers(0, 4, p.n_hardware).astype(float))
+
+
+def test_platform_limits_brute_force_twins_and_solvers_agree():
+    """(7) max_platforms and min_racks: the jitted brute force, its Python twin, SCIP and HiGHS find the same
+    optimum, every plan holds under evaluate, and a limit never makes a plan cheaper."""
+    bound = 0
+    for seed in range(60):
+        base = tiny_problem(seed, multi_row=seed % 2 == 1)
+        p = with_platform_limits(base, seed)
+        jit, py = bf.brute_force(p), bf.brute_force_python(p)
+        assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), seed
+        if jit.feasible:
+            ev = F.evaluate(p, jit.racks, jit.replicas)
+            assert ev.feasible, (seed, ev.violations)
+        for name in ("scip", "highs"):
+            sol = F.optimize(p, name, relative_gap=TIGHT)
+            assert same_objective(objective_or_inf(sol), jit.objective), (seed, name, sol.objective, jit.objective)
+            if sol.status == "optimal":
+                assert F.evaluate(p, sol.racks, sol.replicas).feasible
+                assert (sol.racks > 0).sum() <= p.max_platforms
+                assert all(r == 0 or r >= m for r, m in zip(sol.racks, p.min_racks))
+        unlimited = bf.brute_force(base).objective
+        assert jit.objective >= unlimited * (1 - REL) or math.isinf(unlimited) and math.isinf(jit.objective)
+        bound += jit.objective > unlimited * (1 + REL)
+    assert bound >= 5  # the limits bind in enough cases to mean something
+
+
+def test_evaluate_names_platform_and_minimum_purchase_violations():
+    p = dataclasses.replace(tiny_problem(3), max_platforms=1.0)
+    racks = np.ones(p.n_hardware)
+    if p.n_hardware > 1:
+        assert "platforms" in F.evaluate(p, racks, np.zeros(p.n_columns)).violations
+    q = dataclasses.replace(tiny_problem(3), min_racks=np.full(p.n_hardware, 3.0))
+    assert "min_racks[h=0]" in F.evaluate(q, np.ones(p.n_hardware), np.zeros(p.n_columns)).violations

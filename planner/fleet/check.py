@@ -77,6 +77,8 @@ class Inputs:
             self.power_budget_w = float(budget) * 1e6 if budget else math.inf
             self.max_total_racks = sc["site"].get("max_racks")
             self.max_racks = dict(sc.get("max_racks", {}))
+            self.max_platforms = sc.get("max_platforms")  # (7), absent in plans written before it
+            self.min_racks = dict(sc.get("min_racks") or {})
             self.relative_gap = float(sc["solver"]["relative_gap"])
             self.demands = [Demand.from_dict(x) for x in d["demands"]]
             self.hardware = {k: Hardware.model_validate(v) for k, v in d["hardware"].items()}
@@ -321,6 +323,14 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     if inputs.max_total_racks:
         out.append(result("site racks", totals["racks"] <= inputs.max_total_racks,
                           f"{totals['racks']} of {inputs.max_total_racks}"))
+    bought = {h: n for h, n in racks.items() if n > 0}
+    if inputs.max_platforms:
+        out.append(result("platforms", len(bought) <= inputs.max_platforms,
+                          f"{len(bought)} types bought, at most {inputs.max_platforms}"))
+    for hw_id, least in sorted(inputs.min_racks.items()):
+        if hw_id in bought:
+            out.append(result(f"minimum purchase {hw_id}", bought[hw_id] >= least,
+                              f"{bought[hw_id]} racks, at least {least} if any"))
     out.extend(objective_checks(d, totals, inputs))
     return out
 

@@ -33,6 +33,9 @@ def binding_limits(d: dict) -> list[str]:
     max_racks = site.get("max_racks")
     if max_racks and totals["racks"] >= BINDING_SHARE * max_racks:
         out.append(f"floor space: {totals['racks']:,} of {max_racks:,} racks")
+    most = d["inputs"]["scenario"].get("max_platforms")
+    if most and len(d["fleet"]) >= most:
+        out.append(f"platforms: {len(d['fleet'])} of at most {most} hardware types")
     caps = d["inputs"]["scenario"].get("max_racks") or {}
     for f in d["fleet"]:
         cap = caps.get(f["hardware"])

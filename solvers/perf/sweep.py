@@ -141,20 +141,14 @@ def expert_intervals(hw, c, touched_row, batches, q, interval):
     (``busiest_touched``, ``busiest_assignments``) set its step (MODEL.md 2.3)."""
     pp, held_w, kvh, kvr = c[L.C_PP], c[L.C_HELD_W], c[L.C_KV_HELD], c[L.C_KV_READ]
     fixed = c[L.C_COMM0] + c[L.C_FLOOR]
-    k_route = c[L.C_EXPERTS_PER_TOKEN]
     room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
     inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
-    z2, inv_r, per_group, inv_e, spread, w1_r, e1_r = busiest_constants(c)
+    consts = busiest_constants(c)
     nb = batches.shape[0]
     for k in range(nb):  # fastest tier, branch-free
         b = max(batches[k] / pp, 1.0)
         tokens = b * q
-        t = touched_row[k]
-        m = t * inv_r
-        read_w = c[L.C_READ_W0] + w1_r * busiest_of(min(per_group, t), m + math.sqrt(z2 * m * (1.0 - t * inv_e)))
-        a = tokens * k_route
-        mu = a * inv_r
-        compute = c[L.C_COMPUTE] * tokens + e1_r * busiest_of(a, mu + math.sqrt(z2 * mu * spread))
+        read_w, compute = busiest_terms(c, consts, touched_row[k], tokens)
         memory = (read_w + kvr * b) * inv_bw0
         interval[k] = pp * (max(memory, compute) + fixed + c[L.C_COMM1] * tokens)
     for k in range(nb):
@@ -162,12 +156,7 @@ def expert_intervals(hw, c, touched_row, batches, q, interval):
         if held_w + held_kv > room0:
             b = max(batches[k] / pp, 1.0)
             tokens = b * q
-            t = touched_row[k]
-            m = t * inv_r
-            read_w = c[L.C_READ_W0] + w1_r * busiest_of(min(per_group, t), m + math.sqrt(z2 * m * (1.0 - t * inv_e)))
-            a = tokens * k_route
-            mu = a * inv_r
-            compute = c[L.C_COMPUTE] * tokens + e1_r * busiest_of(a, mu + math.sqrt(z2 * mu * spread))
+            read_w, compute = busiest_terms(c, consts, touched_row[k], tokens)
             memory = tier_read_time(hw, held_w, read_w, held_kv, kvr * b)
             interval[k] = pp * (max(memory, compute) + fixed + c[L.C_COMM1] * tokens)
 
@@ -181,26 +170,17 @@ def draft_steps(hw, dc, touched_row, batches, pp, out):
     room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
     inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
     fixed = dc[L.C_COMM0] + dc[L.C_FLOOR]
-    z2, inv_r, per_group, inv_e, spread, w1_r, e1_r = busiest_constants(dc)
-    k_route = dc[L.C_EXPERTS_PER_TOKEN]
+    consts = busiest_constants(dc)
     nb = batches.shape[0]
     for k in range(nb):  # fastest tier, branch-free
         b = max(batches[k] / pp, 1.0)
-        t = touched_row[k]
-        m = t * inv_r
-        read_w = dc[L.C_READ_W0] + w1_r * busiest_of(min(per_group, t), m + math.sqrt(z2 * m * (1.0 - t * inv_e)))
-        mu = b * k_route * inv_r
-        compute = dc[L.C_COMPUTE] * b + e1_r * busiest_of(b * k_route, mu + math.sqrt(z2 * mu * spread))
+        read_w, compute = busiest_terms(dc, consts, touched_row[k], b)
         out[k] = max((read_w + dc[L.C_KV_READ] * b) * inv_bw0, compute) + fixed + dc[L.C_COMM1] * b
     for k in range(nb):
         b = max(batches[k] / pp, 1.0)
         held_kv = dc[L.C_KV_HELD] * b
         if dc[L.C_HELD_W] + held_kv > room0:
-            t = touched_row[k]
-            m = t * inv_r
-            read_w = dc[L.C_READ_W0] + w1_r * busiest_of(min(per_group, t), m + math.sqrt(z2 * m * (1.0 - t * inv_e)))
-            mu = b * k_route * inv_r
-            compute = dc[L.C_COMPUTE] * b + e1_r * busiest_of(b * k_route, mu + math.sqrt(z2 * mu * spread))
+            read_w, compute = busiest_terms(dc, consts, touched_row[k], b)
             memory = tier_read_time(hw, dc[L.C_HELD_W], read_w, held_kv, dc[L.C_KV_READ] * b)
             out[k] = max(memory, compute) + fixed + dc[L.C_COMM1] * b
 
@@ -209,6 +189,20 @@ def draft_steps(hw, dc, touched_row, batches, pp, out):
 def busiest_of(cap, estimate):
     """``busiest_load``'s clamp: at most ``cap``, at least one whole unit where the cap allows."""
     return min(cap, max(estimate, min(1.0, cap)))
+
+
+@njit
+def busiest_terms(c, consts, touched, tokens):
+    """(weight bytes read, compute seconds) of one stage step over ``tokens`` tokens touching ``touched`` experts,
+    at the busiest expert group (``busiest_touched``, ``busiest_assignments`` inlined; ``consts`` from
+    ``busiest_constants``). With one group the square roots are 0 and this is the even split."""
+    z2, inv_r, per_group, inv_e, spread, w1_r, e1_r = consts
+    m = touched * inv_r
+    read_w = c[L.C_READ_W0] + w1_r * busiest_of(min(per_group, touched),
+                                                m + math.sqrt(z2 * m * (1.0 - touched * inv_e)))
+    a = tokens * c[L.C_EXPERTS_PER_TOKEN]
+    mu = a * inv_r
+    return read_w, c[L.C_COMPUTE] * tokens + e1_r * busiest_of(a, mu + math.sqrt(z2 * mu * spread))
 
 
 @njit

@@ -378,3 +378,15 @@ def test_binding_limits_are_named(plans):
     mixed = plans["mixed-site"].to_dict()
     assert any(x.startswith("floor space:") for x in binding_limits(mixed))  # 799-800 of 800 racks
     assert binding_limits(plans["bank-2mw"].to_dict()) == []  # 2.06 of 2.5 MW, 103 of 160 racks
+
+
+def test_two_custom_speeds_are_two_tier_rows():
+    text = SMALL.replace("RATE", "20").replace("BUDGET", "10").replace(
+        "     tier: standard, ttft_s: 1.0}",
+        "     min_tps_per_user: 150, ttft_s: 1.0}\n"
+        "  - {name: fast, model: llama-3.1-8b, requests_per_s: 10, input_tokens: 1000, output_tokens: 300,\n"
+        "     min_tps_per_user: 180, ttft_s: 1.0}")
+    plan = solve(scenario_from_yaml(text))
+    rows = {r["tier"]: r for r in plan.tiers.to_dicts()}
+    assert set(rows) == {"custom-150", "custom-180"}
+    assert rows["custom-150"]["min_tps_per_user"] == 150 and rows["custom-180"]["min_tps_per_user"] == 180

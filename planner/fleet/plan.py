@@ -282,9 +282,12 @@ def tier_table(workloads):
 
     if not len(workloads):
         return pl.DataFrame()
+    # a workload given by its own speed is its own tier, named by it: two custom speeds are two rows
+    labels = [t if t is not None else f"custom-{m:g}"
+              for t, m in zip(workloads["tier"].to_list(), workloads["min_tps_per_user"].to_list())]
     wl = workloads.with_columns(
         (pl.col("demand_output_tokens_per_s") * pl.col("served_share")).alias("output_tokens_per_s"),
-        pl.col("tier").fill_null("custom"))
+        pl.Series("tier", labels, dtype=pl.Utf8))
     return (wl.group_by("tier", maintain_order=True)
               .agg(pl.col("min_tps_per_user").min(), pl.col("output_tokens_per_s").sum(), pl.col("power_mw").sum(),
                    pl.col("revenue_usd_per_year").sum())

@@ -199,3 +199,23 @@ def test_page_error_detection_is_live(tmp_path):
 def test_chromium_is_available_where_ci_says_so():
     if os.environ.get("CI") and shutil.which("chromium") is None and CHROMIUM is None:
         pytest.fail("CI must install chromium (.ci/run) for the browser test")
+
+
+def test_the_report_opens_with_the_answer_and_prices_binding_limits():
+    """issue 12 item 4: 'buy X, because ...' first; each binding limit loosened by one unit and re-solved; the
+    alternatives per workload; the assumptions; each frontier's lengths stated."""
+    from planner.fleet.solve import solve
+    from planner.fleet.whatif import marginal_values
+    from planner.report.html import frontier_points_for_plan, render_plan_html
+    from planner.scenario import load_scenario
+
+    sc = load_scenario(ROOT / "scenarios" / "bank-2mw.yaml").with_({"site.power_budget_mw": 2.06})
+    plan = solve(sc)
+    worth = marginal_values(plan)
+    assert [w["limit"] for w in worth] == ["one more MW of facility power"]
+    assert worth[0]["worth_usd_per_year"] >= 0 and worth[0]["status"] in ("optimal", "time_limit")
+    page = render_plan_html(plan, frontier_points_for_plan(plan))
+    assert page.index('id="answer"') < page.index('id="summary"')
+    assert "Buy " in page and "because that is the cheapest fleet a year" in page and "held by power:" in page
+    assert 'id="limits"' in page and 'id="assumptions"' in page and "Drawn for 3,500 prompt" in page
+    assert page.count("<h3>") >= len(plan.workloads)  # alternatives grouped per workload

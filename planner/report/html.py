@@ -15,7 +15,7 @@ import html
 from planner import __version__
 from planner.vocabulary import DECODE_ROLES
 
-ALTERNATIVE_ROWS = 20
+ALTERNATIVE_ROWS_PER_WORKLOAD = 6  # the cheapest options shown for each workload
 
 CSS = """
 :root { color-scheme: light; }
@@ -43,6 +43,7 @@ td.text, th.text { text-align: left; }
 .explanation { border-left: 5px solid #b00020; background: #fff4f4; }
 .explanation pre { white-space: pre-wrap; font-size: 13px; margin: 0; }
 .muted { color: #666; font-size: 12px; }
+.lead { font-size: 17px; font-weight: 600; }
 footer { color: #666; font-size: 12px; padding: 0 32px 24px 32px; }
 """
 
@@ -205,6 +206,19 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
         body.append('<section class="explanation" id="explanation"><h2>Why there is no feasible plan</h2>'
                     f"<pre>{_e(reason)}</pre></section>")
     if plan is not None:
+        from planner.report.summary import assumptions, headline, summary_lines
+
+        d = plan.to_dict()
+        lines = "".join(f"<li>{_e(x)}</li>" for x in summary_lines(d, reason)[1:])
+        body.append(f'<section id="answer"><h2>The answer</h2><p class="lead">{_e(headline(d))}</p>'
+                    f"<ul>{lines}</ul></section>")
+        worth = marginal_rows(plan)
+        if worth:
+            body.append('<section id="limits"><h2>What the binding limits cost</h2><p class="muted">Each binding '
+                        "limit loosened by one unit and the plan solved again: the saving a year is what one more "
+                        "unit is worth; within_gap marks a saving smaller than the solvers' gap, which says only "
+                        "that the unit is worth little.</p>"
+                        f"{table_html(worth)}</section>")
         body.append(f'<section id="summary"><h2>Summary</h2>{summary_cards(plan)}'
                     f'<p class="muted">objective: {_e(plan.objective)}; solver: {_e(plan.solver.get("name"))} '
                     f'({_e(plan.solver.get("status"))}, gap {_cell(plan.solver.get("relative_gap"))}).</p></section>')
@@ -228,6 +242,10 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
                 points, chosen = (entry.get("points", []), entry.get("chosen")) if isinstance(entry, dict) \
                     else (entry, None)
                 parts.append(f'<h3 id="frontier-{_e(model)}">{_e(model)}</h3>')
+                if isinstance(entry, dict) and entry.get("input_tokens"):
+                    parts.append(f'<p class="muted">Drawn for {entry["input_tokens"]:,.0f} prompt and '
+                                 f'{entry["output_tokens"]:,.0f} output tokens per request (the model\'s first '
+                                 "workload), plain decoding.</p>")
                 if any(c.get("draft_tokens") for c in chosen or []):
                     parts.append('<p class="muted">Operating points that use speculative decoding (draft tokens) '
                                  "can sit above the curve: the frontier is drawn for plain decoding.</p>")
@@ -242,15 +260,31 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
             body.append('<section id="unserved"><h2>Unserved workloads</h2>'
                         + table_html([{"workload": k, "why": v} for k, v in plan.unserved.items()]) + "</section>")
         if plan.alternatives is not None and len(plan.alternatives):
-            alts = plan.alternatives.sort("usd_per_year_per_1k_tokens_per_s").head(ALTERNATIVE_ROWS) \
-                if "usd_per_year_per_1k_tokens_per_s" in plan.alternatives.columns \
-                else plan.alternatives.head(ALTERNATIVE_ROWS)
-            body.append(f'<section id="alternatives"><h2>Alternatives (cheapest {len(alts)} of '
-                        f"{len(plan.alternatives)})</h2>{table_html(_rows(alts))}</section>")
+            body.append(alternatives_html(plan.alternatives))
+        body.append('<section id="assumptions"><h2>Assumptions</h2><ul>'
+                    + "".join(f"<li>{_e(x)}</li>" for x in assumptions(d)) + "</ul></section>")
         body.append(f'<section id="provenance"><h2>Provenance</h2>'
                     f"{table_html([{'key': k, 'value': v} for k, v in (plan.provenance or {}).items()])}</section>")
     subtitle = f"fleet plan, status: {status}"
     return _document(f"planner report: {name}", subtitle, body)
+
+
+def alternatives_html(alternatives) -> str:
+    """Per workload, its cheapest options (the used ones marked), not one list sorted across workloads."""
+    key = "usd_per_year_per_1k_tokens_per_s"
+    parts = ['<section id="alternatives"><h2>Alternatives per workload</h2><p class="muted">The cheapest option on '
+             f"each system per workload and role, cheapest {ALTERNATIVE_ROWS_PER_WORKLOAD} per workload; used = in "
+             "the plan.</p>"]
+    for (workload,), group in alternatives.group_by(["workload"], maintain_order=True):
+        rows = group.sort(key).head(ALTERNATIVE_ROWS_PER_WORKLOAD) if key in group.columns else group
+        parts.append(f"<h3>{_e(workload)}</h3>{table_html(_rows(rows))}")
+    return "".join(parts) + "</section>"
+
+
+def marginal_rows(plan) -> list[dict]:
+    from planner.fleet.whatif import marginal_values
+
+    return marginal_values(plan)
 
 
 def render_frontier_html(points: list[dict], title: str, chosen: list[dict] | None = None) -> str:

@@ -108,3 +108,21 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
         lines.append(f"revenue:  {people(totals['revenue_usd_per_year'], 'USD')} a year; profit "
                      f"{people(totals['profit_usd_per_year'], 'USD')}")
     return lines
+
+
+OBJECTIVE_WORDS = {"min_cost": "the cheapest fleet a year", "min_power": "the fleet that draws the least power",
+                   "max_revenue": "the fleet that earns the most over its cost"}
+
+
+def headline(d: dict) -> str:
+    """"Buy X, because ..." in plain words, for the report's first line."""
+    if d["status"] == "infeasible" or not d["fleet"]:
+        return "No fleet can serve this scenario as it stands; the reason and the smallest change are below."
+    buy = ", ".join(f"{f['racks']:,} {f['hardware']}" for f in d["fleet"])
+    served = ("every workload at its speed tier and TTFT target"
+              if all((w.get("served_share") or 0) >= 1 - 1e-9 for w in d["workloads"]) else "the demand shown below")
+    limits = binding_limits(d)
+    within = f", held by {'; '.join(limits)}" if limits else ", with no site limit binding"
+    return (f"Buy {buy} racks, because that is {OBJECTIVE_WORDS.get(d['objective'], 'the best fleet')} that "
+            f"serves {served} ({people(d['totals']['annual_cost_usd'], 'USD')} a year, "
+            f"{people(d['totals']['facility_power_mw'])} MW at the facility{within}).")

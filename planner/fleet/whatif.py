@@ -5,24 +5,21 @@ not duals: the MILP's integer racks make duals meaningless, and each re-solve is
 from __future__ import annotations
 
 from planner.errors import PlannerError
-from planner.report.summary import BINDING_SHARE
+from planner.report.summary import binding
 
 
 def limit_changes(plan) -> list[tuple[str, dict]]:
-    """(what, settings) for each binding limit of ``plan``: the scenario paths to loosen by one unit."""
-    sc = plan.built.scenario
-    totals = plan.totals
+    """(what, settings) for each binding limit of ``plan`` (``planner.report.summary.binding``) that one more unit
+    can loosen: the scenario paths to set."""
     out = []
-    budget = sc.site.power_budget_mw
-    if budget and totals["facility_power_mw"] >= BINDING_SHARE * budget:
-        out.append(("one more MW of facility power", {"site.power_budget_mw": budget + 1.0}))
-    if sc.site.max_racks and totals["racks"] >= BINDING_SHARE * sc.site.max_racks:
-        out.append(("one more rack of floor space", {"site.max_racks": sc.site.max_racks + 1}))
-    for f in plan.fleet.to_dicts():
-        cap = sc.hardware.max_racks.get(f["hardware"])
-        if cap is not None and f["racks"] >= cap:
-            out.append((f"one more {f['hardware']} rack (supply cap {cap})",
-                        {f"hardware.max_racks.{f['hardware']}": cap + 1}))
+    for b in binding(plan.to_dict()):
+        if b["kind"] == "power":
+            out.append(("one more MW of facility power", {"site.power_budget_mw": b["limit"] + 1.0}))
+        elif b["kind"] == "floor_space":
+            out.append(("one more rack of floor space", {"site.max_racks": b["limit"] + 1}))
+        elif b["kind"] == "supply":
+            out.append((f"one more {b['hardware']} rack (supply cap {b['limit']})",
+                        {f"hardware.max_racks.{b['hardware']}": b["limit"] + 1}))
     return out
 
 

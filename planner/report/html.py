@@ -206,7 +206,7 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
         body.append('<section class="explanation" id="explanation"><h2>Why there is no feasible plan</h2>'
                     f"<pre>{_e(reason)}</pre></section>")
     if plan is not None:
-        from planner.report.summary import assumptions, headline, summary_lines
+        from planner.report.summary import headline, summary_lines
 
         d = plan.to_dict()
         lines = "".join(f"<li>{_e(x)}</li>" for x in summary_lines(d, reason)[1:])
@@ -262,7 +262,7 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
         if plan.alternatives is not None and len(plan.alternatives):
             body.append(alternatives_html(plan.alternatives))
         body.append('<section id="assumptions"><h2>Assumptions</h2><ul>'
-                    + "".join(f"<li>{_e(x)}</li>" for x in assumptions(d)) + "</ul></section>")
+                    + "".join(f"<li>{_e(x)}</li>" for x in d["assumptions"]) + "</ul></section>")
         body.append(f'<section id="provenance"><h2>Provenance</h2>'
                     f"{table_html([{'key': k, 'value': v} for k, v in (plan.provenance or {}).items()])}</section>")
     subtitle = f"fleet plan, status: {status}"

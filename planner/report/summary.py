@@ -23,25 +23,35 @@ def people(value: float, unit: str = "") -> str:
     return text + (f" {unit}" if unit and not text.endswith(" ") else unit)
 
 
-def binding_limits(d: dict) -> list[str]:
-    """The limits the plan runs into: the power budget, the rack count, a system's supply cap."""
-    totals, site = d["totals"], d["inputs"]["scenario"]["site"]
+def binding(d: dict) -> list[dict]:
+    """The limits the plan runs into, one dict each: ``kind`` (power, floor_space, platforms, supply),
+    ``hardware`` (supply only), ``limit`` (its value) and ``text``. The one place a limit is judged binding."""
+    totals, sc = d["totals"], d["inputs"]["scenario"]
     out = []
-    budget = site.get("power_budget_mw")
+    budget = sc["site"].get("power_budget_mw")
     if budget and totals["facility_power_mw"] >= BINDING_SHARE * budget:
-        out.append(f"power: {people(totals['facility_power_mw'])} of {people(budget)} MW")
-    max_racks = site.get("max_racks")
+        out.append({"kind": "power", "hardware": None, "limit": budget,
+                    "text": f"power: {people(totals['facility_power_mw'])} of {people(budget)} MW"})
+    max_racks = sc["site"].get("max_racks")
     if max_racks and totals["racks"] >= BINDING_SHARE * max_racks:
-        out.append(f"floor space: {totals['racks']:,} of {max_racks:,} racks")
-    most = d["inputs"]["scenario"].get("max_platforms")
+        out.append({"kind": "floor_space", "hardware": None, "limit": max_racks,
+                    "text": f"floor space: {totals['racks']:,} of {max_racks:,} racks"})
+    most = sc.get("max_platforms")
     if most and len(d["fleet"]) >= most:
-        out.append(f"platforms: {len(d['fleet'])} of at most {most} hardware types")
-    caps = d["inputs"]["scenario"].get("max_racks") or {}
+        out.append({"kind": "platforms", "hardware": None, "limit": most,
+                    "text": f"platforms: {len(d['fleet'])} of at most {most} hardware types"})
+    caps = sc.get("max_racks") or {}
     for f in d["fleet"]:
         cap = caps.get(f["hardware"])
         if cap is not None and f["racks"] >= cap:
-            out.append(f"supply of {f['hardware']}: {f['racks']:,} of {cap:,} racks")
+            out.append({"kind": "supply", "hardware": f["hardware"], "limit": cap,
+                        "text": f"supply of {f['hardware']}: {f['racks']:,} of {cap:,} racks"})
     return out
+
+
+def binding_limits(d: dict) -> list[str]:
+    """The binding limits in words (``binding``)."""
+    return [b["text"] for b in binding(d)]
 
 
 def assumptions(d: dict) -> list[str]:

@@ -83,7 +83,7 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
     """The answer first (``planner.report.summary``), then compact tables that fit the terminal; with ``detail``
     every column, the totals, the tiers and why these systems. The reason of an infeasible plan is also printed
     by the CLI's error line."""
-    from planner.report.summary import assumptions, summary_lines
+    from planner.report.summary import summary_lines
 
     d = plan.to_dict()
     for line in summary_lines(d, reason):
@@ -97,7 +97,7 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
         render.table(rows, title="how each workload is served (chips per replica = tensor x pipeline)",
                      columns=cols, labels=BRIEF_LABELS)
         click.echo("assumptions:")
-        for line in assumptions(d):
+        for line in d["assumptions"]:
             click.echo(f"  - {line}")
         click.echo("(every column, the totals, the tiers and why these systems: --detail; all of it: --format json)")
         return
@@ -115,5 +115,5 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
                      title="why these systems: the cheapest option on each system per workload and role "
                            "(annual cost and IT power per 1,000 tokens/s of capacity; used = in the plan)")
     click.echo("assumptions:")
-    for line in assumptions(d):
+    for line in d["assumptions"]:
         click.echo(f"  - {line}")

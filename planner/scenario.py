@@ -146,6 +146,9 @@ class SolverSettings(_Section):
     time_limit_s: Annotated[PosNumber, Le(1e6)] = Field(
         60.0, description="wall-clock limit for one solve in seconds, at most 1e6 (default 60)")
     relative_gap: Share = Field(0.001, description="stop when within this relative gap of the bound (default 0.001)")
+    fewest_platforms: bool = Field(
+        True, description="then, among plans no worse than the first found, take the one on the fewest hardware "
+        "types (OPTIMIZER.md 3; default true)")
 
 
 class Speculative(_Section):

@@ -10,8 +10,9 @@ The jitted kernel works in two steps:
    need_h = ceil(sum_j chips_jh x_j / chips_per_rack_h);
 2. every rack vector 0 <= racks_h <= B_h is enumerated (B_h: the supply cap, and the most racks of type h that
    any kept replica vector needs); one is feasible when it meets the power budget and the site's rack limit and
-   holds at least one kept replica vector (need <= racks); the cheapest feasible one wins (the first met, in
-   odometer order with h = 0 fastest, among equal objectives).
+   holds at least one kept replica vector (need <= racks); the cheapest feasible one on each number of hardware
+   types is kept (the first met, in odometer order with h = 0 fastest, among equal objectives). The answer is the
+   cheapest on the fewest types among those of the optimal objective: the tie-break (T) of ``solvers.milp``.
 
 Since every cost is positive, the best rack vector equals the need of some replica vector, which is what the
 plain-Python twin :func:`brute_force_python` uses instead: it walks the replica vectors alone (itertools) and
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,6 +45,22 @@ class BruteForceResult:
     feasible: bool
     rack_vectors: int  # rack vectors the search walked (the product of B_h + 1; 0 for the twin, which walks none)
     covering_replica_vectors: int  # replica vectors that cover the demand
+    objective_by_types: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [H+1] best on exactly t types
+
+    @property
+    def types(self) -> int:
+        """Hardware types the answer buys (the fewest of any optimal plan)."""
+        return int((self.racks > 0).sum())
+
+
+def fewest_types_answer(objective_by_types) -> tuple[float, int]:
+    """(optimum, t): the best objective, and the fewest hardware types t of a plan that attains it (within a
+    relative 1e-9 for rounding); (inf, -1) when none is feasible."""
+    obj = np.asarray(objective_by_types, dtype=float)
+    best = float(obj.min(initial=np.inf))
+    if not math.isfinite(best):
+        return best, -1
+    return best, int(np.flatnonzero(obj <= best + 1e-9 * max(abs(best), 1.0))[0])
 
 
 def replica_bounds(problem) -> np.ndarray:
@@ -136,15 +153,18 @@ def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub, row_grou
 @njit
 def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs, credit,
                       max_platforms, min_racks):
-    """Step 2: (objective, racks[H], index of a need the racks hold) of the cheapest feasible rack vector, its
-    objective the racks' primary value less the largest credit among the needs they hold; (inf, zeros, -1) when
-    none. Feasible includes (7): at most ``max_platforms`` types bought, each bought type at least ``min_racks``."""
+    """Step 2: (objective[t], racks[t, H], index[t] of a need the racks hold) of the cheapest feasible rack vector
+    on exactly t = 0..H hardware types, its objective the racks' primary value less the largest credit among the
+    needs they hold; (inf, zeros, -1) where none. Feasible includes (7): at most ``max_platforms`` types bought,
+    each bought type at least ``min_racks``."""
     H = primary.shape[0]
     total = 1
     for h in range(H):
         total *= rack_ub[h] + 1
     r = np.zeros(H, dtype=np.int64)
-    best, best_r, best_k = np.inf, np.zeros(H, dtype=np.int64), -1
+    best = np.full(H + 1, np.inf)
+    best_r = np.zeros((H + 1, H), dtype=np.int64)
+    best_k = np.full(H + 1, -1, dtype=np.int64)
     for _ in range(total):
         obj, power, count, types, short = 0.0, 0.0, 0, 0, False
         for h in range(H):
@@ -157,7 +177,7 @@ def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_rack
         if (pue * power <= power_budget_w * (1.0 + 1e-9) and count <= max_total_racks + 1e-9
                 and types <= max_platforms and not short):
             for k in range(needs.shape[0]):
-                if obj - credit[k] >= best:
+                if obj - credit[k] >= best[types]:
                     continue
                 holds = True
                 for h in range(H):
@@ -165,8 +185,8 @@ def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_rack
                         holds = False
                         break
                 if holds:
-                    best, best_k = obj - credit[k], k
-                    best_r[:] = r
+                    best[types], best_k[types] = obj - credit[k], k
+                    best_r[types, :] = r
         for h in range(H):  # odometer, h = 0 fastest
             r[h] += 1
             if r[h] <= rack_ub[h]:
@@ -176,23 +196,29 @@ def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_rack
 
 
 def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
-    """The exact optimum of a tiny all-integer FleetProblem by enumeration (jitted)."""
+    """The exact optimum of a tiny all-integer FleetProblem by enumeration (jitted), on the fewest types."""
     u = replica_bounds(problem) if replica_ub is None else np.asarray(replica_ub, dtype=np.int64)
     _check_replicas(problem, u)
     needs, xs, credit = covering_needs(problem.coverage, problem.chips, problem.chips_per_rack, problem.demand, u,
                                        problem.row_group, problem.group_value, sells(problem))
     b = rack_bounds(problem, needs) if rack_ub is None else np.minimum(rack_ub, problem.max_racks).astype(np.int64)
     _check_racks(b)
-    best, racks, k = cheapest_rack_mix(primary_costs(problem), problem.rack_power_w, problem.pue,
-                                       problem.power_budget_w, problem.max_total_racks, b, needs, credit,
-                                       float(problem.max_platforms), problem.min_racks)
-    replicas = xs[k].copy() if k >= 0 else np.zeros(problem.n_columns, dtype=np.int64)
-    return BruteForceResult(float(best), racks, replicas, k >= 0, int(np.prod(b + 1)), int(needs.shape[0]))
+    by_types, racks, ks = cheapest_rack_mix(primary_costs(problem), problem.rack_power_w, problem.pue,
+                                            problem.power_budget_w, problem.max_total_racks, b, needs, credit,
+                                            float(problem.max_platforms), problem.min_racks)
+    best, t = fewest_types_answer(by_types)
+    if t < 0:
+        return BruteForceResult(best, np.zeros(problem.n_hardware, dtype=np.int64),
+                                np.zeros(problem.n_columns, dtype=np.int64), False, int(np.prod(b + 1)),
+                                int(needs.shape[0]), by_types)
+    return BruteForceResult(float(by_types[t]), racks[t].copy(), xs[ks[t]].copy(), True, int(np.prod(b + 1)),
+                            int(needs.shape[0]), by_types)
 
 
 def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
-    """Plain-Python twin: the cheapest need over every covering replica vector (itertools, no numpy in the loop);
-    under max_revenue over every replica vector, each credited with the revenue of the shares it serves."""
+    """Plain-Python twin: the cheapest need on each number of types over every covering replica vector (itertools,
+    no numpy in the loop); under max_revenue over every replica vector, each credited with the revenue of the
+    shares it serves."""
     u = replica_bounds(problem) if replica_ub is None else np.asarray(replica_ub, dtype=np.int64)
     _check_replicas(problem, u)
     b = problem.max_racks if rack_ub is None else np.minimum(rack_ub, problem.max_racks)
@@ -200,7 +226,8 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
     chips, coverage = problem.chips.tolist(), problem.coverage.tolist()
     cpr, power, cost = problem.chips_per_rack.tolist(), problem.rack_power_w.tolist(), primary_costs(problem).tolist()
     demand, group, value = problem.demand.tolist(), problem.row_group.tolist(), problem.group_value.tolist()
-    best, best_r, best_x, covering = math.inf, [0] * H, [0] * problem.n_columns, 0
+    best = [math.inf] * (H + 1)
+    best_r, best_x, covering = [[0] * H] * (H + 1), [[0] * problem.n_columns] * (H + 1), 0
     for x in itertools.product(*(range(int(n) + 1) for n in u)):
         served = [sum(coverage[j][w] * n for j, n in enumerate(x)) for w in range(W)]
         short = [w for w in range(W) if served[w] < demand[w] * (1.0 - 1e-9)]
@@ -211,14 +238,19 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
         covering += 1
         need = [math.ceil(sum(chips[j][h] * n for j, n in enumerate(x)) / cpr[h] - 1e-9) for h in range(H)]
         need = [max(n, math.ceil(problem.min_racks[h])) if n > 0 else 0 for h, n in enumerate(need)]  # (7)
-        if any(n > b[h] for h, n in enumerate(need)) or sum(n > 0 for n in need) > problem.max_platforms:
+        types = sum(n > 0 for n in need)
+        if any(n > b[h] for h, n in enumerate(need)) or types > problem.max_platforms:
             continue
         if problem.pue * sum(p * n for p, n in zip(power, need)) > problem.power_budget_w * (1.0 + 1e-9):
             continue
         if sum(need) > problem.max_total_racks + 1e-9:
             continue
         obj = sum(c * n for c, n in zip(cost, need)) - credit
-        if obj < best:
-            best, best_r, best_x = obj, need, list(x)
-    return BruteForceResult(float(best), np.array(best_r, dtype=np.int64), np.array(best_x, dtype=np.int64),
-                            math.isfinite(best), 0, covering)
+        if obj < best[types]:
+            best[types], best_r[types], best_x[types] = obj, need, list(x)
+    _, t = fewest_types_answer(best)
+    if t < 0:
+        return BruteForceResult(math.inf, np.zeros(H, dtype=np.int64), np.zeros(problem.n_columns, dtype=np.int64),
+                                False, 0, covering, np.array(best, dtype=float))
+    return BruteForceResult(float(best[t]), np.array(best_r[t], dtype=np.int64), np.array(best_x[t], dtype=np.int64),
+                            True, 0, covering, np.array(best, dtype=float))

@@ -48,6 +48,13 @@ have no column.
 #       racks_h <= R_h used_h;  racks_h >= min_racks_h used_h (where min_racks_h > 0);
 #       sum_h used_h <= max_platforms (where finite). used_h = 1 with racks_h = 0 is allowed and costs nothing.
 #
+#   (T) tie-break among plans no worse than the first (only with fewest_platforms; docs/OPTIMIZER.md 3): after
+#       (O) gives a plan of primary value V (less revenue under max_revenue), with used_h binaries as in (7),
+#       (T1) P* = min sum_h used_h  s.t. (1)-(7), sum_h p_h racks_h (- sum_g value_g s_g) <= V
+#            (an integer objective, proved with an absolute gap of 0.5, in at most TIE_TIME_FACTOR x (O)'s time);
+#       (T2) if P* is below the first plan's types: (O) again s.t. (1)-(7), the same cap, sum_h used_h <= P*.
+#       The bound reported stays (O)'s: T1 and T2 are restrictions, whose bounds say nothing of the whole.
+#
 #   (6) max_revenue: share variables s_g in [0, 1] per sold good g (a workload's rows share one g); row (1)
 #       becomes sum_j coverage_jw x_j >= s_{g(w)} demand_w, and the objective subtracts the revenue:
 #       minimize  sum_h annual_cost_h racks_h - sum_g value_g s_g  (+ the tie terms), value_g = USD/year when g's
@@ -60,6 +67,7 @@ have no column.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import sys
@@ -75,6 +83,8 @@ from solvers.vocabulary import HAS_PLAN, NO_PLAN, OBJECTIVES, SOLVERS
 RACK_TIE = 1e-7  # D_R in (O)
 REPLICA_TIE = 1e-8  # D_X in (O)
 TIE_FACTOR = 1.0 + RACK_TIE + REPLICA_TIE
+TIE_TIME_FACTOR = 2.0  # (T1) may take this many times the first solve's time ...
+TIE_MIN_SECONDS = 1.0  # ... or this, whichever is longer (within the time limit)
 EVAL_TOL = 1e-6  # evaluate(): a row is violated when its scaled slack is below -EVAL_TOL
 # CP-SAT solves continuous variables as integers after multiplying them by mip_var_scaling; its default 1.0 turns
 # continuous replicas into integer ones (a worse plan reported as optimal). We scale so the largest replica bound
@@ -280,6 +290,7 @@ class FleetModel:
     build_seconds: float
     cpsat_var_scaling: float = 1.0
     shares: list = field(default_factory=list)  # [G] max_revenue: share of each group's demand served
+    used: list = field(default_factory=list)  # [H] (7)/(T): binary, 1 when any rack of type h is bought
 
 
 @dataclass
@@ -311,6 +322,7 @@ class FleetSolution:
     violations: tuple = field(default_factory=tuple)
     shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # max_revenue: served share per group
     revenue: float = 0.0  # max_revenue: USD/year of the served shares
+    tie_break: str = ""  # what (T) did, in words; empty when it did not run
 
 
 def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
@@ -333,9 +345,10 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     _add_chip_rows(m, problem, racks, replicas)
     _add_power_row(m, problem, racks)
     _add_total_racks_row(m, problem, racks)
-    _add_platform_rows(m, problem, racks, r_ub)
+    used = _add_platform_rows(m, problem, racks, r_ub)
     scale = _set_objective(m, problem, racks, replicas, shares)
-    return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares)
+    return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares,
+                      used)
 
 
 def cpsat_var_scaling(continuous_upper_bounds: np.ndarray) -> float:
@@ -391,17 +404,14 @@ def limits_platforms(problem: FleetProblem) -> bool:
     return math.isfinite(problem.max_platforms) or bool(np.any(problem.min_racks > 0))
 
 
-def _add_platform_rows(m, problem: FleetProblem, racks, r_ub) -> None:
+def _add_platform_rows(m, problem: FleetProblem, racks, r_ub) -> list:
     """(7): a binary per hardware type, 1 when any rack of it is bought (racks_h <= R_h used_h); at least
-    min_racks_h racks when it is (racks_h >= min_racks_h used_h); at most max_platforms types."""
+    min_racks_h racks when it is (racks_h >= min_racks_h used_h); at most max_platforms types. Returns the
+    binaries (none when the problem limits neither)."""
     if not limits_platforms(problem):
-        return
-    used = [m.add_binary_variable(name=f"used[{h}]") for h in range(problem.n_hardware)]
+        return []
+    used = _add_used(m, problem, racks, r_ub)
     for h, u in enumerate(used):
-        big = max(float(r_ub[h]), 0.0)
-        upper = m.add_linear_constraint(ub=0.0, name=f"used_upper[h={h}]")
-        upper.set_coefficient(racks[h], 1.0)
-        upper.set_coefficient(u, -big)
         if problem.min_racks[h] > 0:
             lower = m.add_linear_constraint(lb=0.0, name=f"min_racks[h={h}]")
             lower.set_coefficient(racks[h], 1.0)
@@ -410,6 +420,17 @@ def _add_platform_rows(m, problem: FleetProblem, racks, r_ub) -> None:
         row = m.add_linear_constraint(ub=problem.max_platforms, name="platforms")
         for u in used:
             row.set_coefficient(u, 1.0)
+    return used
+
+
+def _add_used(m, problem: FleetProblem, racks, r_ub) -> list:
+    """used_h binaries with racks_h <= R_h used_h, shared by (7) and (T)."""
+    used = [m.add_binary_variable(name=f"used[{h}]") for h in range(problem.n_hardware)]
+    for h, u in enumerate(used):
+        upper = m.add_linear_constraint(ub=0.0, name=f"used_upper[h={h}]")
+        upper.set_coefficient(racks[h], 1.0)
+        upper.set_coefficient(u, -max(float(r_ub[h]), 0.0))
+    return used
 
 
 def _set_objective(m, problem: FleetProblem, racks, replicas, shares=()) -> float:
@@ -417,6 +438,7 @@ def _set_objective(m, problem: FleetProblem, racks, replicas, shares=()) -> floa
     rack_coef = primary_coefficients(problem) + rack_tie_coefficients(problem)
     replica_coef = replica_tie_coefficients(problem)
     scale = float(primary_coefficients(problem).max())
+    m.objective.clear()
     m.objective.is_maximize = False
     for h, v in enumerate(racks):
         m.objective.set_linear_coefficient(v, float(rack_coef[h] / scale))
@@ -427,9 +449,10 @@ def _set_objective(m, problem: FleetProblem, racks, replicas, shares=()) -> floa
     return scale
 
 
-def solve_parameters(built: FleetModel, time_limit_s: float, relative_gap: float):
-    """MathOpt parameters: the time limit and relative gap (the absolute gap is 0, so only the relative one stops
-    the search: HiGHS's default 1e-6 absolute gap would otherwise hide the tie-break terms), and CP-SAT's variable
+def solve_parameters(built: FleetModel, time_limit_s: float, relative_gap: float, absolute_gap: float = 0.0):
+    """MathOpt parameters: the time limit and relative gap (the absolute gap is 0 unless given, so only the relative
+    one stops the search: HiGHS's default 1e-6 absolute gap would otherwise hide the tie-break terms; (T)'s integer
+    objective gives 0.5, which proves it exactly), and CP-SAT's variable
     scaling so continuous replicas stay (nearly) continuous. Integrality tolerances stay at the solvers' defaults:
     SCIP with numerics/feastol 1e-9 proved a plan 1.8% worse than HiGHS's 'optimal' (see repair_replicas for what
     the default 1e-6 costs instead)."""
@@ -437,7 +460,8 @@ def solve_parameters(built: FleetModel, time_limit_s: float, relative_gap: float
     from ortools.sat import sat_parameters_pb2
 
     params = mathopt.SolveParameters(time_limit=timedelta(seconds=float(time_limit_s)),
-                                     relative_gap_tolerance=float(relative_gap), absolute_gap_tolerance=0.0)
+                                     relative_gap_tolerance=float(relative_gap),
+                                     absolute_gap_tolerance=float(absolute_gap))
     if built.solver == "cp-sat":
         params.cp_sat = sat_parameters_pb2.SatParameters(
             mip_var_scaling=built.cpsat_var_scaling, mip_max_bound=CPSAT_MAX_BOUND, mip_wanted_precision=1e-9)
@@ -488,11 +512,12 @@ def interruptible(fn):
     return box["result"]
 
 
-def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4) -> RawSolve:
+def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4,
+          absolute_gap: float = 0.0) -> RawSolve:
     """Run the solver named at build time; a missing or failing solver raises SolverError."""
     from ortools.math_opt.python import mathopt
 
-    params = solve_parameters(built, time_limit_s, relative_gap)
+    params = solve_parameters(built, time_limit_s, relative_gap, absolute_gap)
     t0 = time.perf_counter()
     try:
         with solver_output_to_stderr():
@@ -572,8 +597,6 @@ def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
 def served_problem(problem: FleetProblem, shares: np.ndarray) -> FleetProblem:
     """The same problem with each row's demand cut to the share the plan serves (max_revenue), costed as
     min_cost: what evaluate and the rounding repair check a revenue plan against."""
-    import dataclasses
-
     return dataclasses.replace(problem, demand=problem.demand * shares[problem.row_group], objective="min_cost",
                                row_group=None, group_value=None)
 
@@ -621,10 +644,83 @@ def repair_replicas(problem: FleetProblem, racks, replicas) -> np.ndarray:
 
 
 def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 60.0,
-             relative_gap: float = 1e-4) -> FleetSolution:
-    """build -> solve -> extract."""
+             relative_gap: float = 1e-4, fewest_platforms: bool = True) -> FleetSolution:
+    """build -> solve -> extract, then (``fewest_platforms``) the tie-break (T): the plan on the fewest hardware
+    types among those no worse than the first."""
+    started = time.perf_counter()
     built = build(problem, solver)
-    return extract(problem, solve(built, time_limit_s, relative_gap))
+    first = extract(problem, solve(built, time_limit_s, relative_gap))
+    if not fewest_platforms or first.status not in HAS_PLAN or first.violations:
+        return first
+    if (first.racks > 0).sum() <= 1:
+        return dataclasses.replace(first, tie_break="the first plan is on one hardware type")
+    left = time_limit_s - (time.perf_counter() - started)
+    return fewest_platforms_plan(problem, built, first, left, relative_gap)
+
+
+def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: FleetSolution, time_limit_s: float,
+                          relative_gap: float) -> FleetSolution:
+    """(T): (T1) the fewest hardware types P* of any plan whose objective is at most ``first``'s, then (T2) the
+    best plan by (O) on at most P* types, still no worse than ``first``. ``first`` comes back unchanged when it
+    already uses P* types or when a step finds nothing in its time: T1 gets at most TIE_TIME_FACTOR times the first
+    solve's time (at least TIE_MIN_SECONDS), so the tie-break never costs more than a fixed multiple of the answer.
+    The bound stays ``first``'s (T1 and T2 solve restricted problems, whose bounds prove nothing about the whole):
+    the plan returned is within the gap the first solve proved."""
+    started = time.perf_counter()
+    m = built.model
+    used = built.used or _add_used(m, problem, built.racks, rack_upper_bounds(problem))
+    _add_objective_cap(m, problem, built, first.objective)
+    m.objective.clear()
+    m.objective.is_maximize = False
+    for u in used:
+        m.objective.set_linear_coefficient(u, 1.0)
+    budget = min(time_limit_s, max(TIE_MIN_SECONDS, TIE_TIME_FACTOR * first.solve_seconds))
+    t1 = solve(built, budget, relative_gap=0.0, absolute_gap=0.5)  # an integer objective: a gap below 1 proves it
+    first_types = int((first.racks > 0).sum())
+    proved = _status(t1.result) == "optimal"
+    kept = dataclasses.replace(first, tie_break=(
+        f"the first plan's {first_types} hardware types are the fewest at its objective" if proved else
+        f"no plan on fewer than the first plan's {first_types} hardware types found in {budget:.2g} s"))
+    if _status(t1.result) not in HAS_PLAN:
+        return kept
+    types = int((np.rint(np.asarray(t1.result.variable_values(built.racks), dtype=float)) > 0.5).sum())
+    if types >= first_types:
+        return kept
+    row = m.add_linear_constraint(ub=float(types), name="tie_platforms")
+    for u in used:
+        row.set_coefficient(u, 1.0)
+    _set_objective(m, problem, built.racks, built.replicas, built.shares)
+    left = time_limit_s - (time.perf_counter() - started)
+    if left <= 0:
+        return kept
+    t2 = extract(problem, solve(built, left, relative_gap))
+    worse = t2.objective > first.objective + 1e-9 * max(abs(first.objective), 1.0)
+    if t2.status not in HAS_PLAN or t2.violations or worse:
+        return kept
+    note = (f"{int((t2.racks > 0).sum())} hardware types instead of the first plan's {first_types}, at no higher "
+            f"objective ({'the fewest' if proved else 'fewest not proved in its time'})")
+    return _with_first_bound(t2, first, time.perf_counter() - started, note)
+
+
+def _add_objective_cap(m, problem: FleetProblem, built: FleetModel, value: float) -> None:
+    """(T)'s row: the primary objective (less the revenue under max_revenue) at most ``value``, divided by max p_h
+    like (O), with a relative 1e-9 of room for the solver's rounding."""
+    p, scale = primary_coefficients(problem), built.objective_scale
+    room = 1e-9 * max(abs(value), scale)
+    row = m.add_linear_constraint(ub=(value + room) / scale, name="tie_objective")
+    for h, r in enumerate(built.racks):
+        row.set_coefficient(r, float(p[h] / scale))
+    for g, s in enumerate(built.shares):
+        row.set_coefficient(s, float(-problem.group_value[g] / scale))
+
+
+def _with_first_bound(sol: FleetSolution, first: FleetSolution, extra_seconds: float, note: str) -> FleetSolution:
+    """``sol`` carrying ``first``'s bound, its gap recomputed against it, and the time of both steps."""
+    bound = min(first.best_bound, sol.objective)
+    gap = (sol.objective - bound) / max(abs(sol.objective), 1.0 if len(sol.shares) else 1e-300)
+    return dataclasses.replace(sol, best_bound=bound, relative_gap=max(gap, 0.0) if sol.objective else 0.0,
+                               solve_seconds=first.solve_seconds + extra_seconds,
+                               build_seconds=first.build_seconds, detail=first.detail, tie_break=note)
 
 
 # ---- evaluate: every constraint and the objective, from the plan alone ----------------------------------------

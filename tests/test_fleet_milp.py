@@ -294,6 +294,11 @@ def test_brute_force_kernel_matches_python_twin():
         jit, py = bf.brute_force(p), bf.brute_force_python(p)
         assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), seed
         assert jit.covering_replica_vectors == py.covering_replica_vectors
+        assert jit.types == py.types, seed  # the same tie-break (T): fewest types among the optimal plans
+        # the kernel also walks rack vectors with an idle type, which the twin never prices; the best on at most
+        # t types is the same for both
+        at_most = [np.minimum.accumulate(r.objective_by_types) for r in (jit, py)]
+        assert all(same_objective(a, b) for a, b in zip(*at_most)), seed
         if jit.feasible:  # the kernel's plan is a plan: it holds and costs what it says
             assert F.evaluate(p, jit.racks, jit.replicas).feasible
             assert F.evaluate(p, jit.racks, jit.replicas).objective == pytest.approx(jit.objective, rel=1e-12)
@@ -309,6 +314,7 @@ def test_solvers_agree_with_brute_force_on_tiny_problems():
             assert same_objective(objective_or_inf(sol), want.objective), (seed, name, sol.objective, want.objective)
             if sol.status == "optimal":
                 assert sol.violations == () and F.evaluate(p, sol.racks, sol.replicas).feasible
+                assert (sol.racks > 0).sum() == want.types, (seed, name, sol.racks, want.racks)  # (T)
         n_feasible += want.feasible
     assert n_feasible >= 20  # the generator makes enough feasible cases to mean something
 
@@ -433,12 +439,42 @@ def test_platform_limits_brute_force_twins_and_solvers_agree():
             assert same_objective(objective_or_inf(sol), jit.objective), (seed, name, sol.objective, jit.objective)
             if sol.status == "optimal":
                 assert F.evaluate(p, sol.racks, sol.replicas).feasible
-                assert (sol.racks > 0).sum() <= p.max_platforms
+                assert (sol.racks > 0).sum() == jit.types <= p.max_platforms, (seed, name)
                 assert all(r == 0 or r >= m for r, m in zip(sol.racks, p.min_racks))
         unlimited = bf.brute_force(base).objective
         assert jit.objective >= unlimited * (1 - REL) or math.isinf(unlimited) and math.isinf(jit.objective)
         bound += jit.objective > unlimited * (1 + REL)
     assert bound >= 5  # the limits bind in enough cases to mean something
+
+
+def test_equal_cost_plans_fall_to_the_one_on_fewest_types():
+    """(T) by hand: A is 100 USD for 1,000 units, B 200 USD for 2,000 (the same price per unit). Demand 3,000:
+    3 A (1 type, 3 racks) and 1 A + 1 B (2 types, 2 racks) both cost 300; every solver and the brute force
+    answer 3 A. With the tie-break off a solver may stop at either, but never at a dearer plan."""
+    p = two_types(annual_cost_usd_per_rack=[100.0, 200.0], demand=[3000.0])
+    assert bf.brute_force(p).types == 1 and list(bf.brute_force(p).racks) == [3, 0]
+    assert list(bf.brute_force(p).objective_by_types[1:]) == [300.0, 300.0]
+    for sol in solve_all(p).values():
+        assert_plan(sol, [3, 0], 300.0)
+    for name in F.SOLVERS:
+        sol = F.optimize(p, name, relative_gap=TIGHT, fewest_platforms=False)
+        assert sol.objective == pytest.approx(300.0) and sol.violations == ()
+
+
+def test_tie_break_keeps_the_first_solves_bound_and_gap():
+    """(T) solves restricted problems: the plan it returns is never worse than the first plan, and its gap is
+    measured against the first solve's bound, so it is within the gap asked for."""
+    for seed in range(3):
+        p = random_problem(seed + 10, 12, 4, 4)
+        for name in ("scip", "highs"):
+            plain = F.optimize(p, name, relative_gap=0.02, fewest_platforms=False)
+            tied = F.optimize(p, name, relative_gap=0.02)
+            if plain.status != "optimal":
+                continue
+            assert tied.objective <= plain.objective * (1 + 1e-9)
+            assert (tied.racks > 0).sum() <= (plain.racks > 0).sum()
+            assert tied.best_bound == pytest.approx(min(plain.best_bound, tied.objective), rel=1e-6)
+            assert tied.relative_gap <= 0.02 + 1e-9 and F.evaluate(p, tied.racks, tied.replicas).feasible
 
 
 def test_evaluate_names_platform_and_minimum_purchase_violations():

@@ -219,3 +219,29 @@ def test_the_report_opens_with_the_answer_and_prices_binding_limits():
     assert "Buy " in page and "because that is the cheapest fleet a year" in page and "held by power:" in page
     assert 'id="limits"' in page and 'id="assumptions"' in page and "Drawn for 3,500 prompt" in page
     assert page.count("<h3>") >= len(plan.workloads)  # alternatives grouped per workload
+
+
+def test_the_report_sets_each_family_alone_beside_the_plan():
+    """issue 12 item 4: the best fleet of each family by itself, solved like the plan under the same buying
+    policy: never cheaper than the plan (beyond the gap), a family that cannot serve says why, and the page shows
+    the table."""
+    from planner.fleet.solve import solve
+    from planner.fleet.whatif import fleet_families, single_family_fleets
+    from planner.report.html import render_plan_html
+    from planner.scenario import load_scenario
+
+    sc = load_scenario(ROOT / "scenarios" / "gtc-2026-tiers.yaml")
+    groups = dict(fleet_families(sc))
+    assert set(groups) == {"nvidia-gpu only", "groq3-lpu, prefill on the others"}
+    assert all(set(ids) <= set(sc.resolved_hardware()) for ids in groups.values())
+    assert "groq3-lpx" in groups["groq3-lpu, prefill on the others"] and "vr-nvl72" in groups["nvidia-gpu only"]
+    plan = solve(sc)
+    rows = {r["fleet"]: r for r in single_family_fleets(plan)}
+    gap = sc.solver.relative_gap
+    lpx = rows["groq3-lpu, prefill on the others"]
+    assert lpx["status"] == "optimal" and lpx["vs_plan_pct"] >= -100 * gap and "groq3-lpx" in lpx["buys"]
+    gpu = rows["nvidia-gpu only"]  # kimi-k2 at 200 tok/s per user is beyond every GPU here
+    assert gpu["annual_cost_usd"] is None and gpu["status"].startswith("cannot serve it") and "200 tok/s" in gpu[
+        "status"]
+    page = render_plan_html(plan)
+    assert 'id="single-family"' in page and "nvidia-gpu only" in page

@@ -23,14 +23,14 @@ def infeasibility_message(built: Built) -> str:
         return "no feasible fleet: " + "; ".join(f"{w}: {why}" for w, why in what_would_serve(built).items())
     p = built.problem
     relaxed = dataclasses.replace(p, power_budget_w=math.inf, objective="min_power")
-    least = optimize(relaxed, solver="highs", time_limit_s=30.0, relative_gap=1e-3)
+    least = optimize(relaxed, solver="highs", time_limit_s=30.0, relative_gap=1e-3, fewest_platforms=False)
     if least.status in HAS_PLAN:
         need_mw = least.objective * p.pue / 1e6
         return (f"no feasible fleet: serving every workload at its tier needs at least {need_mw:.4g} MW of facility "
                 f"power (the least-power fleet), but the site's budget is {p.power_budget_w / 1e6:.4g} MW: short by "
                 f"{need_mw - p.power_budget_w / 1e6:.4g} MW (the smallest change: raise the budget or lower demand)")
     free = dataclasses.replace(relaxed, max_racks=np.full(p.n_hardware, math.inf), max_total_racks=math.inf)
-    needed = optimize(free, solver="highs", time_limit_s=30.0, relative_gap=1e-3)
+    needed = optimize(free, solver="highs", time_limit_s=30.0, relative_gap=1e-3, fewest_platforms=False)
     if needed.status in HAS_PLAN:
         over = [f"{h.id}: {int(n)} racks needed, cap {int(c)}" for h, n, c in
                 zip(built.hardware, needed.racks, p.max_racks) if n > c]

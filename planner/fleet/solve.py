@@ -35,7 +35,8 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     if left <= 0:
         raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while scoring candidates; raise "
                            f"--time-limit (or solver.time_limit_s)")
-    sol = optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap)
+    sol = optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap,
+                   fewest_platforms=settings.fewest_platforms)
     if sol.status == NO_PLAN:
         raise PlannerError(f"the {sol.solver} solver found no plan within the time limit of "
                            f"{settings.time_limit_s:g} s; raise --time-limit (or solver.time_limit_s) or try another "

@@ -46,3 +46,51 @@ def marginal_values(plan) -> list[dict]:
             rows.append({"limit": what, "objective_usd_per_year": None, "worth_usd_per_year": None,
                          "within_gap": None, "status": f"not solved: {exc}"})
     return rows
+
+
+def fleet_families(scenario) -> list[tuple[str, list[str]]]:
+    """(label, hardware ids) of each single-family fleet a plan can be set beside: every family whose fastest
+    memory is not SRAM alone (the GPUs of each vendor, TPUs, Trainium), and every SRAM family (decode machines)
+    with the allowed non-SRAM systems that prefill beside it. Only the systems the scenario allows, so the buying
+    policy holds here too."""
+    allowed = scenario.resolved_hardware()
+    by_family: dict[str, list[str]] = {}
+    for hw_id, hw in sorted(allowed.items()):
+        by_family.setdefault(hw.family, []).append(hw_id)
+
+    def sram(family: str) -> bool:
+        return allowed[by_family[family][0]].chip.memory[0].tier == "sram"
+
+    prefill = sorted(i for f, ids in by_family.items() if not sram(f) for i in ids if "prefill" in allowed[i].roles)
+    groups = [(f"{f} only", ids) for f, ids in by_family.items() if not sram(f)]
+    groups += [(f"{f}, prefill on the others", sorted(ids + prefill)) if prefill else (f"{f} only", ids)
+               for f, ids in by_family.items() if sram(f)]
+    return groups
+
+
+def single_family_fleets(plan) -> list[dict]:
+    """The best fleet of each family alone (``fleet_families``), solved like the plan with hardware.allow set to
+    the family's systems: what it buys, its cost and power, and how much dearer it is than the plan. A family that
+    cannot serve the demand says why. Empty when the plan is not in memory or has no fleet."""
+    from planner.fleet.solve import solve
+
+    if plan is None or plan.built is None or plan.status not in ("optimal", "feasible", "time_limit"):
+        return []
+    scenario = plan.built.scenario
+    rows = []
+    for label, ids in fleet_families(scenario):
+        row = {"fleet": label, "systems": ", ".join(ids), "buys": None, "annual_cost_usd": None, "capex_usd": None, "facility_power_mw": None,
+               "vs_plan_pct": None, "status": None}
+        try:
+            alone = solve(scenario.with_({"hardware.allow": ids}))
+        except PlannerError as exc:
+            row["status"] = f"cannot serve it: {str(exc).splitlines()[0]}"
+            rows.append(row)
+            continue
+        t = alone.totals
+        row.update(buys=", ".join(f"{r['racks']:,} x {r['hardware']}" for r in alone.fleet.to_dicts()),
+                   annual_cost_usd=t["annual_cost_usd"], capex_usd=t["capex_usd"],
+                   facility_power_mw=t["facility_power_mw"], status=alone.status,
+                   vs_plan_pct=100.0 * (alone.objective_usd_per_year / plan.objective_usd_per_year - 1.0))
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["annual_cost_usd"] is None, r["annual_cost_usd"] or 0.0))

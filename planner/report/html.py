@@ -219,6 +219,13 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
                         "unit is worth; within_gap marks a saving smaller than the solvers' gap, which says only "
                         "that the unit is worth little.</p>"
                         f"{table_html(worth)}</section>")
+        alone = single_family_rows(plan)
+        if alone:
+            body.append('<section id="single-family"><h2>Beside the plan: one family alone</h2><p class="muted">'
+                        "The best fleet of each hardware family by itself (SRAM decode machines with the other "
+                        "systems allowed for prefill), solved like the plan: what the mix is worth against the "
+                        "simplest fleets a buyer could choose instead.</p>"
+                        f"{table_html(alone)}</section>")
         body.append(f'<section id="summary"><h2>Summary</h2>{summary_cards(plan)}'
                     f'<p class="muted">objective: {_e(plan.objective)}; solver: {_e(plan.solver.get("name"))} '
                     f'({_e(plan.solver.get("status"))}, gap {_cell(plan.solver.get("relative_gap"))}).</p></section>')
@@ -279,6 +286,12 @@ def alternatives_html(alternatives) -> str:
         rows = group.sort(key).head(ALTERNATIVE_ROWS_PER_WORKLOAD) if key in group.columns else group
         parts.append(f"<h3>{_e(workload)}</h3>{table_html(_rows(rows))}")
     return "".join(parts) + "</section>"
+
+
+def single_family_rows(plan) -> list[dict]:
+    from planner.fleet.whatif import single_family_fleets
+
+    return single_family_fleets(plan)
 
 
 def marginal_rows(plan) -> list[dict]:

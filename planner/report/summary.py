@@ -81,6 +81,10 @@ def assumptions(d: dict) -> list[str]:
                      + (f"; left out: {', '.join(left)}" if left else ""))
     else:
         lines.append(f"buying policy: the systems named in hardware.allow ({len(excluded)} others left out)")
+    tie = d.get("solver", {}).get("tie_break")
+    if tie:
+        lines.append(f"ties: among plans no worse than the first found, the one on the fewest hardware types "
+                     f"(solver.fewest_platforms): {tie}")
     lines.append("fractional replicas: a row's replicas may be fractional (a share of a replica's time); racks "
                  "are whole (docs/OPTIMIZER.md)")
     return lines

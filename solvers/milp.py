@@ -513,15 +513,19 @@ def interruptible(fn):
 
 
 def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4,
-          absolute_gap: float = 0.0) -> RawSolve:
-    """Run the solver named at build time; a missing or failing solver raises SolverError."""
+          absolute_gap: float = 0.0, hint: dict | None = None) -> RawSolve:
+    """Run the solver named at build time; a missing or failing solver raises SolverError. ``hint``: variable ->
+    value of a known plan, a starting point for SCIP and HiGHS (CP-SAT was slower with one, so it gets none)."""
     from ortools.math_opt.python import mathopt
 
     params = solve_parameters(built, time_limit_s, relative_gap, absolute_gap)
+    model_params = (mathopt.ModelSolveParameters(solution_hints=[mathopt.SolutionHint(variable_values=hint)])
+                    if hint and built.solver != "cp-sat" else None)
     t0 = time.perf_counter()
     try:
         with solver_output_to_stderr():
-            result = interruptible(lambda: mathopt.solve(built.model, _solver_types()[built.solver], params=params))
+            result = interruptible(lambda: mathopt.solve(built.model, _solver_types()[built.solver], params=params,
+                                                         model_params=model_params))
     except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
         others = ", ".join(s for s in SOLVERS if s != built.solver)
         raise SolverError(f"solver {built.solver!r} failed or is not in this OR-Tools build ({exc}); "
@@ -675,7 +679,8 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     for u in used:
         m.objective.set_linear_coefficient(u, 1.0)
     budget = min(time_limit_s, max(TIE_MIN_SECONDS, TIE_TIME_FACTOR * first.solve_seconds))
-    t1 = solve(built, budget, relative_gap=0.0, absolute_gap=0.5)  # an integer objective: a gap below 1 proves it
+    hint = _plan_hint(built, used, first.racks, first.replicas)
+    t1 = solve(built, budget, relative_gap=0.0, absolute_gap=0.5, hint=hint)  # integer objective: gap < 1 proves it
     first_types = int((first.racks > 0).sum())
     proved = _status(t1.result) == "optimal"
     kept = dataclasses.replace(first, tie_break=(
@@ -683,7 +688,8 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
         f"no plan on fewer than the first plan's {first_types} hardware types found in {budget:.2g} s"))
     if _status(t1.result) not in HAS_PLAN:
         return kept
-    types = int((np.rint(np.asarray(t1.result.variable_values(built.racks), dtype=float)) > 0.5).sum())
+    t1_racks = np.rint(np.asarray(t1.result.variable_values(built.racks), dtype=float))
+    types = int((t1_racks > 0.5).sum())
     if types >= first_types:
         return kept
     row = m.add_linear_constraint(ub=float(types), name="tie_platforms")
@@ -693,13 +699,22 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     left = time_limit_s - (time.perf_counter() - started)
     if left <= 0:
         return kept
-    t2 = extract(problem, solve(built, left, relative_gap))
+    t1_replicas = np.asarray(t1.result.variable_values(built.replicas), dtype=float)
+    t2 = extract(problem, solve(built, left, relative_gap, hint=_plan_hint(built, used, t1_racks, t1_replicas)))
     worse = t2.objective > first.objective + 1e-9 * max(abs(first.objective), 1.0)
     if t2.status not in HAS_PLAN or t2.violations or worse:
         return kept
     note = (f"{int((t2.racks > 0).sum())} hardware types instead of the first plan's {first_types}, at no higher "
             f"objective ({'the fewest' if proved else 'fewest not proved in its time'})")
     return _with_first_bound(t2, first, time.perf_counter() - started, note)
+
+
+def _plan_hint(built: FleetModel, used, racks, replicas) -> dict:
+    """A plan as variable -> value, for :func:`solve`'s hint (shares are left to the solver)."""
+    hint = {v: float(x) for v, x in zip(built.racks, racks)}
+    hint.update({v: float(x) for v, x in zip(built.replicas, replicas)})
+    hint.update({u: float(r > 0.5) for u, r in zip(used, racks)})
+    return hint
 
 
 def _add_objective_cap(m, problem: FleetProblem, built: FleetModel, value: float) -> None:

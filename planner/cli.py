@@ -248,6 +248,80 @@ def frontier(model, hardware, precision, input_tokens, output_tokens, speculativ
                            + ", ".join(f"{k} {v:g}" for k, v in TIERS.items()) + " tok/s/user)")
 
 
+@main.group()
+def measurements() -> None:
+    """Measured operating points: import benchmark results, show them beside the model (docs/INTERFACE.md 7.10)."""
+
+
+@measurements.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--from", "tool", type=click.Choice(("vllm", "sglang", "genai-perf")), required=True,
+              help="the tool that wrote FILE")
+@click.option("--hardware", "-H", required=True, help="hardware id the benchmark ran on")
+@click.option("--model", "-m", required=True, help="model id it served")
+@click.option("--precision", type=PRECISION, required=True)
+@click.option("--chips", type=click.IntRange(min=1), required=True, help="chips per replica")
+@click.option("--role", type=click.Choice(("colocated", "decode", "prefill")), default="colocated",
+              show_default=True)
+@click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True,
+              help="data-parallel replicas behind the endpoint (concurrency and throughput are divided by it)")
+@click.option("--tensor-parallel", type=click.IntRange(min=1), default=None)
+@click.option("--pipeline-parallel", type=click.IntRange(min=1), default=None)
+@click.option("--speculative", type=click.Choice(SPECULATIVE_METHODS), default=None,
+              help="the drafter, when the run used speculative decoding and the file does not say")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="write the rows (.csv, .parquet, .yaml or .json) instead of printing them")
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+def measurements_import(file, tool, hardware, model, precision, chips, role, replicas, tensor_parallel,
+                        pipeline_parallel, speculative, out_path, fmt):
+    """Turn a saved benchmark result FILE into measurement rows."""
+    from planner.measurements.importers import import_results
+    from planner.measurements.table import write_measurements
+    from planner.report import render
+
+    rows = import_results(file, tool, hardware, model, precision, chips, role, replicas, tensor_parallel,
+                          pipeline_parallel, speculative=speculative)
+    if out_path:
+        write_measurements(rows, out_path)
+        click.echo(f"wrote {len(rows)} rows to {out_path}", err=True)
+    elif fmt == "json":
+        click.echo(render.to_json([r.to_row() for r in rows]))
+    else:
+        render.table([r.to_row() for r in rows], title=f"measurements from {file}")
+
+
+@measurements.command("show")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+def measurements_show(file, fmt):
+    """The rows of a measurement FILE, each beside what the model predicts for the same point."""
+    from planner.measurements.curves import beside_model
+    from planner.measurements.table import read_measurements
+    from planner.report import render
+
+    rows = beside_model(read_measurements(file))
+    if fmt == "json":
+        click.echo(render.to_json(rows))
+    else:
+        render.table(rows, title=f"{file}: measured beside the model (error_pct: measured / predicted - 1)",
+                     columns=["hardware", "model", "precision", "chips", "role", "input_tokens", "output_tokens",
+                              "concurrency", "tps_per_user", "predicted_tps_per_user", "output_tokens_per_s",
+                              "predicted_output_tokens_per_s", "error_pct"],
+                     labels={"precision": "prec", "input_tokens": "in", "output_tokens": "out",
+                             "concurrency": "conc", "tps_per_user": "tok/s/user", "predicted_tps_per_user": "model tok/s/user",
+                             "output_tokens_per_s": "tok/s", "predicted_output_tokens_per_s": "model tok/s",
+                             "error_pct": "error %"})
+
+
+@measurements.command("schema")
+def measurements_schema():
+    """Print the measurement row's JSON Schema."""
+    from planner.measurements.table import measurement_schema
+    from planner.report import render
+
+    click.echo(render.to_json(measurement_schema()))
+
+
 @main.group(invoke_without_command=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @click.option("--table", "which", type=click.Choice(["hardware", "models"]), default=None,

@@ -45,6 +45,7 @@ from planner.catalog import (
     model_catalog,
 )
 from planner.errors import InputError
+from planner.measurements.table import Measurement, resolve_measurements
 from planner.vocabulary import (
     DEFAULT_ACQUISITION,
     DEFAULT_OBJECTIVE,
@@ -306,6 +307,13 @@ class Scenario(_Section):
         "ultra: 12} (max_revenue)"
     )
     solver: SolverSettings = Field(default_factory=SolverSettings, description="solver and its limits")
+    measurements: list[Measurement] = Field(
+        default_factory=list, description="measured operating points (docs/INTERFACE.md 7.10): file paths (CSV, "
+        "Parquet, YAML, JSON; relative to the scenario) or inline rows. A (workload, hardware, precision) and role "
+        "with rows at the workload's lengths takes its options from them instead of the model")
+    measurement_headroom: Share = Field(
+        0.0, description="share of a measured replica's throughput held back (0: use it as measured, since a "
+        "measured point already includes its queueing and batching)")
 
     _resolved: dict[str, Hardware] | None = PrivateAttr(None)
 
@@ -453,6 +461,11 @@ def _reference_problems(s: Scenario):
             except _OverrideError as exc:
                 yield ("hardware", "overrides", hw_id, exc.key), exc.message
     yield from _workload_problems(s.workloads, models, known_hw)
+    for i, m in enumerate(s.measurements):
+        if m.hardware not in known_hw:
+            yield ("measurements", i, "hardware"), _unknown("hardware", m.hardware, known_hw, "hardware.custom")
+        if m.model not in models:
+            yield ("measurements", i, "model"), _unknown("model", m.model, models, "models")
 
 
 def _workload_problems(workloads: list[Workload], models, known_hw):
@@ -967,6 +980,13 @@ def scenario_from_yaml(text: str, file: str = "<scenario>", settings=()) -> Scen
         data = with_settings(data, settings)
     except InputError as exc:
         raise exc.in_file(file) from None
+    if isinstance(data.get("measurements"), list):  # files become their rows, read relative to the scenario
+        base = Path(file).parent if Path(file).is_file() else None
+        try:
+            data["measurements"] = [r for e in data["measurements"] for r in (
+                resolve_measurements([e], base) if isinstance(e, str) else [e])]
+        except InputError as exc:
+            raise exc.in_file(file) from None
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:

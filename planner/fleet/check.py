@@ -85,6 +85,10 @@ class Inputs:
             self.models = {k: Model.model_validate(v) for k, v in d["models"].items()}
             self.efficiency = {k: dict(v) for k, v in d["efficiency"].items()}
             self.rack_costs = d["rack_costs"]
+            from planner.measurements.table import Measurement
+
+            self.measurements = [Measurement.model_validate(r) for r in d.get("measurements") or []]
+            self.measurement_headroom = float(d.get("measurement_headroom") or 0.0)
             stale = sorted(f for f, eff in self.efficiency.items() if "layer_floor_s" in eff)
         except Exception as exc:  # noqa: BLE001 - any malformed part means this is no plan we can check
             raise InputError(f"not a plan: its inputs are incomplete or invalid ({type(exc).__name__}: {exc})"
@@ -194,8 +198,16 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
     if not all(c["ok"] for c in out):
         return out, (0.0, 0.0)
     model = inputs.models[demand.model]
-    r = kind.rescore(row, demand, model, inputs.hardware, inputs.efficiency, inputs.models)
-    out.append(result(name + " fits", r.fits, "weights and KV (with sessions waiting on tools) fit the replica"))
+    measured = row.get("source") == "measured"
+    if measured:
+        from planner.measurements.curves import rescore_measured
+
+        r = rescore_measured(row, demand, model, inputs.hardware, inputs.measurements, inputs.measurement_headroom)
+        out.append(result(name + " measured", r.fits, "re-read from the plan's measurements at its concurrency"
+                          if r.fits else "no measurements of this system, precision, role and layout in the plan"))
+    else:
+        r = kind.rescore(row, demand, model, inputs.hardware, inputs.efficiency, inputs.models)
+        out.append(result(name + " fits", r.fits, "weights and KV (with sessions waiting on tools) fit the replica"))
     out.append(result(name + " replicas", replicas >= 0 and math.isfinite(replicas), f"{replicas:g} replicas"))
     if kind.covers_decode:
         out.append(result(name + " speed", r.tps_per_user >= demand.min_tps_per_user * (1 - 1e-9),
@@ -205,8 +217,9 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
         out.append(result(name + " ttft", r.ttft["ttft_s"] <= demand.ttft_s * (1 + 1e-9),
                           f"{r.ttft['ttft_s']:.4g} s at p{demand.ttft_quantile * 100:g}, target {demand.ttft_s:g} s"))
         for key in ["ttft_s"] + [f"ttft_p{p}_s" for p in TTFT_PERCENTILES]:
-            out.append(same(f"{name} {key}", row.get(key), r.ttft[key]))
-    if role == "colocated":
+            if key in r.ttft:  # a measured row has its measured percentile only
+                out.append(same(f"{name} {key}", row.get(key), r.ttft[key]))
+    if role == "colocated" and not measured:
         out.append(same(name + " prefill_share", row.get("prefill_share"), r.share))
     served = float(row.get("output_tokens_per_s") or 0.0)
     prefilled = float(row.get("prefill_tokens_per_s") or 0.0)

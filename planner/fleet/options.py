@@ -30,11 +30,11 @@ from solvers.perf import slots as L
 COLUMNS = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
            "draft_tokens", "acceptance", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
            "prefill_tokens_per_s", "prefill_share", "power_w", "ffn_hardware", "ffn_chips", "ffn_precision",
-           "ttft_fixed_s", "prefill_service_s")
+           "ttft_fixed_s", "prefill_service_s", "source", "measurement")
 # Defaults for columns only some kinds fill: the FFN side of a split, and the parts of a TTFT that queues
 # (fixed time before any wait, and one prompt's service time) for prefill and colocated options.
 NOT_SPLIT = {"ffn_hardware": "", "ffn_chips": 0, "ffn_precision": "", "ttft_fixed_s": float("nan"),
-             "prefill_service_s": float("nan")}
+             "prefill_service_s": float("nan"), "source": "model", "measurement": ""}
 SPLIT_KEEP = 12  # attention/FFN options kept per workload and pair, ranked by capex per unit of capacity
 TTFT_PERCENTILES = (50, 90, 99)
 
@@ -400,9 +400,47 @@ DECODE_KINDS = tuple(k.name for k in KINDS.values() if k.covers_decode)
 PREFILL_KINDS = tuple(k.name for k in KINDS.values() if k.covers_prefill)
 
 
+def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurements, headroom: float,
+                     opts: Options) -> set[str]:
+    """The options of ``demand`` on ``hw`` that measurements give (planner.measurements.curves), added to
+    ``opts``; returns the precisions they speak for. A measured (workload, system, precision) takes every option
+    from its measurements: the model's options there are left out, of the measured roles and of the others (a
+    colocated server measured at half the model's speed says nothing good of the model's disaggregated options on
+    the same stack), and whether or not a measured point reaches the tier (a measured miss removes the option)."""
+    from planner.measurements.curves import curves_for, operating_point
+    from solvers.perf.serving import replica_power_w
+
+    names = {k.name for k in kinds}
+    covered = set()
+    for curve in curves_for(demand, model, hw, measurements, precisions_for(hw, demand)):
+        if curve.role not in names:
+            continue
+        covered.add(curve.precision)
+        point = operating_point(curve, demand.min_tps_per_user, demand.ttft_s)
+        if point is None:
+            continue
+        keep = 1.0 - headroom
+        prefill = curve.role == "prefill"
+        served = 0.0 if prefill else point.output_tokens_per_s * keep
+        prompts = (point.input_tokens_per_s * keep if prefill else
+                   served * demand.prefill_tokens / demand.output_tokens if curve.role == "colocated" else 0.0)
+        tp, pp, ep = curve.layout
+        opts.add(
+            workload=demand.name, kind=curve.role, hardware=hw.id, precision=curve.precision, tensor_parallel=tp,
+            pipeline_parallel=pp, expert_parallel=ep, draft_tokens=0, acceptance=0.0, batch=point.batch,
+            chips=curve.chips, tps_per_user=float("nan") if prefill else point.tps_per_user,
+            ttft_s=point.ttft_s if curve.role != "decode" else float("nan"), output_tokens_per_s=served,
+            prefill_tokens_per_s=prompts, prefill_share=float("nan"),
+            power_w=float(replica_power_w(hardware_vector(hw, curve.precision), curve.chips)),
+            source="measured", measurement=curve.describe() + f", read at concurrency {point.concurrency:g}",
+        )
+    return covered
+
+
 def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware],
-                progress=None, deadline: float = math.inf) -> Options:
-    """Every Pareto option of every workload on every system (or pair) that may serve it. ``progress(done,
+                progress=None, deadline: float = math.inf, measurements=(), headroom: float = 0.0) -> Options:
+    """Every Pareto option of every workload on every system (or pair) that may serve it: from ``measurements``
+    where they speak for a (workload, system, precision, kind), from the model elsewhere. ``progress(done,
     total, text)`` is called after each workload, if given; past ``deadline`` (``time.monotonic()``) between two
     workloads it raises PlannerError: the run's time limit covers the engine too."""
     import time
@@ -426,7 +464,10 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
             kinds = [k for k in singles if all(serves(hw, model, r) for r in k.needs)]
             if not kinds:
                 continue
+            measured = measured_options(d, model, hw, kinds, measurements, headroom, opts) if measurements else set()
             for prec in precisions_for(hw, d):
+                if prec in measured:
+                    continue
                 sys = system_for(d, model, hw, prec, draft)
                 for kind in kinds:
                     kind.generate(d, model, sys, opts)

@@ -24,8 +24,9 @@ ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_rep
                       "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "acceptance",
                       "tps_per_user", "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
                       "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "ffn_hardware",
-                      "ffn_chips", "ffn_precision", "source", "column"]
-TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "speculative", "ffn_hardware", "ffn_precision", "source"}
+                      "ffn_chips", "ffn_precision", "source", "measurement", "column"]
+TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "speculative", "ffn_hardware", "ffn_precision", "source",
+                "measurement"}
 INT_COLUMNS = {"chips_per_replica", "tensor_parallel", "pipeline_parallel", "batch", "draft_tokens", "ffn_chips",
                "column"}
 
@@ -160,13 +161,14 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
             **{f"ttft_p{p}_s": ttft.get(f"ttft_p{p}_s") for p in TTFT_PERCENTILES},
             "output_tokens_per_s": n * float(cols["output_tokens_per_s"][j]),
             "prefill_tokens_per_s": n * float(cols["prefill_tokens_per_s"][j]),
-            "utilization": float(cols["prefill_share"][j]) if kind == "prefill" else None,
-            "prefill_share": float(cols["prefill_share"][j]) if kind == "colocated" else None,
+            "utilization": finite(float(cols["prefill_share"][j])) if kind == "prefill" else None,
+            "prefill_share": finite(float(cols["prefill_share"][j])) if kind == "colocated" else None,
             "power_mw": n * float(cols["power_w"][j]) / 1e6,
             "ffn_hardware": str(cols["ffn_hardware"][j]) or None,
             "ffn_chips": int(cols["ffn_chips"][j]) if cols["ffn_hardware"][j] else None,
             "ffn_precision": str(cols["ffn_precision"][j]) or None,
-            "source": "model",
+            "source": str(cols["source"][j]),
+            "measurement": str(cols["measurement"][j]) or None,
             "column": int(j),
         })
         if kind == "split":

@@ -69,6 +69,8 @@ class Built:
             "models": {m: models[m].model_dump(mode="json") for m in used_models},
             "efficiency": {f: family_efficiency(f) for f in sorted({h.family for h in self.hardware})},
             "rack_costs": {h.id: rack_cost_parts(sc, h) for h in self.hardware},
+            "measurements": [m.to_row() for m in sc.measurements if m.model in used_models],
+            "measurement_headroom": sc.measurement_headroom,
             "catalog_version": catalog.CATALOG_VERSION,
         }
 
@@ -86,7 +88,8 @@ def build_problem(scenario, progress=None, deadline: float = math.inf) -> Built:
     models = scenario.resolved_models()
     demands = demands_of(scenario)
     t0 = time.perf_counter()
-    opts = options_for(demands, models, hardware, progress, deadline)
+    opts = options_for(demands, models, hardware, progress, deadline, scenario.measurements,
+                       scenario.measurement_headroom)
     engine_s = time.perf_counter() - t0
     cols = opts.arrays()
     hw_list = list(hardware.values())

@@ -1,0 +1,247 @@
+"""Importers: a benchmark tool's saved result file -> measurement rows (docs/INTERFACE.md 7.10.1).
+
+Each tool has a reader (``READERS``, a registry) that turns its file into runs, one per benchmark run, each a dict
+of what the table needs: concurrency, mean prompt and output tokens, output and prompt tokens/s, per-user speed,
+TTFT at a percentile, speculative method, date. The formats were read from the tools' own source:
+
+* ``vllm``: ``vllm bench serve --save-result`` (vllm/benchmarks/serve.py, 2025-2026) and the older
+  ``benchmarks/benchmark_serving.py --save-result`` (v0.6-v0.8); one JSON object, or one per line with
+  ``--append-result``. Per-user speed is 1000 / ``mean_tpot_ms`` (TPOT: (latency - TTFT) / (output - 1); ITL is
+  pooled chunk gaps, not a per-user speed).
+* ``sglang``: ``python -m sglang.bench_serving --output-file`` (and ``sglang.benchmark.serving``), one JSON line
+  per run, 2025 onward (``mean_tpot_ms`` is needed; mid-2024 files without it are refused with the reason). A
+  bare ``Infinity`` request rate is read.
+* ``genai-perf``: ``profile_export_genai_perf.json`` of GenAI-Perf 0.0.5-0.0.16 (flat ``input_config`` before
+  0.0.13, nested after) and AIPerf's ``profile_export_aiperf.json``. Per-user speed is
+  ``output_token_throughput_per_user`` (0.0.13+), else 1000 / ``inter_token_latency`` (the older
+  ``output_token_throughput_per_request`` counts the TTFT, so it is not used).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+from planner.errors import InputError
+from planner.measurements.table import Measurement, measurement_of
+
+TTFT_PERCENTILES = (90.0, 99.0, 95.0)  # the TTFT read, in this order of preference, else the median
+SPECULATIVE_NAMES = {"eagle": "eagle", "eagle3": "eagle", "nextn": "mtp", "mtp": "mtp", "standalone": "draft_model",
+                     "draft_model": "draft_model", "ngram": "draft_model"}
+
+
+def _json_documents(path: Path) -> list[dict]:
+    """One JSON object, or one per line (JSONL); Python's reader takes a bare Infinity, as SGLang writes it."""
+    text = path.read_text()
+    try:
+        whole = json.loads(text)
+        return whole if isinstance(whole, list) else [whole]
+    except ValueError:
+        pass
+    docs = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                docs.append(json.loads(line))
+            except ValueError as exc:
+                raise InputError(f"line {n} is not JSON ({exc})", file=str(path)) from None
+    if not docs:
+        raise InputError("is empty; expected a saved benchmark result", file=str(path))
+    return docs
+
+
+def _need(doc: dict, key: str, path: Path, n: int, why: str = ""):
+    value = doc.get(key)
+    if value is None:
+        raise InputError(f"run {n} has no {key!r}{why}", file=str(path))
+    return value
+
+
+def _ttft_ms(doc: dict, key_of) -> tuple[float | None, float | None]:
+    """(ms, percentile) of the preferred TTFT percentile present, else the median."""
+    for p in TTFT_PERCENTILES:
+        value = doc.get(key_of(p))
+        if value is not None:
+            return float(value), p
+    for key in ("median_ttft_ms", "p50_ttft_ms"):
+        if doc.get(key) is not None:
+            return float(doc[key]), 50.0
+    return None, None
+
+
+def _pkey(p: float, metric: str) -> str:
+    return f"p{int(p) if float(p).is_integer() else p}_{metric}_ms"
+
+
+def vllm_runs(path: Path) -> list[dict]:
+    runs = []
+    for n, doc in enumerate(_json_documents(path), 1):
+        completed = float(_need(doc, "completed", path, n))
+        if completed <= 0:
+            raise InputError(f"run {n} completed no request", file=str(path))
+        tpot = _need(doc, "mean_tpot_ms", path, n, " (needs a tokenizer: run without --skip-tokenizer-init)")
+        out = float(_need(doc, "total_output_tokens", path, n)) / completed
+        ttft, pct = _ttft_ms(doc, lambda p: _pkey(p, "ttft"))
+        concurrency = doc.get("max_concurrency")
+        derived = concurrency is None
+        if derived:  # unbounded: Little's law over the measured requests (rate x time in the system)
+            e2e_ms = doc.get("mean_e2el_ms") or (float(doc.get("mean_ttft_ms") or 0.0) + float(tpot) * (out - 1))
+            concurrency = float(_need(doc, "request_throughput", path, n)) * e2e_ms / 1000.0
+        spec = doc.get("spec_decode_num_drafts")
+        date = doc.get("date")
+        runs.append({
+            "concurrency": float(concurrency), "concurrency_derived": derived,
+            "input_tokens": float(_need(doc, "total_input_tokens", path, n)) / completed, "output_tokens": out,
+            "output_tokens_per_s": float(_need(doc, "output_throughput", path, n)),
+            "input_tokens_per_s": float(doc["total_input_tokens"]) / float(_need(doc, "duration", path, n)),
+            "tps_per_user": 1000.0 / float(tpot), "ttft_ms": ttft, "ttft_percentile": pct,
+            "speculative_seen": bool(spec), "speculative": None,
+            "date": _dt.datetime.strptime(date, "%Y%m%d-%H%M%S").date() if isinstance(date, str) else None,
+            "model_name": doc.get("model_id"), "tool": "vllm bench serve",
+        })
+    return runs
+
+
+def sglang_runs(path: Path) -> list[dict]:
+    runs = []
+    for n, doc in enumerate(_json_documents(path), 1):
+        completed = float(_need(doc, "completed", path, n))
+        if completed <= 0:
+            raise InputError(f"run {n} completed no request", file=str(path))
+        tpot = _need(doc, "mean_tpot_ms", path, n, " (SGLang before 2025 saved no TPOT; rerun with a newer one)")
+        ttft, pct = _ttft_ms(doc, lambda p: _pkey(p, "ttft"))
+        concurrency = doc.get("max_concurrency")
+        derived = concurrency is None
+        if derived:
+            concurrency = _need(doc, "concurrency", path, n)  # measured mean requests in flight
+        info = doc.get("server_info") or {}
+        algorithm = str(info.get("speculative_algorithm") or "").lower()
+        duration = float(_need(doc, "duration", path, n))
+        runs.append({
+            "concurrency": float(concurrency), "concurrency_derived": derived,
+            "input_tokens": float(_need(doc, "total_input_tokens", path, n)) / completed,
+            "output_tokens": float(_need(doc, "total_output_tokens", path, n)) / completed,
+            "output_tokens_per_s": float(_need(doc, "output_throughput", path, n)),
+            "input_tokens_per_s": float(doc.get("input_throughput") or doc["total_input_tokens"] / duration),
+            "tps_per_user": 1000.0 / float(tpot), "ttft_ms": ttft, "ttft_percentile": pct,
+            "speculative_seen": bool(algorithm) or bool(doc.get("accept_length")),
+            "speculative": SPECULATIVE_NAMES.get(algorithm), "date": None,
+            "model_name": info.get("served_model_name") or info.get("model_path"), "tool": "sglang bench_serving",
+        })
+    return runs
+
+
+def _stat(doc: dict, metric: str, key: str = "avg"):
+    value = doc.get(metric)
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def _genai_concurrency(config: dict):
+    stimulus = (config.get("perf_analyzer") or {}).get("stimulus") or {}
+    for value in (stimulus.get("concurrency"), config.get("concurrency"),
+                  (config.get("loadgen") or {}).get("concurrency")):
+        if value not in (None, ""):
+            return value
+    return None
+
+
+def genai_perf_runs(path: Path) -> list[dict]:
+    runs = []
+    for n, doc in enumerate(_json_documents(path), 1):
+        config = doc.get("input_config") or {}
+        concurrency = _genai_concurrency(config)
+        if concurrency is None:
+            raise InputError(f"run {n} was not run at a fixed concurrency (its input_config has none): only "
+                             f"--concurrency runs measure an operating point", file=str(path))
+        per_user = _stat(doc, "output_token_throughput_per_user")
+        if per_user is None:
+            itl = _stat(doc, "inter_token_latency")
+            if itl is None:
+                raise InputError(f"run {n} has neither output_token_throughput_per_user nor inter_token_latency "
+                                 f"(run with streaming)", file=str(path))
+            per_user = 1000.0 / float(itl)
+        ttft, pct = None, None
+        for p in TTFT_PERCENTILES + (50.0,):
+            value = _stat(doc, "time_to_first_token", f"p{int(p)}")
+            if value is not None:
+                ttft, pct = float(value), p
+                break
+        names = config.get("model_names") or config.get("model") or (config.get("endpoint") or {}).get("model_names")
+        inputs = float(_stat(doc, "input_sequence_length") or 0.0)
+        start = doc.get("start_time")
+        runs.append({
+            "concurrency": float(concurrency), "concurrency_derived": False,
+            "input_tokens": inputs, "output_tokens": float(_stat(doc, "output_sequence_length") or 0.0),
+            "output_tokens_per_s": float(_stat(doc, "output_token_throughput") or 0.0),
+            "input_tokens_per_s": float(_stat(doc, "request_throughput") or 0.0) * inputs,
+            "tps_per_user": float(per_user), "ttft_ms": ttft, "ttft_percentile": pct,
+            "speculative_seen": False, "speculative": None,
+            "date": _dt.date.fromisoformat(start[:10]) if isinstance(start, str) else None,
+            "model_name": names[0] if isinstance(names, list) and names else None,
+            "tool": "aiperf" if "start_time" in doc else "genai-perf",
+        })
+    return runs
+
+
+READERS = {"vllm": vllm_runs, "sglang": sglang_runs, "genai-perf": genai_perf_runs}
+TOOLS: tuple[str, ...] = tuple(READERS)
+
+
+def import_results(path, tool: str, hardware: str, model: str, precision: str, chips: int, role: str = "colocated",
+                   replicas: int = 1, tensor_parallel: int | None = None, pipeline_parallel: int | None = None,
+                   expert_parallel: bool = False, speculative: str | None = None) -> list[Measurement]:
+    """Rows of the measurement table from one saved result file of ``tool``. The benchmark may have run on
+    ``replicas`` data-parallel replicas behind one endpoint: its concurrency and throughputs are divided among
+    them. A run that used speculative decoding needs ``speculative`` (the method) unless the file names it."""
+    path = Path(path)
+    if tool not in READERS:
+        raise InputError(f"unknown tool {tool!r}; expected one of {', '.join(TOOLS)}", field="--from")
+    if not path.is_file():
+        raise InputError("no such file", file=str(path))
+    if not (isinstance(replicas, int) and replicas >= 1):
+        raise InputError(f"expected a whole number >= 1, got {replicas!r}", field="--replicas")
+    rows = []
+    for n, run in enumerate(READERS[tool](path), 1):
+        method = speculative or run["speculative"] or ("none" if not run["speculative_seen"] else None)
+        if method is None:
+            raise InputError(f"run {n} used speculative decoding; say which method with --speculative "
+                             f"(mtp, eagle, draft_model)", file=str(path))
+        notes = [f"{run['tool']} result {path.name} run {n}"]
+        if run["concurrency_derived"]:
+            notes.append("concurrency from the measured requests in flight (no max_concurrency)")
+        if replicas > 1:
+            notes.append(f"one of {replicas} replicas")
+        if run["model_name"] and model.lower() not in str(run["model_name"]).lower().replace("_", "-"):
+            notes.append(f"served as {run['model_name']}")
+        row = {
+            "hardware": hardware, "model": model, "precision": precision, "chips": chips, "role": role,
+            "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel,
+            "expert_parallel": expert_parallel, "input_tokens": run["input_tokens"],
+            "output_tokens": run["output_tokens"], "concurrency": run["concurrency"] / replicas,
+            "tps_per_user": run["tps_per_user"], "output_tokens_per_s": run["output_tokens_per_s"] / replicas,
+            "input_tokens_per_s": run["input_tokens_per_s"] / replicas if run["input_tokens_per_s"] else None,
+            "ttft_s": run["ttft_ms"] / 1000.0 if run["ttft_ms"] else None,
+            "ttft_percentile": run["ttft_percentile"] if run["ttft_ms"] else None,
+            "speculative": method, "source": "; ".join(notes), "date": run["date"],
+        }
+        rows.append(measurement_of(row, f"run {n}", str(path)))
+    return rows
+
+
+def guess_tool(path) -> str | None:
+    """The tool that wrote a result file, from its keys (None when unclear)."""
+    try:
+        doc = _json_documents(Path(path))[0]
+    except (InputError, OSError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    if "input_config" in doc or isinstance(doc.get("output_token_throughput"), dict):
+        return "genai-perf"
+    if "model_id" in doc or "num_prompts" in doc:
+        return "vllm"
+    if "total_output_tokens_retokenized" in doc or "mean_e2e_latency_ms" in doc:
+        return "sglang"
+    return None
+

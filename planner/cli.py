@@ -426,21 +426,52 @@ def schema():
 
 @main.command()
 @click.option("--write", is_flag=True, help="write the fitted parameters to data/efficiency.yaml")
+@click.option("--measurements", "measured", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="fit to these measurement rows instead (docs/INTERFACE.md 7.10)")
+@click.option("--hardware", "-H", "hardware_id", default=None, help="with --measurements: the family of this system")
+@click.option("--family", default=None, help="with --measurements: this hardware family")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="with --measurements: write the fitted parameters here (a scenario's efficiency: FILE)")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-def calibrate(write, fmt):
-    """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies."""
+def calibrate(write, measured, hardware_id, family, out_path, fmt):
+    """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies; with
+    --measurements, fit them to your own measured points."""
+    from planner.errors import InputError
     from planner.perf import calibration
     from planner.report import render
 
-    if write:
-        calibration.write_fit()
-    rows = calibration.comparison()
+    if measured is None:
+        for flag, value in (("--hardware", hardware_id), ("--family", family), ("--out", out_path)):
+            if value is not None:
+                raise InputError("applies only with --measurements", field=flag)
+        if write:
+            calibration.write_fit()
+        rows = calibration.comparison()
+        title = "calibration: predicted vs published"
+    else:
+        if write:
+            raise InputError("--write refits the shipped calibration; with --measurements use --out FILE",
+                             field="--write")
+        if hardware_id is not None and family is not None:
+            raise InputError("give --hardware or --family, not both", field="--family")
+        from planner.measurements.fit import fit_to_measurements, write_efficiency
+        from planner.measurements.table import read_measurements
+
+        result = fit_to_measurements(read_measurements(measured), family, hardware_id)
+        if out_path:
+            write_efficiency(result, out_path, measured)
+            click.echo(f"wrote {out_path}", err=True)
+        fitted = ", ".join(f"{n} {result['before'][n]:.4g} -> {result['fitted'][n]:.4g}" for n in result["params"])
+        click.echo(f"{result['family']}: {fitted}; loss {result['loss_before']:.4g} -> {result['loss_after']:.4g}"
+                   + (f"; at a bound: {', '.join(result['at_bound'])}" if result["at_bound"] else ""), err=True)
+        rows = result["rows"]
+        title = f"{measured}: measured against the model before and after the fit"
     if fmt == "json":
         click.echo(render.to_json(rows))
     elif fmt == "markdown":
         click.echo(render.to_markdown(rows), nl=False)
     else:
-        render.table(rows, title="calibration: predicted vs published")
+        render.table(rows, title=title)
 
 
 if __name__ == "__main__":

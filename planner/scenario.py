@@ -311,6 +311,10 @@ class Scenario(_Section):
         default_factory=list, description="measured operating points (docs/INTERFACE.md 7.10): file paths (CSV, "
         "Parquet, YAML, JSON; relative to the scenario) or inline rows. A (workload, hardware, precision) and role "
         "with rows at the workload's lengths takes its options from them instead of the model")
+    efficiency: dict[Name, dict[Name, Number]] = Field(
+        default_factory=dict, description="the performance model's efficiency parameters per hardware family, in "
+        "place of the shipped calibration: a file written by planner calibrate --measurements --out (relative to "
+        "the scenario), or {family: {parameter: value}} inline; each within the calibration's bounds")
     measurement_headroom: Share = Field(
         0.0, description="share of a measured replica's throughput held back (0: use it as measured, since a "
         "measured point already includes its queueing and batching)")
@@ -335,6 +339,12 @@ class Scenario(_Section):
             raise _problem(f"no allowed hardware is available by start_date {self.start_date}{self._earliest()}",
                            *where)
         return self
+
+    def efficiency_of(self, family: str) -> dict[str, float]:
+        """A family's efficiency parameters: the calibrated ones, with the scenario's ``efficiency`` over them."""
+        from planner.perf.pack import family_efficiency
+
+        return {**family_efficiency(family), **self.efficiency.get(family, {})}
 
     def price_of(self, workload: Workload) -> float | None:
         """USD per million output tokens of a workload: its own price, else its tier's."""
@@ -461,11 +471,31 @@ def _reference_problems(s: Scenario):
             except _OverrideError as exc:
                 yield ("hardware", "overrides", hw_id, exc.key), exc.message
     yield from _workload_problems(s.workloads, models, known_hw)
+    yield from _efficiency_problems(s.efficiency)
     for i, m in enumerate(s.measurements):
         if m.hardware not in known_hw:
             yield ("measurements", i, "hardware"), _unknown("hardware", m.hardware, known_hw, "hardware.custom")
         if m.model not in models:
             yield ("measurements", i, "model"), _unknown("model", m.model, models, "models")
+
+
+def _efficiency_problems(efficiency: dict):
+    from planner.perf.calibration import calibration_data
+    from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table
+
+    bounds = calibration_data()["bounds"]
+    for family, params in efficiency.items():
+        if family not in efficiency_table():
+            yield ("efficiency", family), (f"unknown hardware family {family!r}; expected one of "
+                                           f"{', '.join(sorted(efficiency_table()))}")
+            continue
+        for name, value in params.items():
+            if name not in EFFICIENCY_PARAMS:
+                yield ("efficiency", family, name), (f"unknown parameter {name!r}; expected one of "
+                                                     f"{', '.join(EFFICIENCY_PARAMS)}")
+            elif not bounds[name][0] <= value <= bounds[name][1]:
+                yield ("efficiency", family, name), (f"{value:g} is outside the calibration's bounds "
+                                                     f"[{bounds[name][0]:g}, {bounds[name][1]:g}]")
 
 
 def _workload_problems(workloads: list[Workload], models, known_hw):
@@ -980,8 +1010,16 @@ def scenario_from_yaml(text: str, file: str = "<scenario>", settings=()) -> Scen
         data = with_settings(data, settings)
     except InputError as exc:
         raise exc.in_file(file) from None
+    base = Path(file).parent if Path(file).is_file() else None
+    if isinstance(data.get("efficiency"), str):  # a fitted file, read relative to the scenario
+        from planner.measurements.fit import read_efficiency
+
+        path = Path(data["efficiency"])
+        try:
+            data["efficiency"] = read_efficiency(path if path.is_absolute() or base is None else base / path)
+        except InputError as exc:
+            raise exc.in_file(file) from None
     if isinstance(data.get("measurements"), list):  # files become their rows, read relative to the scenario
-        base = Path(file).parent if Path(file).is_file() else None
         try:
             data["measurements"] = [r for e in data["measurements"] for r in (
                 resolve_measurements([e], base) if isinstance(e, str) else [e])]

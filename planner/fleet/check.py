@@ -202,7 +202,8 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
     if measured:
         from planner.measurements.curves import rescore_measured
 
-        r = rescore_measured(row, demand, model, inputs.hardware, inputs.measurements, inputs.measurement_headroom)
+        r = rescore_measured(row, demand, model, inputs.hardware, inputs.measurements, inputs.measurement_headroom,
+                             inputs.efficiency)
         out.append(result(name + " measured", r.fits, "re-read from the plan's measurements at its concurrency"
                           if r.fits else "no measurements of this system, precision, role and layout in the plan"))
     else:

@@ -130,11 +130,12 @@ class System:
     draft_touched: np.ndarray  # the drafter's experts touched per (depth, 1, batch), one query token
 
 
-def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft: np.ndarray) -> System:
+def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft: np.ndarray,
+               efficiency: dict | None = None) -> System:
     from solvers.perf import sweep
 
     grid = parallel_grid(hw, model)
-    mv, hv = model_vector(model), hardware_vector(hw, precision)
+    mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
     pps = np.unique(grid[:, 1])
     _, ks, _ = spec_settings(demand)
     return System(hw, precision, grid, mv, hv, demand.workload_vector(),
@@ -216,7 +217,7 @@ def split_precisions(demand: Demand, hw_a: Hardware, hw_f: Hardware) -> tuple[st
 
 
 def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, opts: Options,
-                  draft: np.ndarray) -> None:
+                  draft: np.ndarray, efficiency: dict | None = None) -> None:
     """Attention on A, FFN on F (MODEL.md 10): every (attention chips, FFN chips, attention mode, speculative
     setting, batch); per layout the best batch meeting the tier; the options cheapest in capex per unit of
     capacity kept (both systems' chips count, so a one-dimensional Pareto rule does not apply)."""
@@ -224,7 +225,8 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
 
     prec_a, prec_f = split_precisions(demand, hw_a, hw_f)
     attn, ffn = split_model_vectors(model)
-    ha, hf = hardware_vector(hw_a, prec_a), hardware_vector(hw_f, prec_f)
+    eff = efficiency or {}
+    ha, hf = hardware_vector(hw_a, prec_a, eff.get(hw_a.family)), hardware_vector(hw_f, prec_f, eff.get(hw_f.family))
     grid = split_grid(hw_a, hw_f, model)
     wl = demand.workload_vector()
     nb = len(BATCHES)
@@ -401,7 +403,7 @@ PREFILL_KINDS = tuple(k.name for k in KINDS.values() if k.covers_prefill)
 
 
 def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurements, headroom: float,
-                     opts: Options) -> set[str]:
+                     opts: Options, efficiency: dict | None = None) -> set[str]:
     """The options of ``demand`` on ``hw`` that measurements give (planner.measurements.curves), added to
     ``opts``; returns the precisions they speak for. A measured (workload, system, precision) takes every option
     from its measurements: the model's options there are left out, of the measured roles and of the others (a
@@ -412,7 +414,7 @@ def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurem
 
     names = {k.name for k in kinds}
     covered = set()
-    for curve in curves_for(demand, model, hw, measurements, precisions_for(hw, demand)):
+    for curve in curves_for(demand, model, hw, measurements, precisions_for(hw, demand), efficiency):
         if curve.role not in names:
             continue
         covered.add(curve.precision)
@@ -438,11 +440,13 @@ def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurem
 
 
 def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware],
-                progress=None, deadline: float = math.inf, measurements=(), headroom: float = 0.0) -> Options:
+                progress=None, deadline: float = math.inf, measurements=(), headroom: float = 0.0,
+                efficiency: dict | None = None) -> Options:
     """Every Pareto option of every workload on every system (or pair) that may serve it: from ``measurements``
     where they speak for a (workload, system, precision, kind), from the model elsewhere. ``progress(done,
     total, text)`` is called after each workload, if given; past ``deadline`` (``time.monotonic()``) between two
-    workloads it raises PlannerError: the run's time limit covers the engine too."""
+    workloads it raises PlannerError: the run's time limit covers the engine too. ``efficiency``: family ->
+    parameters where a scenario sets its own (``efficiency:``), else each family's calibrated values."""
     import time
 
     from planner.errors import PlannerError
@@ -464,11 +468,12 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
             kinds = [k for k in singles if all(serves(hw, model, r) for r in k.needs)]
             if not kinds:
                 continue
-            measured = measured_options(d, model, hw, kinds, measurements, headroom, opts) if measurements else set()
+            measured = (measured_options(d, model, hw, kinds, measurements, headroom, opts, efficiency)
+                        if measurements else set())
             for prec in precisions_for(hw, d):
                 if prec in measured:
                     continue
-                sys = system_for(d, model, hw, prec, draft)
+                sys = system_for(d, model, hw, prec, draft, (efficiency or {}).get(hw.family))
                 for kind in kinds:
                     kind.generate(d, model, sys, opts)
         for kind in pairs:
@@ -477,7 +482,7 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
                     if hw_a.id != hw_f.id and serves(hw_a, model, kind.needs[0]) and serves(
                             hw_f, model, kind.needs[1]) and (
                             not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
-                        kind.generate(d, model, hw_a, hw_f, opts, draft)
+                        kind.generate(d, model, hw_a, hw_f, opts, draft, efficiency)
     if progress:
         progress(len(demands), len(demands), f"{opts.candidates_scored:,} candidates scored")
     return opts.pareto_across_precisions()

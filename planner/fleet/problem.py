@@ -48,8 +48,6 @@ class Built:
         """Everything ``check`` needs to re-check a plan without the scenario file or the solver (plan.json's
         ``inputs``): the scenario's limits and finance, the demands, the catalog and model figures used (overrides
         applied), the efficiencies and each system's annual cost parts."""
-        from planner.perf.pack import family_efficiency
-
         sc = self.scenario
         models = sc.resolved_models()
         used_models = sorted({d.model for d in self.demands} | {d.draft_model for d in self.demands if d.draft_model})
@@ -67,7 +65,7 @@ class Built:
             "demands": [d.to_dict() for d in self.demands],
             "hardware": {h.id: h.model_dump(mode="json") for h in self.hardware},
             "models": {m: models[m].model_dump(mode="json") for m in used_models},
-            "efficiency": {f: family_efficiency(f) for f in sorted({h.family for h in self.hardware})},
+            "efficiency": {f: sc.efficiency_of(f) for f in sorted({h.family for h in self.hardware})},
             "rack_costs": {h.id: rack_cost_parts(sc, h) for h in self.hardware},
             "measurements": [m.to_row() for m in sc.measurements if m.model in used_models],
             "measurement_headroom": sc.measurement_headroom,
@@ -88,8 +86,9 @@ def build_problem(scenario, progress=None, deadline: float = math.inf) -> Built:
     models = scenario.resolved_models()
     demands = demands_of(scenario)
     t0 = time.perf_counter()
+    efficiency = {f: scenario.efficiency_of(f) for f in scenario.efficiency}  # the scenario's own, if any
     opts = options_for(demands, models, hardware, progress, deadline, scenario.measurements,
-                       scenario.measurement_headroom)
+                       scenario.measurement_headroom, efficiency)
     engine_s = time.perf_counter() - t0
     cols = opts.arrays()
     hw_list = list(hardware.values())

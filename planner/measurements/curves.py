@@ -58,9 +58,11 @@ def _close(a: float, b: float) -> bool:
     return abs(a / b - 1.0) <= LENGTH_TOLERANCE
 
 
-def curves_for(demand, model, hw, measurements, precisions=None) -> list[Curve]:
+def curves_for(demand, model, hw, measurements, precisions=None, efficiency: dict | None = None) -> list[Curve]:
     """Every curve of ``demand`` on ``hw`` from ``measurements`` (``Measurement`` rows), at the workload's
-    lengths (measured or scaled); ``precisions`` limits them (the workload's pinned one, the system's own)."""
+    lengths (measured or scaled); ``precisions`` limits them (the workload's pinned one, the system's own);
+    ``efficiency`` (family -> parameters) is the model that scales lengths, default the calibrated one."""
+    eff = (efficiency or {}).get(hw.family)
     groups: dict[tuple, list] = {}
     for m in measurements:
         if _matches(m, demand, hw.id) and (precisions is None or m.precision in precisions):
@@ -76,11 +78,11 @@ def curves_for(demand, model, hw, measurements, precisions=None) -> list[Curve]:
                         + math.log(m.output_tokens / demand.output_tokens) ** 2)
             best = min(rows, key=distance)
             near = [m for m in rows if (m.input_tokens, m.output_tokens) == (best.input_tokens, best.output_tokens)]
-        curves.append(_curve(near, demand, model, hw, precision, role, chips, layout, scaled))
+        curves.append(_curve(near, demand, model, hw, precision, role, chips, layout, scaled, eff))
     return curves
 
 
-def _curve(rows, demand, model, hw, precision, role, chips, layout, scaled) -> Curve:
+def _curve(rows, demand, model, hw, precision, role, chips, layout, scaled, efficiency=None) -> Curve:
     rows = sorted(rows, key=lambda m: m.concurrency)
     c = np.array([m.concurrency for m in rows])
     speed = np.array([m.speed for m in rows])
@@ -91,7 +93,7 @@ def _curve(rows, demand, model, hw, precision, role, chips, layout, scaled) -> C
     if scaled:
         for i, m in enumerate(rows):
             f = model_ratios(model, hw, precision, layout, m.concurrency, (m.input_tokens, m.output_tokens),
-                             (demand.input_tokens, demand.output_tokens), role)
+                             (demand.input_tokens, demand.output_tokens), role, efficiency)
             speed[i] *= f["tps_per_user"]
             out[i] *= f["output_tokens_per_s"]
             inp[i] *= f["input_tokens_per_s"]
@@ -101,15 +103,17 @@ def _curve(rows, demand, model, hw, precision, role, chips, layout, scaled) -> C
                  min(percentiles) if percentiles else None, scaled)
 
 
-def model_point(model, hw, precision, layout, concurrency: float, lengths, role: str) -> dict:
-    """The performance model at one point (plain decode, the catalog's efficiencies): per-user speed and replica
-    output tokens/s (colocated: with its own prefill), prompt tokens/s and one prompt's TTFT."""
+def model_point(model, hw, precision, layout, concurrency: float, lengths, role: str,
+                efficiency: dict | None = None) -> dict:
+    """The performance model at one point (plain decode; the family's efficiencies, or ``efficiency``): per-user
+    speed and replica output tokens/s (colocated: with its own prefill), prompt tokens/s and one prompt's TTFT."""
     from planner.perf.estimate import colocated, evaluate_config
     from solvers.perf import slots as L
 
     tp, pp, ep = layout
     batch = max(float(concurrency), 1.0)
-    dec, pre = evaluate_config(model, hw, precision, tp, pp, int(ep), batch, lengths[0], lengths[1])
+    dec, pre = evaluate_config(model, hw, precision, tp, pp, int(ep), batch, lengths[0], lengths[1],
+                               efficiency=efficiency)
     if role == "colocated":
         tps, served = colocated(dec, pre, batch, float(lengths[0]), float(lengths[1]), 1.0)
     else:
@@ -118,10 +122,11 @@ def model_point(model, hw, precision, layout, concurrency: float, lengths, role:
             "ttft_s": float(pre[L.B_TIME_S])}
 
 
-def model_ratios(model, hw, precision, layout, concurrency, measured_lengths, wanted_lengths, role) -> dict:
+def model_ratios(model, hw, precision, layout, concurrency, measured_lengths, wanted_lengths, role,
+                 efficiency: dict | None = None) -> dict:
     """Per figure, the model's value at ``wanted_lengths`` over its value at ``measured_lengths``."""
-    at = model_point(model, hw, precision, layout, concurrency, measured_lengths, role)
-    to = model_point(model, hw, precision, layout, concurrency, wanted_lengths, role)
+    at = model_point(model, hw, precision, layout, concurrency, measured_lengths, role, efficiency)
+    to = model_point(model, hw, precision, layout, concurrency, wanted_lengths, role, efficiency)
     return {k: (to[k] / at[k] if at[k] > 0 else math.nan) for k in at}
 
 
@@ -174,7 +179,8 @@ def operating_point(curve: Curve, min_tps_per_user: float, ttft_target_s: float)
     return value_at(curve, whole if whole >= c[0] else c[0])
 
 
-def rescore_measured(row: dict, demand, model, hardware: dict, measurements, headroom: float):
+def rescore_measured(row: dict, demand, model, hardware: dict, measurements, headroom: float,
+                     efficiency: dict | None = None):
     """A measured allocation row re-read from its measurements, for ``check``: the curve of its system,
     precision, role, chips and layout at the workload's lengths, at the row's concurrency (``batch``, or the
     first measured point). An empty Rescore (nothing served) when no such curve exists."""
@@ -184,7 +190,7 @@ def rescore_measured(row: dict, demand, model, hardware: dict, measurements, hea
 
     hw = hardware[row["hardware"]]
     layout = (int(row["tensor_parallel"]), int(row["pipeline_parallel"]), bool(row["expert_parallel"]))
-    curve = next((c for c in curves_for(demand, model, hw, measurements, [row["precision"]])
+    curve = next((c for c in curves_for(demand, model, hw, measurements, [row["precision"]], efficiency)
                   if c.role == row["role"] and c.chips == int(row["chips_per_replica"]) and c.layout == layout), None)
     power = float(replica_power_w(hardware_vector(hw, row["precision"]), float(row["chips_per_replica"])))
     if curve is None:

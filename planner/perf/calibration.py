@@ -131,7 +131,31 @@ COARSE_EVALUATIONS = 2048  # coarse-grid size: 45 levels for two parameters, 12 
 
 
 def fit_family(family: str, sweeps: int = 5, steps: int = 9, starts: int = 4) -> dict[str, float]:
-    """The family's parameters that minimise ``loss`` within their bounds.
+    """The family's parameters that minimise ``loss`` over its published points within their bounds
+    (``fit_parameters``)."""
+    pts = family_points(family)
+    names, bounds = fit_spec(family)
+    return fit_parameters(lambda eff: loss(pts, eff), names, bounds, dict(family_efficiency(family)), sweeps, steps,
+                          starts)
+
+
+def fit_spec(family: str) -> tuple[list[str], dict]:
+    """(parameters fitted, their bounds) of a family: its own entry in calibration.yaml's ``fit``, else that of
+    the family it inherits from, else all five; bounds the shared ones with the entry's own."""
+    from planner.perf.pack import EFFICIENCY_PARAMS
+
+    spec = calibration_data()
+    entry, name = spec["fit"].get(family), family
+    while entry is None and "inherits" in efficiency_table().get(name, {}):
+        name = efficiency_table()[name]["inherits"]
+        entry = spec["fit"].get(name)
+    entry = entry or {"params": list(EFFICIENCY_PARAMS)}
+    return list(entry["params"]), {**spec["bounds"], **entry.get("bounds", {})}
+
+
+def fit_parameters(objective, names: list[str], bounds: dict, current: dict[str, float], sweeps: int = 5,
+                   steps: int = 9, starts: int = 4) -> dict[str, float]:
+    """The values of ``names`` that minimise ``objective(efficiencies)`` within ``bounds``, from ``current``.
 
     The loss is piecewise smooth (each point's best layout and batch change at thresholds), so one descent can stop
     in a local minimum. The current values are refined by coordinate descent on a log grid that halves around the
@@ -139,29 +163,24 @@ def fit_family(family: str, sweeps: int = 5, steps: int = 9, starts: int = 4) ->
     (interior log levels per parameter, every combination, about ``COARSE_EVALUATIONS`` in all). The best of them
     replaces the current values only if it lowers the loss by more than ``REFIT_GAIN``. Deterministic: no random
     starts."""
-    spec = calibration_data()
-    names = spec["fit"][family]["params"]
-    bounds = {**spec["bounds"], **spec["fit"][family].get("bounds", {})}
-    current = dict(family_efficiency(family))
-    pts = family_points(family)
     per_param = max(4, int(COARSE_EVALUATIONS ** (1.0 / len(names))))
     levels = [np.exp(np.linspace(math.log(bounds[n][0]), math.log(bounds[n][1]), per_param + 2)[1:-1])
               for n in names]
     coarse = []
     for combo in itertools.product(*levels):
         eff = {**current, **dict(zip(names, map(float, combo)))}
-        coarse.append((loss(pts, eff), eff))
+        coarse.append((objective(eff), eff))
     coarse.sort(key=lambda s: s[0])
-    kept = _polish(pts, _descend(pts, current, names, bounds, sweeps, steps), names, bounds)
-    others = [_polish(pts, _descend(pts, eff, names, bounds, sweeps, steps), names, bounds)
+    kept = _polish(objective, _descend(objective, current, names, bounds, sweeps, steps), names, bounds)
+    others = [_polish(objective, _descend(objective, eff, names, bounds, sweeps, steps), names, bounds)
               for _, eff in coarse[:starts]]
-    best = min([kept, *others], key=lambda eff: loss(pts, eff))
+    best = min([kept, *others], key=objective)
     # Few points can leave a valley of equally good fits (two points, two parameters): a refit moves off the
     # current values only for a real gain, so rerunning it does not wander along the valley.
-    return best if loss(pts, best) < loss(pts, current) - REFIT_GAIN else current
+    return best if objective(best) < objective(current) - REFIT_GAIN else current
 
 
-def _descend(pts, eff, names, bounds, sweeps, steps) -> dict[str, float]:
+def _descend(objective, eff, names, bounds, sweeps, steps) -> dict[str, float]:
     """Coordinate descent from ``eff``: each parameter in turn takes the best of ``steps`` log-spaced values around
     it (first spanning a factor of 4), clipped to its bounds."""
     eff = dict(eff)
@@ -172,13 +191,13 @@ def _descend(pts, eff, names, bounds, sweeps, steps) -> dict[str, float]:
             centre = math.log(min(max(eff[n], lo), hi))
             grid = np.exp(np.linspace(centre - width[n] / 2, centre + width[n] / 2, steps))
             grid = np.unique(np.clip(grid, lo, hi))
-            scores = [loss(pts, {**eff, n: float(v)}) for v in grid]
+            scores = [objective({**eff, n: float(v)}) for v in grid]
             eff[n] = float(grid[int(np.argmin(scores))])
             width[n] /= 2.0
     return eff
 
 
-def _polish(pts, eff, names, bounds, iterations: int = 300) -> dict[str, float]:
+def _polish(objective, eff, names, bounds, iterations: int = 300) -> dict[str, float]:
     """Nelder-Mead from ``eff`` in the logarithms of ``names``, clipped to the bounds: it follows the diagonal
     valleys (a faster memory traded for a slower fixed cost) along which coordinate descent only crawls."""
 
@@ -186,11 +205,11 @@ def _polish(pts, eff, names, bounds, iterations: int = 300) -> dict[str, float]:
         return {n: float(min(max(math.exp(v), bounds[n][0]), bounds[n][1])) for n, v in zip(names, z)}
 
     def f(z):
-        return loss(pts, {**eff, **values(z)})
+        return objective({**eff, **values(z)})
 
     z, _ = _nelder_mead(f, np.log([eff[n] for n in names]), iterations)
     polished = {**eff, **values(z)}
-    return polished if loss(pts, polished) <= loss(pts, eff) else eff
+    return polished if objective(polished) <= objective(eff) else eff
 
 
 def _nelder_mead(f, x0, iterations, step=0.1, spread=1e-10):

@@ -81,6 +81,12 @@ def assumptions(d: dict) -> list[str]:
                      + (f"; left out: {', '.join(left)}" if left else ""))
     else:
         lines.append(f"buying policy: the systems named in hardware.allow ({len(excluded)} others left out)")
+    measured = [r for r in d.get("allocation", []) if r.get("source") == "measured"]
+    if d["inputs"].get("measurements"):
+        lines.append(f"measurements: {len(d['inputs']['measurements'])} measured rows; {len(measured)} allocation "
+                     f"rows planned from them (source: measured), at their measured throughput less "
+                     f"{100 * (d['inputs'].get('measurement_headroom') or 0):.3g}% headroom; a (workload, system, "
+                     f"precision) with measurements takes no option from the model")
     tie = d.get("solver", {}).get("tie_break")
     if tie:
         lines.append(f"ties: among plans no worse than the first found, the one on the fewest hardware types "

@@ -45,7 +45,7 @@ def progress_display(enabled: bool):
 # The compact tables of the one-screen answer; --detail shows every column and the supporting tables.
 FLEET_BRIEF = ["hardware", "racks", "chips", "facility_power_mw", "capex_usd", "annual_cost_usd"]
 ALLOCATION_BRIEF = ["workload", "role", "hardware", "replicas", "layout", "batch", "precision", "speculative",
-                    "tps_per_user", "ttft_s"]
+                    "tps_per_user", "ttft_s", "source"]
 WORKLOAD_BRIEF = ["workload", "model", "tier", "tps_per_user", "ttft_s", "ttft_target_s", "cost_usd_per_mtok",
                   "power_mw", "served_share"]
 # Short headers for the compact tables (the interface's names stay in JSON, CSV, Parquet and --detail).
@@ -64,7 +64,8 @@ def brief_allocation(rows: list[dict]) -> tuple[list[dict], list[str]]:
         if r.get("attention_chips") is not None:  # an attention/FFN pair: chips of each side
             layout = f"{r['attention_chips']:g}+{r['ffn_chips']:g} split"
         out.append({**r, "layout": layout})
-    cols = [c for c in ALLOCATION_BRIEF if c != "speculative" or any(r.get(c) not in (None, "none") for r in rows)]
+    optional = {"speculative": (None, "none"), "source": (None, "model")}  # shown only where some row differs
+    cols = [c for c in ALLOCATION_BRIEF if c not in optional or any(r.get(c) not in optional[c] for r in rows)]
     return out, cols
 
 

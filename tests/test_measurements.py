@@ -1,0 +1,371 @@
+"""Measurements beside the model (issue 13): importers on result files written from the tools' formats, the
+table's files and errors, the curves' operating points by hand, measured options winning over the model, a
+measured mix against brute force, and check re-reading measured rows."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import main
+from planner.errors import InputError
+from planner.measurements.curves import Curve, curves_for, operating_point, value_at
+from planner.measurements.importers import guess_tool, import_results
+from planner.measurements.table import measurement_of, read_measurements, write_measurements
+
+DATA = Path(__file__).resolve().parent / "data"
+RESULTS = DATA / "results"
+MIX = DATA / "measurements" / "measured-mix.yaml"
+
+
+def imported(name: str, tool: str, **kw):
+    return import_results(RESULTS / name, tool, "hgx-h100", "llama-3.1-8b", "fp8", 1, **kw)
+
+
+# ---- importers ----------------------------------------------------------------------------------------------
+def test_vllm_bench_serve_result_by_hand():
+    (row,) = imported("vllm-serve-2026.json", "vllm")
+    assert row.concurrency == 4  # max_concurrency
+    assert row.input_tokens == 8192 / 8 and row.output_tokens == 1024 / 8  # totals / completed
+    assert row.speed == pytest.approx(1000 / 12.1)  # 1000 / mean_tpot_ms
+    assert row.output_tokens_per_s == pytest.approx(304.4086)
+    assert row.input_tokens_per_s == pytest.approx(8192 / 3.3639)
+    assert (row.ttft_s, row.ttft_percentile) == (pytest.approx(0.13058), 99.0)  # p99: the only percentile saved
+    assert row.date.isoformat() == "2026-03-10" and row.speculative == "none"
+
+
+def test_old_vllm_benchmark_serving_file_with_its_colon_key():
+    (row,) = imported("vllm-benchmark-serving-0.8.json", "vllm")
+    assert row.concurrency == 2 and row.input_tokens == 256 and row.output_tokens == 8
+    assert row.speed == pytest.approx(1000 / 10.025) and row.output_tokens_per_s == pytest.approx(141.9069)
+
+
+def test_sglang_jsonl_two_versions_and_its_speculative_method():
+    eagle, plain = imported("sglang-bench-serving.jsonl", "sglang")
+    assert eagle.speculative == "eagle"  # server_info.speculative_algorithm EAGLE3
+    assert eagle.concurrency == 64 and eagle.speed == pytest.approx(1000 / 24.9945)
+    assert (eagle.ttft_s, eagle.ttft_percentile) == (pytest.approx(0.5124), 90.0)
+    assert plain.speculative == "none" and plain.concurrency == 32
+    assert plain.output_tokens == 128 and plain.ttft_percentile == 99.0  # no p90 in that version
+
+
+@pytest.mark.parametrize("name, per_user", [("genai-perf-0.0.15.json", 105.342),
+                                             ("genai-perf-0.0.12.json", 1000 / 9.503),  # 1 / ITL, not per_request
+                                             ("aiperf-0.1.1.json", 105.34)])
+def test_genai_perf_and_aiperf_exports(name, per_user):
+    (row,) = imported(name, "genai-perf")
+    assert row.concurrency == 16 and row.input_tokens == 512 and row.output_tokens == 128
+    assert row.speed == pytest.approx(per_user) and row.output_tokens_per_s == pytest.approx(1629.91, rel=1e-4)
+    assert row.ttft_percentile == 90.0
+    assert (row.date is not None) == name.startswith("aiperf")
+
+
+def test_the_tool_is_recognised_from_its_keys():
+    assert guess_tool(RESULTS / "vllm-serve-2026.json") == "vllm"
+    assert guess_tool(RESULTS / "sglang-bench-serving.jsonl") == "sglang"
+    assert guess_tool(RESULTS / "genai-perf-0.0.12.json") == "genai-perf"
+
+
+def test_replicas_divide_concurrency_and_throughput():
+    (one,) = imported("vllm-serve-2026.json", "vllm")
+    (half,) = imported("vllm-serve-2026.json", "vllm", replicas=2)
+    assert half.concurrency == one.concurrency / 2 and half.output_tokens_per_s == one.output_tokens_per_s / 2
+    assert half.speed == one.speed and "one of 2 replicas" in half.source
+
+
+def test_a_speculative_run_needs_its_method(tmp_path):
+    doc = json.loads((RESULTS / "vllm-serve-2026.json").read_text())
+    doc.update(spec_decode_num_drafts=100, spec_decode_acceptance_rate=70.0)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="--speculative"):
+        import_results(path, "vllm", "hgx-h100", "llama-3.1-8b", "fp8", 1)
+    (row,) = import_results(path, "vllm", "hgx-h100", "llama-3.1-8b", "fp8", 1, speculative="eagle")
+    assert row.speculative == "eagle"
+
+
+def test_importer_errors_name_the_file_and_what_is_missing(tmp_path):
+    doc = json.loads((RESULTS / "vllm-serve-2026.json").read_text())
+    del doc["mean_tpot_ms"]
+    path = tmp_path / "no-tpot.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"no-tpot.json: run 1 has no 'mean_tpot_ms'"):
+        import_results(path, "vllm", "hgx-h100", "llama-3.1-8b", "fp8", 1)
+    doc = json.loads((RESULTS / "genai-perf-0.0.15.json").read_text())
+    doc["input_config"]["perf_analyzer"]["stimulus"] = {"request_rate": 5.0}
+    path = tmp_path / "rate.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="fixed concurrency"):
+        import_results(path, "genai-perf", "hgx-h100", "llama-3.1-8b", "fp8", 1)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".yaml", ".json"])
+def test_rows_round_trip_through_every_file_type(tmp_path, suffix):
+    rows = imported("sglang-bench-serving.jsonl", "sglang") + imported("vllm-serve-2026.json", "vllm")
+    path = tmp_path / f"rows{suffix}"
+    write_measurements(rows, path)
+    assert read_measurements(path) == rows
+
+
+def test_import_cli_equals_the_library(tmp_path):
+    out = tmp_path / "rows.csv"
+    res = CliRunner().invoke(main, ["measurements", "import", str(RESULTS / "vllm-serve-2026.json"), "--from", "vllm",
+                                    "-H", "hgx-h100", "-m", "llama-3.1-8b", "--precision", "fp8", "--chips", "1",
+                                    "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert read_measurements(out) == imported("vllm-serve-2026.json", "vllm")
+    shown = CliRunner().invoke(main, ["measurements", "show", str(out), "--format", "json"])
+    assert shown.exit_code == 0, shown.output
+    (row,) = json.loads(shown.stdout)
+    assert row["predicted_output_tokens_per_s"] > 0
+    assert row["error_pct"] == pytest.approx(100 * (row["output_tokens_per_s"] / row["predicted_output_tokens_per_s"]
+                                                    - 1))
+
+
+# ---- the table's errors ---------------------------------------------------------------------------------------
+GOOD = {"hardware": "hgx-h100", "model": "llama-3.1-8b", "precision": "fp8", "chips": 1, "input_tokens": 1000,
+        "output_tokens": 300, "concurrency": 8, "tps_per_user": 120, "output_tokens_per_s": 900}
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"tps_per_user": None}, "give exactly one of tps_per_user and tpot_s"),
+    ({"tpot_s": 0.01}, "give exactly one of tps_per_user and tpot_s"),
+    ({"chips": 0}, r"row 1\.chips"),
+    ({"concurrency": 0.5}, r"row 1\.concurrency"),
+    ({"role": "prefill"}, "role prefill needs input_tokens_per_s"),
+    ({"ttft_s": 0.2}, "ttft_s and ttft_percentile come together"),
+    ({"tensor_parallel": 2}, "tensor_parallel x pipeline_parallel"),
+    ({"speed": 3}, r"row 1\.speed: unknown field"),
+    ({"precision": "int3"}, r"row 1\.precision"),
+])
+def test_bad_rows_name_the_row_and_field(change, match):
+    with pytest.raises(InputError, match=match):
+        measurement_of({**GOOD, **change}, "row 1")
+
+
+def test_a_bad_csv_cell_names_the_file_and_line(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text("hardware,model,precision,chips,input_tokens,output_tokens,concurrency,tps_per_user,"
+                    "output_tokens_per_s\nhgx-h100,llama-3.1-8b,fp8,1,1000,300,8,120,900\n"
+                    "hgx-h100,llama-3.1-8b,fp8,1,1000,300,8,fast,900\n")
+    with pytest.raises(InputError, match=r"m.csv:3: row 3.tps_per_user"):
+        read_measurements(path)
+
+
+def test_scenario_measurements_are_checked_like_its_fields(tmp_path):
+    from planner.scenario import load_scenario
+
+    text = MIX.read_text().replace("measurements: [h100-h200-llama8b.csv]",
+                                   "measurements:\n  - {hardware: hgx-h999, model: llama-3.1-8b, precision: fp8, "
+                                   "chips: 1, input_tokens: 1000, output_tokens: 300, concurrency: 8, "
+                                   "tps_per_user: 120, output_tokens_per_s: 900}")
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=r"measurements\[0\]\.hardware.*hgx-h999"):
+        load_scenario(path)
+    path.write_text(MIX.read_text().replace("h100-h200-llama8b.csv", "missing.csv"))
+    with pytest.raises(InputError, match="missing.csv: no such file"):
+        load_scenario(path)
+
+
+# ---- curves: operating points by hand ---------------------------------------------------------------------------
+def curve(c, tps, out, ttft=None, role="colocated") -> Curve:
+    import numpy as np
+
+    n = len(c)
+    return Curve("hgx-h200", "fp8", role, 1, (1, 1, False), 1000, 300, np.array(c, float), np.array(tps, float),
+                 np.array(out, float), np.full(n, math.nan),
+                 np.array(ttft if ttft is not None else [math.nan] * n, float), 90.0 if ttft else None, False)
+
+
+def test_operating_point_interpolates_to_the_tier_and_takes_a_whole_concurrency():
+    # speed 130 at 32 and 90 at 64: 100 tok/s per user is crossed at 32 + 30/40 x 32 = 56 requests
+    p = operating_point(curve([8, 32, 64], [180, 130, 90], [1300, 3800, 5200]), 100, 1.0)
+    assert p.concurrency == 56 and p.batch == 56
+    assert p.tps_per_user == pytest.approx(100.0) and p.output_tokens_per_s == pytest.approx(3800 + 0.75 * 1400)
+    # 110 is crossed at 32 + 20/40 x 32 = 48 (whole already); 120 at 40
+    assert operating_point(curve([8, 32, 64], [180, 130, 90], [1300, 3800, 5200]), 120, 1.0).concurrency == 40
+    # a crossing at 43.7 is read at 43, below the tier's limit, never above
+    p = operating_point(curve([8, 32, 64], [160, 110, 80], [1200, 3200, 4800]), 100, 1.0)
+    assert p.concurrency == 42 and p.tps_per_user > 100
+
+
+def test_the_ttft_target_can_bind_before_the_tier():
+    # TTFT 0.2 s at 32, 0.6 s at 64: the 0.4 s target is crossed at 48, before the speed limit at 56
+    p = operating_point(curve([8, 32, 64], [180, 130, 90], [1300, 3800, 5200], [0.1, 0.2, 0.6]), 100, 0.4)
+    assert p.concurrency == 48 and p.ttft_s == pytest.approx(0.4)
+
+
+def test_a_measured_miss_removes_the_option_and_the_range_is_never_left():
+    assert operating_point(curve([8, 32], [90, 60], [700, 1900]), 100, 1.0) is None  # slower than the tier at once
+    p = operating_point(curve([8, 32], [300, 200], [2000, 6000]), 100, 1.0)
+    assert p.concurrency == 32 and p.output_tokens_per_s == 6000  # no extrapolation past the last point
+    assert value_at(curve([1.5, 4], [300, 200], [400, 800]), 1).concurrency == 1.5  # nor below the first
+
+
+def test_rows_at_other_lengths_are_scaled_by_the_models_own_ratio():
+    from planner import catalog
+    from planner.fleet.problem import demands_of
+    from planner.measurements.curves import model_ratios
+    from planner.scenario import load_scenario
+
+    sc = load_scenario(MIX)
+    longer = [m.model_copy(update={"input_tokens": 4000.0}) for m in sc.measurements]
+    (demand,) = demands_of(sc)
+    hw, model = catalog.get_hardware("hgx-h200"), catalog.get_model("llama-3.1-8b")
+    (near,) = curves_for(demand, model, hw, sc.measurements)
+    (far,) = curves_for(demand, model, hw, longer)
+    assert not near.scaled and far.scaled and far.input_tokens == 4000
+    ratio = model_ratios(model, hw, "fp8", (1, 1, False), 32, (4000, 300), (1000, 300), "colocated")
+    assert far.output_tokens_per_s[1] == pytest.approx(near.output_tokens_per_s[1] * ratio["output_tokens_per_s"])
+    assert ratio["output_tokens_per_s"] > 1  # shorter prompts than measured: more output tokens/s
+
+
+# ---- planning from measurements -----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def measured_plan():
+    from planner.fleet.solve import solve
+
+    return solve(MIX)
+
+
+def test_measured_rows_win_over_the_model(measured_plan):
+    built = measured_plan.built
+    opts = built.options
+    measured = {(opts["hardware"][j], opts["precision"][j]) for j in range(len(opts["workload"]))
+                if opts["source"][j] == "measured"}
+    assert measured == {("hgx-h100", "fp8"), ("hgx-h200", "fp8")}
+    assert all(opts["source"][j] == "measured" for j in range(len(opts["workload"])))  # fp8 pinned: none modelled
+    (row,) = measured_plan.allocation.to_dicts()
+    assert row["source"] == "measured" and "3 measured points" in row["measurement"]
+    assert row["hardware"] == "hgx-h200" and row["batch"] == 42  # the third case of the hand test above
+
+
+def test_the_measured_mix_differs_from_the_models_and_is_the_brute_force_optimum(measured_plan):
+    from planner.fleet.solve import solve
+    from planner.scenario import load_scenario
+    from solvers import bruteforce as bf
+
+    modelled = solve(load_scenario(MIX).with_({"measurements": []}))
+    racks = {r["hardware"]: r["racks"] for r in measured_plan.fleet.to_dicts()}
+    assert {r["hardware"]: r["racks"] for r in modelled.fleet.to_dicts()} == {"hgx-h100": 1}
+    assert racks == {"hgx-h200": 1}  # measured H100s serve 1,300 tok/s a chip: 10,400 a rack, short of 12,000
+    problem = measured_plan.built.problem
+    assert problem.integer_replicas.all()
+    best = bf.brute_force(problem)
+    assert best.feasible and measured_plan.objective_usd_per_year == pytest.approx(best.objective, rel=1e-6)
+    names = [h.id for h in measured_plan.built.hardware]
+    assert {names[h]: int(n) for h, n in enumerate(best.racks) if n} == racks
+
+
+def test_check_re_reads_measured_rows_and_catches_a_changed_one(measured_plan):
+    from planner.fleet.check import check
+
+    d = measured_plan.to_dict()
+    checks = check(d)
+    assert all(c["ok"] for c in checks)
+    assert any(c["check"].endswith(" measured") for c in checks)
+    d["allocation"][0]["tps_per_user"] *= 1.5
+    assert not all(c["ok"] for c in check(d))
+    d = measured_plan.to_dict()
+    d["inputs"]["measurements"] = [r for r in d["inputs"]["measurements"] if r["hardware"] != "hgx-h200"]
+    failed = [c["check"] for c in check(d) if not c["ok"]]
+    assert any(name.endswith(" measured") for name in failed)
+
+
+def test_headroom_holds_back_a_share_of_measured_throughput(measured_plan):
+    from planner.fleet.solve import solve
+    from planner.scenario import load_scenario
+
+    held = solve(load_scenario(MIX).with_({"measurement_headroom": 0.2}))
+    (a,), (b,) = measured_plan.allocation.to_dicts(), held.allocation.to_dicts()
+    per_replica = a["output_tokens_per_s"] / a["replicas"], b["output_tokens_per_s"] / b["replicas"]
+    assert b["replicas"] >= a["replicas"] and per_replica[1] <= per_replica[0]
+    assert all(c["ok"] for c in held.checks)
+
+
+# ---- calibrating to measurements ---------------------------------------------------------------------------------
+def synthetic_rows(true: dict) -> list:
+    """Rows the model itself predicts on H100s under ``true`` efficiencies: two models (32 and 80 layers, so that a
+    per-layer cost and a per-step cost differ), one and several chips (so collectives count), two lengths."""
+    from planner import catalog
+    from planner.measurements.curves import model_point
+    from planner.measurements.table import Measurement
+
+    hw = catalog.get_hardware("hgx-h100")
+    rows = []
+    for name, chips_list in (("llama-3.1-8b", (1, 2)), ("llama-3.1-70b", (4, 8))):
+        model = catalog.get_model(name)
+        for chips in chips_list:
+            for lengths in ((1000, 200), (4000, 500)):
+                for c in (1, 8, 64, 256):
+                    p = model_point(model, hw, "fp8", (chips, 1, False), c, lengths, "colocated", true)
+                    rows.append(Measurement(hardware="hgx-h100", model=name, precision="fp8", chips=chips,
+                                            input_tokens=lengths[0], output_tokens=lengths[1], concurrency=c,
+                                            tps_per_user=p["tps_per_user"],
+                                            output_tokens_per_s=p["output_tokens_per_s"]))
+    return rows
+
+
+def test_calibration_recovers_the_parameters_that_made_the_points():
+    from planner.measurements.fit import fit_to_measurements
+    from planner.perf.pack import family_efficiency
+
+    true = {**family_efficiency("nvidia-gpu"), "bandwidth_efficiency": 0.6, "flops_efficiency": 0.45,
+            "kernel_latency_s": 5e-6, "step_overhead_s": 3e-4, "collective_latency_s": 8e-6}
+    result = fit_to_measurements(synthetic_rows(true), hardware_id="hgx-h100")
+    assert result["family"] == "nvidia-gpu" and result["loss_before"] > 0.1 and result["loss_after"] < 1e-8
+    for name in result["params"]:  # all five, each within 0.1% of the value the points were made with
+        assert result["fitted"][name] == pytest.approx(true[name], rel=1e-3), name
+    assert result["at_bound"] == []
+
+
+def test_a_fitted_file_is_what_a_scenario_plans_with(tmp_path):
+    from planner.fleet.check import check
+    from planner.fleet.solve import solve
+    from planner.measurements.fit import fit_to_measurements, read_efficiency, write_efficiency
+    from planner.perf.pack import family_efficiency
+    from planner.scenario import load_scenario
+
+    true = {**family_efficiency("nvidia-gpu"), "bandwidth_efficiency": 0.4}
+    result = fit_to_measurements(synthetic_rows(true), family="nvidia-gpu")
+    write_efficiency(result, tmp_path / "eff.yaml", "synthetic")
+    assert read_efficiency(tmp_path / "eff.yaml")["nvidia-gpu"]["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
+    text = MIX.read_text().replace("measurements: [h100-h200-llama8b.csv]", "efficiency: eff.yaml")
+    (tmp_path / "s.yaml").write_text(text)
+    sc = load_scenario(tmp_path / "s.yaml")
+    assert sc.efficiency_of("nvidia-gpu")["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
+    slow, shipped = solve(sc), solve(sc.with_({"efficiency": {}}))
+    assert slow.objective_usd_per_year >= shipped.objective_usd_per_year  # a slower memory never costs less
+    assert slow.to_dict()["inputs"]["efficiency"]["nvidia-gpu"]["bandwidth_efficiency"] == pytest.approx(0.4, 1e-3)
+    assert all(c["ok"] for c in check(slow.to_dict()))  # check re-scores with the plan's own efficiencies
+
+
+@pytest.mark.parametrize("efficiency, match", [
+    ({"nvidia-gpx": {"bandwidth_efficiency": 0.5}}, "unknown hardware family"),
+    ({"nvidia-gpu": {"bandwidth": 0.5}}, "unknown parameter"),
+    ({"nvidia-gpu": {"bandwidth_efficiency": 1.5}}, "outside the calibration's bounds"),
+])
+def test_bad_efficiencies_are_refused_with_the_field(efficiency, match):
+    from planner.scenario import load_scenario
+
+    with pytest.raises(InputError, match=match):
+        load_scenario(MIX).with_({"efficiency": efficiency})
+
+
+def test_calibrate_cli_writes_the_file(tmp_path):
+    out = tmp_path / "eff.yaml"
+    res = CliRunner().invoke(main, ["calibrate", "--measurements", str(DATA / "measurements" / "h100-h200-llama8b.csv"),
+                                    "--hardware", "hgx-h100", "--out", str(out), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert {r["hardware"] for r in rows} == {"hgx-h100"} and out.is_file()
+    before = sum(math.log(1 + r["error_before_pct"] / 100) ** 2 for r in rows)
+    after = sum(math.log(1 + r["error_after_pct"] / 100) ** 2 for r in rows)
+    assert after < before
+    bad = CliRunner().invoke(main, ["calibrate", "--out", str(out)])
+    assert bad.exit_code == 2 and "--out: applies only with --measurements" in bad.output

@@ -912,11 +912,39 @@ def resolved_summary(sc: Scenario) -> dict:
                         f"{w.speculation.acceptance:g} per draft token (an assumption; docs/MODEL.md 3.4)")
     if sc.site.power_budget_mw is None:
         warnings.append("site.power_budget_mw not given: power does not limit the plan")
+    warnings.extend(_measurement_notes(sc))
     return {
         "hardware": {"allowed": sorted(sc.resolved_hardware()), "excluded": sc.excluded_hardware()},
         "demands": [d.to_dict() for d in demands_of(sc)],
         "warnings": warnings,
     }
+
+
+def _measurement_notes(sc: Scenario) -> list[str]:
+    """What the measurements will do: each measured (workload, system, precision, role, chips) and the
+    operating point it gives, or that it misses the tier; rows no workload uses."""
+    from planner.fleet.problem import demands_of
+    from planner.measurements.curves import curves_for, operating_point
+
+    if not sc.measurements:
+        return []
+    notes, used = [], set()
+    allowed, models = sc.resolved_hardware(), sc.resolved_models()
+    efficiency = {f: sc.efficiency_of(f) for f in sc.efficiency}
+    for d in demands_of(sc):
+        for hw in allowed.values():
+            for c in curves_for(d, models[d.model], hw, sc.measurements, None, efficiency):
+                used.add((hw.id, d.model))
+                point = operating_point(c, d.min_tps_per_user, d.ttft_s)
+                read = (f"read at concurrency {point.concurrency:g}: {point.tps_per_user:.4g} tok/s/user"
+                        if point else "misses the tier or TTFT at every point: no option there")
+                notes.append(f"workload {d.name}: {hw.id} {c.precision} {c.role} on {c.chips} chips from "
+                             f"measurements ({c.describe()}), {read}; no option from the model there")
+    idle = sorted({f"{m.hardware}/{m.model}" for m in sc.measurements if (m.hardware, m.model) not in used})
+    if idle:
+        notes.append(f"measurements not used by any workload (system not allowed, another model or speculative "
+                     f"method): {', '.join(idle)}")
+    return notes
 
 
 # ---- what-ifs: PATH=VALUE settings ------------------------------------------------------------------------------

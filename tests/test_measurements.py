@@ -369,3 +369,30 @@ def test_calibrate_cli_writes_the_file(tmp_path):
     assert after < before
     bad = CliRunner().invoke(main, ["calibrate", "--out", str(out)])
     assert bad.exit_code == 2 and "--out: applies only with --measurements" in bad.output
+
+
+def test_a_vllm_result_imported_and_planned_end_to_end(tmp_path):
+    """The issue's done-when: a vllm bench serve --save-result file, imported with the CLI, named by a scenario,
+    gives a plan whose measured row is labelled and whose capacity is the measured one."""
+    rows = tmp_path / "h100.csv"
+    res = CliRunner().invoke(main, ["measurements", "import", str(RESULTS / "vllm-serve-2026.json"), "--from", "vllm",
+                                    "-H", "hgx-h100", "-m", "llama-3.1-8b", "--precision", "fp8", "--chips", "1",
+                                    "--out", str(rows)])
+    assert res.exit_code == 0, res.output
+    (tmp_path / "s.yaml").write_text(
+        "name: from-vllm\nstart_date: 2027-01-01\nhorizon_years: 4\n"
+        "finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}\nhardware: {allow: [hgx-h100]}\n"
+        "workloads:\n  - {name: chat, model: llama-3.1-8b, requests_per_s: 10, input_tokens: 1024, output_tokens: 128,"
+        " min_tps_per_user: 80, ttft_s: 1.0, precision: fp8}\nmeasurements: [h100.csv]\n")
+    out = CliRunner().invoke(main, ["solve", str(tmp_path / "s.yaml"), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    plan = json.loads(out.stdout)
+    (row,) = plan["allocation"]
+    assert row["source"] == "measured" and row["batch"] == 4
+    # 1,280 output tokens/s of demand at 304.4 a measured replica: 4.2 replicas' worth
+    assert row["output_tokens_per_s"] / row["replicas"] == pytest.approx(304.4086)
+    assert row["ttft_s"] == pytest.approx(0.13058)
+    assert all(c["ok"] for c in plan["checks"])
+    check = CliRunner().invoke(main, ["solve", str(tmp_path / "s.yaml"), "--set", "workloads.chat.min_tps_per_user=90",
+                                      "--format", "json"])
+    assert check.exit_code == 3  # 82.6 tok/s measured: the faster tier has no option on the only system

@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS, options_for
-from planner.fleet.problem import Built
+from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS
+from planner.fleet.problem import Built, scenario_options
 from solvers.vocabulary import HAS_PLAN
 
 
@@ -49,8 +49,7 @@ def fastest_reachable(loose, sc, hardware, asked: float) -> tuple[float, str]:
     lo, hi, where = 0.0, asked, ""
     for _ in range(12):
         mid = (lo + hi) / 2 if lo > 0 else hi / 32
-        opts = options_for([dataclasses.replace(loose, min_tps_per_user=mid)], sc.resolved_models(),
-                                      hardware).arrays()
+        opts = scenario_options(sc, [dataclasses.replace(loose, min_tps_per_user=mid)], hardware).arrays()
         found = np.isin(opts["kind"], DECODE_KINDS)
         if found.any():
             i = int(np.argmax(np.where(found, opts["tps_per_user"], -1.0)))
@@ -90,7 +89,7 @@ def what_would_serve(built: Built) -> dict[str, str]:
         if d.name not in built.unserved:
             continue
         loose = dataclasses.replace(d, min_tps_per_user=1e-9, ttft_s=1e9)
-        opts = options_for([loose], sc.resolved_models(), hardware).arrays()
+        opts = scenario_options(sc, [loose], hardware).arrays()
         decode = np.isin(opts["kind"], DECODE_KINDS)
         prefill = np.isin(opts["kind"], PREFILL_KINDS)
         if not decode.any():

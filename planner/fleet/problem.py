@@ -77,18 +77,23 @@ def demands_of(scenario) -> list[Demand]:
     return [demand_of(w, scenario.model_for(w), scenario.price_of(w)) for w in scenario.workloads]
 
 
+def scenario_options(scenario, demands: list[Demand], hardware: dict, progress=None, deadline: float = math.inf):
+    """``options_for`` with what the scenario says of performance: its measurements, their headroom and its own
+    efficiencies (the one call the plan and its diagnosis share)."""
+    efficiency = {f: scenario.efficiency_of(f) for f in scenario.efficiency}
+    return options_for(demands, scenario.resolved_models(), hardware, progress, deadline, scenario.measurements,
+                       scenario.measurement_headroom, efficiency)
+
+
 def build_problem(scenario, progress=None, deadline: float = math.inf) -> Built:
     """Score every candidate deployment and assemble the MILP (rows: 2 per workload; columns: options). Past
     ``deadline`` (``time.monotonic()``) the engine stops with PlannerError."""
     from solvers.milp import FleetProblem
 
     hardware = dict(sorted(scenario.resolved_hardware().items()))
-    models = scenario.resolved_models()
     demands = demands_of(scenario)
     t0 = time.perf_counter()
-    efficiency = {f: scenario.efficiency_of(f) for f in scenario.efficiency}  # the scenario's own, if any
-    opts = options_for(demands, models, hardware, progress, deadline, scenario.measurements,
-                       scenario.measurement_headroom, efficiency)
+    opts = scenario_options(scenario, demands, hardware, progress, deadline)
     engine_s = time.perf_counter() - t0
     cols = opts.arrays()
     hw_list = list(hardware.values())

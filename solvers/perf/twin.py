@@ -160,7 +160,7 @@ class Replica:
         return seconds
 
     def comm_seconds(self, tokens: float) -> float:
-        m, h, tp, pp = self.m, self.h, self.tp, self.pp
+        m, h, tp = self.m, self.h, self.tp
         msg = tokens * m[L.M_HIDDEN] * h[L.H_ACT_BYTES]
         allreduce = 0.0 if tp <= 1 else h[L.H_COLL_LAT_S] + 2 * (tp - 1) / tp * msg / h[L.H_SU_BW]
         dense = self.stage_share * m[L.M_DENSE_LAYERS]

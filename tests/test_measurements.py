@@ -396,3 +396,48 @@ def test_a_vllm_result_imported_and_planned_end_to_end(tmp_path):
     check = CliRunner().invoke(main, ["solve", str(tmp_path / "s.yaml"), "--set", "workloads.chat.min_tps_per_user=90",
                                       "--format", "json"])
     assert check.exit_code == 3  # 82.6 tok/s measured: the faster tier has no option on the only system
+
+
+def test_disaggregated_and_speculative_measurements(tmp_path):
+    """Decode and prefill pools measured separately give measured decode and prefill options; a run with EAGLE
+    serves a workload that asks for EAGLE (its drafting is in its figures), and only such a workload."""
+    from planner.fleet.solve import solve
+    from planner.scenario import load_scenario
+
+    common = "hgx-h200,llama-3.1-8b,fp8,1,{role},1000,300,{c},{tps},{out},{inp},{ttft},{pct},{spec}\n"
+    text = "hardware,model,precision,chips,role,input_tokens,output_tokens,concurrency,tps_per_user," \
+           "output_tokens_per_s,input_tokens_per_s,ttft_s,ttft_percentile,speculative\n"
+    for spec in ("none", "eagle"):
+        gain = 1.5 if spec == "eagle" else 1.0
+        text += common.format(role="decode", c=16, tps=150 * gain, out=2400 * gain, inp="", ttft="", pct="", spec=spec)
+        text += common.format(role="decode", c=64, tps=90 * gain, out=5800 * gain, inp="", ttft="", pct="", spec=spec)
+        text += common.format(role="prefill", c=1, tps=1000, out="", inp=20000, ttft=0.1, pct=90, spec=spec)
+        text += common.format(role="prefill", c=4, tps=1000, out="", inp=30000, ttft=0.5, pct=90, spec=spec)
+    (tmp_path / "pools.csv").write_text(text)
+    (tmp_path / "s.yaml").write_text(MIX.read_text().replace("h100-h200-llama8b.csv", "pools.csv")
+                                     .replace("[hgx-h100, hgx-h200]", "[hgx-h200]"))
+    plan = solve(load_scenario(tmp_path / "s.yaml"))
+    rows = {r["role"]: r for r in plan.allocation.to_dicts()}
+    assert set(rows) == {"decode", "prefill"} and all(r["source"] == "measured" for r in rows.values())
+    assert rows["decode"]["speculative"] == "none" and rows["decode"]["ttft_s"] is None
+    assert rows["decode"]["tps_per_user"] >= 100 and all(c["ok"] for c in plan.checks)
+    eagle = solve(load_scenario(tmp_path / "s.yaml").with_({"workloads.chat.speculative": {"method": "eagle"}}))
+    dec = next(r for r in eagle.allocation.to_dicts() if r["role"] == "decode")
+    assert dec["source"] == "measured" and dec["speculative"] == "eagle"
+    assert dec["output_tokens_per_s"] / dec["replicas"] > rows["decode"]["output_tokens_per_s"] / rows["decode"][
+        "replicas"]
+    assert all(c["ok"] for c in eagle.checks)
+
+
+def test_custom_hardware_can_be_measured():
+    from planner import catalog
+    from planner.fleet.solve import solve
+    from planner.scenario import load_scenario
+
+    mine = {**catalog.get_hardware("hgx-h200").model_dump(mode="json", exclude_none=True), "id": "our-h200"}
+    sc = load_scenario(MIX)
+    rows = [{**m.to_row(), "hardware": "our-h200"} for m in sc.measurements if m.hardware == "hgx-h200"]
+    plan = solve(sc.with_({"hardware.custom": [mine], "hardware.allow": ["our-h200"], "measurements": rows}))
+    (row,) = plan.allocation.to_dicts()
+    assert row["hardware"] == "our-h200" and row["source"] == "measured" and row["batch"] == 42
+    assert all(c["ok"] for c in plan.checks)

@@ -103,10 +103,11 @@ class Finance(_Section):
 
 
 class Site(_Section):
-    power_budget_mw: PosNumber | None = Field(
-        None, description="facility power budget in MW (rack power x PUE); default: no limit"
+    power_budget_mw: PosNumber | list[PosNumber] | None = Field(
+        None, description="facility power budget in MW (rack power x PUE), or one per period; default: no limit"
     )
-    max_racks: PosCount | None = Field(None, description="most racks the site can hold, all types; default: no limit")
+    max_racks: PosCount | list[PosCount] | None = Field(
+        None, description="most racks the site can hold, all types, or one per period; default: no limit")
 
 
 class HardwareChoice(_Section):
@@ -129,6 +130,9 @@ class HardwareChoice(_Section):
         "default: any number")
     min_racks: dict[str, Count] = Field(
         default_factory=dict, description="minimum purchase: hardware id -> fewest racks bought if any is bought")
+    price_decline_per_year: Share | dict[str, Share] = Field(
+        0.0, description="with periods: yearly fall of a rack's capex, one share for every system or hardware id "
+        "-> share (capex in period t = capex x (1 - decline)^years since the first period); default 0")
     overrides: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="hardware id -> {field: value}. A field is a catalog field name when unique (capex_usd, "
@@ -175,6 +179,16 @@ class Speculative(_Section):
         return self
 
 
+class DemandScenario(_Section):
+    """One demand forecast of a build-out (two-stage plan: the first period's order is shared by all)."""
+
+    name: Name = Field(description="scenario name")
+    probability: Annotated[Number, Gt(0), Le(1)] = Field(description="its probability; all sum to 1")
+    multiplier: Annotated[Number, Gt(0), Le(1000)] | dict[Name, Annotated[Number, Gt(0), Le(1000)]] = Field(
+        description="the rate of every workload (a number) or of named workloads (the rest 1) in every period "
+        "after the first, times this")
+
+
 class Workload(_Section):
     """One stream of requests (chat) or of sessions of several model calls (agentic)."""
 
@@ -183,8 +197,12 @@ class Workload(_Section):
     kind: Literal["chat", "agentic"] = Field(
         "chat", description="chat: one model call per request; agentic: sessions of `turns` calls (default chat)"
     )
-    requests_per_s: Annotated[PosNumber, Le(1e12)] = Field(
-        description="mean arrival rate: requests (chat) or sessions (agentic) per s, at most 1e12")
+    requests_per_s: Annotated[PosNumber, Le(1e12)] | list[Annotated[PosNumber, Le(1e12)]] = Field(
+        description="mean arrival rate: requests (chat) or sessions (agentic) per s, at most 1e12; with periods, "
+        "one per period")
+    growth_per_year: Annotated[Number, Gt(0), Le(100)] | None = Field(
+        None, description="with periods and one requests_per_s: the rate multiplies by this each year (3 = three "
+        "times a year)")
     peak_to_mean: Annotated[Number, Ge(1), Le(1000)] = Field(
         1.0, description="peak / mean rate, 1 to 1,000; the fleet is sized for the peak")
     input_tokens: Annotated[PosNumber, Le(1e8)] = Field(
@@ -315,6 +333,14 @@ class Scenario(_Section):
         default_factory=dict, description="the performance model's efficiency parameters per hardware family, in "
         "place of the shipped calibration: a file written by planner calibrate --measurements --out (relative to "
         "the scenario), or {family: {parameter: value}} inline; each within the calibration's bounds")
+    periods: list[_dt.date] | None = Field(
+        None, min_length=1, description="a build-out over time: the start date of each period (the first is "
+        "start_date); per-period values of requests_per_s, power_budget_mw and max_racks follow this list")
+    service_life_years: Annotated[Number, Gt(0), Le(30)] | None = Field(
+        None, description="with periods: years a rack serves before it retires; default horizon_years")
+    demand_scenarios: list[DemandScenario] = Field(
+        default_factory=list, description="with periods: demand forecasts, each with a probability and a multiplier "
+        "of every workload's rate in every period after the first; a two-stage plan (the first order shared)")
     measurement_headroom: Share = Field(
         0.0, description="share of a measured replica's throughput held back (0: use it as measured, since a "
         "measured point already includes its queueing and batching)")
@@ -323,6 +349,8 @@ class Scenario(_Section):
 
     @model_validator(mode="after")
     def _references(self) -> Scenario:
+        for loc, message in _period_problems(self):
+            raise _problem(message, *loc)
         for loc, message in _reference_problems(self):
             raise _problem(message, *loc)
         if objective_named(self.objective).sells_shares:
@@ -339,6 +367,41 @@ class Scenario(_Section):
             raise _problem(f"no allowed hardware is available by start_date {self.start_date}{self._earliest()}",
                            *where)
         return self
+
+    # ---- build-outs over periods ------------------------------------------------------------------------------
+    def years_of(self) -> list[float]:
+        """Years from the first period's start to each period's (one period: [0])."""
+        return [(d - self.start_date).days / 365.25 for d in (self.periods or [self.start_date])]
+
+    def scenario_names(self) -> list[str]:
+        return [d.name for d in self.demand_scenarios] or ["expected"]
+
+    def at_period(self, t: int, scenario: int | None = None) -> Scenario:
+        """The single-period scenario of period ``t`` (of demand scenario ``scenario`` after the first period):
+        scalar rates, budget and floor space, start_date the period's, no periods."""
+        years = self.years_of()
+        data = self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        for key in ("periods", "service_life_years", "demand_scenarios"):
+            data.pop(key, None)
+        data["start_date"] = (self.periods or [self.start_date])[t].isoformat()
+        site = dict(data.get("site") or {})
+        for key in ("power_budget_mw", "max_racks"):
+            if isinstance(site.get(key), list):
+                site[key] = site[key][t]
+        data["site"] = site
+        spec = self.demand_scenarios[scenario] if scenario is not None and self.demand_scenarios else None
+        for w, raw in zip(self.workloads, data["workloads"]):
+            rate = w.requests_per_s[t] if isinstance(w.requests_per_s, list) else (
+                w.requests_per_s * (w.growth_per_year or 1.0) ** years[t])
+            if spec is not None and t > 0:
+                m = spec.multiplier
+                rate *= m if not isinstance(m, dict) else m.get(w.name, 1.0)
+            raw["requests_per_s"] = min(float(rate), 1e12)
+            raw.pop("growth_per_year", None)
+        try:
+            return Scenario.model_validate(data)
+        except ValidationError as exc:
+            raise _validation_error(exc, f"scenario {self.name!r} period {t}", None) from None
 
     def efficiency_of(self, family: str) -> dict[str, float]:
         """A family's efficiency parameters: the calibrated ones, with the scenario's ``efficiency`` over them."""
@@ -381,8 +444,10 @@ class Scenario(_Section):
         if self.hardware.allow is None and hw.rack.acquisition not in self.hardware.acquisition:
             return (f"{ACQUISITION_WORDS[hw.rack.acquisition]} (acquisition: {hw.rack.acquisition}); add "
                     f"{hw.rack.acquisition} to hardware.acquisition or name it in hardware.allow")
-        if hw.rack.available.value > self.start_date:
-            return f"available {hw.rack.available.value}, after start_date {self.start_date}"
+        last = self.periods[-1] if self.periods else self.start_date
+        if hw.rack.available.value > last:
+            when = f"the last period's start {last}" if self.periods else f"start_date {self.start_date}"
+            return f"available {hw.rack.available.value}, after {when}"
         return None
 
     def resolved_models(self) -> dict[str, Model]:
@@ -460,8 +525,10 @@ def _reference_problems(s: Scenario):
     for i, hw_id in enumerate(hw.allow or []):
         if hw_id not in known_hw:
             yield ("hardware", "allow", i), _unknown("hardware", hw_id, known_hw, "hardware.custom")
-    for field in ("max_racks", "min_racks", "overrides"):
-        for hw_id in getattr(hw, field):
+    declines = hw.price_decline_per_year if isinstance(hw.price_decline_per_year, dict) else {}
+    for field, ids in (("max_racks", hw.max_racks), ("min_racks", hw.min_racks), ("overrides", hw.overrides),
+                       ("price_decline_per_year", declines)):
+        for hw_id in ids:
             if hw_id not in known_hw:
                 yield ("hardware", field, hw_id), _unknown("hardware", hw_id, known_hw, "hardware.custom")
     for hw_id, fields in hw.overrides.items():
@@ -477,6 +544,51 @@ def _reference_problems(s: Scenario):
             yield ("measurements", i, "hardware"), _unknown("hardware", m.hardware, known_hw, "hardware.custom")
         if m.model not in models:
             yield ("measurements", i, "model"), _unknown("model", m.model, models, "models")
+
+
+def _period_problems(s: Scenario):
+    """(loc, message) for per-period values without periods, lists of the wrong length, and bad periods."""
+    lists = [(("workloads", i, "requests_per_s"), w.requests_per_s) for i, w in enumerate(s.workloads)]
+    lists += [(("site", k), getattr(s.site, k)) for k in ("power_budget_mw", "max_racks")]
+    if s.periods is None:
+        for loc, value in lists:
+            if isinstance(value, list):
+                yield loc, "a list gives one value per period: set periods, or give one number"
+        for i, w in enumerate(s.workloads):
+            if w.growth_per_year is not None:
+                yield ("workloads", i, "growth_per_year"), "growth_per_year needs periods"
+        for key in ("service_life_years", "demand_scenarios"):
+            if getattr(s, key):
+                yield (key,), f"{key} needs periods"
+        return
+    if s.periods[0] != s.start_date:
+        yield ("periods", 0), f"the first period starts on start_date ({s.start_date}), got {s.periods[0]}"
+    for k in range(1, len(s.periods)):
+        if s.periods[k] <= s.periods[k - 1]:
+            yield ("periods", k), f"periods must increase: {s.periods[k]} is not after {s.periods[k - 1]}"
+    span = (s.periods[-1] - s.start_date).days / 365.25
+    if s.horizon_years <= span:
+        yield ("horizon_years",), (f"the horizon ({s.horizon_years:g} years from start_date) must reach past the "
+                                   f"last period's start ({span:.3g} years in)")
+    for loc, value in lists:
+        if isinstance(value, list) and len(value) != len(s.periods):
+            yield loc, f"expected one value per period ({len(s.periods)}), got {len(value)}"
+    for i, w in enumerate(s.workloads):
+        if w.growth_per_year is not None and isinstance(w.requests_per_s, list):
+            yield ("workloads", i, "growth_per_year"), "give requests_per_s per period or growth_per_year, not both"
+    if s.demand_scenarios:
+        total = sum(d.probability for d in s.demand_scenarios)
+        if not math.isclose(total, 1.0, rel_tol=1e-6):
+            yield ("demand_scenarios",), f"the probabilities sum to {total:g}, expected 1"
+        names = [d.name for d in s.demand_scenarios]
+        for i, name in enumerate(names):
+            if names.index(name) != i:
+                yield ("demand_scenarios", i, "name"), f"duplicate demand scenario name {name!r}"
+        known = {w.name for w in s.workloads}
+        for i, d in enumerate(s.demand_scenarios):
+            for name in (d.multiplier if isinstance(d.multiplier, dict) else {}):
+                if name not in known:
+                    yield ("demand_scenarios", i, "multiplier", name), f"no workload named {name!r}"
 
 
 def _efficiency_problems(efficiency: dict):
@@ -769,9 +881,15 @@ def _fmt_loc(loc) -> str:
     return out
 
 
+UNION_TAGS = {"constrained-float", "constrained-int", "float", "int", "list", "dict", "str", "bool", "date",
+              "none"}  # the member tags pydantic puts in a union's error locations
+
+
 def _clean_loc(loc) -> tuple:
-    """Drop pydantic's internal location parts ('[key]', union member tags such as 'function-after[...]')."""
-    return tuple(s for s in loc if isinstance(s, int) or ("[" not in s and not s.startswith("function-")))
+    """Drop pydantic's internal location parts ('[key]', union member tags such as 'function-after[...]' or
+    'constrained-float')."""
+    return tuple(s for s in loc if isinstance(s, int) or ("[" not in s and not s.startswith("function-")
+                                                          and s not in UNION_TAGS))
 
 
 def _type_at(root_type, loc):
@@ -878,9 +996,12 @@ def _check_keys_are_text(node: yaml.Node | None, file: str, path: str = "") -> N
 
 
 def _validation_error(exc: ValidationError, file: str, root: yaml.Node | None, set_paths=()) -> InputError:
-    problems = []
+    problems, seen = [], set()
     for err in exc.errors():
         loc = _clean_loc(tuple(err["loc"]) + tuple((err.get("ctx") or {}).get("loc", ())))
+        if loc in seen:  # a union's other members fail at the same place: the first says it
+            continue
+        seen.add(loc)
         message = _describe(err, Scenario, loc)
         touched = [p for p in set_paths if loc and p.split(".", 1)[0] == str(loc[0])]
         if touched:

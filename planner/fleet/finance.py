@@ -80,3 +80,26 @@ def annual_revenue(peak_output_tokens_per_s: float, peak_to_mean: float, price_u
 def usd_per_mtok(annual_cost_usd: float, tokens_per_year: float) -> float | None:
     """Cost per million output tokens; None when nothing is served."""
     return annual_cost_usd / (tokens_per_year / 1e6) if tokens_per_year > 0 else None
+
+
+def annuity_factor(wacc: float, years: float) -> float:
+    """Present value at year 0 of 1 USD a year paid over [0, years): (1 - (1 + wacc)^-years) / wacc (years at
+    wacc 0). 1 / capital_recovery_factor for whole lives."""
+    if years <= 0:
+        return 0.0
+    return float(years) if wacc == 0 else float((1.0 - (1.0 + wacc) ** (-years)) / wacc)
+
+
+def present_rack_cost(capex_usd: float, power_w: float, bought_year: float, life_years: float, horizon_years: float,
+                      wacc: float, maintenance_share: float, electricity_usd_per_mwh: float, pue: float,
+                      load_share: float = 1.0) -> float:
+    """Present value (at the first period) of one rack bought ``bought_year`` years in: its capex annuity over its
+    service life, maintenance and energy, each year it serves within the horizon (OPTIMIZER.md 7.1). Charging the
+    capex as an annuity is paying it when bought less the value left at the horizon's end, so a rack bought late is
+    not charged for the years it would serve after the plan ends. Bought at 0 with a life of the horizon, it is
+    annuity_factor(horizon) x annual_rack_cost: the single-period objective times a constant."""
+    parts = annual_rack_cost_parts(capex_usd, power_w, wacc, life_years, maintenance_share, electricity_usd_per_mwh,
+                                   pue, load_share)
+    yearly = float(parts["capex_annuity"] + parts["maintenance"] + parts["energy"])
+    end = min(bought_year + life_years, horizon_years)
+    return yearly * (annuity_factor(wacc, end) - annuity_factor(wacc, bought_year))

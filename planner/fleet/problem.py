@@ -74,6 +74,9 @@ class Built:
 
 
 def demands_of(scenario) -> list[Demand]:
+    """Each workload at its peak (a build-out: in its first period)."""
+    if scenario.periods:
+        scenario = scenario.at_period(0)
     return [demand_of(w, scenario.model_for(w), scenario.price_of(w)) for w in scenario.workloads]
 
 

@@ -25,6 +25,10 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     scenario = scenario.with_solver(solver, time_limit_s)  # validates the overrides like the file's fields
+    if scenario.periods:
+        from planner.fleet.buildout import solve_buildout
+
+        return solve_buildout(scenario, progress)
     settings = scenario.solver
     started = time.monotonic()
     deadline = started + settings.time_limit_s  # the limit covers the whole run: the engine, then the MILP

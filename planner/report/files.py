@@ -70,8 +70,13 @@ def plan_file_contents(plan, reason: str | None = None) -> dict[str, bytes]:
     metadata = {"planner.scenario": str(plan.scenario), "planner.status": str(plan.status),
                 "planner.version": str(prov.get("planner_version", "")),
                 "planner.catalog_version": str(prov.get("catalog_version", ""))}
-    for name in PLAN_TABLES:
-        df = getattr(plan, name)
+    if getattr(plan, "is_buildout", False):
+        from planner.report.buildout import frames
+
+        tables = frames(plan)
+    else:
+        tables = {name: getattr(plan, name) for name in PLAN_TABLES}
+    for name, df in tables.items():
         if df is None:
             continue
         files[f"{name}.csv"] = spreadsheet_safe(df).write_csv().encode("utf-8")

@@ -77,6 +77,11 @@ def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None, detail:
     if fmt == "json":
         click.echo(plan_json(plan, reason))
         return
+    if getattr(plan, "is_buildout", False):
+        from planner.report import buildout
+
+        buildout.show(plan)
+        return
     show_tables(plan, reason, detail)
 
 

@@ -1,0 +1,325 @@
+"""Build-outs over time (docs/OPTIMIZER.md 7): a scenario with ``periods`` in, what to order in each period out,
+under one demand forecast or several (``demand_scenarios``: a two-stage plan whose first order is shared).
+
+build (``build_buildout``: the engine's options scored once, on every system available by the last period, and the
+arrays of each period) -> MILP (``solvers.multiperiod``) -> plan (``BuildOutPlan``), with the two plans a
+planner compares it with: the myopic one (each period optimised alone, buying only for its own demand) and the
+mean-demand one (planned for the expected demand, its first order then evaluated on every scenario).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.errors import InfeasibleError, PlannerError
+from planner.fleet.finance import finance_args, present_rack_cost
+from planner.fleet.plan import finite, provenance
+from planner.fleet.problem import build_problem, demands_of
+from solvers.vocabulary import HAS_PLAN
+
+
+@dataclass
+class BuiltOut:
+    """What ``build_buildout`` returns: the scenario, the options (a single-period ``Built`` of the last period,
+    whose columns every period shares), and the build-out MILP's arrays."""
+
+    scenario: object
+    built: object  # planner.fleet.problem.Built
+    problem: object  # solvers.multiperiod.BuildOutProblem
+    years: list[float]
+    capex: np.ndarray  # [T, H] USD per rack bought in each period
+    scenario_names: list[str]
+
+
+def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
+    """[T, H] capex of one rack bought in each period: the catalog's, falling by hardware.price_decline_per_year."""
+    decline = scenario.hardware.price_decline_per_year
+    rate = np.array([decline.get(h.id, 0.0) if isinstance(decline, dict) else decline for h in hardware])
+    base = np.array([h.rack.capex_usd.value for h in hardware])
+    return base[None, :] * (1.0 - rate[None, :]) ** np.asarray(years)[:, None]
+
+
+def demand_rows(scenario) -> np.ndarray:
+    """[2W] the MILP's demand rows of a single-period scenario: decode output tokens/s, prefill prompt tokens/s."""
+    return np.array([x for d in demands_of(scenario) for x in (d.output_tokens_per_s, d.prefill_tokens_per_s)])
+
+
+def build_buildout(scenario, progress=None, deadline: float = math.inf) -> BuiltOut:
+    """Options once (the last period sees every system available by then), then per period and demand scenario
+    the demand, the site's limits, the prices and which systems can be bought."""
+    from solvers.multiperiod import BuildOutProblem
+
+    T = len(scenario.periods)
+    S = max(1, len(scenario.demand_scenarios))
+    years = scenario.years_of()
+    built = build_problem(scenario.at_period(T - 1), progress, deadline)
+    if built.unserved:
+        raise InfeasibleError("no feasible build-out: " + "; ".join(f"{k}: {v}" for k, v in built.unserved.items()))
+    fp, hardware = built.problem, built.hardware
+    demand = np.array([[demand_rows(scenario.at_period(t, s if scenario.demand_scenarios else None))
+                        for t in range(T)] for s in range(S)])
+    probability = np.array([d.probability for d in scenario.demand_scenarios] or [1.0])
+    capex = capex_by_period(scenario, hardware, years)
+    life = scenario.service_life_years or scenario.horizon_years
+    fin = finance_args(scenario.finance, scenario.horizon_years)
+    buy_cost = np.array([[present_rack_cost(capex[t, k], h.rack_power_w, years[t], life, scenario.horizon_years,
+                                            fin["wacc"], fin["maintenance_share"], fin["electricity_usd_per_mwh"],
+                                            fin["pue"], fin["load_share"])
+                          for k, h in enumerate(hardware)] for t in range(T)])
+    dates = scenario.periods
+    available = np.array([[h.rack.available.value <= dates[t] for h in hardware] for t in range(T)])
+    alive = np.array([[tau <= t and years[t] < years[tau] + life - 1e-9 for t in range(T)] for tau in range(T)])
+    site = [scenario.at_period(t).site for t in range(T)]
+    caps = scenario.hardware.max_racks
+    problem = BuildOutProblem(
+        chips_per_rack=fp.chips_per_rack, rack_power_w=fp.rack_power_w, chips=fp.chips, coverage=fp.coverage,
+        integer_replicas=fp.integer_replicas, demand=demand, probability=probability, buy_cost=buy_cost,
+        available=available, alive=alive, pue=scenario.finance.pue,
+        power_budget_w=np.array([(x.power_budget_mw or math.inf) * 1e6 for x in site]),
+        max_total_racks=np.array([x.max_racks or math.inf for x in site], dtype=float),
+        max_racks=np.array([caps.get(h.id, math.inf) for h in hardware], dtype=float))
+    return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names())
+
+
+# ---- the plans beside the optimum ---------------------------------------------------------------------------
+def myopic(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
+    """Each period optimised alone, scenario by scenario: buy the cheapest racks (by their present cost) that
+    serve that period's demand with what is already installed, never looking ahead. (buys, replicas) [T, S, .]
+    or None when a period cannot be served that way (the racks of earlier periods block the site's limits)."""
+    import dataclasses
+
+    from solvers.multiperiod import installed_of, optimize
+
+    p = bo.problem
+    T, S, H = p.n_periods, p.n_scenarios, p.n_hardware
+    buys, replicas = np.zeros((T, S, H)), np.zeros((T, S, p.n_columns))
+    for s in range(S):
+        for t in range(T):
+            have = installed_of(dataclasses.replace(p, existing=np.zeros((T, H))), buys)[t, s]
+            step = dataclasses.replace(
+                p, demand=p.demand[s:s + 1, t:t + 1], probability=np.ones(1), buy_cost=p.buy_cost[t:t + 1],
+                available=p.available[t:t + 1], alive=np.ones((1, 1), bool), power_budget_w=p.power_budget_w[t:t + 1],
+                max_total_racks=p.max_total_racks[t:t + 1], existing=have[None, :], fixed_first=None)
+            sol = optimize(step, solver, time_limit_s, gap)
+            if sol.status not in HAS_PLAN:
+                return None
+            buys[t, s], replicas[t, s] = sol.buys[0, 0], sol.replicas[0, 0]
+    return buys, replicas
+
+
+def mean_demand(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
+    """The plan for the expected demand: its first order, then the best later purchases in each scenario given
+    it (the expected cost of the mean-value solution). None without demand scenarios or when that order cannot
+    be completed in some scenario."""
+    import dataclasses
+
+    from solvers.multiperiod import optimize
+
+    p = bo.problem
+    if p.n_scenarios == 1:
+        return None
+    mean = np.einsum("s,stw->tw", p.probability, p.demand)[None]
+    plan = optimize(dataclasses.replace(p, demand=mean, probability=np.ones(1)), solver, time_limit_s, gap)
+    if plan.status not in HAS_PLAN:
+        return None
+    given = optimize(dataclasses.replace(p, fixed_first=plan.buys[0, 0]), solver, time_limit_s, gap)
+    return given if given.status in HAS_PLAN else None
+
+
+# ---- the plan -------------------------------------------------------------------------------------------------
+@dataclass
+class BuildOutPlan:
+    """A solved build-out; ``to_dict()`` is the interface's JSON (docs/INTERFACE.md 4.3, multi-period keys)."""
+
+    scenario: str
+    status: str
+    objective: str
+    solver: dict
+    periods: list  # per demand scenario: a list of period dicts
+    scenario_names: list
+    probabilities: list
+    first_period_order: list
+    net_present_cost_usd: float
+    myopic_net_present_cost_usd: float | None
+    mean_demand_net_present_cost_usd: float | None
+    checks: list = field(default_factory=list)
+    assumptions: list = field(default_factory=list)
+    provenance: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    is_buildout: bool = True
+
+    def to_dict(self) -> dict:
+        d = {
+            "scenario": self.scenario, "status": self.status, "objective": self.objective, "solver": self.solver,
+            "first_period_order": self.first_period_order,
+            "net_present_cost_usd": finite(self.net_present_cost_usd),
+            "myopic_net_present_cost_usd": finite(self.myopic_net_present_cost_usd),
+            "value_of_planning_ahead_usd": _difference(self.myopic_net_present_cost_usd, self.net_present_cost_usd),
+            "periods": self.periods[0] if len(self.periods) == 1 else None,
+            "checks": self.checks, "assumptions": self.assumptions, "provenance": self.provenance,
+        }
+        if len(self.periods) > 1:
+            d["scenarios"] = [{"name": n, "probability": p, "periods": per}
+                              for n, p, per in zip(self.scenario_names, self.probabilities, self.periods)]
+            d["mean_demand_net_present_cost_usd"] = finite(self.mean_demand_net_present_cost_usd)
+            d["value_of_stochastic_solution_usd"] = _difference(self.mean_demand_net_present_cost_usd,
+                                                                self.net_present_cost_usd)
+        return d
+
+
+def _difference(a, b):
+    return finite(a - b) if a is not None and b is not None else None
+
+
+def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int) -> list[dict]:
+    """The periods of demand scenario ``s``: per system racks bought, installed and retired; totals (racks,
+    power, capex paid, the year's running cost, output tokens/s, USD per million tokens); per workload its demand
+    and USD per million tokens (the yearly cost of the chips it uses over its tokens)."""
+    from planner.fleet.finance import annual_rack_cost_parts, mean_tokens_per_year
+
+    p, sc = bo.problem, bo.scenario
+    hardware, demands = bo.built.hardware, bo.built.demands
+    fin = finance_args(sc.finance, sc.horizon_years)
+    life = sc.service_life_years or sc.horizon_years
+    T = p.n_periods
+    installed = p.existing[:, None, :] + np.einsum("ut,ush->tsh", p.alive.astype(float), buys)
+    out = []
+    for t in range(T):
+        # the year's cost of the racks installed in t, vintage by vintage (each at the capex it was bought at)
+        yearly = np.zeros(len(hardware))
+        for tau in range(t + 1):
+            if p.alive[tau, t]:
+                parts = annual_rack_cost_parts(bo.capex[tau], p.rack_power_w, fin["wacc"], life,
+                                               fin["maintenance_share"], fin["electricity_usd_per_mwh"], fin["pue"],
+                                               fin["load_share"])
+                yearly += buys[tau, s] * (parts["capex_annuity"] + parts["maintenance"] + parts["energy"])
+        n = installed[t, s]
+        retired = [sum(buys[tau, s, k] for tau in range(t) if p.alive[tau, t - 1] and not p.alive[tau, t])
+                   for k in range(len(hardware))] if t else [0.0] * len(hardware)
+        fleet = [{"hardware": h.id, "racks_bought": int(buys[t, s, k]), "racks_installed": int(n[k]),
+                  "racks_retired": int(retired[k])}
+                 for k, h in enumerate(hardware) if buys[t, s, k] or n[k] or retired[k]]
+        per_chip = np.where(n > 0, yearly / np.maximum(n * p.chips_per_rack, 1e-12), 0.0)
+        chips_w = np.zeros((len(demands), len(hardware)))
+        for j in np.flatnonzero(replicas[t, s] > 1e-9):
+            w = int(np.argmax(p.coverage[j]) // 2)
+            chips_w[w] += replicas[t, s, j] * p.chips[j]
+        period_sc = sc.at_period(t, s if sc.demand_scenarios else None)
+        workloads = []
+        tokens_total = 0.0
+        for w, d in enumerate(demands_of(period_sc)):
+            tokens = mean_tokens_per_year(d.output_tokens_per_s, d.peak_to_mean)
+            tokens_total += tokens
+            cost = float(chips_w[w] @ per_chip)
+            workloads.append({"workload": d.name, "requests_per_s": period_sc.workloads[w].requests_per_s,
+                              "demand_output_tokens_per_s": d.output_tokens_per_s,
+                              "annual_cost_usd": cost, "cost_usd_per_mtok": cost / (tokens / 1e6) if tokens else None})
+        power = float(n @ p.rack_power_w) / 1e6
+        totals = {"racks": int(n.sum()), "power_mw": power, "facility_power_mw": power * p.pue,
+                  "power_budget_mw": finite(p.power_budget_w[t] / 1e6),
+                  "capex_paid_usd": float(buys[t, s] @ bo.capex[t]),
+                  "annual_cost_usd": float(yearly.sum()),
+                  "output_tokens_per_s": float(sum(w["demand_output_tokens_per_s"] for w in workloads)),
+                  "cost_usd_per_mtok": float(yearly.sum()) / (tokens_total / 1e6) if tokens_total else None}
+        out.append({"start_date": sc.periods[t].isoformat(), "fleet": fleet, "totals": totals,
+                    "workloads": workloads})
+    return out
+
+
+def buildout_checks(bo: BuiltOut, sol) -> list[dict]:
+    """The plan's rows recomputed by ``solvers.multiperiod.evaluate`` (no solver), one check per period and
+    scenario, and the present cost."""
+    from solvers.multiperiod import evaluate
+
+    ev = evaluate(bo.problem, sol.buys, sol.replicas)
+    checks = []
+    for t in range(bo.problem.n_periods):
+        for s, name in enumerate(bo.scenario_names):
+            bad = [v for v in ev.violations if v.split("[")[-1].startswith(f"{t},{s},") or v.endswith(f"[{t},{s}]")]
+            checks.append({"check": f"period {bo.scenario.periods[t]} scenario {name}", "ok": not bad,
+                           "detail": "demand, chips, caps, power and floor space hold" if not bad
+                           else "fails: " + ", ".join(bad)})
+    others = [v for v in ev.violations if v in ("first_stage", "fixed_first") or v.startswith(("unavailable",
+                                                                                               "integer"))]
+    checks.append({"check": "purchases", "ok": not others, "detail": "whole racks, on sale when bought, the first "
+                   "order shared by every scenario" if not others else "fails: " + ", ".join(others)})
+    checks.append({"check": "net present cost", "ok": math.isclose(ev.objective, sol.objective, rel_tol=1e-9),
+                   "detail": f"recomputed {ev.objective:,.0f} USD, reported {sol.objective:,.0f} USD"})
+    return checks
+
+
+def buildout_assumptions(bo: BuiltOut) -> list[str]:
+    sc = bo.scenario
+    life = sc.service_life_years or sc.horizon_years
+    decline = sc.hardware.price_decline_per_year
+    lines = [
+        f"net present cost at {100 * sc.finance.wacc:.3g}% a year over {sc.horizon_years:g} years from "
+        f"{sc.start_date}: each rack's capex as an annuity over its {life:g}-year life (the same as paying it when "
+        f"bought less its value left at the end), maintenance and energy, for the years it serves within the horizon",
+        f"racks retire {life:g} years after purchase (service_life_years); a system can be bought from its "
+        f"availability date",
+        "capex falls by " + (", ".join(f"{k} {100 * v:.3g}%" for k, v in decline.items()) if isinstance(decline, dict)
+                             else f"{100 * decline:.3g}%") + " a year (hardware.price_decline_per_year)",
+        "each period's demand is its workloads' peak, served at their tiers and TTFT with options scored once "
+        "(a period changes demand, limits, prices and availability, not what an option serves)",
+    ]
+    if sc.demand_scenarios:
+        lines.append("two-stage plan: the first period's order is shared by every demand scenario, later orders "
+                     "adapt to each; the cost is the expected present cost over "
+                     + ", ".join(f"{d.name} ({100 * d.probability:.3g}%)" for d in sc.demand_scenarios))
+    return lines
+
+
+def solve_buildout(scenario, progress=None) -> BuildOutPlan:
+    """The build-out of least expected present cost, with its myopic and mean-demand comparisons and checks."""
+    from solvers.multiperiod import optimize
+
+    if scenario.objective != "min_cost":
+        raise PlannerError(f"a build-out over periods is planned for min_cost; objective {scenario.objective} is not "
+                           f"yet supported with periods", )
+    if scenario.hardware.max_platforms is not None or scenario.hardware.min_racks:
+        raise PlannerError("hardware.max_platforms and hardware.min_racks are not yet supported with periods")
+    settings = scenario.solver
+    started = time.monotonic()
+    bo = build_buildout(scenario, progress, started + settings.time_limit_s)
+    engine_s = time.monotonic() - started
+    if progress:
+        progress(0, 1, f"solving the build-out ({bo.problem.n_periods} periods, {bo.problem.n_scenarios} "
+                       f"scenarios, {bo.problem.n_columns} columns)")
+    left = max(settings.time_limit_s - engine_s, 1.0)
+    sol = optimize(bo.problem, settings.name, left, settings.relative_gap)
+    if sol.status not in HAS_PLAN:
+        raise InfeasibleError(f"no feasible build-out ({sol.status}): some period's demand cannot be served within "
+                              f"its power budget, floor space and the systems on sale by then")
+    mid = time.monotonic()
+    near = myopic(bo, settings.name, left, settings.relative_gap)
+    myopic_cost = None
+    if near is not None:
+        from solvers.multiperiod import evaluate
+
+        ev = evaluate(bo.problem, *near)
+        myopic_cost = ev.objective if not ev.violations else None
+    mean = mean_demand(bo, settings.name, left, settings.relative_gap)
+    buys, replicas = sol.buys, sol.replicas
+    hardware = bo.built.hardware
+    order = [{"hardware": h.id, "racks": int(buys[0, 0, k])} for k, h in enumerate(hardware) if buys[0, 0, k]]
+    solver = {"name": sol.solver, "status": sol.status, "relative_gap": finite(sol.relative_gap),
+              "best_bound": finite(sol.best_bound), "candidates_scored": bo.built.candidates_scored,
+              "columns": bo.problem.n_columns, "periods": bo.problem.n_periods,
+              "demand_scenarios": bo.problem.n_scenarios}
+    plan = BuildOutPlan(
+        scenario.name, sol.status, scenario.objective, solver,
+        [period_tables(bo, buys, replicas, s) for s in range(bo.problem.n_scenarios)], bo.scenario_names,
+        bo.problem.probability.tolist(), order, sol.objective, myopic_cost,
+        mean.objective if mean is not None else None, buildout_checks(bo, sol), buildout_assumptions(bo),
+        provenance(), {"engine_s": engine_s, "solve_s": sol.solve_seconds, "comparisons_s": time.monotonic() - mid})
+    plan.built = bo
+    failed = [c for c in plan.checks if not c["ok"]]
+    if failed:
+        raise PlannerError("bug: the build-out fails its own check: " + "; ".join(
+            c["check"] + ": " + c["detail"] for c in failed[:5]))
+    return plan

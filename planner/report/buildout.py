@@ -1,0 +1,81 @@
+"""A build-out plan (``planner.fleet.buildout``) on the terminal and as tables: the first order first, then per
+demand scenario the periods (what is bought, installed and retired, power, cost), then the assumptions."""
+
+from __future__ import annotations
+
+import click
+
+from planner.report import render
+from planner.report.summary import people
+
+TABLES = ("buildout", "period_totals", "period_workloads")
+
+
+def frames(plan) -> dict:
+    """The plan's tables as Polars frames, one row per (demand scenario, period[, system | workload])."""
+    import polars as pl
+
+    fleet, totals, workloads = [], [], []
+    for name, periods in zip(plan.scenario_names, plan.periods):
+        for k, per in enumerate(periods):
+            key = {"demand_scenario": name, "period": k, "start_date": per["start_date"]}
+            fleet += [{**key, **r} for r in per["fleet"]]
+            totals.append({**key, **per["totals"]})
+            workloads += [{**key, **w} for w in per["workloads"]]
+    return {"buildout": pl.DataFrame(fleet, infer_schema_length=None),
+            "period_totals": pl.DataFrame(totals, infer_schema_length=None),
+            "period_workloads": pl.DataFrame(workloads, infer_schema_length=None)}
+
+
+def summary_lines(d: dict) -> list[str]:
+    s = d["solver"]
+    gap = f"gap {100 * s['relative_gap']:.2g}%" if s.get("relative_gap") is not None else "no gap"
+    many = d.get("scenarios")
+    lines = [f"{d['scenario']}: {d['status']} ({d['objective']}, {s['name']}, {gap}); build-out over "
+             f"{s['periods']} periods" + (f", {s['demand_scenarios']} demand scenarios" if many else "")]
+    first = (many[0]["periods"] if many else d["periods"])[0]
+    order = ", ".join(f"{r['racks']:,} x {r['hardware']}" for r in d["first_period_order"]) or "nothing"
+    lines.append(f"order now ({first['start_date']}): {order}")
+    what = "expected net present cost" if many else "net present cost"
+    lines.append(f"{what}: {people(d['net_present_cost_usd'], 'USD')}")
+    if d.get("myopic_net_present_cost_usd") is not None:
+        lines.append(f"myopic plan (each period alone): {people(d['myopic_net_present_cost_usd'], 'USD')}; planning "
+                     f"ahead saves {people(d['value_of_planning_ahead_usd'], 'USD')}")
+    if many and d.get("mean_demand_net_present_cost_usd") is not None:
+        lines.append(f"plan for the mean demand, evaluated on the scenarios: "
+                     f"{people(d['mean_demand_net_present_cost_usd'], 'USD')}; planning for the spread saves "
+                     f"{people(d['value_of_stochastic_solution_usd'], 'USD')}")
+    return lines
+
+
+def period_rows(periods: list[dict]) -> list[dict]:
+    rows = []
+    for per in periods:
+        t = per["totals"]
+        budget = t.get("power_budget_mw")
+        rows.append({
+            "start": per["start_date"],
+            "bought": ", ".join(f"{r['racks_bought']} {r['hardware']}" for r in per["fleet"] if r["racks_bought"])
+            or "-",
+            "retired": ", ".join(f"{r['racks_retired']} {r['hardware']}" for r in per["fleet"] if r["racks_retired"])
+            or "-",
+            "racks": t["racks"],
+            "facility MW": t["facility_power_mw"] if budget is None else f"{people(t['facility_power_mw'])} of "
+                                                                           f"{people(budget)}",
+            "capex paid USD": t["capex_paid_usd"], "USD/year": t["annual_cost_usd"],
+            "USD/Mtok": t["cost_usd_per_mtok"]})
+    return rows
+
+
+def show(plan) -> None:
+    d = plan.to_dict()
+    for line in summary_lines(d):
+        click.echo(line)
+    many = d.get("scenarios")
+    for name, periods in ([(s["name"] + f" ({100 * s['probability']:.3g}%)", s["periods"]) for s in many] if many
+                          else [("", d["periods"])]):
+        render.table(period_rows(periods), title="periods" + (f": demand scenario {name}" if name else ""))
+    click.echo("assumptions:")
+    for line in d["assumptions"]:
+        click.echo(f"  - {line}")
+    click.echo("(per-workload USD/Mtok and every figure: --format json or --out DIR)")

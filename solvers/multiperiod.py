@@ -1,0 +1,389 @@
+"""The build-out MILP: racks bought per period, under one demand forecast or several (a two-stage stochastic
+programme), arrays in, arrays out (docs/OPTIMIZER.md 7).
+
+As ``solvers.milp``: :func:`build` -> :func:`solve` -> :func:`extract`, each callable alone, :func:`optimize`
+chaining them, and :func:`evaluate` re-checking a plan without a solver. The columns (deployment options) are the
+single-period MILP's, scored once: a period only changes the demand, the site's limits, the prices and which
+systems can be bought, never what an option serves.
+"""
+
+# Formulation (docs/OPTIMIZER.md 7; the same numbers there)
+# ---------------------------------------------------------
+# Index sets: periods t = 0..T-1 (start dates y_t in years from the first), demand scenarios s = 0..S-1 with
+# probabilities p_s (one scenario: a deterministic plan), hardware h, columns j, demand rows w.
+# Data: buy_cost_th (USD of present value per rack bought in period t: see planner.fleet.buildout), available_th,
+#       alive_tau,t (a rack bought in tau is still installed in t: bought no later, not yet retired),
+#       demand_stw, coverage_jw, chips_jh, chips_per_rack_h, rack_power_w_h, pue, power_budget_t, max_total_racks_t,
+#       max_racks_h (a cap on installed racks), existing_th (racks already installed, paid for before: myopic steps).
+#
+# Variables:
+#   b_0h       integer >= 0              racks bought in the first period, shared by every scenario (first stage)
+#   b_tsh      integer >= 0, t >= 1      racks bought later in scenario s (recourse); b_tsh = 0 where not available
+#   x_tsj      >= 0 (integer where integer_replicas_j)   replicas of option j in period t, scenario s
+#   n_tsh  =   existing_th + sum_{tau <= t, alive_tau,t} b_tau,s,h      (installed racks; an expression)
+#
+#   min  sum_h buy_cost_0h b_0h + sum_s p_s sum_{t>=1} sum_h buy_cost_th b_tsh  (+ D_X tie term on replicas)  (O)
+#   s.t. for every (t, s):
+#   (1) sum_j coverage_jw x_tsj >= demand_stw                       demand served in every period and scenario
+#   (2) sum_j chips_jh x_tsj <= chips_per_rack_h n_tsh              chips within the installed racks
+#   (3) pue sum_h rack_power_w_h n_tsh <= power_budget_t            the period's facility power
+#   (4) sum_h n_tsh <= max_total_racks_t                            the period's floor space
+#   (5) n_tsh <= max_racks_h                                        supply caps, on installed racks
+#   (6) fixed_first: b_0h = given (the mean-demand plan's first order, evaluated on the scenarios)
+#
+# Scaling as the single-period MILP: (1) by demand_stw, (2) by chips_per_rack_h, (3) by pue max_h rack_power_w_h,
+# the objective by max buy_cost.
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+
+from solvers.milp import (REPLICA_TIE, SolverError, _solver_types, _status, interruptible, solver_key,
+                          solver_output_to_stderr)
+from solvers.vocabulary import HAS_PLAN, SOLVERS
+
+EVAL_TOL = 1e-6
+
+
+def _frozen(a, dtype) -> np.ndarray:
+    arr = np.array(a, dtype=dtype, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class BuildOutProblem:
+    """Everything the build-out MILP needs, as arrays (formulation at the top of this module)."""
+
+    chips_per_rack: np.ndarray  # [H]
+    rack_power_w: np.ndarray  # [H] IT power
+    chips: np.ndarray  # [J, H]
+    coverage: np.ndarray  # [J, W]
+    integer_replicas: np.ndarray  # [J] bool
+    demand: np.ndarray  # [S, T, W]
+    probability: np.ndarray  # [S], sums to 1
+    buy_cost: np.ndarray  # [T, H] present value of buying one rack in period t
+    available: np.ndarray  # [T, H] bool
+    alive: np.ndarray  # [T, T] bool: alive[tau, t]
+    pue: float = 1.0
+    power_budget_w: np.ndarray | None = None  # [T], inf = none
+    max_total_racks: np.ndarray | None = None  # [T], inf = none
+    max_racks: np.ndarray | None = None  # [H], inf = none
+    existing: np.ndarray | None = None  # [T, H] racks installed before, at no cost
+    fixed_first: np.ndarray | None = None  # [H] the first period's purchases, fixed
+
+    def __post_init__(self):
+        T, H = self.n_periods, self.n_hardware
+        defaults = {"power_budget_w": np.full(T, math.inf), "max_total_racks": np.full(T, math.inf),
+                    "max_racks": np.full(H, math.inf), "existing": np.zeros((T, H))}
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        for name, dtype in (("chips_per_rack", float), ("rack_power_w", float), ("chips", float),
+                            ("coverage", float), ("integer_replicas", bool), ("demand", float),
+                            ("probability", float), ("buy_cost", float), ("available", bool), ("alive", bool),
+                            ("power_budget_w", float), ("max_total_racks", float), ("max_racks", float),
+                            ("existing", float)):
+            object.__setattr__(self, name, _frozen(getattr(self, name), dtype))
+        if self.fixed_first is not None:
+            object.__setattr__(self, "fixed_first", _frozen(self.fixed_first, float))
+        object.__setattr__(self, "pue", float(self.pue))
+        problems = list(self._problems())
+        if problems:
+            raise ValueError("invalid BuildOutProblem: " + "; ".join(problems))
+
+    def _problems(self):
+        S, T, W = self.demand.shape if self.demand.ndim == 3 else (0, 0, 0)
+        H, J = self.n_hardware, self.chips.shape[0]
+        if self.demand.ndim != 3:
+            yield f"demand must be [S, T, W], got shape {self.demand.shape}"
+            return
+        shapes = {"rack_power_w": (H,), "chips": (J, H), "coverage": (J, W), "integer_replicas": (J,),
+                  "probability": (S,), "buy_cost": (T, H), "available": (T, H), "alive": (T, T),
+                  "power_budget_w": (T,), "max_total_racks": (T,), "max_racks": (H,), "existing": (T, H)}
+        for name, shape in shapes.items():
+            if getattr(self, name).shape != shape:
+                yield f"{name} has shape {getattr(self, name).shape}, expected {shape}"
+        if self.fixed_first is not None and self.fixed_first.shape != (H,):
+            yield f"fixed_first has shape {self.fixed_first.shape}, expected ({H},)"
+        if not math.isclose(float(self.probability.sum()), 1.0, rel_tol=1e-9) or np.any(self.probability < 0):
+            yield f"probability must be >= 0 and sum to 1, got {self.probability.tolist()}"
+        if S > 1 and not np.allclose(self.demand[:, 0], self.demand[0, 0]):
+            yield "the first period's demand must be the same in every scenario (it is decided before they differ)"
+        if np.any(self.available & ~(np.isfinite(self.buy_cost) & (self.buy_cost > 0))):
+            yield "buy_cost must be finite and > 0 where a system is available"
+        if not np.all(np.isfinite(self.demand) & (self.demand >= 0)):
+            yield "demand must be finite and >= 0"
+
+    @property
+    def n_periods(self) -> int:
+        return int(np.asarray(self.buy_cost).shape[0])
+
+    @property
+    def n_hardware(self) -> int:
+        return int(np.asarray(self.chips_per_rack).shape[0])
+
+    @property
+    def n_scenarios(self) -> int:
+        return int(np.asarray(self.demand).shape[0])
+
+    @property
+    def n_columns(self) -> int:
+        return int(np.asarray(self.chips).shape[0])
+
+
+@dataclass
+class BuildOutModel:
+    model: object
+    buys: list  # [T][S][H] variables (period 0: the same variable in every scenario), None where not available
+    replicas: list  # [T][S][J]
+    solver: str
+    objective_scale: float
+    build_seconds: float
+
+
+@dataclass(frozen=True, eq=False)
+class BuildOutSolution:
+    """A build-out plan: racks bought [T, S, H] (period 0 the same in every scenario), installed [T, S, H],
+    replicas [T, S, J]; ``objective`` the expected present cost (USD) recomputed from the buys, ``best_bound`` a
+    proven bound on it, ``violations`` what :func:`evaluate` found."""
+
+    buys: np.ndarray
+    installed: np.ndarray
+    replicas: np.ndarray
+    status: str
+    objective: float
+    best_bound: float
+    relative_gap: float
+    solver: str
+    solve_seconds: float
+    build_seconds: float = 0.0
+    violations: tuple = field(default_factory=tuple)
+    scenario_cost: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [S] present cost in each scenario
+
+
+def replica_upper_bounds(problem: BuildOutProblem) -> np.ndarray:
+    """[S, T, J]: no column needs more replicas than cover, alone, every row it serves in that period."""
+    cov = problem.coverage[None, None, :, :]
+    d = problem.demand[:, :, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where((cov > 0) & (d > 0), d / np.where(cov > 0, cov, 1.0), 0.0)
+    ub = need.max(axis=3, initial=0.0)
+    return np.where(problem.integer_replicas[None, None, :], np.ceil(ub * (1.0 - 1e-12)), ub)
+
+
+def buy_upper_bounds(problem: BuildOutProblem) -> np.ndarray:
+    """[T, H]: the racks one period could need (every column at its bound, in any scenario), within the caps, the
+    power budget and the floor space of that period; 0 where the system is not available."""
+    x_ub = replica_upper_bounds(problem).max(axis=0)  # [T, J]
+    need = np.ceil((x_ub @ problem.chips) / problem.chips_per_rack * (1.0 - 1e-12))  # [T, H]
+    ub = np.minimum(need.max(axis=0, keepdims=True), problem.max_racks[None, :])
+    ub = np.minimum(ub, problem.max_total_racks[:, None])
+    with np.errstate(divide="ignore"):
+        power = problem.power_budget_w[:, None] / (problem.pue * problem.rack_power_w[None, :])
+    ub = np.floor(np.minimum(ub, power) * (1.0 + 1e-12))
+    return np.where(problem.available, np.maximum(ub, 0.0), 0.0)
+
+
+def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
+    """The MathOpt model of (1)-(6) and (O)."""
+    from ortools.math_opt.python import mathopt
+
+    solver = solver_key(solver_name)
+    if solver == "cp-sat":
+        raise SolverError("the build-out MILP is solved with scip or highs (CP-SAT rounds its continuous "
+                          "replicas); choose one of: scip, highs")
+    t0 = time.perf_counter()
+    m = mathopt.Model(name="buildout")
+    T, S, H, J = problem.n_periods, problem.n_scenarios, problem.n_hardware, problem.n_columns
+    b_ub, x_ub = buy_upper_bounds(problem), replica_upper_bounds(problem)
+    first = []
+    for h in range(H):
+        if problem.fixed_first is not None:
+            first.append(m.add_integer_variable(lb=float(problem.fixed_first[h]), ub=float(problem.fixed_first[h]),
+                                                name=f"b[0,{h}]"))
+        elif problem.available[0, h] and b_ub[0, h] > 0:
+            first.append(m.add_integer_variable(lb=0.0, ub=float(b_ub[0, h]), name=f"b[0,{h}]"))
+        else:
+            first.append(None)
+    buys = [[first] * S]
+    for t in range(1, T):
+        buys.append([[m.add_integer_variable(lb=0.0, ub=float(b_ub[t, h]), name=f"b[{t},{s},{h}]")
+                      if problem.available[t, h] and b_ub[t, h] > 0 else None for h in range(H)]
+                     for s in range(S)])
+    replicas = [[[m.add_variable(lb=0.0, ub=float(x_ub[s, t, j]), is_integer=bool(problem.integer_replicas[j]),
+                                 name=f"x[{t},{s},{j}]") if x_ub[s, t, j] > 0 else None for j in range(J)]
+                 for s in range(S)] for t in range(T)]
+    share = problem.chips / problem.chips_per_rack
+    unit = problem.pue * float(problem.rack_power_w.max())
+    for t in range(T):
+        for s in range(S):
+            installed = _installed_terms(problem, buys, t, s)
+            xs = replicas[t][s]
+            for w in np.flatnonzero(problem.demand[s, t] > 0):
+                row = m.add_linear_constraint(lb=1.0, name=f"demand[{t},{s},{w}]")
+                for j in np.flatnonzero(problem.coverage[:, w] > 0):
+                    if xs[j] is not None:
+                        row.set_coefficient(xs[j], float(problem.coverage[j, w] / problem.demand[s, t, w]))
+            for h in range(H):
+                row = m.add_linear_constraint(ub=float(problem.existing[t, h]), name=f"chips[{t},{s},{h}]")
+                for v in installed[h]:
+                    row.set_coefficient(v, -1.0)
+                for j in np.flatnonzero(share[:, h] > 0):
+                    if xs[j] is not None:
+                        row.set_coefficient(xs[j], float(share[j, h]))
+                if math.isfinite(problem.max_racks[h]) and installed[h]:
+                    cap = m.add_linear_constraint(ub=float(problem.max_racks[h] - problem.existing[t, h]),
+                                                  name=f"cap[{t},{s},{h}]")
+                    for v in installed[h]:
+                        cap.set_coefficient(v, 1.0)
+            if math.isfinite(problem.power_budget_w[t]):
+                left = problem.power_budget_w[t] - problem.pue * float(problem.rack_power_w @ problem.existing[t])
+                row = m.add_linear_constraint(ub=left / unit, name=f"power[{t},{s}]")
+                for h in range(H):
+                    for v in installed[h]:
+                        row.set_coefficient(v, float(problem.pue * problem.rack_power_w[h] / unit))
+            if math.isfinite(problem.max_total_racks[t]):
+                row = m.add_linear_constraint(ub=float(problem.max_total_racks[t] - problem.existing[t].sum()),
+                                              name=f"racks[{t},{s}]")
+                for h in range(H):
+                    for v in installed[h]:
+                        row.set_coefficient(v, 1.0)
+    scale = float(np.max(np.where(problem.available, problem.buy_cost, 0.0), initial=1.0))
+    per_chip = np.where(problem.available, problem.buy_cost, 0.0).max(axis=0) / problem.chips_per_rack  # [H]
+    tie = REPLICA_TIE * (problem.chips @ per_chip)  # [J]
+    m.objective.is_maximize = False
+    for h in range(H):
+        if first[h] is not None:
+            m.objective.set_linear_coefficient(first[h], float(problem.buy_cost[0, h] / scale))
+    for t in range(1, T):
+        for s in range(S):
+            for h in range(H):
+                if buys[t][s][h] is not None:
+                    m.objective.set_linear_coefficient(buys[t][s][h], float(problem.probability[s]
+                                                                            * problem.buy_cost[t, h] / scale))
+    for t in range(T):
+        for s in range(S):
+            for j, v in enumerate(replicas[t][s]):
+                if v is not None:
+                    m.objective.set_linear_coefficient(v, float(problem.probability[s] * tie[j] / scale / T))
+    return BuildOutModel(m, buys, replicas, solver, scale, time.perf_counter() - t0)
+
+
+def _installed_terms(problem: BuildOutProblem, buys, t: int, s: int) -> list[list]:
+    """[H] lists of the purchase variables installed in period t of scenario s."""
+    return [[buys[tau][s][h] for tau in range(t + 1) if problem.alive[tau, t] and buys[tau][s][h] is not None]
+            for h in range(problem.n_hardware)]
+
+
+def solve(built: BuildOutModel, time_limit_s: float = 60.0, relative_gap: float = 1e-3):
+    from ortools.math_opt.python import mathopt
+
+    params = mathopt.SolveParameters(time_limit=timedelta(seconds=float(time_limit_s)),
+                                     relative_gap_tolerance=float(relative_gap), absolute_gap_tolerance=0.0)
+    t0 = time.perf_counter()
+    try:
+        with solver_output_to_stderr():
+            result = interruptible(lambda: mathopt.solve(built.model, _solver_types()[built.solver], params=params))
+    except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
+        raise SolverError(f"solver {built.solver!r} failed ({exc}); try one of: "
+                          f"{', '.join(s for s in SOLVERS if s != built.solver)}") from exc
+    return result, time.perf_counter() - t0
+
+
+def _values(result, variables) -> np.ndarray:
+    flat = [v for v in variables if v is not None]
+    got = dict(zip(flat, result.variable_values(flat))) if flat else {}
+    return np.array([got.get(v, 0.0) if v is not None else 0.0 for v in variables], dtype=float)
+
+
+def extract(problem: BuildOutProblem, built: BuildOutModel, result, seconds: float) -> BuildOutSolution:
+    T, S, H, J = problem.n_periods, problem.n_scenarios, problem.n_hardware, problem.n_columns
+    status = _status(result)
+    dual = float(result.termination.objective_bounds.dual_bound) * built.objective_scale / (1.0 + REPLICA_TIE)
+    if status not in HAS_PLAN:
+        empty = np.zeros((T, S, H))
+        return BuildOutSolution(empty, empty, np.zeros((T, S, J)), status, math.nan,
+                                math.inf if status == "infeasible" else max(dual, 0.0), math.nan, built.solver,
+                                seconds, built.build_seconds)
+    buys = np.zeros((T, S, H))
+    replicas = np.zeros((T, S, J))
+    for t in range(T):
+        for s in range(S):
+            buys[t, s] = np.rint(_values(result, built.buys[t][s]))
+            x = np.maximum(_values(result, built.replicas[t][s]), 0.0)
+            replicas[t, s] = np.where(problem.integer_replicas, np.rint(x), x)
+    ev = evaluate(problem, buys, replicas)
+    bound = min(max(dual, 0.0), ev.objective) if math.isfinite(dual) else 0.0
+    gap = (ev.objective - bound) / ev.objective if ev.objective > 0 else 0.0
+    return BuildOutSolution(buys, ev.installed, replicas, status, ev.objective, bound, gap, built.solver, seconds,
+                            built.build_seconds, ev.violations, ev.scenario_cost)
+
+
+def optimize(problem: BuildOutProblem, solver: str = "scip", time_limit_s: float = 60.0,
+             relative_gap: float = 1e-3) -> BuildOutSolution:
+    """build -> solve -> extract."""
+    built = build(problem, solver)
+    result, seconds = solve(built, time_limit_s, relative_gap)
+    return extract(problem, built, result, seconds)
+
+
+# ---- evaluate: every row and the objective from a plan alone -------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class BuildOutEvaluation:
+    installed: np.ndarray  # [T, S, H]
+    served: np.ndarray  # [T, S, W]
+    facility_power_w: np.ndarray  # [T, S]
+    scenario_cost: np.ndarray  # [S] present cost of each scenario's purchases
+    objective: float  # expected present cost
+    violations: tuple
+
+
+def installed_of(problem: BuildOutProblem, buys: np.ndarray) -> np.ndarray:
+    """[T, S, H] racks installed: existing plus what was bought and has not retired."""
+    alive = problem.alive.astype(float)  # [tau, t]
+    return problem.existing[:, None, :] + np.einsum("ut,ush->tsh", alive, buys)
+
+
+def evaluate(problem: BuildOutProblem, buys, replicas, tol: float = EVAL_TOL) -> BuildOutEvaluation:
+    """Recompute (1)-(6) and (O) for a plan: buys [T, S, H], replicas [T, S, J]; no solver involved."""
+    buys = np.asarray(buys, dtype=float)
+    x = np.asarray(replicas, dtype=float)
+    T, S, H = problem.n_periods, problem.n_scenarios, problem.n_hardware
+    if buys.shape != (T, S, H) or x.shape != (T, S, problem.n_columns):
+        raise ValueError(f"plan shapes {buys.shape}, {x.shape}; expected ({T}, {S}, {H}), "
+                         f"({T}, {S}, {problem.n_columns})")
+    n = installed_of(problem, buys)
+    served = np.einsum("tsj,jw->tsw", x, problem.coverage)
+    chips_used = np.einsum("tsj,jh->tsh", x, problem.chips)
+    power = problem.pue * np.einsum("tsh,h->ts", n, problem.rack_power_w)
+    cost = np.where(problem.available, problem.buy_cost, 0.0)
+    scenario_cost = np.einsum("tsh,th->s", buys, cost)
+    violations = []
+    for t in range(T):
+        for s in range(S):
+            d = problem.demand[s, t]
+            short = np.flatnonzero((served[t, s] - d) / np.where(d > 0, d, 1.0) < -tol)
+            violations += [f"demand[{t},{s},{w}]" for w in short]
+            over = np.flatnonzero((problem.chips_per_rack * n[t, s] - chips_used[t, s]) / problem.chips_per_rack
+                                  < -tol)
+            violations += [f"chips[{t},{s},{h}]" for h in over]
+            violations += [f"cap[{t},{s},{h}]" for h in np.flatnonzero(n[t, s] > problem.max_racks + tol)]
+            if power[t, s] > problem.power_budget_w[t] * (1 + tol) + tol:
+                violations.append(f"power[{t},{s}]")
+            if n[t, s].sum() > problem.max_total_racks[t] + tol:
+                violations.append(f"racks[{t},{s}]")
+    bought_early = (buys > tol) & ~problem.available[:, None, :]
+    violations += [f"unavailable[{t},{s},{h}]" for t, s, h in zip(*np.nonzero(bought_early))]
+    violations += [f"integer[{t},{s},{h}]" for t, s, h in zip(*np.nonzero(np.abs(buys - np.rint(buys)) > tol))]
+    if S > 1 and not np.allclose(buys[0], buys[0, 0]):
+        violations.append("first_stage")  # the first order is decided before the scenarios differ
+    if problem.fixed_first is not None and not np.allclose(buys[0, 0], problem.fixed_first):
+        violations.append("fixed_first")
+    objective = float(problem.probability @ scenario_cost)
+    return BuildOutEvaluation(n, served, power, scenario_cost, objective, tuple(violations))

@@ -132,8 +132,11 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
         if html_path:
             from planner.report import html as html_report
 
-            points = html_report.frontier_points_for_plan(plan) if plan is not None else None
-            html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name), html_path)
+            if getattr(plan, "is_buildout", False):
+                html_report.write_html(html_report.render_buildout_html(plan, title=sc.name), html_path)
+            else:
+                points = html_report.frontier_points_for_plan(plan) if plan is not None else None
+                html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name), html_path)
             wrote(html_path)
 
     def wrote(path):

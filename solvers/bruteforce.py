@@ -254,3 +254,80 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
                                 False, 0, covering, np.array(best, dtype=float))
     return BruteForceResult(float(best[t]), np.array(best_r[t], dtype=np.int64), np.array(best_x[t], dtype=np.int64),
                             True, 0, covering, np.array(best, dtype=float))
+
+
+def buildout_brute_force(problem, most_racks: int = 3) -> tuple[float, np.ndarray]:
+    """The least expected present cost of a tiny all-integer build-out (``solvers.multiperiod``) by enumeration,
+    and its purchases [T, S, H]: every first order, then in each scenario every later order, with at most
+    ``most_racks`` racks of a type bought in a period; a plan holds when each period's installed racks hold a
+    replica vector that covers its demand (step 1 of ``brute_force`` on that period's demand) within the site's
+    limits. (inf, zeros) when nothing holds."""
+    T, S, H = problem.n_periods, problem.n_scenarios, problem.n_hardware
+    if not np.all(problem.integer_replicas):
+        raise ValueError("brute force needs every column to have integer replicas")
+    if (most_racks + 1) ** (H * T) > MAX_RACK_VECTORS:
+        raise ValueError("too big for brute force")
+    needs = {}
+    for s in range(S):
+        for t in range(T):
+            d = problem.demand[s, t]
+            u = np.zeros(problem.n_columns, dtype=np.int64)
+            for j in range(problem.n_columns):
+                for w in range(len(d)):
+                    if problem.coverage[j, w] > 0 and d[w] > 0:
+                        u[j] = max(u[j], math.ceil(d[w] / problem.coverage[j, w] - TOL))
+            n, _, _ = covering_needs(problem.coverage, problem.chips, problem.chips_per_rack, d, u,
+                                     np.arange(len(d)), np.zeros(len(d)), False)
+            needs[s, t] = n
+    orders = [np.array(o, dtype=float) for o in itertools.product(range(most_racks + 1), repeat=H)]
+    cost = np.where(problem.available, problem.buy_cost, 0.0)
+
+    def holds(t, s, installed) -> bool:
+        if np.any(installed > problem.max_racks + 1e-9) or installed.sum() > problem.max_total_racks[t] + 1e-9:
+            return False
+        if problem.pue * float(problem.rack_power_w @ installed) > problem.power_budget_w[t] * (1 + 1e-9):
+            return False
+        n = needs[s, t]
+        return bool(len(n)) and bool(np.any(np.all(n <= installed + 1e-9, axis=1)))
+
+    def allowed(t, order) -> bool:
+        return not np.any((order > 0) & ~problem.available[t])
+
+    def best_after(t, s, bought) -> tuple[float, list]:
+        """Least cost of periods t.. of scenario s given the purchases so far ([T', H] list)."""
+        if t == T:
+            return 0.0, []
+        best, plan = math.inf, []
+        for order in orders:
+            if not allowed(t, order):
+                continue
+            rows = bought + [order]
+            installed = problem.existing[t] + sum(rows[u] for u in range(t + 1) if problem.alive[u, t])
+            if not holds(t, s, installed):
+                continue
+            rest, later = best_after(t + 1, s, rows)
+            total = float(cost[t] @ order) + rest
+            if total < best - 1e-9:
+                best, plan = total, [order] + later
+        return best, plan
+
+    best, buys = math.inf, np.zeros((T, S, H))
+    for first in orders:
+        if not allowed(0, first) or (problem.fixed_first is not None and not np.allclose(first, problem.fixed_first)):
+            continue
+        installed = problem.existing[0] + first
+        if not all(holds(0, s, installed) for s in range(S)):
+            continue
+        total, plans = float(cost[0] @ first), []
+        for s in range(S):
+            rest, later = best_after(1, s, [first])
+            total += problem.probability[s] * rest
+            plans.append(later)
+        if total < best - 1e-9:
+            best = total
+            buys = np.zeros((T, S, H))
+            for s in range(S):
+                buys[0, s] = first
+                for k, order in enumerate(plans[s]):
+                    buys[k + 1, s] = order
+    return best, buys

@@ -22,6 +22,28 @@ from planner.fleet.problem import build_problem, demands_of
 from solvers.vocabulary import HAS_PLAN
 
 
+# Above this many integer replica variables (periods x scenarios x integer columns) a build-out's replicas are
+# continuous, racks still whole (OPTIMIZER.md 7.2): the shipped 4-period, 3-scenario site has 14,700 and its
+# integer MILP ends SCIP's and HiGHS's 300 s at gaps of 1.2% and 0.23%; relaxed, it solves to 1e-3 in 4-6 s.
+MAX_INTEGER_REPLICA_VARIABLES = 5000
+
+
+def relaxed_columns(options: dict, coverage: np.ndarray, chips: np.ndarray) -> list[int]:
+    """With continuous replicas, the columns worth keeping: per workload, kind and system the one that serves
+    most per chip (any mix of the others is matched by it on no more chips, so dropping them is exact for the
+    relaxed problem); every attention/FFN column (two kinds of chip, no single best)."""
+    capacity, used = coverage.sum(axis=1), chips.sum(axis=1)
+    keep, best = [], {}
+    for j in range(len(capacity)):
+        if options["ffn_hardware"][j]:
+            keep.append(j)
+            continue
+        key = (options["workload"][j], options["kind"][j], options["hardware"][j])
+        if key not in best or capacity[j] / used[j] > best[key][0]:
+            best[key] = (capacity[j] / used[j], j)
+    return sorted(keep + [j for _, j in best.values()])
+
+
 @dataclass
 class BuiltOut:
     """What ``build_buildout`` returns: the scenario, the options (a single-period ``Built`` of the last period,
@@ -33,6 +55,7 @@ class BuiltOut:
     years: list[float]
     capex: np.ndarray  # [T, H] USD per rack bought in each period
     scenario_names: list[str]
+    continuous_replicas: bool = False
 
 
 def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
@@ -75,14 +98,17 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf) -> Built
     alive = np.array([[tau <= t and years[t] < years[tau] + life - 1e-9 for t in range(T)] for tau in range(T)])
     site = [scenario.at_period(t).site for t in range(T)]
     caps = scenario.hardware.max_racks
+    relaxed = T * S * int(fp.integer_replicas.sum()) > MAX_INTEGER_REPLICA_VARIABLES
+    columns = relaxed_columns(built.options, fp.coverage, fp.chips) if relaxed else list(range(fp.n_columns))
     problem = BuildOutProblem(
-        chips_per_rack=fp.chips_per_rack, rack_power_w=fp.rack_power_w, chips=fp.chips, coverage=fp.coverage,
-        integer_replicas=fp.integer_replicas, demand=demand, probability=probability, buy_cost=buy_cost,
+        chips_per_rack=fp.chips_per_rack, rack_power_w=fp.rack_power_w, chips=fp.chips[columns],
+        coverage=fp.coverage[columns],
+        integer_replicas=np.zeros(len(columns), bool) if relaxed else fp.integer_replicas, demand=demand, probability=probability, buy_cost=buy_cost,
         available=available, alive=alive, pue=scenario.finance.pue,
         power_budget_w=np.array([(x.power_budget_mw or math.inf) * 1e6 for x in site]),
         max_total_racks=np.array([x.max_racks or math.inf for x in site], dtype=float),
         max_racks=np.array([caps.get(h.id, math.inf) for h in hardware], dtype=float))
-    return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names())
+    return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names(), relaxed)
 
 
 # ---- the plans beside the optimum ---------------------------------------------------------------------------
@@ -150,6 +176,7 @@ class BuildOutPlan:
     assumptions: list = field(default_factory=list)
     provenance: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    inputs: dict = field(default_factory=dict)  # the MILP's arrays and the plan's purchases and replicas (check)
     is_buildout: bool = True
 
     def to_dict(self) -> dict:
@@ -161,6 +188,7 @@ class BuildOutPlan:
             "value_of_planning_ahead_usd": _difference(self.myopic_net_present_cost_usd, self.net_present_cost_usd),
             "periods": self.periods[0] if len(self.periods) == 1 else None,
             "checks": self.checks, "assumptions": self.assumptions, "provenance": self.provenance,
+            "inputs": self.inputs,
         }
         if len(self.periods) > 1:
             d["scenarios"] = [{"name": n, "probability": p, "periods": per}
@@ -230,25 +258,82 @@ def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int) 
     return out
 
 
-def buildout_checks(bo: BuiltOut, sol) -> list[dict]:
+ARRAYS = ("chips_per_rack", "rack_power_w", "chips", "coverage", "integer_replicas", "demand", "probability",
+          "buy_cost", "available", "alive", "power_budget_w", "max_total_racks", "max_racks")
+
+
+def problem_inputs(bo: BuiltOut, sol) -> dict:
+    """What ``check`` needs to re-check the build-out from plan.json alone: the MILP's arrays, the hardware ids in
+    their order, the period dates and scenario names, the purchases and the replicas."""
+    p = bo.problem
+    arrays = {k: [finite(x) if isinstance(x, float) else x for x in np.asarray(getattr(p, k)).ravel().tolist()]
+              for k in ARRAYS}
+    return {"buildout": {"shapes": {k: list(np.asarray(getattr(p, k)).shape) for k in ARRAYS}, "arrays": arrays,
+                         "pue": p.pue, "hardware": [h.id for h in bo.built.hardware],
+                         "periods": [d.isoformat() for d in bo.scenario.periods],
+                         "scenario_names": bo.scenario_names},
+            "buys": sol.buys.tolist(), "replicas": sol.replicas.tolist(), "objective": sol.objective}
+
+
+def problem_from_inputs(inputs: dict):
+    """The BuildOutProblem ``problem_inputs`` wrote (None in JSON is infinity)."""
+    from solvers.multiperiod import BuildOutProblem
+
+    b = inputs["buildout"]
+    values = {k: np.array([math.inf if x is None else x for x in b["arrays"][k]]).reshape(b["shapes"][k])
+              for k in ARRAYS}
+    return BuildOutProblem(pue=b["pue"], **values)
+
+
+def evaluation_checks(problem, buys, replicas, objective: float, dates: list[str], names: list[str]) -> list[dict]:
     """The plan's rows recomputed by ``solvers.multiperiod.evaluate`` (no solver), one check per period and
-    scenario, and the present cost."""
+    scenario, the purchases, and the present cost."""
     from solvers.multiperiod import evaluate
 
-    ev = evaluate(bo.problem, sol.buys, sol.replicas)
+    ev = evaluate(problem, buys, replicas)
     checks = []
-    for t in range(bo.problem.n_periods):
-        for s, name in enumerate(bo.scenario_names):
+    for t in range(problem.n_periods):
+        for s, name in enumerate(names):
             bad = [v for v in ev.violations if v.split("[")[-1].startswith(f"{t},{s},") or v.endswith(f"[{t},{s}]")]
-            checks.append({"check": f"period {bo.scenario.periods[t]} scenario {name}", "ok": not bad,
+            checks.append({"check": f"period {dates[t]} scenario {name}", "ok": not bad,
                            "detail": "demand, chips, caps, power and floor space hold" if not bad
                            else "fails: " + ", ".join(bad)})
     others = [v for v in ev.violations if v in ("first_stage", "fixed_first") or v.startswith(("unavailable",
                                                                                                "integer"))]
     checks.append({"check": "purchases", "ok": not others, "detail": "whole racks, on sale when bought, the first "
                    "order shared by every scenario" if not others else "fails: " + ", ".join(others)})
-    checks.append({"check": "net present cost", "ok": math.isclose(ev.objective, sol.objective, rel_tol=1e-9),
-                   "detail": f"recomputed {ev.objective:,.0f} USD, reported {sol.objective:,.0f} USD"})
+    checks.append({"check": "net present cost", "ok": math.isclose(ev.objective, objective, rel_tol=1e-9),
+                   "detail": f"recomputed {ev.objective:,.0f} USD, reported {objective:,.0f} USD"})
+    return checks
+
+
+def buildout_checks(bo: BuiltOut, sol) -> list[dict]:
+    return evaluation_checks(bo.problem, sol.buys, sol.replicas, sol.objective,
+                             [d.isoformat() for d in bo.scenario.periods], bo.scenario_names)
+
+
+def check_buildout(d: dict) -> list[dict]:
+    """``planner check`` of a build-out's plan.json: every period and scenario re-evaluated from its inputs, and
+    the reported first order, installed racks and present cost held to them."""
+    inputs = d["inputs"]
+    problem = problem_from_inputs(inputs)
+    b = inputs["buildout"]
+    buys, replicas = np.array(inputs["buys"], dtype=float), np.array(inputs["replicas"], dtype=float)
+    checks = evaluation_checks(problem, buys, replicas, float(d["net_present_cost_usd"]), b["periods"],
+                               b["scenario_names"])
+    order = {r["hardware"]: r["racks"] for r in d["first_period_order"]}
+    bought = {h: int(n) for h, n in zip(b["hardware"], buys[0, 0]) if n}
+    checks.append({"check": "first period order", "ok": order == bought,
+                   "detail": f"reported {order}, purchases {bought}"})
+    from solvers.multiperiod import installed_of
+
+    installed = installed_of(problem, buys)
+    periods = [s["periods"] for s in d["scenarios"]] if d.get("scenarios") else [d["periods"]]
+    ok = all({r["hardware"]: r["racks_installed"] for r in per["fleet"] if r["racks_installed"]}
+             == {h: int(n) for h, n in zip(b["hardware"], installed[t, s]) if n}
+             for s, pers in enumerate(periods) for t, per in enumerate(pers))
+    checks.append({"check": "installed racks", "ok": ok, "detail": "each period's installed racks are the "
+                   "purchases not yet retired" if ok else "a period's installed racks differ from its purchases"})
     return checks
 
 
@@ -267,6 +352,10 @@ def buildout_assumptions(bo: BuiltOut) -> list[str]:
         "each period's demand is its workloads' peak, served at their tiers and TTFT with options scored once "
         "(a period changes demand, limits, prices and availability, not what an option serves)",
     ]
+    if bo.continuous_replicas:
+        lines.append(f"replicas are continuous (a share of a replica's time), racks whole: with "
+                     f"{bo.problem.n_periods} periods and {bo.problem.n_scenarios} scenarios the integer replicas "
+                     f"would be more than {MAX_INTEGER_REPLICA_VARIABLES:,} variables (docs/OPTIMIZER.md 7.2)")
     if sc.demand_scenarios:
         lines.append("two-stage plan: the first period's order is shared by every demand scenario, later orders "
                      "adapt to each; the cost is the expected present cost over "
@@ -309,14 +398,16 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     order = [{"hardware": h.id, "racks": int(buys[0, 0, k])} for k, h in enumerate(hardware) if buys[0, 0, k]]
     solver = {"name": sol.solver, "status": sol.status, "relative_gap": finite(sol.relative_gap),
               "best_bound": finite(sol.best_bound), "candidates_scored": bo.built.candidates_scored,
-              "columns": bo.problem.n_columns, "periods": bo.problem.n_periods,
+              "columns": bo.problem.n_columns, "continuous_replicas": bo.continuous_replicas,
+              "periods": bo.problem.n_periods,
               "demand_scenarios": bo.problem.n_scenarios}
     plan = BuildOutPlan(
         scenario.name, sol.status, scenario.objective, solver,
         [period_tables(bo, buys, replicas, s) for s in range(bo.problem.n_scenarios)], bo.scenario_names,
         bo.problem.probability.tolist(), order, sol.objective, myopic_cost,
         mean.objective if mean is not None else None, buildout_checks(bo, sol), buildout_assumptions(bo),
-        provenance(), {"engine_s": engine_s, "solve_s": sol.solve_seconds, "comparisons_s": time.monotonic() - mid})
+        provenance(), {"engine_s": engine_s, "solve_s": sol.solve_seconds, "comparisons_s": time.monotonic() - mid},
+        problem_inputs(bo, sol))
     plan.built = bo
     failed = [c for c in plan.checks if not c["ok"]]
     if failed:

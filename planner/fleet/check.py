@@ -26,6 +26,7 @@ from solvers.objectives import objective as objective_named
 
 REL = 1e-6  # relative tolerance of a recomputed figure against the reported one
 PLAN_KEYS = ("status", "objective", "fleet", "allocation", "workloads", "totals", "inputs")
+BUILDOUT_KEYS = ("status", "objective", "first_period_order", "net_present_cost_usd", "inputs")
 MAX_PLAN_BYTES = 64 * 1024 * 1024
 
 
@@ -39,7 +40,8 @@ def plan_dict(plan) -> dict:
         return read_plan_file(Path(plan))
     if not isinstance(plan, dict):
         raise InputError(f"expected a plan (Plan, dict or path to plan.json), got {type(plan).__name__}")
-    missing = [k for k in PLAN_KEYS if k not in plan]
+    keys = BUILDOUT_KEYS if "first_period_order" in plan else PLAN_KEYS
+    missing = [k for k in keys if k not in plan]
     if missing:
         raise InputError(f"not a plan: missing {', '.join(missing)} (written by planner solve --out or "
                          f"--format json)")
@@ -130,6 +132,13 @@ def check(plan) -> list[dict]:
     import polars as pl
 
     d = plan_dict(plan)
+    if "first_period_order" in d:  # a build-out over periods
+        from planner.fleet.buildout import check_buildout
+
+        try:
+            return check_buildout(d)
+        except UNREADABLE as exc:
+            return [result("build-out", False, f"the plan cannot be read: {_unreadable(exc)}")]
     if d["status"] not in STATUSES:
         return [result("status", False, f"{d['status']!r} is not one of {', '.join(STATUSES)}")]
     inputs = Inputs(d["inputs"])

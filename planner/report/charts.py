@@ -229,3 +229,29 @@ def save_png(fig, path) -> None:
 
 def save_svg(fig, path) -> None:
     _atomic_write(path, ('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + svg_string(fig)).encode())
+
+
+def buildout_figure(periods: list[dict], title: str):
+    """Installed racks per period, stacked by system (one demand scenario's periods of a build-out)."""
+    import numpy as np
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    dates = [p["start_date"] for p in periods]
+    systems = sorted({r["hardware"] for p in periods for r in p["fleet"]})
+    bottom = np.zeros(len(periods))
+    for i, hw in enumerate(systems):
+        values = np.array([next((r["racks_installed"] for r in p["fleet"] if r["hardware"] == hw), 0)
+                           for p in periods], dtype=float)
+        ax.bar(dates, values, bottom=bottom, label=hw, color=plt.cm.tab10(i % 10))
+        bottom += values
+    for x, total in zip(dates, bottom):
+        ax.annotate(_si(total), (x, total), ha="center", va="bottom", fontsize=8, xytext=(0, 2),
+                    textcoords="offset points")
+    ax.set_title(title)
+    ax.set_ylabel("racks installed")
+    ax.margins(y=0.15)
+    ax.grid(axis="x", visible=False)
+    if systems:
+        ax.legend(fontsize=8, loc="upper left")
+    return fig

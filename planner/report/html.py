@@ -387,3 +387,26 @@ def write_html(text: str, path) -> None:
     from planner.report.files import atomic_write
 
     atomic_write(path, text.encode("utf-8"))
+
+
+def render_buildout_html(plan, title: str | None = None) -> str:
+    """A build-out as one self-contained page: the first order and the costs in words, then per demand scenario
+    the installed racks per period (a stacked chart) and the periods' table, then the assumptions."""
+    from planner.report import charts
+    from planner.report.buildout import period_rows, summary_lines
+
+    d = plan.to_dict()
+    name = title or plan.scenario
+    lines = summary_lines(d)
+    body = [f'<section id="answer"><h2>The answer</h2><p class="lead">{_e(lines[1])}</p><ul>'
+            + "".join(f"<li>{_e(x)}</li>" for x in lines[2:]) + "</ul></section>"]
+    many = d.get("scenarios") or [{"name": "", "probability": 1.0, "periods": d["periods"]}]
+    for s in many:
+        label = f"demand scenario {s['name']} ({100 * s['probability']:.3g}%)" if s["name"] else "the build-out"
+        body.append(f'<section class="buildout"><h2>{_e(label)}</h2>'
+                    f"{_chart(charts.buildout_figure(s['periods'], 'installed racks per period, by system'))}"
+                    f"{table_html(period_rows(s['periods']))}</section>")
+    body.append('<section id="assumptions"><h2>Assumptions</h2><ul>'
+                + "".join(f"<li>{_e(x)}</li>" for x in d["assumptions"]) + "</ul></section>")
+    body.append('<section id="checks"><h2>Checks</h2>' + table_html(d["checks"]) + "</section>")
+    return _document(f"planner report: {name}", f"build-out, status: {plan.status}", body)

@@ -130,6 +130,9 @@ class HardwareChoice(_Section):
         "default: any number")
     min_racks: dict[str, Count] = Field(
         default_factory=dict, description="minimum purchase: hardware id -> fewest racks bought if any is bought")
+    capex_usd_by_period: dict[str, list[PosNumber]] = Field(
+        default_factory=dict, description="with periods: hardware id -> the capex of one rack bought in each "
+        "period (in place of the catalog's capex and price_decline_per_year)")
     price_decline_per_year: Share | dict[str, Share] = Field(
         0.0, description="with periods: yearly fall of a rack's capex, one share for every system or hardware id "
         "-> share (capex in period t = capex x (1 - decline)^years since the first period); default 0")
@@ -527,7 +530,7 @@ def _reference_problems(s: Scenario):
             yield ("hardware", "allow", i), _unknown("hardware", hw_id, known_hw, "hardware.custom")
     declines = hw.price_decline_per_year if isinstance(hw.price_decline_per_year, dict) else {}
     for field, ids in (("max_racks", hw.max_racks), ("min_racks", hw.min_racks), ("overrides", hw.overrides),
-                       ("price_decline_per_year", declines)):
+                       ("price_decline_per_year", declines), ("capex_usd_by_period", hw.capex_usd_by_period)):
         for hw_id in ids:
             if hw_id not in known_hw:
                 yield ("hardware", field, hw_id), _unknown("hardware", hw_id, known_hw, "hardware.custom")
@@ -560,6 +563,8 @@ def _period_problems(s: Scenario):
         for key in ("service_life_years", "demand_scenarios"):
             if getattr(s, key):
                 yield (key,), f"{key} needs periods"
+        if s.hardware.capex_usd_by_period:
+            yield ("hardware", "capex_usd_by_period"), "capex_usd_by_period needs periods"
         return
     if s.periods[0] != s.start_date:
         yield ("periods", 0), f"the first period starts on start_date ({s.start_date}), got {s.periods[0]}"
@@ -570,6 +575,7 @@ def _period_problems(s: Scenario):
     if s.horizon_years <= span:
         yield ("horizon_years",), (f"the horizon ({s.horizon_years:g} years from start_date) must reach past the "
                                    f"last period's start ({span:.3g} years in)")
+    lists += [(("hardware", "capex_usd_by_period", k), v) for k, v in s.hardware.capex_usd_by_period.items()]
     for loc, value in lists:
         if isinstance(value, list) and len(value) != len(s.periods):
             yield loc, f"expected one value per period ({len(s.periods)}), got {len(value)}"

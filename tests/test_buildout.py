@@ -323,3 +323,17 @@ def test_scip_and_highs_agree_on_the_shipped_build_out(shipped):
     other = solve(load_scenario(SHIPPED), solver="highs")
     gap = load_scenario(SHIPPED).solver.relative_gap
     assert other.net_present_cost_usd == pytest.approx(shipped.net_present_cost_usd, rel=2 * gap)
+
+
+def test_capex_by_period_overrides_the_catalog_and_the_decline():
+    from planner.fleet.buildout import capex_by_period
+
+    sc = scenario(**{"hardware.capex_usd_by_period": {"hgx-h200": [1e6, 2e6, 3e6]}})
+    hardware = [h for _, h in sorted(sc.resolved_hardware().items())]
+    capex = capex_by_period(sc, hardware, sc.years_of())
+    ids = [h.id for h in hardware]
+    assert capex[:, ids.index("hgx-h200")].tolist() == [1e6, 2e6, 3e6]
+    h100 = next(h for h in hardware if h.id == "hgx-h100").rack.capex_usd.value
+    assert capex[:, ids.index("hgx-h100")] == pytest.approx([h100 * 0.85 ** y for y in sc.years_of()])
+    with pytest.raises(InputError, match="expected one value per period"):
+        scenario(**{"hardware.capex_usd_by_period": {"hgx-h200": [1e6]}})

@@ -59,11 +59,17 @@ class BuiltOut:
 
 
 def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
-    """[T, H] capex of one rack bought in each period: the catalog's, falling by hardware.price_decline_per_year."""
+    """[T, H] capex of one rack bought in each period: hardware.capex_usd_by_period where given, else the
+    catalog's falling by hardware.price_decline_per_year."""
     decline = scenario.hardware.price_decline_per_year
     rate = np.array([decline.get(h.id, 0.0) if isinstance(decline, dict) else decline for h in hardware])
     base = np.array([h.rack.capex_usd.value for h in hardware])
-    return base[None, :] * (1.0 - rate[None, :]) ** np.asarray(years)[:, None]
+    capex = base[None, :] * (1.0 - rate[None, :]) ** np.asarray(years)[:, None]
+    for k, h in enumerate(hardware):
+        given = scenario.hardware.capex_usd_by_period.get(h.id)
+        if given is not None:
+            capex[:, k] = given
+    return capex
 
 
 def demand_rows(scenario) -> np.ndarray:
@@ -347,7 +353,8 @@ def buildout_assumptions(bo: BuiltOut) -> list[str]:
         f"bought less its value left at the end), maintenance and energy, for the years it serves within the horizon",
         f"racks retire {life:g} years after purchase (service_life_years); a system can be bought from its "
         f"availability date",
-        "capex falls by " + (", ".join(f"{k} {100 * v:.3g}%" for k, v in decline.items()) if isinstance(decline, dict)
+        ("capex per period as given for " + ", ".join(sc.hardware.capex_usd_by_period) + "; otherwise it "
+         if sc.hardware.capex_usd_by_period else "capex ") + "falls by " + (", ".join(f"{k} {100 * v:.3g}%" for k, v in decline.items()) if isinstance(decline, dict)
                              else f"{100 * decline:.3g}%") + " a year (hardware.price_decline_per_year)",
         "each period's demand is its workloads' peak, served at their tiers and TTFT with options scored once "
         "(a period changes demand, limits, prices and availability, not what an option serves)",

@@ -419,6 +419,45 @@ def check(plan_file, fmt):
 
 
 @main.command()
+@click.argument("sweep_file", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--engine", type=click.Choice(("local", "ray")), default="local", show_default=True,
+              help="local: a process pool on this machine; ray: a Ray cluster (pip install 'planner[ray]')")
+@click.option("--address", default=None, help="--engine ray: the cluster's address [default: a local Ray runtime]")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="--engine local: processes [default: one per CPU]")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=str), default=None,
+              help="write sweep.parquet and sweep.csv into this directory")
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="no progress display")
+def sweep(sweep_file, engine, address, workers, out_dir, fmt, quiet):
+    """Solve every variant of a sweep file: one row per variant (its values, status, cost, racks per system,
+    USD/Mtok and served share per workload)."""
+    from pathlib import Path
+
+    from planner.report import render
+    from planner.report import terminal as report
+    from planner.report.files import check_output_dir
+    from planner.sweep.report import summary_lines, write_sweep
+    from planner.sweep.run import run_sweep
+
+    if out_dir:
+        check_output_dir(out_dir, "--out")
+    with report.progress_display(enabled=not quiet and fmt == "table") as progress:
+        table = run_sweep(sweep_file, engine, address, workers, progress)
+    if out_dir:
+        write_sweep(table, Path(out_dir), sweep_file)
+        if not quiet:
+            click.echo(f"wrote {out_dir} (sweep.parquet, sweep.csv)", err=True)
+    if fmt == "json":
+        click.echo(render.to_json(table.to_dicts()))
+    elif fmt == "csv":
+        click.echo(table.write_csv(), nl=False)
+    else:
+        for line in summary_lines(table):
+            click.echo(line)
+
+
+@main.command()
 def schema():
     """Print the scenario file's JSON Schema."""
     from planner.report import render

@@ -88,21 +88,26 @@ def scenario_options(scenario, demands: list[Demand], hardware: dict, progress=N
                        scenario.measurement_headroom, efficiency)
 
 
-def build_problem(scenario, progress=None, deadline: float = math.inf) -> Built:
+def build_problem(scenario, progress=None, deadline: float = math.inf, options_from: Built | None = None) -> Built:
     """Score every candidate deployment and assemble the MILP (rows: 2 per workload; columns: options). Past
-    ``deadline`` (``time.monotonic()``) the engine stops with PlannerError."""
+    ``deadline`` (``time.monotonic()``) the engine stops with PlannerError. ``options_from``: a Built of a
+    scenario that differs from this one only where options do not change (prices, budgets, caps, rates:
+    ``planner.sweep.reuses_options``), whose scored options are reused instead of scoring again."""
     from solvers.milp import FleetProblem
 
     hardware = dict(sorted(scenario.resolved_hardware().items()))
     demands = demands_of(scenario)
     t0 = time.perf_counter()
-    opts = scenario_options(scenario, demands, hardware, progress, deadline)
+    if options_from is not None and [h.id for h in options_from.hardware] == list(hardware):
+        cols, candidates = options_from.options, 0
+    else:
+        opts = scenario_options(scenario, demands, hardware, progress, deadline)
+        cols, candidates = opts.arrays(), opts.candidates_scored
     engine_s = time.perf_counter() - t0
-    cols = opts.arrays()
     hw_list = list(hardware.values())
     hw_index = {h.id: i for i, h in enumerate(hw_list)}
     wl_index = {d.name: i for i, d in enumerate(demands)}
-    n = len(opts)
+    n = len(cols["workload"])
     coverage = np.zeros((n, 2 * len(demands)))
     chips = np.zeros((n, len(hw_list)))
     for j in range(n):
@@ -134,8 +139,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf) -> Built:
         group_value=revenue if objective_named(scenario.objective).sells_shares else None,
     )
     check_resolvable(problem, demands)
-    return Built(scenario, problem, demands, hw_list, cols, opts.candidates_scored, engine_s,
-                 unserved_workloads(demands, cols))
+    return Built(scenario, problem, demands, hw_list, cols, candidates, engine_s, unserved_workloads(demands, cols))
 
 
 # The smallest share of a demand row one replica may serve: below it the scaled row's coefficients fall under the

@@ -15,10 +15,12 @@ from planner.vocabulary import SOLVERS
 from solvers.vocabulary import NO_PLAN
 
 
-def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None) -> Plan:
+def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None,
+          options_from=None) -> Plan:
     """The cheapest fleet for ``scenario`` (a ``planner.scenario.Scenario`` or a path), verified by ``check``.
     Raises ``InfeasibleError`` (exit 3) with the plan attached when no fleet can serve it. ``progress(done,
-    total, text)`` hears about the engine's workloads and the MILP, if given."""
+    total, text)`` hears about the engine's workloads and the MILP, if given. ``options_from``: a Built whose
+    scored options this scenario may reuse (``planner.fleet.problem.build_problem``)."""
     from planner.scenario import Scenario, load_scenario
     from solvers.milp import optimize
 
@@ -32,7 +34,7 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     settings = scenario.solver
     started = time.monotonic()
     deadline = started + settings.time_limit_s  # the limit covers the whole run: the engine, then the MILP
-    built = build_problem(scenario, progress, deadline)
+    built = build_problem(scenario, progress, deadline, options_from)
     if progress:
         progress(0, 1, f"solving the MILP ({built.problem.n_columns} columns, {settings.name})")
     left = deadline - time.monotonic()

@@ -1,0 +1,229 @@
+"""Running a sweep (docs/INTERFACE.md 2.9): every variant solved like ``planner solve``, on a process pool
+(``local``, the default) or on Ray (``ray``, an optional extra), into one Polars table whose rows are the same,
+in the same order, on either engine.
+
+Variants that change only what the engine's options do not depend on (prices, budgets, caps, request rates:
+``reuses_options``) reuse the base scenario's scored options and solve only the MILP; any other change rescores. A
+failed variant is a row with its status and error; it never stops the sweep.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+from dataclasses import dataclass
+
+from planner.errors import InfeasibleError, InputError, PlannerError
+from planner.sweep.sample import ResolvedAxis, variants
+from planner.sweep.spec import load_sweep
+
+# Scenario paths whose change leaves every scored option as it is: costs, limits and demand rates.
+OPTION_FREE = ("finance.*", "site.*", "prices_usd_per_mtok*", "objective", "solver.*", "hardware.max_racks*",
+               "hardware.min_racks*", "hardware.max_platforms", "hardware.overrides.*.capex_usd",
+               "workloads.*.requests_per_s", "workloads.*.peak_to_mean", "workloads.*.price_usd_per_mtok")
+ENGINES = ("local", "ray")
+
+
+def reuses_options(paths: list[str]) -> bool:
+    return all(any(fnmatch.fnmatchcase(p, pat) for pat in OPTION_FREE) for p in paths)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one axis's value reaches the scenario: a --set path, or a catalog override of one system's field
+    (``scale`` converts the band's unit to the catalog's: rack power is banded in W, written in kW)."""
+
+    axis: str
+    path: str | None = None
+    hardware: str | None = None
+    field: str | None = None
+    scale: float = 1.0
+
+
+def _override_field(name: str) -> tuple[str, float]:
+    """A band name's field (``memory[0].bandwidth_bytes_per_s``) as a catalog override path."""
+    if name == "rack.power_kw":
+        return "rack.power_kw", 1e-3
+    field = name.replace("[", ".").replace("]", "")
+    return ("chip." + field if not field.startswith("rack.") else field), 1.0
+
+
+def resolve_axes(spec, base) -> tuple[list[ResolvedAxis], list[Setting]]:
+    """Each axis's values (an uncertain figure's range from its band unless given) and where it goes."""
+    from planner.perf.uncertainty import uncertain_quantities
+
+    bands = {}
+    for hw in base.resolved_hardware().values():
+        for q in uncertain_quantities(hw, hw.precision_or_best(None)):
+            bands.setdefault(q.name, (q, hw.family))
+    resolved, settings = [], []
+    for i, a in enumerate(spec.axes):
+        low = high = None
+        if a.uncertain is not None:
+            if a.uncertain not in bands:
+                known = ", ".join(sorted(bands)[:8])
+                raise InputError(f"no uncertain figure {a.uncertain!r} among the base scenario's systems (e.g. "
+                                 f"{known}, ...; planner estimate --format json lists each one's band)",
+                                 field=f"axes[{i}].uncertain")
+            q, family = bands[a.uncertain]
+            low, high = q.low, q.high
+            head, _, tail = a.uncertain.partition(".")
+            if head == family:
+                settings.append(Setting(a.name, path=f"efficiency.{head}.{tail}"))
+            else:
+                field, scale = _override_field(tail)
+                settings.append(Setting(a.name, hardware=head, field=field, scale=scale))
+        else:
+            settings.append(Setting(a.name, path=a.path))
+        if a.range is not None:
+            low, high = a.range
+        dist = a.distribution
+        if dist is not None and dist.uniform is not None:
+            low, high = dist.uniform
+        resolved.append(ResolvedAxis(a.name, tuple(a.values) if a.values is not None else None, low, high, a.steps,
+                                     tuple(dist.normal) if dist is not None and dist.normal is not None else None))
+    return resolved, settings
+
+
+def settings_of(base, settings: list[Setting], values: dict) -> dict:
+    """The ``Scenario.with_`` mapping of one variant: paths as given, catalog overrides merged per system with
+    the base scenario's own."""
+    out, overrides = {}, {}
+    for s in settings:
+        value = values[s.axis]
+        if s.path is not None:
+            out[s.path] = value
+        else:
+            merged = overrides.setdefault(s.hardware, dict(base.hardware.overrides.get(s.hardware, {})))
+            merged[s.field] = value * s.scale
+    for hw, fields in overrides.items():
+        out[f"hardware.overrides.{hw}"] = fields
+    return out
+
+
+def row_of(index: int, values: dict, plan=None, status: str = "", error: str | None = None,
+           hardware=(), workloads=()) -> dict:
+    """One row of the sweep table: the variant, its axis values, and what its plan says."""
+    row = {"variant": index, **values, "status": status or (plan.status if plan is not None else "error"),
+           "objective_usd_per_year": None, "power_mw": None, "facility_power_mw": None}
+    row.update({f"racks.{h}": None for h in hardware})
+    row.update({f"cost_usd_per_mtok.{w}": None for w in workloads})
+    row.update({f"served_share.{w}": None for w in workloads})
+    if plan is not None and plan.status in ("optimal", "feasible", "time_limit"):
+        t = plan.totals
+        row.update(objective_usd_per_year=plan.objective_usd_per_year, power_mw=t["power_mw"],
+                   facility_power_mw=t["facility_power_mw"])
+        racks = {r["hardware"]: r["racks"] for r in plan.fleet.to_dicts()}
+        row.update({f"racks.{h}": racks.get(h, 0) for h in hardware})
+        for w in plan.workloads.to_dicts():
+            row[f"cost_usd_per_mtok.{w['workload']}"] = w["cost_usd_per_mtok"]
+            row[f"served_share.{w['workload']}"] = w["served_share"]
+    row["error"] = error
+    return row
+
+
+def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], reuse: bool, hardware: list[str],
+                workloads: list[str]) -> list[dict]:
+    """Solve a chunk of variants (in a worker process or a Ray task): the base's options scored once when every
+    axis leaves them unchanged."""
+    from planner.fleet.problem import build_problem
+    from planner.fleet.solve import solve
+
+    shared = build_problem(base) if reuse else None
+    rows = []
+    for index, values in chunk:
+        try:
+            sc = base.with_(settings_of(base, settings, values))
+            plan = solve(sc, options_from=shared)
+            rows.append(row_of(index, values, plan, hardware=hardware, workloads=workloads))
+        except InfeasibleError as exc:
+            rows.append(row_of(index, values, status="infeasible", error=str(exc).splitlines()[0],
+                               hardware=hardware, workloads=workloads))
+        except (PlannerError, ValueError) as exc:  # a variant's bad value or a solver failure: recorded
+            rows.append(row_of(index, values, status="error", error=str(exc).splitlines()[0],
+                               hardware=hardware, workloads=workloads))
+    return rows
+
+
+def _chunks(items: list, n: int) -> list[list]:
+    size = max(1, math.ceil(len(items) / n))
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def run_sweep(path, engine: str = "local", address: str | None = None, workers: int | None = None,
+              progress=None):
+    """The sweep table (Polars) of a sweep file, one row per variant in variant order."""
+    import polars as pl
+
+    from planner.scenario import load_scenario
+
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}", field="--engine")
+    spec, base_path = load_sweep(path)
+    base = load_scenario(base_path)
+    if base.periods:
+        raise InputError("sweeps of build-outs over periods are not supported yet; sweep a single-period scenario",
+                         field="base")
+    axes, settings = resolve_axes(spec, base)
+    drawn = variants(axes, spec.samples.method, spec.samples.n, spec.samples.seed)
+    if drawn:  # a bad value fails here once, naming its axis, rather than in every variant
+        base.with_(settings_of(base, settings, drawn[0]))
+    reuse = reuses_options([s.path for s in settings if s.path is not None]) and all(
+        s.path is not None for s in settings)
+    hardware = sorted(base.resolved_hardware())
+    workloads = [w.name for w in base.workloads]
+    jobs = list(enumerate(drawn))
+    workers = workers or os.cpu_count() or 1
+    chunks = _chunks(jobs, workers * 4)
+    args = (base, settings)
+    rows = (_run_local(args, chunks, reuse, hardware, workloads, workers, progress) if engine == "local" else
+            _run_ray(args, chunks, reuse, hardware, workloads, address, progress))
+    rows.sort(key=lambda r: r["variant"])
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _run_local(args, chunks, reuse, hardware, workloads, workers, progress) -> list[dict]:
+    import concurrent.futures as cf
+    import multiprocessing
+
+    rows = []
+    if workers == 1:
+        for k, chunk in enumerate(chunks):
+            rows += solve_chunk(*args, chunk, reuse, hardware, workloads)
+            if progress:
+                progress(k + 1, len(chunks), "variants")
+        return rows
+    context = multiprocessing.get_context("spawn")  # no fork of the solvers' threads
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [pool.submit(solve_chunk, *args, chunk, reuse, hardware, workloads) for chunk in chunks]
+        for k, future in enumerate(cf.as_completed(futures)):
+            rows += future.result()
+            if progress:
+                progress(k + 1, len(chunks), "variants")
+    return rows
+
+
+def _run_ray(args, chunks, reuse, hardware, workloads, address, progress) -> list[dict]:
+    try:
+        import ray
+    except ImportError:
+        raise PlannerError("the ray engine needs Ray: pip install 'planner[ray]' (or use --engine local)") from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    try:
+        task = ray.remote(solve_chunk)
+        base_ref = ray.put(args[0])
+        pending = [task.remote(base_ref, args[1], chunk, reuse, hardware, workloads) for chunk in chunks]
+        rows, done = [], 0
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            rows += ray.get(ready[0])
+            done += 1
+            if progress:
+                progress(done, len(chunks), "variants")
+        return rows
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,140 @@
+"""Sweeps (issue 15): the sweep file's errors, sampling by seed, the same table from one process, several and Ray,
+options reused for price-and-budget variants with the same answers as a fresh solve, uncertain figures as axes,
+and failed variants recorded without stopping the sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner.errors import InputError
+from planner.sweep.run import resolve_axes, reuses_options, run_sweep, settings_of
+from planner.sweep.sample import ResolvedAxis, variants
+from planner.sweep.spec import load_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = ROOT / "scenarios" / "bank-2mw.yaml"
+
+
+def sweep_file(tmp_path, body: str) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"base: {BASE}\n" + body)
+    return path
+
+
+SMALL = """axes:
+  - {path: finance.electricity_usd_per_mwh, values: [40, 160]}
+  - {path: site.power_budget_mw, values: [1.5, 2.5]}
+samples: {method: grid}
+"""
+
+
+@pytest.mark.parametrize("body, match", [
+    ("axes: []\n", "axes"),
+    ("axes:\n  - {path: site.power_budget_mw}\n", "needs values, range or distribution"),
+    ("axes:\n  - {path: a, uncertain: b, values: [1]}\n", "exactly one of path"),
+    ("axes:\n  - {path: a, values: [1], range: [0, 1]}\n", "one of values, range and distribution"),
+    ("axes:\n  - {path: a, range: [2, 1]}\n", "LO < HI"),
+    ("axes:\n  - {path: a, values: [1]}\nsamples: {method: lhs}\n", "needs n"),
+    ("axes:\n  - {path: a, values: [1]}\nsamplez: {}\n", "unknown field"),
+])
+def test_bad_sweep_files_name_the_field(tmp_path, body, match):
+    with pytest.raises(InputError, match=match):
+        load_sweep(sweep_file(tmp_path, body))
+
+
+def test_sampling_is_fixed_by_the_seed_and_lhs_fills_every_stratum():
+    axes = [ResolvedAxis("a", None, 0.0, 1.0, 5, None), ResolvedAxis("b", None, 10.0, 20.0, 5, None)]
+    one, two = variants(axes, "lhs", 50, 3), variants(axes, "lhs", 50, 3)
+    assert one == two and one != variants(axes, "lhs", 50, 4)
+    for name, lo, hi in (("a", 0.0, 1.0), ("b", 10.0, 20.0)):
+        strata = sorted(int((v[name] - lo) / (hi - lo) * 50) for v in one)
+        assert strata == list(range(50))  # one sample in each of the 50 strata
+    grid = variants(axes, "grid", None, 0)
+    assert len(grid) == 25 and grid[0] == {"a": 0.0, "b": 10.0}
+    normal = [ResolvedAxis("n", None, None, None, 5, (100.0, 10.0))]
+    draws = [v["n"] for v in variants(normal, "monte_carlo", 4000, 1)]
+    assert np.mean(draws) == pytest.approx(100, abs=1.0) and np.std(draws) == pytest.approx(10, rel=0.05)
+
+
+def test_which_paths_leave_the_options_as_they_are():
+    assert reuses_options(["finance.electricity_usd_per_mwh", "site.power_budget_mw",
+                           "hardware.overrides.hgx-b200.capex_usd", "workloads.chat.requests_per_s"])
+    assert not reuses_options(["workloads.chat.input_tokens"])
+    assert not reuses_options(["hardware.overrides.hgx-b200.power_kw"])
+
+
+@pytest.fixture(scope="module")
+def small_table(tmp_path_factory):
+    return run_sweep(sweep_file(tmp_path_factory.mktemp("sweep"), SMALL), workers=1)
+
+
+def test_one_process_and_two_give_the_same_table(tmp_path, small_table):
+    assert small_table.equals(run_sweep(sweep_file(tmp_path, SMALL), workers=2))
+    assert small_table["status"].to_list() == ["infeasible", "optimal", "infeasible", "optimal"]
+    assert small_table["error"][0].startswith("no feasible fleet")  # recorded, and the sweep went on
+
+
+def test_reused_options_give_the_answer_of_a_fresh_solve(small_table):
+    from planner.fleet.solve import solve
+    from planner.scenario import load_scenario
+
+    row = small_table.row(3, named=True)
+    plan = solve(load_scenario(BASE).with_({"finance.electricity_usd_per_mwh": 160, "site.power_budget_mw": 2.5}))
+    assert row["objective_usd_per_year"] == pytest.approx(plan.objective_usd_per_year, rel=1e-9)
+    racks = {r["hardware"]: r["racks"] for r in plan.fleet.to_dicts()}
+    assert {k.removeprefix("racks."): v for k, v in row.items() if k.startswith("racks.") and v} == racks
+
+
+def test_an_uncertain_figure_is_an_axis_with_its_band(tmp_path):
+    from planner.scenario import load_scenario
+
+    path = sweep_file(tmp_path, "axes:\n  - {uncertain: nvidia-gpu.bandwidth_efficiency}\n"
+                                "  - {uncertain: hgx-b200.scale_out.latency_s, values: [2.0e-6, 9.0e-6]}\n"
+                                "samples: {method: grid}\n")
+    spec, base_path = load_sweep(path)
+    base = load_scenario(base_path)
+    axes, settings = resolve_axes(spec, base)
+    assert axes[0].low < base.efficiency_of("nvidia-gpu")["bandwidth_efficiency"] < axes[0].high
+    out = settings_of(base, settings, {"nvidia-gpu.bandwidth_efficiency": 0.5,
+                                       "hgx-b200.scale_out.latency_s": 2e-6})
+    assert out == {"efficiency.nvidia-gpu.bandwidth_efficiency": 0.5,
+                   "hardware.overrides.hgx-b200": {"chip.scale_out.latency_s": 2e-6}}
+    varied = base.with_(out)
+    assert varied.resolved_hardware()["hgx-b200"].chip.scale_out.latency_s.value == 2e-6
+    table = run_sweep(path, workers=1)
+    assert len(table) == 10 and set(table["status"]) == {"optimal"}
+    slow, fast = table.filter(table["nvidia-gpu.bandwidth_efficiency"] == axes[0].low), table.filter(
+        table["nvidia-gpu.bandwidth_efficiency"] == axes[0].high)
+    assert slow["objective_usd_per_year"].min() >= fast["objective_usd_per_year"].max()  # slower memory, dearer
+
+
+def test_a_bad_value_fails_its_variant_only(tmp_path):
+    path = sweep_file(tmp_path, "axes:\n  - {path: site.power_budget_mw, values: [2.5, -1]}\n")
+    table = run_sweep(path, workers=1)
+    assert table["status"].to_list() == ["optimal", "error"] and "power_budget_mw" in table["error"][1]
+    with pytest.raises(InputError, match="no uncertain figure"):
+        run_sweep(sweep_file(tmp_path, "axes:\n  - {uncertain: nobody.nothing}\n"), workers=1)
+
+
+def test_the_cli_writes_parquet_and_csv(tmp_path):
+    import polars as pl
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    path = sweep_file(tmp_path, SMALL)
+    res = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    assert "4 variants: 2 infeasible, 2 optimal" in res.output
+    table = pl.read_parquet(tmp_path / "out" / "sweep.parquet")
+    assert len(table) == 4 and (tmp_path / "out" / "sweep.csv").is_file()
+    meta = pl.read_parquet_metadata(tmp_path / "out" / "sweep.parquet")
+    assert meta["planner.sweep"] == str(path)
+
+
+def test_the_ray_engine_gives_the_same_table(tmp_path, small_table):
+    pytest.importorskip("ray", reason="Ray is not installed here (pip install 'planner[ray]')")
+    assert run_sweep(sweep_file(tmp_path, SMALL), engine="ray").equals(small_table)

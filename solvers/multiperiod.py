@@ -43,17 +43,11 @@ from datetime import timedelta
 
 import numpy as np
 
-from solvers.milp import (REPLICA_TIE, SolverError, _solver_types, _status, interruptible, solver_key,
+from solvers.milp import (REPLICA_TIE, SolverError, _frozen, _solver_types, _status, interruptible, solver_key,
                           solver_output_to_stderr)
 from solvers.vocabulary import HAS_PLAN, SOLVERS
 
 EVAL_TOL = 1e-6
-
-
-def _frozen(a, dtype) -> np.ndarray:
-    arr = np.array(a, dtype=dtype, copy=True)
-    arr.setflags(write=False)
-    return arr
 
 
 @dataclass(frozen=True, eq=False)

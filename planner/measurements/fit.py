@@ -124,20 +124,13 @@ def write_efficiency(result: dict, path, source: str) -> None:
 def read_efficiency(path) -> dict[str, dict[str, float]]:
     """An efficiency file (``write_efficiency``'s, or entries in planner/data/efficiency.yaml's shape): family ->
     parameter -> value, each parameter known and within the calibration's bounds."""
-    import yaml
-
     from planner.perf.calibration import calibration_data
     from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table
 
+    from planner.inputs import read_yaml_mapping
+
     path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", file=str(path))
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise InputError(f"cannot be parsed ({str(exc).splitlines()[0]})", file=str(path)) from None
-    if not isinstance(data, dict):
-        raise InputError("expected a mapping of family -> {parameter: value}", file=str(path))
+    data = read_yaml_mapping(path, "family -> {parameter: value}")
     bounds = calibration_data()["bounds"]
     out = {}
     for family, params in data.items():

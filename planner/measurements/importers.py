@@ -74,12 +74,17 @@ def _pkey(p: float, metric: str) -> str:
     return f"p{int(p) if float(p).is_integer() else p}_{metric}_ms"
 
 
+def _completed(doc: dict, path: Path, n: int) -> float:
+    completed = float(_need(doc, "completed", path, n))
+    if completed <= 0:
+        raise InputError(f"run {n} completed no request", file=str(path))
+    return completed
+
+
 def vllm_runs(path: Path) -> list[dict]:
     runs = []
     for n, doc in enumerate(_json_documents(path), 1):
-        completed = float(_need(doc, "completed", path, n))
-        if completed <= 0:
-            raise InputError(f"run {n} completed no request", file=str(path))
+        completed = _completed(doc, path, n)
         tpot = _need(doc, "mean_tpot_ms", path, n, " (needs a tokenizer: run without --skip-tokenizer-init)")
         out = float(_need(doc, "total_output_tokens", path, n)) / completed
         ttft, pct = _ttft_ms(doc, lambda p: _pkey(p, "ttft"))
@@ -106,9 +111,7 @@ def vllm_runs(path: Path) -> list[dict]:
 def sglang_runs(path: Path) -> list[dict]:
     runs = []
     for n, doc in enumerate(_json_documents(path), 1):
-        completed = float(_need(doc, "completed", path, n))
-        if completed <= 0:
-            raise InputError(f"run {n} completed no request", file=str(path))
+        completed = _completed(doc, path, n)
         tpot = _need(doc, "mean_tpot_ms", path, n, " (SGLang before 2025 saved no TPOT; rerun with a newer one)")
         ttft, pct = _ttft_ms(doc, lambda p: _pkey(p, "ttft"))
         concurrency = doc.get("max_concurrency")

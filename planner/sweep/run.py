@@ -123,14 +123,12 @@ def row_of(index: int, values: dict, plan=None, status: str = "", error: str | N
     return row
 
 
-def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], reuse: bool, hardware: list[str],
+def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], shared, hardware: list[str],
                 workloads: list[str]) -> list[dict]:
-    """Solve a chunk of variants (in a worker process or a Ray task): the base's options scored once when every
-    axis leaves them unchanged."""
-    from planner.fleet.problem import build_problem
+    """Solve a chunk of variants (in a worker process or a Ray task); ``shared``: the base's Built, whose scored
+    options every variant reuses when every axis leaves them unchanged (else None: each variant scores its own)."""
     from planner.fleet.solve import solve
 
-    shared = build_problem(base) if reuse else None
     rows = []
     for index, values in chunk:
         try:
@@ -171,32 +169,39 @@ def run_sweep(path, engine: str = "local", address: str | None = None, workers: 
         base.with_(settings_of(base, settings, drawn[0]))
     reuse = reuses_options([s.path for s in settings if s.path is not None]) and all(
         s.path is not None for s in settings)
+    if reuse:  # scored once here, shipped to every worker
+        from planner.fleet.problem import build_problem
+
+        shared = build_problem(base)
+        shared.__dict__.pop("inputs", None)  # a cached property: recomputed per variant from its own scenario
+    else:
+        shared = None
     hardware = sorted(base.resolved_hardware())
     workloads = [w.name for w in base.workloads]
     jobs = list(enumerate(drawn))
     workers = workers or os.cpu_count() or 1
     chunks = _chunks(jobs, workers * 4)
     args = (base, settings)
-    rows = (_run_local(args, chunks, reuse, hardware, workloads, workers, progress) if engine == "local" else
-            _run_ray(args, chunks, reuse, hardware, workloads, address, progress))
+    rows = (_run_local(args, chunks, shared, hardware, workloads, workers, progress) if engine == "local" else
+            _run_ray(args, chunks, shared, hardware, workloads, address, progress))
     rows.sort(key=lambda r: r["variant"])
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def _run_local(args, chunks, reuse, hardware, workloads, workers, progress) -> list[dict]:
+def _run_local(args, chunks, shared, hardware, workloads, workers, progress) -> list[dict]:
     import concurrent.futures as cf
     import multiprocessing
 
     rows = []
     if workers == 1:
         for k, chunk in enumerate(chunks):
-            rows += solve_chunk(*args, chunk, reuse, hardware, workloads)
+            rows += solve_chunk(*args, chunk, shared, hardware, workloads)
             if progress:
                 progress(k + 1, len(chunks), "variants")
         return rows
     context = multiprocessing.get_context("spawn")  # no fork of the solvers' threads
     with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [pool.submit(solve_chunk, *args, chunk, reuse, hardware, workloads) for chunk in chunks]
+        futures = [pool.submit(solve_chunk, *args, chunk, shared, hardware, workloads) for chunk in chunks]
         for k, future in enumerate(cf.as_completed(futures)):
             rows += future.result()
             if progress:
@@ -204,7 +209,7 @@ def _run_local(args, chunks, reuse, hardware, workloads, workers, progress) -> l
     return rows
 
 
-def _run_ray(args, chunks, reuse, hardware, workloads, address, progress) -> list[dict]:
+def _run_ray(args, chunks, shared, hardware, workloads, address, progress) -> list[dict]:
     try:
         import ray
     except ImportError:
@@ -215,7 +220,8 @@ def _run_ray(args, chunks, reuse, hardware, workloads, address, progress) -> lis
     try:
         task = ray.remote(solve_chunk)
         base_ref = ray.put(args[0])
-        pending = [task.remote(base_ref, args[1], chunk, reuse, hardware, workloads) for chunk in chunks]
+        shared_ref = ray.put(shared)
+        pending = [task.remote(base_ref, args[1], chunk, shared_ref, hardware, workloads) for chunk in chunks]
         rows, done = [], 0
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)

@@ -100,17 +100,10 @@ class SweepSpec(_Strict):
 
 def load_sweep(path) -> tuple[SweepSpec, Path]:
     """The validated sweep file and its base scenario's path; InputError names the file and the field."""
-    import yaml
+    from planner.inputs import read_yaml_mapping
 
     path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", file=str(path))
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise InputError(f"YAML syntax error: {str(exc).splitlines()[0]}", file=str(path)) from None
-    if not isinstance(data, dict):
-        raise InputError("expected a mapping with base, axes and samples", file=str(path))
+    data = read_yaml_mapping(path, "base, axes and samples")
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:

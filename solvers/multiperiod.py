@@ -22,7 +22,9 @@ systems can be bought, never what an option serves.
 #   x_tsj      >= 0 (integer where integer_replicas_j)   replicas of option j in period t, scenario s
 #   n_tsh  =   existing_th + sum_{tau <= t, alive_tau,t} b_tau,s,h      (installed racks; an expression)
 #
-#   min  sum_h buy_cost_0h b_0h + sum_s p_s sum_{t>=1} sum_h buy_cost_th b_tsh  (+ D_X tie term on replicas)  (O)
+#   min  sum_h buy_cost_0h b_0h + sum_s p_s sum_{t>=1} sum_h buy_cost_th b_tsh                                (O)
+#   (no tie term on replicas: a 1e-8 one made SCIP's cuts cut off the optimum of a tiny case, found by the
+#   property test; idle replicas are trimmed after the solve instead, by an LP per period and scenario)
 #   s.t. for every (t, s):
 #   (1) sum_j coverage_jw x_tsj >= demand_stw                       demand served in every period and scenario
 #   (2) sum_j chips_jh x_tsj <= chips_per_rack_h n_tsh              chips within the installed racks
@@ -30,6 +32,11 @@ systems can be bought, never what an option serves.
 #   (4) sum_h n_tsh <= max_total_racks_t                            the period's floor space
 #   (5) n_tsh <= max_racks_h                                        supply caps, on installed racks
 #   (6) fixed_first: b_0h = given (the mean-demand plan's first order, evaluated on the scenarios)
+#   (7) max_revenue (group_value given): shares v_tsg in [0, 1] of each sold good g (a workload's rows); (1) becomes
+#       sum_j coverage_jw x_tsj >= v_ts,g(w) demand_stw, and (O) subtracts sum_s p_s sum_t sum_g value_stg v_tsg
+#       (value_stg: present value of serving g's whole demand in period t of scenario s). buy_cost is then USD.
+#   buy_cost is what the objective counts per rack: USD of present cost (min_cost, max_revenue) or, for min_power,
+#   W-years of IT power within the horizon; the planner prices the plan in USD either way.
 #
 # Scaling as the single-period MILP: (1) by demand_stw, (2) by chips_per_rack_h, (3) by pue max_h rack_power_w_h,
 # the objective by max buy_cost.
@@ -43,7 +50,7 @@ from datetime import timedelta
 
 import numpy as np
 
-from solvers.milp import (REPLICA_TIE, SolverError, _frozen, _solver_types, _status, interruptible, solver_key,
+from solvers.milp import (SolverError, _frozen, _solver_types, _status, interruptible, solver_key,
                           solver_output_to_stderr)
 from solvers.vocabulary import HAS_PLAN, SOLVERS
 
@@ -70,6 +77,8 @@ class BuildOutProblem:
     max_racks: np.ndarray | None = None  # [H], inf = none
     existing: np.ndarray | None = None  # [T, H] racks installed before, at no cost
     fixed_first: np.ndarray | None = None  # [H] the first period's purchases, fixed
+    group_value: np.ndarray | None = None  # [S, T, G] (7) max_revenue: present value of serving each good whole
+    row_group: np.ndarray | None = None  # [W] (7) the good each demand row belongs to
 
     def __post_init__(self):
         T, H = self.n_periods, self.n_hardware
@@ -86,6 +95,10 @@ class BuildOutProblem:
             object.__setattr__(self, name, _frozen(getattr(self, name), dtype))
         if self.fixed_first is not None:
             object.__setattr__(self, "fixed_first", _frozen(self.fixed_first, float))
+        if self.group_value is not None:
+            object.__setattr__(self, "group_value", _frozen(self.group_value, float))
+            rows = np.arange(self.demand.shape[2]) if self.row_group is None else self.row_group
+            object.__setattr__(self, "row_group", _frozen(rows, np.int64))
         object.__setattr__(self, "pue", float(self.pue))
         problems = list(self._problems())
         if problems:
@@ -115,6 +128,10 @@ class BuildOutProblem:
             yield "demand must be finite and >= 0"
 
     @property
+    def sells(self) -> bool:
+        return self.group_value is not None
+
+    @property
     def n_periods(self) -> int:
         return int(np.asarray(self.buy_cost).shape[0])
 
@@ -136,6 +153,7 @@ class BuildOutModel:
     model: object
     buys: list  # [T][S][H] variables (period 0: the same variable in every scenario), None where not available
     replicas: list  # [T][S][J]
+    shares: list  # [T][S][G] (7) max_revenue, else empty
     solver: str
     objective_scale: float
     build_seconds: float
@@ -158,7 +176,9 @@ class BuildOutSolution:
     solve_seconds: float
     build_seconds: float = 0.0
     violations: tuple = field(default_factory=tuple)
-    scenario_cost: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [S] present cost in each scenario
+    scenario_cost: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [S] buy_cost of each scenario's buys
+    shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [T, S, G] max_revenue: served shares
+    revenue: float = 0.0  # max_revenue: expected present revenue
 
 
 def replica_upper_bounds(problem: BuildOutProblem) -> np.ndarray:
@@ -213,6 +233,9 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
     replicas = [[[m.add_variable(lb=0.0, ub=float(x_ub[s, t, j]), is_integer=bool(problem.integer_replicas[j]),
                                  name=f"x[{t},{s},{j}]") if x_ub[s, t, j] > 0 else None for j in range(J)]
                  for s in range(S)] for t in range(T)]
+    G = problem.group_value.shape[2] if problem.sells else 0
+    shares = [[[m.add_variable(lb=0.0, ub=1.0, name=f"v[{t},{s},{g}]") for g in range(G)] for s in range(S)]
+              for t in range(T)]
     share = problem.chips / problem.chips_per_rack
     unit = problem.pue * float(problem.rack_power_w.max())
     for t in range(T):
@@ -220,7 +243,9 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
             installed = _installed_terms(problem, buys, t, s)
             xs = replicas[t][s]
             for w in np.flatnonzero(problem.demand[s, t] > 0):
-                row = m.add_linear_constraint(lb=1.0, name=f"demand[{t},{s},{w}]")
+                row = m.add_linear_constraint(lb=0.0 if G else 1.0, name=f"demand[{t},{s},{w}]")
+                if G:
+                    row.set_coefficient(shares[t][s][int(problem.row_group[w])], -1.0)
                 for j in np.flatnonzero(problem.coverage[:, w] > 0):
                     if xs[j] is not None:
                         row.set_coefficient(xs[j], float(problem.coverage[j, w] / problem.demand[s, t, w]))
@@ -249,8 +274,6 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
                     for v in installed[h]:
                         row.set_coefficient(v, 1.0)
     scale = float(np.max(np.where(problem.available, problem.buy_cost, 0.0), initial=1.0))
-    per_chip = np.where(problem.available, problem.buy_cost, 0.0).max(axis=0) / problem.chips_per_rack  # [H]
-    tie = REPLICA_TIE * (problem.chips @ per_chip)  # [J]
     m.objective.is_maximize = False
     for h in range(H):
         if first[h] is not None:
@@ -263,10 +286,10 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
                                                                             * problem.buy_cost[t, h] / scale))
     for t in range(T):
         for s in range(S):
-            for j, v in enumerate(replicas[t][s]):
-                if v is not None:
-                    m.objective.set_linear_coefficient(v, float(problem.probability[s] * tie[j] / scale / T))
-    return BuildOutModel(m, buys, replicas, solver, scale, time.perf_counter() - t0)
+            for g, v in enumerate(shares[t][s]):
+                m.objective.set_linear_coefficient(v, float(-problem.probability[s] * problem.group_value[s, t, g]
+                                                            / scale))
+    return BuildOutModel(m, buys, replicas, shares, solver, scale, time.perf_counter() - t0)
 
 
 def _installed_terms(problem: BuildOutProblem, buys, t: int, s: int) -> list[list]:
@@ -299,7 +322,7 @@ def _values(result, variables) -> np.ndarray:
 def extract(problem: BuildOutProblem, built: BuildOutModel, result, seconds: float) -> BuildOutSolution:
     T, S, H, J = problem.n_periods, problem.n_scenarios, problem.n_hardware, problem.n_columns
     status = _status(result)
-    dual = float(result.termination.objective_bounds.dual_bound) * built.objective_scale / (1.0 + REPLICA_TIE)
+    dual = float(result.termination.objective_bounds.dual_bound) * built.objective_scale
     if status not in HAS_PLAN:
         empty = np.zeros((T, S, H))
         return BuildOutSolution(empty, empty, np.zeros((T, S, J)), status, math.nan,
@@ -312,11 +335,55 @@ def extract(problem: BuildOutProblem, built: BuildOutModel, result, seconds: flo
             buys[t, s] = np.rint(_values(result, built.buys[t][s]))
             x = np.maximum(_values(result, built.replicas[t][s]), 0.0)
             replicas[t, s] = np.where(problem.integer_replicas, np.rint(x), x)
+    replicas = trim_replicas(problem, buys, replicas)
     ev = evaluate(problem, buys, replicas)
-    bound = min(max(dual, 0.0), ev.objective) if math.isfinite(dual) else 0.0
-    gap = (ev.objective - bound) / ev.objective if ev.objective > 0 else 0.0
+    if problem.sells:  # cost less revenue can be negative: the bound as the solver gives it, the gap on |value|
+        bound = min(dual, ev.objective) if math.isfinite(dual) else -math.inf
+        gap = (ev.objective - bound) / max(abs(ev.objective), 1.0)
+    else:
+        bound = min(max(dual, 0.0), ev.objective) if math.isfinite(dual) else 0.0
+        gap = (ev.objective - bound) / ev.objective if ev.objective > 0 else 0.0
     return BuildOutSolution(buys, ev.installed, replicas, status, ev.objective, bound, gap, built.solver, seconds,
-                            built.build_seconds, ev.violations, ev.scenario_cost)
+                            built.build_seconds, ev.violations, ev.scenario_cost, ev.shares, ev.revenue)
+
+
+def trim_replicas(problem: BuildOutProblem, buys: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+    """The continuous replicas of each period and scenario re-solved by an LP (GLOP) with the racks and integer
+    replicas as they are: the fewest (by the chips they occupy, weighted by their systems' largest buy cost) that
+    still serve what the plan serves. Idle replicas cost nothing in (O), so a solver may leave some; they would
+    inflate each workload's share of the fleet's cost. Where an LP fails, the replicas stay as they were."""
+    from ortools.math_opt.python import mathopt
+
+    out = replicas.copy()
+    cont = np.flatnonzero(~problem.integer_replicas)
+    if not len(cont):
+        return out
+    n = installed_of(problem, buys)
+    share = problem.chips / problem.chips_per_rack
+    weight = share @ np.where(problem.available, problem.buy_cost, 0.0).max(axis=0)
+    weight = weight / max(float(weight.max(initial=0.0)), 1e-300)
+    for t in range(problem.n_periods):
+        for s in range(problem.n_scenarios):
+            x = replicas[t, s]
+            fixed = np.where(problem.integer_replicas, x, 0.0)
+            need = np.minimum(problem.coverage.T @ x, problem.demand[s, t]) - problem.coverage.T @ fixed
+            room = n[t, s] - share.T @ fixed
+            m = mathopt.Model(name="trim")
+            y = {j: m.add_variable(lb=0.0) for j in cont.tolist()}
+            for w in np.flatnonzero(need > 1e-12).tolist():
+                row = m.add_linear_constraint(lb=float(need[w] / problem.demand[s, t, w]) * (1 - 1e-9))
+                for j in cont[problem.coverage[cont, w] > 0].tolist():
+                    row.set_coefficient(y[j], float(problem.coverage[j, w] / problem.demand[s, t, w]))
+            for h in range(problem.n_hardware):
+                row = m.add_linear_constraint(ub=float(room[h]) + 1e-9)
+                for j in cont[share[cont, h] > 0].tolist():
+                    row.set_coefficient(y[j], float(share[j, h]))
+            m.minimize(sum(float(weight[j]) * v for j, v in y.items()))
+            with solver_output_to_stderr():
+                result = mathopt.solve(m, mathopt.SolverType.GLOP)
+            if result.termination.reason == mathopt.TerminationReason.OPTIMAL:
+                out[t, s, cont] = np.maximum(np.asarray(result.variable_values([y[j] for j in cont.tolist()])), 0.0)
+    return out
 
 
 def optimize(problem: BuildOutProblem, solver: str = "scip", time_limit_s: float = 60.0,
@@ -334,8 +401,10 @@ class BuildOutEvaluation:
     served: np.ndarray  # [T, S, W]
     facility_power_w: np.ndarray  # [T, S]
     scenario_cost: np.ndarray  # [S] present cost of each scenario's purchases
-    objective: float  # expected present cost
+    objective: float  # expected present cost (max_revenue: less the expected present revenue)
     violations: tuple
+    shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [T, S, G] max_revenue: served shares
+    revenue: float = 0.0  # max_revenue: expected present revenue
 
 
 def installed_of(problem: BuildOutProblem, buys: np.ndarray) -> np.ndarray:
@@ -358,12 +427,23 @@ def evaluate(problem: BuildOutProblem, buys, replicas, tol: float = EVAL_TOL) ->
     power = problem.pue * np.einsum("tsh,h->ts", n, problem.rack_power_w)
     cost = np.where(problem.available, problem.buy_cost, 0.0)
     scenario_cost = np.einsum("tsh,th->s", buys, cost)
+    shares, revenue = np.zeros(0), 0.0
+    if problem.sells:  # demand is a ceiling: each good sold up to the share its replicas serve
+        G = problem.group_value.shape[2]
+        ratio = np.where(problem.demand > 0, np.einsum("tsw->stw", served) / np.where(problem.demand > 0,
+                                                                                        problem.demand, 1.0), np.inf)
+        shares = np.ones((S, T, G))
+        for w, g in enumerate(problem.row_group):
+            shares[:, :, g] = np.minimum(shares[:, :, g], ratio[:, :, w])
+        shares = np.clip(shares, 0.0, 1.0)
+        revenue = float(np.einsum("s,stg,stg->", problem.probability, shares, problem.group_value))
+        shares = np.einsum("stg->tsg", shares)
     violations = []
     for t in range(T):
         for s in range(S):
             d = problem.demand[s, t]
             short = np.flatnonzero((served[t, s] - d) / np.where(d > 0, d, 1.0) < -tol)
-            violations += [f"demand[{t},{s},{w}]" for w in short]
+            violations += [f"demand[{t},{s},{w}]" for w in short if not problem.sells]
             over = np.flatnonzero((problem.chips_per_rack * n[t, s] - chips_used[t, s]) / problem.chips_per_rack
                                   < -tol)
             violations += [f"chips[{t},{s},{h}]" for h in over]
@@ -379,5 +459,5 @@ def evaluate(problem: BuildOutProblem, buys, replicas, tol: float = EVAL_TOL) ->
         violations.append("first_stage")  # the first order is decided before the scenarios differ
     if problem.fixed_first is not None and not np.allclose(buys[0, 0], problem.fixed_first):
         violations.append("fixed_first")
-    objective = float(problem.probability @ scenario_cost)
-    return BuildOutEvaluation(n, served, power, scenario_cost, objective, tuple(violations))
+    objective = float(problem.probability @ scenario_cost) - revenue
+    return BuildOutEvaluation(n, served, power, scenario_cost, objective, tuple(violations), shares, revenue)

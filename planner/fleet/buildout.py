@@ -56,6 +56,7 @@ class BuiltOut:
     capex: np.ndarray  # [T, H] USD per rack bought in each period
     scenario_names: list[str]
     continuous_replicas: bool = False
+    present_cost: np.ndarray | None = None  # [T, H] USD present cost of a rack bought in t (whatever the objective)
 
 
 def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
@@ -99,6 +100,21 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf) -> Built
                                             fin["wacc"], fin["maintenance_share"], fin["electricity_usd_per_mwh"],
                                             fin["pue"], fin["load_share"])
                           for k, h in enumerate(hardware)] for t in range(T)])
+    objective = scenario.objective
+    end = [*years[1:], scenario.horizon_years]
+    if objective == "min_power":  # W-years of IT power within the horizon
+        value = np.array([[h.rack_power_w * (min(years[t] + life, scenario.horizon_years) - years[t])
+                           for h in hardware] for t in range(T)])
+    else:
+        value = buy_cost
+    group_value = None
+    if objective == "max_revenue":  # a year's revenue of each workload's whole demand, valued over its period
+        from planner.fleet.finance import annual_revenue, annuity_factor
+
+        group_value = np.array([[[annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
+                                  * (annuity_factor(fin["wacc"], end[t]) - annuity_factor(fin["wacc"], years[t]))
+                                  for d in demands_of(scenario.at_period(t, s if scenario.demand_scenarios else None))]
+                                 for t in range(T)] for s in range(S)])
     dates = scenario.periods
     available = np.array([[h.rack.available.value <= dates[t] for h in hardware] for t in range(T)])
     alive = np.array([[tau <= t and years[t] < years[tau] + life - 1e-9 for t in range(T)] for tau in range(T)])
@@ -109,12 +125,14 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf) -> Built
     problem = BuildOutProblem(
         chips_per_rack=fp.chips_per_rack, rack_power_w=fp.rack_power_w, chips=fp.chips[columns],
         coverage=fp.coverage[columns],
-        integer_replicas=np.zeros(len(columns), bool) if relaxed else fp.integer_replicas, demand=demand, probability=probability, buy_cost=buy_cost,
+        integer_replicas=np.zeros(len(columns), bool) if relaxed else fp.integer_replicas, demand=demand,
+        probability=probability, buy_cost=value, group_value=group_value,
+        row_group=np.repeat(np.arange(len(built.demands)), 2) if group_value is not None else None,
         available=available, alive=alive, pue=scenario.finance.pue,
         power_budget_w=np.array([(x.power_budget_mw or math.inf) * 1e6 for x in site]),
         max_total_racks=np.array([x.max_racks or math.inf for x in site], dtype=float),
         max_racks=np.array([caps.get(h.id, math.inf) for h in hardware], dtype=float))
-    return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names(), relaxed)
+    return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names(), relaxed, buy_cost)
 
 
 # ---- the plans beside the optimum ---------------------------------------------------------------------------
@@ -135,7 +153,8 @@ def myopic(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
             step = dataclasses.replace(
                 p, demand=p.demand[s:s + 1, t:t + 1], probability=np.ones(1), buy_cost=p.buy_cost[t:t + 1],
                 available=p.available[t:t + 1], alive=np.ones((1, 1), bool), power_budget_w=p.power_budget_w[t:t + 1],
-                max_total_racks=p.max_total_racks[t:t + 1], existing=have[None, :], fixed_first=None)
+                max_total_racks=p.max_total_racks[t:t + 1], existing=have[None, :], fixed_first=None,
+                group_value=p.group_value[s:s + 1, t:t + 1] if p.sells else None)
             sol = optimize(step, solver, time_limit_s, gap)
             if sol.status not in HAS_PLAN:
                 return None
@@ -155,7 +174,9 @@ def mean_demand(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
     if p.n_scenarios == 1:
         return None
     mean = np.einsum("s,stw->tw", p.probability, p.demand)[None]
-    plan = optimize(dataclasses.replace(p, demand=mean, probability=np.ones(1)), solver, time_limit_s, gap)
+    value = np.einsum("s,stg->tg", p.probability, p.group_value)[None] if p.sells else None
+    plan = optimize(dataclasses.replace(p, demand=mean, probability=np.ones(1), group_value=value), solver,
+                    time_limit_s, gap)
     if plan.status not in HAS_PLAN:
         return None
     given = optimize(dataclasses.replace(p, fixed_first=plan.buys[0, 0]), solver, time_limit_s, gap)
@@ -183,6 +204,11 @@ class BuildOutPlan:
     provenance: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     inputs: dict = field(default_factory=dict)  # the MILP's arrays and the plan's purchases and replicas (check)
+    objective_unit: str = "USD"
+    objective_value: float | None = None  # what the objective minimised (min_cost: the net present cost)
+    myopic_objective_value: float | None = None
+    mean_demand_objective_value: float | None = None
+    net_present_revenue_usd: float | None = None  # max_revenue: the expected present revenue
     is_buildout: bool = True
 
     def to_dict(self) -> dict:
@@ -191,7 +217,9 @@ class BuildOutPlan:
             "first_period_order": self.first_period_order,
             "net_present_cost_usd": finite(self.net_present_cost_usd),
             "myopic_net_present_cost_usd": finite(self.myopic_net_present_cost_usd),
-            "value_of_planning_ahead_usd": _difference(self.myopic_net_present_cost_usd, self.net_present_cost_usd),
+            "objective_value": finite(self.objective_value), "objective_unit": self.objective_unit,
+            "myopic_objective_value": finite(self.myopic_objective_value),
+            "value_of_planning_ahead_usd": self._saving(self.myopic_objective_value),
             "periods": self.periods[0] if len(self.periods) == 1 else None,
             "checks": self.checks, "assumptions": self.assumptions, "provenance": self.provenance,
             "inputs": self.inputs,
@@ -200,16 +228,22 @@ class BuildOutPlan:
             d["scenarios"] = [{"name": n, "probability": p, "periods": per}
                               for n, p, per in zip(self.scenario_names, self.probabilities, self.periods)]
             d["mean_demand_net_present_cost_usd"] = finite(self.mean_demand_net_present_cost_usd)
-            d["value_of_stochastic_solution_usd"] = _difference(self.mean_demand_net_present_cost_usd,
-                                                                self.net_present_cost_usd)
+            d["mean_demand_objective_value"] = finite(self.mean_demand_objective_value)
+            d["value_of_stochastic_solution_usd"] = self._saving(self.mean_demand_objective_value)
+        if self.net_present_revenue_usd is not None:
+            d["net_present_revenue_usd"] = finite(self.net_present_revenue_usd)
         return d
+
+    def _saving(self, other):
+        """What the optimum saves against another plan, in USD of the objective (None for min_power's W-years)."""
+        return _difference(other, self.objective_value) if self.objective_unit == "USD" else None
 
 
 def _difference(a, b):
     return finite(a - b) if a is not None and b is not None else None
 
 
-def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int) -> list[dict]:
+def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int, shares=None) -> list[dict]:
     """The periods of demand scenario ``s``: per system racks bought, installed and retired; totals (racks,
     power, capex paid, the year's running cost, output tokens/s, USD per million tokens); per workload its demand
     and USD per million tokens (the yearly cost of the chips it uses over its tokens)."""
@@ -249,15 +283,18 @@ def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int) 
             tokens = mean_tokens_per_year(d.output_tokens_per_s, d.peak_to_mean)
             tokens_total += tokens
             cost = float(chips_w[w] @ per_chip)
+            served = float(shares[t, s, w]) if shares is not None and len(shares) else 1.0
             workloads.append({"workload": d.name, "requests_per_s": period_sc.workloads[w].requests_per_s,
-                              "demand_output_tokens_per_s": d.output_tokens_per_s,
-                              "annual_cost_usd": cost, "cost_usd_per_mtok": cost / (tokens / 1e6) if tokens else None})
+                              "demand_output_tokens_per_s": d.output_tokens_per_s, "served_share": served,
+                              "annual_cost_usd": cost,
+                              "cost_usd_per_mtok": cost / (served * tokens / 1e6) if tokens and served else None})
         power = float(n @ p.rack_power_w) / 1e6
         totals = {"racks": int(n.sum()), "power_mw": power, "facility_power_mw": power * p.pue,
                   "power_budget_mw": finite(p.power_budget_w[t] / 1e6),
                   "capex_paid_usd": float(buys[t, s] @ bo.capex[t]),
                   "annual_cost_usd": float(yearly.sum()),
-                  "output_tokens_per_s": float(sum(w["demand_output_tokens_per_s"] for w in workloads)),
+                  "output_tokens_per_s": float(sum(w["demand_output_tokens_per_s"] * w["served_share"]
+                                                   for w in workloads)),
                   "cost_usd_per_mtok": float(yearly.sum()) / (tokens_total / 1e6) if tokens_total else None}
         out.append({"start_date": sc.periods[t].isoformat(), "fleet": fleet, "totals": totals,
                     "workloads": workloads})
@@ -272,9 +309,10 @@ def problem_inputs(bo: BuiltOut, sol) -> dict:
     """What ``check`` needs to re-check the build-out from plan.json alone: the MILP's arrays, the hardware ids in
     their order, the period dates and scenario names, the purchases and the replicas."""
     p = bo.problem
+    names = ARRAYS + (("group_value", "row_group") if p.sells else ())
     arrays = {k: [finite(x) if isinstance(x, float) else x for x in np.asarray(getattr(p, k)).ravel().tolist()]
-              for k in ARRAYS}
-    return {"buildout": {"shapes": {k: list(np.asarray(getattr(p, k)).shape) for k in ARRAYS}, "arrays": arrays,
+              for k in names}
+    return {"buildout": {"shapes": {k: list(np.asarray(getattr(p, k)).shape) for k in names}, "arrays": arrays,
                          "pue": p.pue, "hardware": [h.id for h in bo.built.hardware],
                          "periods": [d.isoformat() for d in bo.scenario.periods],
                          "scenario_names": bo.scenario_names},
@@ -287,7 +325,7 @@ def problem_from_inputs(inputs: dict):
 
     b = inputs["buildout"]
     values = {k: np.array([math.inf if x is None else x for x in b["arrays"][k]]).reshape(b["shapes"][k])
-              for k in ARRAYS}
+              for k in b["arrays"]}
     return BuildOutProblem(pue=b["pue"], **values)
 
 
@@ -308,8 +346,8 @@ def evaluation_checks(problem, buys, replicas, objective: float, dates: list[str
                                                                                                "integer"))]
     checks.append({"check": "purchases", "ok": not others, "detail": "whole racks, on sale when bought, the first "
                    "order shared by every scenario" if not others else "fails: " + ", ".join(others)})
-    checks.append({"check": "net present cost", "ok": math.isclose(ev.objective, objective, rel_tol=1e-9),
-                   "detail": f"recomputed {ev.objective:,.0f} USD, reported {objective:,.0f} USD"})
+    checks.append({"check": "objective", "ok": math.isclose(ev.objective, objective, rel_tol=1e-9, abs_tol=1e-6),
+                   "detail": f"recomputed {ev.objective:,.6g}, reported {objective:,.6g}"})
     return checks
 
 
@@ -325,7 +363,7 @@ def check_buildout(d: dict) -> list[dict]:
     problem = problem_from_inputs(inputs)
     b = inputs["buildout"]
     buys, replicas = np.array(inputs["buys"], dtype=float), np.array(inputs["replicas"], dtype=float)
-    checks = evaluation_checks(problem, buys, replicas, float(d["net_present_cost_usd"]), b["periods"],
+    checks = evaluation_checks(problem, buys, replicas, float(d["objective_value"]), b["periods"],
                                b["scenario_names"])
     order = {r["hardware"]: r["racks"] for r in d["first_period_order"]}
     bought = {h: int(n) for h, n in zip(b["hardware"], buys[0, 0]) if n}
@@ -347,7 +385,12 @@ def buildout_assumptions(bo: BuiltOut) -> list[str]:
     sc = bo.scenario
     life = sc.service_life_years or sc.horizon_years
     decline = sc.hardware.price_decline_per_year
+    goal = {"min_cost": "the expected net present cost", "min_power": "the expected IT power over the horizon "
+            "(W-years of the racks installed; the cost is reported beside it)",
+            "max_revenue": "the expected net present cost less the present revenue of the demand served (each "
+            "workload served up to its demand in each period)"}[sc.objective]
     lines = [
+        f"objective: {goal}",
         f"net present cost at {100 * sc.finance.wacc:.3g}% a year over {sc.horizon_years:g} years from "
         f"{sc.start_date}: each rack's capex as an annuity over its {life:g}-year life (the same as paying it when "
         f"bought less its value left at the end), maintenance and energy, for the years it serves within the horizon",
@@ -370,13 +413,19 @@ def buildout_assumptions(bo: BuiltOut) -> list[str]:
     return lines
 
 
+OBJECTIVE_UNITS = {"min_cost": "USD", "min_power": "W-years", "max_revenue": "USD"}
+
+
+def present_cost_of(bo: BuiltOut, buys: np.ndarray) -> float:
+    """Expected USD present cost of purchases [T, S, H], whatever the objective minimised."""
+    return float(bo.problem.probability @ np.einsum("tsh,th->s", buys, np.where(bo.problem.available,
+                                                                                 bo.present_cost, 0.0)))
+
+
 def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     """The build-out of least expected present cost, with its myopic and mean-demand comparisons and checks."""
     from solvers.multiperiod import optimize
 
-    if scenario.objective != "min_cost":
-        raise PlannerError(f"a build-out over periods is planned for min_cost; objective {scenario.objective} is not "
-                           f"yet supported with periods", )
     if scenario.hardware.max_platforms is not None or scenario.hardware.min_racks:
         raise PlannerError("hardware.max_platforms and hardware.min_racks are not yet supported with periods")
     settings = scenario.solver
@@ -393,12 +442,13 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
                               f"its power budget, floor space and the systems on sale by then")
     mid = time.monotonic()
     near = myopic(bo, settings.name, left, settings.relative_gap)
-    myopic_cost = None
+    myopic_value = myopic_cost = None
     if near is not None:
         from solvers.multiperiod import evaluate
 
         ev = evaluate(bo.problem, *near)
-        myopic_cost = ev.objective if not ev.violations else None
+        if not ev.violations:
+            myopic_value, myopic_cost = ev.objective, present_cost_of(bo, near[0])
     mean = mean_demand(bo, settings.name, left, settings.relative_gap)
     buys, replicas = sol.buys, sol.replicas
     hardware = bo.built.hardware
@@ -410,11 +460,13 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
               "demand_scenarios": bo.problem.n_scenarios}
     plan = BuildOutPlan(
         scenario.name, sol.status, scenario.objective, solver,
-        [period_tables(bo, buys, replicas, s) for s in range(bo.problem.n_scenarios)], bo.scenario_names,
-        bo.problem.probability.tolist(), order, sol.objective, myopic_cost,
-        mean.objective if mean is not None else None, buildout_checks(bo, sol), buildout_assumptions(bo),
+        [period_tables(bo, buys, replicas, s, sol.shares) for s in range(bo.problem.n_scenarios)], bo.scenario_names,
+        bo.problem.probability.tolist(), order, present_cost_of(bo, buys), myopic_cost,
+        present_cost_of(bo, mean.buys) if mean is not None else None, buildout_checks(bo, sol),
+        buildout_assumptions(bo),
         provenance(), {"engine_s": engine_s, "solve_s": sol.solve_seconds, "comparisons_s": time.monotonic() - mid},
-        problem_inputs(bo, sol))
+        problem_inputs(bo, sol), OBJECTIVE_UNITS[scenario.objective], sol.objective, myopic_value,
+        mean.objective if mean is not None else None, sol.revenue if bo.problem.sells else None)
     plan.built = bo
     failed = [c for c in plan.checks if not c["ok"]]
     if failed:

@@ -138,3 +138,19 @@ def test_the_cli_writes_parquet_and_csv(tmp_path):
 def test_the_ray_engine_gives_the_same_table(tmp_path, small_table):
     pytest.importorskip("ray", reason="Ray is not installed here (pip install 'planner[ray]')")
     assert run_sweep(sweep_file(tmp_path, SMALL), engine="ray").equals(small_table)
+
+
+def test_the_tornado_ranks_axes_by_their_main_effect():
+    import polars as pl
+
+    from planner.sweep.report import sensitivity
+
+    # cost = 10 a + 1 b (+ noise-free): a's halves differ by about 10 x its spread, b's by 1 x
+    rng = np.random.default_rng(0)
+    a, b = rng.random(200), rng.random(200)
+    table = pl.DataFrame({"variant": range(200), "x.a": a, "x.b": b, "objective_usd_per_year": 10 * a + b,
+                          "status": ["optimal"] * 200})
+    rows = sensitivity(table, ["x.a", "x.b"])
+    assert [r["axis"] for r in rows] == ["x.a", "x.b"]
+    assert rows[0]["swing_usd_per_year"] == pytest.approx(10 * (a[a > np.median(a)].mean() - a[a < np.median(a)].mean())
+                                                          + (b[a > np.median(a)].mean() - b[a < np.median(a)].mean()))

@@ -37,15 +37,27 @@ def summary_lines(d: dict) -> list[str]:
     order = ", ".join(f"{r['racks']:,} x {r['hardware']}" for r in d["first_period_order"]) or "nothing"
     lines.append(f"order now ({first['start_date']}): {order}")
     what = "expected net present cost" if many else "net present cost"
-    lines.append(f"{what}: {people(d['net_present_cost_usd'], 'USD')}")
+    lines.append(f"{what}: {people(d['net_present_cost_usd'], 'USD')}"
+                 + (f" (objective {people(d['objective_value'])} {d['objective_unit']})"
+                    if d["objective"] != "min_cost" else ""))
+    noise = (s.get("relative_gap") or 0.0) * abs(d.get("objective_value") or 0.0)
     if d.get("myopic_net_present_cost_usd") is not None:
-        lines.append(f"myopic plan (each period alone): {people(d['myopic_net_present_cost_usd'], 'USD')}; planning "
-                     f"ahead saves {people(d['value_of_planning_ahead_usd'], 'USD')}")
+        lines.append(f"myopic plan (each period alone): {people(d['myopic_net_present_cost_usd'], 'USD')}; "
+                     + _saving("planning ahead", d.get("value_of_planning_ahead_usd"), noise))
     if many and d.get("mean_demand_net_present_cost_usd") is not None:
         lines.append(f"plan for the mean demand, evaluated on the scenarios: "
-                     f"{people(d['mean_demand_net_present_cost_usd'], 'USD')}; planning for the spread saves "
-                     f"{people(d['value_of_stochastic_solution_usd'], 'USD')}")
+                     f"{people(d['mean_demand_net_present_cost_usd'], 'USD')}; "
+                     + _saving("planning for the spread", d.get("value_of_stochastic_solution_usd"), noise))
     return lines
+
+
+def _saving(what: str, value, noise: float) -> str:
+    """What a way of planning saves, or that it is within the solver's gap (then the two plans are as good)."""
+    if value is None:
+        return f"{what}: compared in the objective's own unit above"
+    if abs(value) <= noise:
+        return f"{what} saves nothing measurable ({people(value, 'USD')}, within the solver's gap)"
+    return f"{what} saves {people(value, 'USD')}"
 
 
 def period_rows(periods: list[dict]) -> list[dict]:

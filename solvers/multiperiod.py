@@ -348,41 +348,28 @@ def extract(problem: BuildOutProblem, built: BuildOutModel, result, seconds: flo
 
 
 def trim_replicas(problem: BuildOutProblem, buys: np.ndarray, replicas: np.ndarray) -> np.ndarray:
-    """The continuous replicas of each period and scenario re-solved by an LP (GLOP) with the racks and integer
-    replicas as they are: the fewest (by the chips they occupy, weighted by their systems' largest buy cost) that
-    still serve what the plan serves. Idle replicas cost nothing in (O), so a solver may leave some; they would
-    inflate each workload's share of the fleet's cost. Where an LP fails, the replicas stay as they were."""
-    from ortools.math_opt.python import mathopt
+    """The continuous replicas of each period and scenario re-solved by the single-period MILP's LP repair
+    (``solvers.milp.repair_replicas``: the fewest, by the rack value they occupy, that still serve what the plan
+    serves, racks and integer replicas held). Idle replicas cost nothing in (O), so a solver may leave some; they
+    would inflate each workload's share of the fleet's cost."""
+    from solvers.milp import FleetProblem, repair_replicas
 
     out = replicas.copy()
-    cont = np.flatnonzero(~problem.integer_replicas)
-    if not len(cont):
+    if problem.integer_replicas.all() or not problem.n_columns:
         return out
     n = installed_of(problem, buys)
-    share = problem.chips / problem.chips_per_rack
-    weight = share @ np.where(problem.available, problem.buy_cost, 0.0).max(axis=0)
-    weight = weight / max(float(weight.max(initial=0.0)), 1e-300)
+    value = np.where(problem.available, problem.buy_cost, 0.0).max(axis=0)
+    value = np.where(value > 0, value, 1.0)
     for t in range(problem.n_periods):
         for s in range(problem.n_scenarios):
             x = replicas[t, s]
-            fixed = np.where(problem.integer_replicas, x, 0.0)
-            need = np.minimum(problem.coverage.T @ x, problem.demand[s, t]) - problem.coverage.T @ fixed
-            room = n[t, s] - share.T @ fixed
-            m = mathopt.Model(name="trim")
-            y = {j: m.add_variable(lb=0.0) for j in cont.tolist()}
-            for w in np.flatnonzero(need > 1e-12).tolist():
-                row = m.add_linear_constraint(lb=float(need[w] / problem.demand[s, t, w]) * (1 - 1e-9))
-                for j in cont[problem.coverage[cont, w] > 0].tolist():
-                    row.set_coefficient(y[j], float(problem.coverage[j, w] / problem.demand[s, t, w]))
-            for h in range(problem.n_hardware):
-                row = m.add_linear_constraint(ub=float(room[h]) + 1e-9)
-                for j in cont[share[cont, h] > 0].tolist():
-                    row.set_coefficient(y[j], float(share[j, h]))
-            m.minimize(sum(float(weight[j]) * v for j, v in y.items()))
-            with solver_output_to_stderr():
-                result = mathopt.solve(m, mathopt.SolverType.GLOP)
-            if result.termination.reason == mathopt.TerminationReason.OPTIMAL:
-                out[t, s, cont] = np.maximum(np.asarray(result.variable_values([y[j] for j in cont.tolist()])), 0.0)
+            single = FleetProblem(
+                chips_per_rack=problem.chips_per_rack, rack_power_w=problem.rack_power_w,
+                annual_cost_usd_per_rack=value, max_racks=np.full(problem.n_hardware, math.inf),
+                workload=problem.coverage.argmax(axis=1), capacity=problem.coverage.max(axis=1), chips=problem.chips,
+                integer_replicas=problem.integer_replicas, coverage=problem.coverage,
+                demand=np.minimum(problem.coverage.T @ x, problem.demand[s, t]) * (1 - 1e-9))
+            out[t, s] = repair_replicas(single, n[t, s], x)
     return out
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from planner.errors import InfeasibleError, PlannerError
 from planner.fleet.finance import finance_args, present_rack_cost
 from planner.fleet.plan import finite, provenance
-from planner.fleet.problem import build_problem, demands_of
+from planner.fleet.problem import build_problem, demand_rows, demands_of
 from solvers.vocabulary import HAS_PLAN
 
 
@@ -57,6 +57,8 @@ class BuiltOut:
     scenario_names: list[str]
     continuous_replicas: bool = False
     present_cost: np.ndarray | None = None  # [T, H] USD present cost of a rack bought in t (whatever the objective)
+    views: list | None = None  # [S][T] each period's single-period scenario (Scenario.at_period), made once
+    period_demands: list | None = None  # [S][T] their Demands
 
 
 def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
@@ -73,11 +75,6 @@ def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
     return capex
 
 
-def demand_rows(scenario) -> np.ndarray:
-    """[2W] the MILP's demand rows of a single-period scenario: decode output tokens/s, prefill prompt tokens/s."""
-    return np.array([x for d in demands_of(scenario) for x in (d.output_tokens_per_s, d.prefill_tokens_per_s)])
-
-
 def build_buildout(scenario, progress=None, deadline: float = math.inf) -> BuiltOut:
     """Options once (the last period sees every system available by then), then per period and demand scenario
     the demand, the site's limits, the prices and which systems can be bought."""
@@ -90,8 +87,9 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf) -> Built
     if built.unserved:
         raise InfeasibleError("no feasible build-out: " + "; ".join(f"{k}: {v}" for k, v in built.unserved.items()))
     fp, hardware = built.problem, built.hardware
-    demand = np.array([[demand_rows(scenario.at_period(t, s if scenario.demand_scenarios else None))
-                        for t in range(T)] for s in range(S)])
+    views = [[scenario.at_period(t, s if scenario.demand_scenarios else None) for t in range(T)] for s in range(S)]
+    period_demands = [[demands_of(v) for v in row] for row in views]
+    demand = np.array([[demand_rows(ds) for ds in row] for row in period_demands])
     probability = np.array([d.probability for d in scenario.demand_scenarios] or [1.0])
     capex = capex_by_period(scenario, hardware, years)
     life = scenario.service_life_years or scenario.horizon_years
@@ -113,12 +111,11 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf) -> Built
 
         group_value = np.array([[[annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
                                   * (annuity_factor(fin["wacc"], end[t]) - annuity_factor(fin["wacc"], years[t]))
-                                  for d in demands_of(scenario.at_period(t, s if scenario.demand_scenarios else None))]
-                                 for t in range(T)] for s in range(S)])
+                                  for d in period_demands[s][t]] for t in range(T)] for s in range(S)])
     dates = scenario.periods
     available = np.array([[h.rack.available.value <= dates[t] for h in hardware] for t in range(T)])
     alive = np.array([[tau <= t and years[t] < years[tau] + life - 1e-9 for t in range(T)] for tau in range(T)])
-    site = [scenario.at_period(t).site for t in range(T)]
+    site = [views[0][t].site for t in range(T)]  # a demand scenario changes rates only
     caps = scenario.hardware.max_racks
     relaxed = T * S * int(fp.integer_replicas.sum()) > MAX_INTEGER_REPLICA_VARIABLES
     columns = relaxed_columns(built.options, fp.coverage, fp.chips) if relaxed else list(range(fp.n_columns))
@@ -132,7 +129,8 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf) -> Built
         power_budget_w=np.array([(x.power_budget_mw or math.inf) * 1e6 for x in site]),
         max_total_racks=np.array([x.max_racks or math.inf for x in site], dtype=float),
         max_racks=np.array([caps.get(h.id, math.inf) for h in hardware], dtype=float))
-    return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names(), relaxed, buy_cost)
+    return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names(), relaxed, buy_cost, views,
+                    period_demands)
 
 
 # ---- the plans beside the optimum ---------------------------------------------------------------------------
@@ -276,10 +274,10 @@ def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int, 
         for j in np.flatnonzero(replicas[t, s] > 1e-9):
             w = int(np.argmax(p.coverage[j]) // 2)
             chips_w[w] += replicas[t, s, j] * p.chips[j]
-        period_sc = sc.at_period(t, s if sc.demand_scenarios else None)
+        period_sc = bo.views[s][t]
         workloads = []
         tokens_total = 0.0
-        for w, d in enumerate(demands_of(period_sc)):
+        for w, d in enumerate(bo.period_demands[s][t]):
             tokens = mean_tokens_per_year(d.output_tokens_per_s, d.peak_to_mean)
             tokens_total += tokens
             cost = float(chips_w[w] @ per_chip)

@@ -80,6 +80,11 @@ def demands_of(scenario) -> list[Demand]:
     return [demand_of(w, scenario.model_for(w), scenario.price_of(w)) for w in scenario.workloads]
 
 
+def demand_rows(demands: list[Demand]) -> np.ndarray:
+    """[2W] the MILP's demand rows: per workload its decode output tokens/s, then its prefill prompt tokens/s."""
+    return np.array([x for d in demands for x in (d.output_tokens_per_s, d.prefill_tokens_per_s)])
+
+
 def scenario_options(scenario, demands: list[Demand], hardware: dict, progress=None, deadline: float = math.inf):
     """``options_for`` with what the scenario says of performance: its measurements, their headroom and its own
     efficiencies (the one call the plan and its diagnosis share)."""
@@ -117,7 +122,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         chips[j, hw_index[cols["hardware"][j]]] = cols["chips"][j]
         if cols["ffn_hardware"][j]:
             chips[j, hw_index[cols["ffn_hardware"][j]]] = cols["ffn_chips"][j]
-    demand = np.array([x for d in demands for x in (d.output_tokens_per_s, d.prefill_tokens_per_s)])
+    demand = demand_rows(demands)
     revenue = np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
                         for d in demands])
     caps = scenario.hardware.max_racks

@@ -331,3 +331,51 @@ def buildout_brute_force(problem, most_racks: int = 3) -> tuple[float, np.ndarra
                 for k, order in enumerate(plans[s]):
                     buys[k + 1, s] = order
     return best, buys
+
+
+def robust_brute_force(problem) -> tuple[float, np.ndarray]:
+    """The least statistic (mean or percentile) of a tiny all-integer robust problem (``solvers.robust``) by
+    enumeration, and its fleet: every rack vector within the samples' bounds (solvers.robust.rack_upper_bounds)
+    that holds, in every sample, a replica vector covering its demand (step 1 of ``brute_force``) within
+    that sample's supply caps, power budget and rack limit, and (7)'s platform rules. Among equal statistics the
+    lower mean wins (as (Q2) of solvers.robust). (inf, zeros) when no fleet serves every sample; min_cost and
+    min_power only."""
+    from solvers.robust import rack_upper_bounds, sample_statistic
+
+    samples = problem.samples
+    if any(sells(p) for p in samples):
+        raise ValueError("the robust brute force does not sell shares (max_revenue)")
+    if not all(np.all(p.integer_replicas) for p in samples):
+        raise ValueError("brute force needs every column to have integer replicas")
+    H = problem.n_hardware
+    top = rack_upper_bounds(problem).astype(np.int64)
+    if float(np.prod(top + 1.0)) > MAX_RACK_VECTORS:
+        raise ValueError("too big for brute force")
+    needs = []
+    for p in samples:
+        n, _, _ = covering_needs(p.coverage, p.chips, p.chips_per_rack, p.demand, replica_bounds(p),
+                                 np.arange(p.n_workloads), np.zeros(p.n_workloads), False)
+        needs.append(n)
+    primary = np.array([primary_costs(p) for p in samples])
+    rules = samples[0]
+    best, best_mean, fleet = math.inf, math.inf, np.zeros(H)
+    for r in itertools.product(*(range(int(t) + 1) for t in top)):
+        racks = np.array(r, dtype=float)
+        bought = racks > 0
+        if bought.sum() > rules.max_platforms or np.any(bought & (racks < rules.min_racks)):
+            continue
+        holds = True
+        for p, n in zip(samples, needs):
+            if (np.any(racks > p.max_racks) or racks.sum() > p.max_total_racks
+                    or p.pue * float(p.rack_power_w @ racks) > p.power_budget_w * (1 + 1e-9)
+                    or not (len(n) and np.any(np.all(n <= racks + 1e-9, axis=1)))):
+                holds = False
+                break
+        if not holds:
+            continue
+        f = primary @ racks
+        value, mean = sample_statistic(f, problem.weight, problem.percentile), float(problem.weight @ f)
+        tol = 1e-9 * max(1.0, abs(value))
+        if value < best - tol or (value <= best + tol and mean < best_mean - 1e-9 * max(1.0, abs(mean))):
+            best, best_mean, fleet = value, mean, racks
+    return best, fleet

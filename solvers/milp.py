@@ -44,6 +44,10 @@ have no column.
 #       [primary, (1 + D_R + D_X) primary]: its plan is within 1.1e-7 (relative) of the primary optimum, and
 #       dual_bound / (1 + D_R + D_X) is an honest lower bound on the primary optimum.
 #
+#   (8) a fleet topped up (racks_at_least given, e.g. a plan's racks tried on another variant): racks_h >= L_h;
+#       R_h above takes max(need_h, L_h) in place of need_h. L_h > R_h (a cap below the kept racks) cannot hold:
+#       solvers.robust.topped_up reports it infeasible before any solve.
+#
 #   (7) only with a platform limit or a minimum purchase: a binary used_h per hardware type,
 #       racks_h <= R_h used_h;  racks_h >= min_racks_h used_h (where min_racks_h > 0);
 #       sum_h used_h <= max_platforms (where finite). used_h = 1 with racks_h = 0 is allowed and costs nothing.
@@ -127,6 +131,7 @@ class FleetProblem:
     group_value: np.ndarray | None = None  # [G] max_revenue: USD/year for serving group g's whole demand
     max_platforms: float = math.inf  # (7) most hardware types bought, inf = any number
     min_racks: np.ndarray | None = None  # [H] (7) fewest racks of a type bought if any is (0 = no minimum)
+    racks_at_least: np.ndarray | None = None  # [H] (8) racks already bought, kept (0 = none): a fleet topped up
 
     def __post_init__(self):
         if self.coverage is None:
@@ -148,6 +153,9 @@ class FleetProblem:
         if self.min_racks is None:
             object.__setattr__(self, "min_racks", np.zeros(len(self.chips_per_rack)))
         object.__setattr__(self, "min_racks", _frozen(self.min_racks, float))
+        if self.racks_at_least is None:
+            object.__setattr__(self, "racks_at_least", np.zeros(len(self.chips_per_rack)))
+        object.__setattr__(self, "racks_at_least", _frozen(self.racks_at_least, float))
         for name in ("pue", "power_budget_w", "max_total_racks", "max_platforms"):
             object.__setattr__(self, name, float(getattr(self, name)))
         problems = list(self._problems())
@@ -194,6 +202,10 @@ class FleetProblem:
             yield f"pue = {self.pue!r}, expected finite and > 0"
         if self.min_racks.shape != (H,) or not np.all(np.isfinite(self.min_racks) & (self.min_racks >= 0)):
             yield f"min_racks must be {H} finite values >= 0"
+        if self.racks_at_least.shape != (H,) or not np.all(np.isfinite(self.racks_at_least)
+                                                           & (self.racks_at_least >= 0)
+                                                           & (self.racks_at_least == np.rint(self.racks_at_least))):
+            yield f"racks_at_least must be {H} whole numbers >= 0"
         if not self.max_platforms >= 0:
             yield f"max_platforms = {self.max_platforms!r}, expected >= 0 (inf = no limit)"
         if not self.power_budget_w > 0:
@@ -254,6 +266,7 @@ def rack_upper_bounds(problem: FleetProblem) -> np.ndarray:
     """R_h of (5): supply cap, power budget, site rack limit, and enough racks for every column at its bound."""
     need = problem.chips.T @ replica_upper_bounds(problem) / problem.chips_per_rack
     need = np.where(need > 0, np.maximum(need, problem.min_racks), need)  # (7): a bought type's minimum purchase
+    need = np.maximum(need, problem.racks_at_least)  # (8): kept racks, within the caps
     ub = np.minimum(problem.max_racks, np.ceil(need * (1.0 - 1e-12)))
     ub = np.minimum(ub, problem.max_total_racks)
     if math.isfinite(problem.power_budget_w):
@@ -333,7 +346,9 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     t0 = time.perf_counter()
     m = mathopt.Model(name="fleet")
     r_ub, x_ub = rack_upper_bounds(problem), replica_upper_bounds(problem)
-    racks = [m.add_integer_variable(lb=0.0, ub=float(r_ub[h]), name=f"racks[{h}]") for h in range(problem.n_hardware)]
+    r_lb = np.minimum(problem.racks_at_least, r_ub)  # (8) beyond a cap cannot hold: evaluate() then says so
+    racks = [m.add_integer_variable(lb=float(r_lb[h]), ub=float(r_ub[h]), name=f"racks[{h}]")
+             for h in range(problem.n_hardware)]
     cpsat_scaling = cpsat_var_scaling(x_ub[~problem.integer_replicas])
     if solver == "cp-sat":  # the grid's last point must reach past the bound, or the bound becomes a cut
         x_ub = np.where(problem.integer_replicas, x_ub, x_ub + 2.0 / cpsat_scaling)
@@ -358,44 +373,44 @@ def cpsat_var_scaling(continuous_upper_bounds: np.ndarray) -> float:
     return float(min(CPSAT_MAX_SCALING, 0.5 * CPSAT_MAX_BOUND / largest))
 
 
-def _add_demand_rows(m, problem: FleetProblem, replicas, shares=()) -> None:
+def _add_demand_rows(m, problem: FleetProblem, replicas, shares=(), tag: str = "") -> None:
     """(1), divided by demand_w; under max_revenue (6) the right side is the served share of the row's group."""
     coef = problem.coverage / np.where(problem.demand > 0, problem.demand, 1.0)[None, :]
     for w in range(problem.n_workloads):
         if problem.demand[w] <= 0:
             continue
-        row = m.add_linear_constraint(lb=0.0 if shares else 1.0, name=f"demand[w={w}]")
+        row = m.add_linear_constraint(lb=0.0 if shares else 1.0, name=f"demand[{tag}w={w}]")
         if shares:
             row.set_coefficient(shares[int(problem.row_group[w])], -1.0)
         for j in np.flatnonzero(coef[:, w] > 0):
             row.set_coefficient(replicas[j], float(coef[j, w]))
 
 
-def _add_chip_rows(m, problem: FleetProblem, racks, replicas) -> None:
+def _add_chip_rows(m, problem: FleetProblem, racks, replicas, tag: str = "") -> None:
     """(2), divided by chips_per_rack_h."""
     share = problem.chips / problem.chips_per_rack
     for h in range(problem.n_hardware):
-        row = m.add_linear_constraint(ub=0.0, name=f"chips[h={h}]")
+        row = m.add_linear_constraint(ub=0.0, name=f"chips[{tag}h={h}]")
         row.set_coefficient(racks[h], -1.0)
         for j in np.flatnonzero(share[:, h]).tolist():
             row.set_coefficient(replicas[j], float(share[j, h]))
 
 
-def _add_power_row(m, problem: FleetProblem, racks) -> None:
+def _add_power_row(m, problem: FleetProblem, racks, tag: str = "") -> None:
     """(3), divided by pue * max rack power."""
     if not math.isfinite(problem.power_budget_w):
         return
     unit = problem.pue * float(problem.rack_power_w.max())
-    row = m.add_linear_constraint(ub=problem.power_budget_w / unit, name="power")
+    row = m.add_linear_constraint(ub=problem.power_budget_w / unit, name=f"power[{tag}]" if tag else "power")
     for h in range(problem.n_hardware):
         row.set_coefficient(racks[h], float(problem.pue * problem.rack_power_w[h] / unit))
 
 
-def _add_total_racks_row(m, problem: FleetProblem, racks) -> None:
+def _add_total_racks_row(m, problem: FleetProblem, racks, tag: str = "") -> None:
     """(4)."""
     if not math.isfinite(problem.max_total_racks):
         return
-    row = m.add_linear_constraint(ub=problem.max_total_racks, name="total_racks")
+    row = m.add_linear_constraint(ub=problem.max_total_racks, name=f"total_racks[{tag}]" if tag else "total_racks")
     for r in racks:
         row.set_coefficient(r, 1.0)
 
@@ -817,6 +832,8 @@ def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float):
         yield f"chips[h={h}]"
     for h in np.flatnonzero(ev.supply_slack < -tol):
         yield f"max_racks[h={h}]"
+    for h in np.flatnonzero(r < problem.racks_at_least - tol):
+        yield f"racks_at_least[h={h}]"
     if ev.power_slack_w / (problem.pue * problem.rack_power_w.max()) < -tol:
         yield "power"
     if ev.total_racks_slack < -tol:

@@ -1,0 +1,324 @@
+"""The robust fleet: one set of racks for many samples of what may happen (a sample-average approximation), arrays
+in, arrays out (docs/OPTIMIZER.md 8).
+
+Each sample is a :class:`solvers.milp.FleetProblem` (its prices, budgets, demand and scored options); the fleet is
+bought once and must serve every sample, each with its own replicas. As ``solvers.milp``: :func:`build` ->
+:func:`solve` -> :func:`extract`, each callable alone, :func:`optimize` chaining them, :func:`evaluate` re-checking a
+fleet without a solver, and ``robust_brute_force`` in ``solvers.bruteforce`` finding the same optimum by
+enumeration. :func:`topped_up` prices a given fleet on one sample (regret: the base plan's racks kept, the
+cheapest additions that serve the sample).
+"""
+
+# Formulation (docs/OPTIMIZER.md 8; the same numbers there)
+# ---------------------------------------------------------
+# Index sets: samples s = 0..S-1 with weights pi_s (sum 1), hardware h (the same systems in every sample), the
+# columns j of sample s (its own options), demand rows w, sold goods g (max_revenue).
+# Data per sample: its FleetProblem (solvers.milp): p_sh (primary coefficient of the objective), coverage, chips,
+#       chips_per_rack, rack power, pue, power budget, rack limit, value_sg (max_revenue).
+#
+# Variables:
+#   racks_h  integer, 0 <= racks_h <= R_h = max_s R_sh (solvers.milp (5) of each sample)   (bought once)
+#   x_sj     >= 0 (integer where integer_replicas)                                          (replicas in sample s)
+#   v_sg     in [0, 1] under max_revenue                                                    (served shares)
+#   f_s  =   sum_h p_sh racks_h - sum_g value_sg v_sg                                       (sample s's objective)
+#
+#   s.t. (1)-(4) of solvers.milp in every sample s, on the shared racks_h: the fleet serves every sample
+#        (7) of solvers.milp on racks_h (the platform limit and minimum purchases; the same in every sample)
+#   (M) statistic mean:  min sum_s pi_s f_s
+#   (Q) statistic percentile q (0 < q < 100): min t, t >= L,
+#        f_s <= t + M_s z_s,  z_s binary,  sum_s pi_s z_s <= 1 - q/100
+#        so t is at least f_s on samples of weight >= q/100: the q-th percentile of f (the smallest value v with
+#        P(f <= v) >= q/100). M_s = sum_h p_sh R_h - L with L = min_s (-sum_g value_sg) (0 without revenue) is
+#        the most f_s - t can be anywhere in the box, so z_s = 1 frees row s and cuts off nothing.
+#   (Q2) after (Q) gives t*: (M) s.t. the rows of (Q) with t = t* (1 + 1e-9): the lowest mean among the fleets of
+#        the least percentile.
+#   No tie terms: a plan reports only its racks and each sample's objective, recomputed from them (evaluate).
+#
+# Scaling: each sample's rows as solvers.milp scales them; the objective and the f_s rows by max_sh p_sh.
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+import numpy as np
+
+from solvers import milp
+from solvers.objectives import objective as objective_named
+from solvers.vocabulary import HAS_PLAN
+
+MEAN = "mean"
+CAP_SLACK = 1e-9  # (Q2)'s cap on the percentile, relative
+
+
+@dataclass(frozen=True, eq=False)
+class RobustProblem:
+    """The samples a fleet must serve, their weights and the statistic of their objectives to minimise."""
+
+    samples: tuple  # [S] solvers.milp.FleetProblem, the same hardware types in each
+    weight: np.ndarray | None = None  # [S] sums to 1; default equal
+    percentile: float | None = None  # None: the mean (M); q in (0, 100): the q-th percentile (Q)
+
+    def __post_init__(self):
+        object.__setattr__(self, "samples", tuple(self.samples))
+        S = len(self.samples)
+        w = np.full(S, 1.0 / max(S, 1)) if self.weight is None else np.asarray(self.weight, dtype=float)
+        object.__setattr__(self, "weight", milp._frozen(w, float))
+        problems = list(self._problems())
+        if problems:
+            raise ValueError("invalid RobustProblem: " + "; ".join(problems))
+
+    def _problems(self):
+        if not self.samples:
+            yield "no samples"
+            return
+        first = self.samples[0]
+        if self.weight.shape != (len(self.samples),) or np.any(self.weight < 0) or not math.isclose(
+                float(self.weight.sum()), 1.0, rel_tol=1e-9):
+            yield f"weight must be {len(self.samples)} values >= 0 summing to 1"
+        if self.percentile is not None and not 0.0 < float(self.percentile) < 100.0:
+            yield f"percentile = {self.percentile!r}, expected 0 < q < 100 (None: the mean)"
+        for s, p in enumerate(self.samples[1:], start=1):
+            if p.n_hardware != first.n_hardware:
+                yield f"sample {s} has {p.n_hardware} hardware types, sample 0 has {first.n_hardware}"
+                return
+            if p.objective != first.objective:
+                yield f"sample {s}'s objective is {p.objective}, sample 0's {first.objective}"
+            if p.max_platforms != first.max_platforms or not np.array_equal(p.min_racks, first.min_racks):
+                yield f"sample {s}'s max_platforms or min_racks differ from sample 0's (they limit the one fleet)"
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.samples)
+
+    @property
+    def n_hardware(self) -> int:
+        return self.samples[0].n_hardware
+
+    @property
+    def objective(self) -> str:
+        return self.samples[0].objective
+
+    @property
+    def statistic(self) -> str:
+        return MEAN if self.percentile is None else f"p{self.percentile:g}"
+
+
+@dataclass
+class RobustModel:
+    model: object  # mathopt.Model
+    racks: list  # [H]
+    replicas: list  # [S][J_s]
+    shares: list  # [S][G] (max_revenue)
+    scale: float
+    build_seconds: float
+    solver: str
+    t: object = None  # (Q) the percentile variable
+    exceeds: list = field(default_factory=list)  # (Q) z_s
+    cpsat_var_scaling: float = 1.0
+
+
+@dataclass(frozen=True, eq=False)
+class RobustSolution:
+    """The fleet, each sample's replicas and objective f_s (recomputed from the plan), and the statistic."""
+
+    racks: np.ndarray  # [H]
+    replicas: tuple  # [S] arrays
+    shares: tuple  # [S] arrays (max_revenue)
+    sample_objective: np.ndarray  # [S] f_s
+    value: float  # the statistic of f_s
+    mean: float
+    status: str
+    best_bound: float  # a proven lower bound on value (of (Q) or (M); (Q2) keeps (Q)'s)
+    relative_gap: float
+    solver: str
+    solve_seconds: float
+    violations: tuple = ()
+
+
+def sample_statistic(values, weight, percentile: float | None) -> float:
+    """The weighted mean, or the q-th percentile: the smallest value v with P(f <= v) >= q/100."""
+    f, w = np.asarray(values, dtype=float), np.asarray(weight, dtype=float)
+    if percentile is None:
+        return float(w @ f)
+    order = np.argsort(f, kind="stable")
+    reached = np.cumsum(w[order]) >= percentile / 100.0 - 1e-12
+    return float(f[order][int(np.argmax(reached))])
+
+
+def rack_upper_bounds(problem: RobustProblem) -> np.ndarray:
+    """R_h: the most racks of type h any one sample could use (solvers.milp (5))."""
+    return np.max([milp.rack_upper_bounds(p) for p in problem.samples], axis=0)
+
+
+def _primary(problem: RobustProblem) -> np.ndarray:
+    """[S, H] p_sh."""
+    return np.array([milp.primary_coefficients(p) for p in problem.samples])
+
+
+def objective_floor(problem: RobustProblem) -> float:
+    """L of (Q): no f_s is below it (the most revenue any sample can earn, negated; 0 without revenue)."""
+    if not objective_named(problem.objective).sells_shares:
+        return 0.0
+    return float(min(-p.group_value.sum() for p in problem.samples))
+
+
+def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None = None) -> RobustModel:
+    """The MathOpt model of (M), or of (Q) (``cap`` given: of (Q2), the mean under the percentile ``cap``)."""
+    from ortools.math_opt.python import mathopt
+
+    solver = milp.solver_key(solver_name)
+    t0 = time.perf_counter()
+    m = mathopt.Model(name="robust-fleet")
+    r_ub = rack_upper_bounds(problem)
+    racks = [m.add_integer_variable(lb=0.0, ub=float(r_ub[h]), name=f"racks[{h}]")
+             for h in range(problem.n_hardware)]
+    primary = _primary(problem)
+    scale = float(primary.max())
+    sells = objective_named(problem.objective).sells_shares
+    replicas, shares, f_terms = [], [], []
+    bounds = [milp.replica_upper_bounds(p) for p in problem.samples]
+    scaling = milp.cpsat_var_scaling(np.concatenate([b[~p.integer_replicas] for b, p in zip(bounds, problem.samples)]
+                                                    + [np.zeros(1)]))
+    for s, p in enumerate(problem.samples):
+        x_ub = bounds[s]
+        if solver == "cp-sat":  # as solvers.milp.build: the grid's last point reaches past the bound
+            x_ub = np.where(p.integer_replicas, x_ub, x_ub + 2.0 / scaling)
+        x = [m.add_variable(lb=0.0, ub=float(x_ub[j]), is_integer=bool(p.integer_replicas[j]), name=f"x[{s},{j}]")
+             for j in range(p.n_columns)]
+        v = ([m.add_variable(lb=0.0, ub=1.0, name=f"share[{s},{g}]") for g in range(len(p.group_value))]
+             if sells else [])
+        tag = f"s={s},"
+        milp._add_demand_rows(m, p, x, v, tag)
+        milp._add_chip_rows(m, p, racks, x, tag)
+        milp._add_power_row(m, p, racks, tag)
+        milp._add_total_racks_row(m, p, racks, tag)
+        replicas.append(x)
+        shares.append(v)
+        f_terms.append([(racks[h], primary[s, h] / scale) for h in range(problem.n_hardware)]
+                       + [(v[g], -float(p.group_value[g]) / scale) for g in range(len(v))])
+    milp._add_platform_rows(m, problem.samples[0], racks, r_ub)
+    t, exceeds = None, []
+    if problem.percentile is not None:
+        floor = objective_floor(problem)
+        t = m.add_variable(lb=floor / scale, name="t")
+        exceeds = [m.add_binary_variable(name=f"z[{s}]") for s in range(problem.n_samples)]
+        for s, terms in enumerate(f_terms):
+            big = (float(primary[s] @ r_ub) - floor) / scale
+            row = m.add_linear_constraint(ub=0.0, name=f"percentile[s={s}]")
+            for var, c in terms:
+                row.set_coefficient(var, c)
+            row.set_coefficient(t, -1.0)
+            row.set_coefficient(exceeds[s], -big)
+        tail = m.add_linear_constraint(ub=1.0 - problem.percentile / 100.0 + 1e-9, name="tail")
+        for s, z in enumerate(exceeds):
+            tail.set_coefficient(z, float(problem.weight[s]))
+    m.objective.clear()
+    m.objective.is_maximize = False
+    if problem.percentile is not None and cap is None:
+        m.objective.set_linear_coefficient(t, 1.0)
+    else:
+        if t is not None:
+            t.upper_bound = cap * (1.0 + CAP_SLACK) / scale + CAP_SLACK * abs(cap) / scale
+            t.lower_bound = min(t.lower_bound, t.upper_bound)
+        for s, terms in enumerate(f_terms):
+            for var, c in terms:
+                m.objective.set_linear_coefficient(var, m.objective.get_linear_coefficient(var)
+                                                   + float(problem.weight[s]) * c)
+    return RobustModel(m, racks, replicas, shares, scale, time.perf_counter() - t0, solver, t, exceeds, scaling)
+
+
+def solve(built: RobustModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4):
+    """(result, wall seconds) of one solver run."""
+    from ortools.math_opt.python import mathopt
+
+    params = milp.solve_parameters(built, max(float(time_limit_s), 0.01), relative_gap)
+    t0 = time.perf_counter()
+    try:
+        with milp.solver_output_to_stderr():
+            result = milp.interruptible(lambda: mathopt.solve(built.model, milp._solver_types()[built.solver],
+                                                              params=params))
+    except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
+        raise milp.SolverError(f"solver {built.solver!r} failed or is not in this OR-Tools build ({exc})") from exc
+    return result, time.perf_counter() - t0
+
+
+def extract(problem: RobustProblem, built: RobustModel, result, seconds: float) -> RobustSolution:
+    """The fleet read back (racks rounded), each sample's objective recomputed by milp.evaluate."""
+    status = milp._status(result)
+    H, S = problem.n_hardware, problem.n_samples
+    if status not in HAS_PLAN:
+        return RobustSolution(np.zeros(H), (), (), np.full(S, math.nan), math.nan, math.nan, status, math.nan,
+                              math.nan, built.solver, seconds)
+    racks = np.rint(np.asarray(result.variable_values(built.racks), dtype=float))
+    replicas, shares, f, violations = [], [], np.zeros(S), []
+    for s, p in enumerate(problem.samples):
+        x = np.maximum(np.asarray(result.variable_values(built.replicas[s]), dtype=float), 0.0)
+        x = np.where(p.integer_replicas, np.rint(x), x)
+        x = milp.repair_replicas(p, racks, x)
+        v = (np.clip(np.asarray(result.variable_values(built.shares[s]), dtype=float), 0.0, 1.0)
+             if built.shares[s] else None)
+        ev = milp.evaluate(p, racks, x, v)
+        replicas.append(x)
+        shares.append(ev.shares)
+        f[s] = ev.objective
+        violations += [f"sample {s}: {v}" for v in ev.violations]
+    value = sample_statistic(f, problem.weight, problem.percentile)
+    bound = float(result.termination.objective_bounds.dual_bound) * built.scale
+    gap = abs(value - bound) / max(abs(value), 1e-9) if math.isfinite(bound) else math.inf
+    return RobustSolution(racks, tuple(replicas), tuple(shares), f, value, float(problem.weight @ f), status, bound,
+                          gap, built.solver, seconds, tuple(violations))
+
+
+def optimize(problem: RobustProblem, solver: str = "scip", time_limit_s: float = 60.0,
+             relative_gap: float = 1e-4) -> RobustSolution:
+    """build -> solve -> extract; for a percentile, then (Q2): the lowest mean at that percentile."""
+    import dataclasses
+
+    started = time.perf_counter()
+    built = build(problem, solver)
+    first = extract(problem, built, *solve(built, time_limit_s, relative_gap))
+    if problem.percentile is None or first.status not in HAS_PLAN or first.violations:
+        return first
+    left = time_limit_s - (time.perf_counter() - started)
+    if left <= 0.05:
+        return first
+    capped = build(problem, solver, cap=first.value)
+    second = extract(problem, capped, *solve(capped, left, relative_gap))
+    if second.status not in HAS_PLAN or second.violations or second.value > first.value * (1 + 1e-6) + 1e-6:
+        return first
+    return dataclasses.replace(second, best_bound=first.best_bound, relative_gap=first.relative_gap,
+                               solve_seconds=first.solve_seconds + second.solve_seconds)
+
+
+@dataclass(frozen=True)
+class RobustEvaluation:
+    sample_objective: np.ndarray
+    value: float
+    violations: tuple
+
+
+def evaluate(problem: RobustProblem, racks, replicas, shares=None) -> RobustEvaluation:
+    """Every sample's rows and objective for one fleet and its replicas, and the statistic; no solver involved."""
+    f, violations = np.zeros(problem.n_samples), []
+    for s, p in enumerate(problem.samples):
+        ev = milp.evaluate(p, racks, replicas[s], None if shares is None else shares[s])
+        f[s] = ev.objective
+        violations += [f"sample {s}: {v}" for v in ev.violations]
+    return RobustEvaluation(f, sample_statistic(f, problem.weight, problem.percentile), tuple(violations))
+
+
+def topped_up(problem, fleet, solver: str = "scip", time_limit_s: float = 60.0,
+              relative_gap: float = 1e-4) -> milp.FleetSolution:
+    """The best plan of one sample (a FleetProblem) that keeps ``fleet``'s racks and buys what else it needs
+    ((8) of solvers.milp); status infeasible, without a solve, where a cap is below the kept racks."""
+    import dataclasses
+
+    kept = np.rint(np.asarray(fleet, dtype=float))
+    p = dataclasses.replace(problem, racks_at_least=kept)
+    over = np.flatnonzero(kept > milp.rack_upper_bounds(p))
+    if len(over):
+        return milp.FleetSolution(kept, np.zeros(p.n_columns), "infeasible", math.inf, math.inf, math.inf, solver,
+                                  0.0, detail="the kept racks exceed this sample's supply cap, rack limit or power "
+                                              f"budget (hardware index {int(over[0])})")
+    return milp.optimize(p, solver, time_limit_s, relative_gap, fewest_platforms=False)

@@ -1,0 +1,176 @@
+"""The robust fleet (solvers.robust): hand cases, SCIP and HiGHS against the brute force on random tiny samples,
+evaluate() re-checking every plan, the topped-up fleet (regret), and what the statistic means."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from solvers import bruteforce as bf
+from solvers import milp as F
+from solvers import robust as R
+from tests.test_fleet_milp import tiny_problem
+
+INF = math.inf
+
+
+def one_system(demand: float, cost: float, budget_w: float = INF) -> F.FleetProblem:
+    """One rack type of 4 chips and 10 kW; one option of 1 chip serving 100 units: ceil(demand / 400) racks."""
+    return F.FleetProblem(chips_per_rack=[4.0], rack_power_w=[10e3], annual_cost_usd_per_rack=[cost],
+                          max_racks=[INF], workload=[0], capacity=[100.0], chips=[[1.0]], integer_replicas=[True],
+                          demand=[demand], power_budget_w=budget_w)
+
+
+def two_systems(demand: float, cost_a: float, cost_b: float) -> F.FleetProblem:
+    """Rack a (4 chips, 1 chip per 100 units) and rack b (8 chips, 1 chip per 100 units)."""
+    return F.FleetProblem(chips_per_rack=[4.0, 8.0], rack_power_w=[10e3, 10e3],
+                          annual_cost_usd_per_rack=[cost_a, cost_b], max_racks=[INF, INF], workload=[0, 0],
+                          capacity=[100.0, 100.0], chips=[[1.0, 0.0], [0.0, 1.0]], integer_replicas=[True, True],
+                          demand=[demand])
+
+
+# ---- hand cases -----------------------------------------------------------------------------------------------
+def test_the_fleet_serves_the_largest_sample():
+    # demand 400, 800, 1200: 1, 2 and 3 racks alone; one fleet for all must hold 3 racks
+    p = R.RobustProblem([one_system(d, 1e6) for d in (400.0, 800.0, 1200.0)])
+    for solver in ("scip", "highs"):
+        sol = R.optimize(p, solver)
+        assert sol.status == "optimal" and sol.racks.tolist() == [3.0]
+        assert sol.value == pytest.approx(3e6) and sol.violations == ()
+
+
+def test_the_mean_weighs_each_sample_by_its_price():
+    # rack a costs 1.0 in sample 0 and 3.0 in sample 1; rack b costs 2.2 in both. Serving 800 units takes 2 racks
+    # of a or 1 of b: a's mean cost is 2 x 2.0 = 4.0, b's 2.2, so the mean picks b
+    p = R.RobustProblem([two_systems(800.0, 1.0e6, 2.2e6), two_systems(800.0, 3.0e6, 2.2e6)])
+    sol = R.optimize(p, "scip")
+    assert sol.racks.tolist() == [0.0, 1.0] and sol.mean == pytest.approx(2.2e6)
+    # with sample 0 weighted 0.9, a costs 2 x (0.9 + 0.3) = 2.4 > 2.2: still b; at 0.95 a costs 2.2 - tie; at 0.99
+    # a costs 2.04 < 2.2
+    heavy = R.RobustProblem(p.samples, weight=[0.99, 0.01])
+    assert R.optimize(heavy, "highs").racks.tolist() == [2.0, 0.0]
+
+
+def test_a_percentile_ignores_the_tail_the_mean_does_not():
+    # four samples: rack a costs 1 in three of them and 10 in the fourth, rack b costs 2.5 always; 800 units.
+    # a: 2 racks, f = 2, 2, 2, 20 (mean 6.5, p75 2); b: 1 rack, f = 2.5 always. Mean -> b; p75 -> a; p90 -> b
+    samples = [two_systems(800.0, c, 2.5e6) for c in (1e6, 1e6, 1e6, 10e6)]
+    mean = R.optimize(R.RobustProblem(samples), "scip")
+    p75 = R.optimize(R.RobustProblem(samples, percentile=75.0), "scip")
+    p90 = R.optimize(R.RobustProblem(samples, percentile=90.0), "highs")
+    assert mean.racks.tolist() == [0.0, 1.0]
+    assert p75.racks.tolist() == [2.0, 0.0] and p75.value == pytest.approx(2e6)
+    assert p90.racks.tolist() == [0.0, 1.0] and p90.value == pytest.approx(2.5e6)
+
+
+def test_sample_statistic():
+    f, w = [3.0, 1.0, 2.0, 4.0], [0.25] * 4
+    assert R.sample_statistic(f, w, None) == pytest.approx(2.5)
+    assert R.sample_statistic(f, w, 50.0) == 2.0  # P(f <= 2) = 0.5
+    assert R.sample_statistic(f, w, 50.1) == 3.0
+    assert R.sample_statistic(f, w, 99.0) == 4.0
+    assert R.sample_statistic(f, [0.7, 0.1, 0.1, 0.1], 60.0) == 3.0
+
+
+def test_no_fleet_serves_every_sample_within_its_budget():
+    # sample 1's budget holds one rack (12.5 kW), its demand needs two
+    p = R.RobustProblem([one_system(400.0, 1e6), one_system(800.0, 1e6, budget_w=12.5e3)])
+    assert R.optimize(p, "scip").status == "infeasible"
+
+
+def test_bad_problems_name_what_is_wrong():
+    with pytest.raises(ValueError, match="weight"):
+        R.RobustProblem([one_system(400.0, 1e6)], weight=[0.5])
+    with pytest.raises(ValueError, match="percentile"):
+        R.RobustProblem([one_system(400.0, 1e6)], percentile=100.0)
+    with pytest.raises(ValueError, match="hardware types"):
+        R.RobustProblem([one_system(400.0, 1e6), two_systems(400.0, 1e6, 1e6)])
+    with pytest.raises(ValueError, match="no samples"):
+        R.RobustProblem([])
+
+
+# ---- the topped-up fleet ----------------------------------------------------------------------------------------
+def test_topped_up_keeps_the_racks_and_adds_what_is_missing():
+    p = two_systems(2000.0, 1e6, 1.5e6)  # 20 chips: alone, 1 rack of a and 2 of b (4.0e6) beat 3 of b (4.5e6)
+    assert F.optimize(p).racks.tolist() == [1.0, 2.0]
+    kept = R.topped_up(p, [3.0, 0.0])  # 12 chips of a kept: 8 chips left, 1 rack of b (1.5e6) < 2 of a (2e6)
+    assert kept.status == "optimal" and kept.racks.tolist() == [3.0, 1.0]
+    assert kept.objective == pytest.approx(4.5e6)
+    enough = R.topped_up(p, [0.0, 4.0])  # already enough: nothing bought, the kept racks cost what they cost
+    assert enough.racks.tolist() == [0.0, 4.0] and enough.objective == pytest.approx(6e6)
+
+
+def test_topped_up_past_a_cap_is_infeasible_without_a_solve():
+    p = dataclasses.replace(one_system(400.0, 1e6), max_racks=np.array([1.0]))
+    sol = R.topped_up(p, [2.0])
+    assert sol.status == "infeasible" and "supply cap" in sol.detail and sol.solve_seconds == 0.0
+    assert F.evaluate(p, [2.0], [4.0]).violations  # and evaluate agrees the kept racks break the cap
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_topped_up_is_never_below_the_optimum_and_nothing_kept_is_the_optimum(seed):
+    p = tiny_problem(seed)
+    best = F.optimize(p, "scip", fewest_platforms=False)
+    none_kept = R.topped_up(p, np.zeros(p.n_hardware))
+    assert none_kept.status == best.status
+    if best.status != "optimal":
+        return
+    assert none_kept.objective == pytest.approx(best.objective, rel=1e-6)
+    kept = np.random.default_rng(seed).integers(0, 3, p.n_hardware)
+    top = R.topped_up(p, kept, "highs")
+    if top.status == "optimal":
+        assert np.all(top.racks >= kept) and top.objective >= best.objective * (1 - 1e-6)
+        ev = F.evaluate(dataclasses.replace(p, racks_at_least=kept.astype(float)), top.racks, top.replicas)
+        assert ev.violations == ()
+
+
+# ---- random tiny samples against the brute force --------------------------------------------------------------
+def tiny_samples(seed: int) -> R.RobustProblem:
+    """2-4 samples of one tiny problem: the same systems, each sample's demand x U(0.6, 1.6), each rack's cost
+    x U(0.7, 1.4), some with a power budget; the mean or a percentile."""
+    rng = np.random.default_rng(1000 + seed)
+    base = tiny_problem(seed)
+    base = dataclasses.replace(base, objective="min_cost", power_budget_w=INF, max_total_racks=INF)
+    samples = []
+    for _ in range(int(rng.integers(2, 5))):
+        samples.append(dataclasses.replace(
+            base, demand=base.demand * rng.uniform(0.6, 1.6), annual_cost_usd_per_rack=(
+                base.annual_cost_usd_per_rack * rng.uniform(0.7, 1.4, base.n_hardware)),
+            power_budget_w=float(rng.uniform(2.0, 8.0) * base.rack_power_w.mean()) if rng.random() < 0.3 else INF))
+    percentile = None if seed % 3 == 0 else float(rng.choice([50.0, 75.0, 90.0]))
+    return R.RobustProblem(samples, percentile=percentile)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_scip_and_highs_find_the_brute_force_optimum(seed):
+    p = tiny_samples(seed)
+    try:
+        exact, fleet = bf.robust_brute_force(p)
+    except ValueError:
+        pytest.skip("too big for brute force")
+    for solver in ("scip", "highs"):
+        sol = R.optimize(p, solver, relative_gap=1e-9)
+        if math.isinf(exact):
+            assert sol.status == "infeasible", (seed, solver)
+            continue
+        assert sol.status == "optimal" and sol.violations == (), (seed, solver, sol.violations)
+        assert sol.value == pytest.approx(exact, rel=1e-6), (seed, solver, sol.racks, fleet)
+        ev = R.evaluate(p, sol.racks, sol.replicas)
+        assert ev.violations == () and ev.value == pytest.approx(sol.value)
+        assert sol.best_bound <= sol.value * (1 + 1e-6)
+        if p.percentile is not None:  # (Q2): the lowest mean among the fleets of that percentile
+            assert sol.mean == pytest.approx(float(p.weight @ (np.array([bf.primary_costs(s) for s in p.samples])
+                                                             @ fleet)), rel=1e-6), (seed, solver)
+
+
+def test_one_sample_is_the_single_period_optimum():
+    for seed in range(10):
+        p = tiny_problem(seed)
+        single = F.optimize(p, "scip", fewest_platforms=False)
+        robust = R.optimize(R.RobustProblem([p]), "scip")
+        assert robust.status == single.status
+        if single.status == "optimal":
+            assert robust.value == pytest.approx(single.objective, rel=1e-6)

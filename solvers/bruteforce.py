@@ -336,10 +336,11 @@ def buildout_brute_force(problem, most_racks: int = 3) -> tuple[float, np.ndarra
 def robust_brute_force(problem) -> tuple[float, np.ndarray]:
     """The least statistic (mean or percentile) of a tiny all-integer robust problem (``solvers.robust``) by
     enumeration, and its fleet: every rack vector within the samples' bounds (solvers.robust.rack_upper_bounds)
-    that holds, in every sample, a replica vector covering its demand (step 1 of ``brute_force``) within
-    that sample's supply caps, power budget and rack limit, and (7)'s platform rules. Among equal statistics the
-    lower mean wins (as (Q2) of solvers.robust). (inf, zeros) when no fleet serves every sample; min_cost and
-    min_power only."""
+    and (7)'s platform rules. In each sample the fleet's cost is its racks' plus, with a late premium e, the
+    cheapest late racks (1 + e) p_s max(need - racks, 0) over the sample's covering needs (step 1 of
+    ``brute_force``) whose installed racks fit its supply caps, power budget and rack limit; without a premium the
+    fleet must hold a need as bought. Among equal statistics the lower mean wins (as (Q2) of solvers.robust).
+    (inf, zeros) when no fleet serves every sample; min_cost and min_power only."""
     from solvers.robust import rack_upper_bounds, sample_statistic
 
     samples = problem.samples
@@ -355,25 +356,34 @@ def robust_brute_force(problem) -> tuple[float, np.ndarray]:
     for p in samples:
         n, _, _ = covering_needs(p.coverage, p.chips, p.chips_per_rack, p.demand, replica_bounds(p),
                                  np.arange(p.n_workloads), np.zeros(p.n_workloads), False)
-        needs.append(n)
+        needs.append(n.astype(float))
     primary = np.array([primary_costs(p) for p in samples])
-    rules = samples[0]
+    rules, late = samples[0], problem.late_premium
+
+    def fits(p, installed) -> bool:
+        return not (np.any(installed > p.max_racks + 1e-9) or installed.sum() > p.max_total_racks + 1e-9
+                    or p.pue * float(p.rack_power_w @ installed) > p.power_budget_w * (1 + 1e-9))
+
+    def sample_cost(s, p, racks) -> float:
+        best = math.inf
+        for n in needs[s]:
+            extra = np.maximum(n - racks, 0.0)
+            if (late is None and np.any(extra > 0)) or not fits(p, racks + extra):
+                continue
+            best = min(best, 0.0 if late is None else (1.0 + late) * float(primary[s] @ extra))
+        return float(primary[s] @ racks) + best
+
     best, best_mean, fleet = math.inf, math.inf, np.zeros(H)
     for r in itertools.product(*(range(int(t) + 1) for t in top)):
         racks = np.array(r, dtype=float)
         bought = racks > 0
         if bought.sum() > rules.max_platforms or np.any(bought & (racks < rules.min_racks)):
             continue
-        holds = True
-        for p, n in zip(samples, needs):
-            if (np.any(racks > p.max_racks) or racks.sum() > p.max_total_racks
-                    or p.pue * float(p.rack_power_w @ racks) > p.power_budget_w * (1 + 1e-9)
-                    or not (len(n) and np.any(np.all(n <= racks + 1e-9, axis=1)))):
-                holds = False
-                break
-        if not holds:
+        if not all(fits(p, racks) for p in samples):
             continue
-        f = primary @ racks
+        f = np.array([sample_cost(s, p, racks) for s, p in enumerate(samples)])
+        if not np.all(np.isfinite(f)):
+            continue
         value, mean = sample_statistic(f, problem.weight, problem.percentile), float(problem.weight @ f)
         tol = 1e-9 * max(1.0, abs(value))
         if value < best - tol or (value <= best + tol and mean < best_mean - 1e-9 * max(1.0, abs(mean))):

@@ -14,27 +14,40 @@ cheapest additions that serve the sample).
 # Index sets: samples s = 0..S-1 with weights pi_s (sum 1), hardware h (the same systems in every sample), the
 # columns j of sample s (its own options), demand rows w, sold goods g (max_revenue).
 # Data per sample: its FleetProblem (solvers.milp): p_sh (primary coefficient of the objective), coverage, chips,
-#       chips_per_rack, rack power, pue, power budget, rack limit, value_sg (max_revenue).
+#       chips_per_rack, rack power, pue, power budget, rack limit, supply caps, value_sg (max_revenue);
+#       K_sh = min(max_racks_sh, max_total_racks_s, power_budget_s / (pue_s rack_power_sh)), the sample's hard cap.
+#       late premium e >= 0, or none (no late racks).
 #
 # Variables:
-#   racks_h  integer, 0 <= racks_h <= R_h = max_s R_sh (solvers.milp (5) of each sample)   (bought once)
+#   racks_h  integer, 0 <= racks_h <= R_h = max_s R_sh (solvers.milp (5) of each sample)   (bought now, for all)
+#   y_sh     integer, 0 <= y_sh <= R_sh, only with a late premium                          (bought late, in s)
 #   x_sj     >= 0 (integer where integer_replicas)                                          (replicas in sample s)
 #   v_sg     in [0, 1] under max_revenue                                                    (served shares)
-#   f_s  =   sum_h p_sh racks_h - sum_g value_sg v_sg                                       (sample s's objective)
+#   n_sh  =  racks_h + y_sh                                                                 (installed in s)
+#   f_s   =  sum_h p_sh (racks_h + (1 + e) y_sh) - sum_g value_sg v_sg                      (sample s's objective)
 #
-#   s.t. (1)-(4) of solvers.milp in every sample s, on the shared racks_h: the fleet serves every sample
-#        (7) of solvers.milp on racks_h (the platform limit and minimum purchases; the same in every sample)
+#   s.t. for every sample s, on its installed racks n_sh:
+#   (1) demand rows of solvers.milp (with shares under max_revenue)
+#   (2) sum_j chips_sjh x_sj <= chips_per_rack_sh n_sh
+#   (3) pue_s sum_h rack_power_sh n_sh <= power_budget_s          (4) sum_h n_sh <= max_total_racks_s
+#   (5) n_sh <= K_sh where K_sh < R_h (+ R_sh with late racks): the box alone does not hold it
+#   (7) of solvers.milp on racks_h (the platform limit and minimum purchases; the same in every sample)
 #   (M) statistic mean:  min sum_s pi_s f_s
 #   (Q) statistic percentile q (0 < q < 100): min t, t >= L,
 #        f_s <= t + M_s z_s,  z_s binary,  sum_s pi_s z_s <= 1 - q/100
 #        so t is at least f_s on samples of weight >= q/100: the q-th percentile of f (the smallest value v with
-#        P(f <= v) >= q/100). M_s = sum_h p_sh R_h - L with L = min_s (-sum_g value_sg) (0 without revenue) is
-#        the most f_s - t can be anywhere in the box, so z_s = 1 frees row s and cuts off nothing.
+#        P(f <= v) >= q/100). M_s = sum_h p_sh (R_h + (1 + e) R_sh) - L with L = min_s (-sum_g value_sg) (0
+#        without revenue) is the most f_s - t can be anywhere in the box, so z_s = 1 frees row s, cutting off
+#        nothing.
 #   (Q2) after (Q) gives t*: (M) s.t. the rows of (Q) with t = t* (1 + 1e-9): the lowest mean among the fleets of
 #        the least percentile.
 #   No tie terms: a plan reports only its racks and each sample's objective, recomputed from them (evaluate).
+#   Without late racks the fleet must serve every sample as bought; with a late premium of 0 buying late costs
+#   nothing extra and racks_h = 0 (each sample buys its own optimum) is optimal: the premium is what makes buying
+#   ahead a decision.
 #
-# Scaling: each sample's rows as solvers.milp scales them; the objective and the f_s rows by max_sh p_sh.
+# Scaling: rows (1) as solvers.milp scales them, (2) by chips_per_rack_sh, (3) by pue_s max_h rack_power_sh; the
+# objective and the f_s rows by max_sh p_sh.
 
 from __future__ import annotations
 
@@ -58,6 +71,7 @@ class RobustProblem:
     samples: tuple  # [S] solvers.milp.FleetProblem, the same hardware types in each
     weight: np.ndarray | None = None  # [S] sums to 1; default equal
     percentile: float | None = None  # None: the mean (M); q in (0, 100): the q-th percentile (Q)
+    late_premium: float | None = None  # e: late racks cost (1 + e) x; None: no late racks
 
     def __post_init__(self):
         object.__setattr__(self, "samples", tuple(self.samples))
@@ -78,6 +92,11 @@ class RobustProblem:
             yield f"weight must be {len(self.samples)} values >= 0 summing to 1"
         if self.percentile is not None and not 0.0 < float(self.percentile) < 100.0:
             yield f"percentile = {self.percentile!r}, expected 0 < q < 100 (None: the mean)"
+        if self.late_premium is not None:
+            if not (math.isfinite(self.late_premium) and self.late_premium >= 0):
+                yield f"late_premium = {self.late_premium!r}, expected >= 0 (None: no late racks)"
+            if objective_named(first.objective).prices_by_power:
+                yield "a late premium needs a cost objective: a rack bought late draws the same power"
         for s, p in enumerate(self.samples[1:], start=1):
             if p.n_hardware != first.n_hardware:
                 yield f"sample {s} has {p.n_hardware} hardware types, sample 0 has {first.n_hardware}"
@@ -116,6 +135,7 @@ class RobustModel:
     t: object = None  # (Q) the percentile variable
     exceeds: list = field(default_factory=list)  # (Q) z_s
     cpsat_var_scaling: float = 1.0
+    late: list = field(default_factory=list)  # [S][H] y_sh (empty lists without late racks)
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,6 +154,7 @@ class RobustSolution:
     solver: str
     solve_seconds: float
     violations: tuple = ()
+    late: np.ndarray | None = None  # [S, H] y_sh: racks bought late in each sample (zeros without a premium)
 
 
 def sample_statistic(values, weight, percentile: float | None) -> float:
@@ -151,6 +172,14 @@ def rack_upper_bounds(problem: RobustProblem) -> np.ndarray:
     return np.max([milp.rack_upper_bounds(p) for p in problem.samples], axis=0)
 
 
+def hard_caps(p) -> np.ndarray:
+    """K_sh of one sample: its supply cap, rack limit and power budget, in racks of each type."""
+    cap = np.minimum(p.max_racks, p.max_total_racks)
+    if math.isfinite(p.power_budget_w):
+        cap = np.minimum(cap, p.power_budget_w / (p.pue * p.rack_power_w) * (1.0 + 1e-12))
+    return np.floor(cap * (1.0 + 1e-12))
+
+
 def _primary(problem: RobustProblem) -> np.ndarray:
     """[S, H] p_sh."""
     return np.array([milp.primary_coefficients(p) for p in problem.samples])
@@ -161,6 +190,36 @@ def objective_floor(problem: RobustProblem) -> float:
     if not objective_named(problem.objective).sells_shares:
         return 0.0
     return float(min(-p.group_value.sum() for p in problem.samples))
+
+
+def _installed_rows(m, p, s: int, racks, late, replicas, r_ub) -> None:
+    """(2)-(5) of sample s on its installed racks n_sh = racks_h + y_sh."""
+    share = p.chips / p.chips_per_rack
+    for h in range(p.n_hardware):
+        row = m.add_linear_constraint(ub=0.0, name=f"chips[s={s},h={h}]")
+        row.set_coefficient(racks[h], -1.0)
+        if late:
+            row.set_coefficient(late[h], -1.0)
+        for j in np.flatnonzero(share[:, h]).tolist():
+            row.set_coefficient(replicas[j], float(share[j, h]))
+    installed = [[racks[h]] + ([late[h]] if late else []) for h in range(p.n_hardware)]
+    if math.isfinite(p.power_budget_w):
+        unit = p.pue * float(p.rack_power_w.max())
+        row = m.add_linear_constraint(ub=p.power_budget_w / unit, name=f"power[s={s}]")
+        for h, vs in enumerate(installed):
+            for v in vs:
+                row.set_coefficient(v, float(p.pue * p.rack_power_w[h] / unit))
+    if math.isfinite(p.max_total_racks):
+        row = m.add_linear_constraint(ub=p.max_total_racks, name=f"total_racks[s={s}]")
+        for vs in installed:
+            for v in vs:
+                row.set_coefficient(v, 1.0)
+    caps = hard_caps(p)
+    most = r_ub + (milp.rack_upper_bounds(p) if late else 0.0)  # the installed racks' box
+    for h in np.flatnonzero(caps < most).tolist():
+        row = m.add_linear_constraint(ub=float(caps[h]), name=f"cap[s={s},h={h}]")
+        for v in installed[h]:
+            row.set_coefficient(v, 1.0)
 
 
 def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None = None) -> RobustModel:
@@ -175,11 +234,13 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
              for h in range(problem.n_hardware)]
     primary = _primary(problem)
     scale = float(primary.max())
+    late_factor = None if problem.late_premium is None else 1.0 + float(problem.late_premium)
     sells = objective_named(problem.objective).sells_shares
-    replicas, shares, f_terms = [], [], []
+    replicas, shares, late_racks, f_terms = [], [], [], []
     bounds = [milp.replica_upper_bounds(p) for p in problem.samples]
     scaling = milp.cpsat_var_scaling(np.concatenate([b[~p.integer_replicas] for b, p in zip(bounds, problem.samples)]
                                                     + [np.zeros(1)]))
+    big_late = np.zeros(problem.n_samples)
     for s, p in enumerate(problem.samples):
         x_ub = bounds[s]
         if solver == "cp-sat":  # as solvers.milp.build: the grid's last point reaches past the bound
@@ -188,14 +249,19 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
              for j in range(p.n_columns)]
         v = ([m.add_variable(lb=0.0, ub=1.0, name=f"share[{s},{g}]") for g in range(len(p.group_value))]
              if sells else [])
-        tag = f"s={s},"
-        milp._add_demand_rows(m, p, x, v, tag)
-        milp._add_chip_rows(m, p, racks, x, tag)
-        milp._add_power_row(m, p, racks, tag)
-        milp._add_total_racks_row(m, p, racks, tag)
+        y = []
+        if late_factor is not None:
+            y_ub = milp.rack_upper_bounds(p)
+            y = [m.add_integer_variable(lb=0.0, ub=float(y_ub[h]), name=f"late[{s},{h}]")
+                 for h in range(problem.n_hardware)]
+            big_late[s] = late_factor * float(primary[s] @ y_ub)
+        milp._add_demand_rows(m, p, x, v, f"s={s},")
+        _installed_rows(m, p, s, racks, y, x, r_ub)
         replicas.append(x)
         shares.append(v)
+        late_racks.append(y)
         f_terms.append([(racks[h], primary[s, h] / scale) for h in range(problem.n_hardware)]
+                       + [(y[h], late_factor * primary[s, h] / scale) for h in range(len(y))]
                        + [(v[g], -float(p.group_value[g]) / scale) for g in range(len(v))])
     milp._add_platform_rows(m, problem.samples[0], racks, r_ub)
     t, exceeds = None, []
@@ -204,7 +270,7 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
         t = m.add_variable(lb=floor / scale, name="t")
         exceeds = [m.add_binary_variable(name=f"z[{s}]") for s in range(problem.n_samples)]
         for s, terms in enumerate(f_terms):
-            big = (float(primary[s] @ r_ub) - floor) / scale
+            big = (float(primary[s] @ r_ub) + big_late[s] - floor) / scale
             row = m.add_linear_constraint(ub=0.0, name=f"percentile[s={s}]")
             for var, c in terms:
                 row.set_coefficient(var, c)
@@ -219,13 +285,14 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
         m.objective.set_linear_coefficient(t, 1.0)
     else:
         if t is not None:
-            t.upper_bound = cap * (1.0 + CAP_SLACK) / scale + CAP_SLACK * abs(cap) / scale
+            t.upper_bound = (cap + CAP_SLACK * max(abs(cap), 1.0)) / scale
             t.lower_bound = min(t.lower_bound, t.upper_bound)
         for s, terms in enumerate(f_terms):
             for var, c in terms:
                 m.objective.set_linear_coefficient(var, m.objective.get_linear_coefficient(var)
                                                    + float(problem.weight[s]) * c)
-    return RobustModel(m, racks, replicas, shares, scale, time.perf_counter() - t0, solver, t, exceeds, scaling)
+    return RobustModel(m, racks, replicas, shares, scale, time.perf_counter() - t0, solver, t, exceeds, scaling,
+                       late_racks)
 
 
 def solve(built: RobustModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4):
@@ -244,30 +311,28 @@ def solve(built: RobustModel, time_limit_s: float = 60.0, relative_gap: float = 
 
 
 def extract(problem: RobustProblem, built: RobustModel, result, seconds: float) -> RobustSolution:
-    """The fleet read back (racks rounded), each sample's objective recomputed by milp.evaluate."""
+    """The fleet read back (racks rounded), each sample's objective recomputed by :func:`evaluate`."""
     status = milp._status(result)
     H, S = problem.n_hardware, problem.n_samples
     if status not in HAS_PLAN:
         return RobustSolution(np.zeros(H), (), (), np.full(S, math.nan), math.nan, math.nan, status, math.nan,
-                              math.nan, built.solver, seconds)
+                              math.nan, built.solver, seconds, late=np.zeros((S, H)))
     racks = np.rint(np.asarray(result.variable_values(built.racks), dtype=float))
-    replicas, shares, f, violations = [], [], np.zeros(S), []
+    late = np.array([np.rint(np.asarray(result.variable_values(y), dtype=float)) if y else np.zeros(H)
+                     for y in built.late])
+    replicas, shares = [], []
     for s, p in enumerate(problem.samples):
         x = np.maximum(np.asarray(result.variable_values(built.replicas[s]), dtype=float), 0.0)
         x = np.where(p.integer_replicas, np.rint(x), x)
-        x = milp.repair_replicas(p, racks, x)
-        v = (np.clip(np.asarray(result.variable_values(built.shares[s]), dtype=float), 0.0, 1.0)
-             if built.shares[s] else None)
-        ev = milp.evaluate(p, racks, x, v)
-        replicas.append(x)
-        shares.append(ev.shares)
-        f[s] = ev.objective
-        violations += [f"sample {s}: {v}" for v in ev.violations]
-    value = sample_statistic(f, problem.weight, problem.percentile)
+        replicas.append(milp.repair_replicas(p, racks + late[s], x))
+        shares.append(np.clip(np.asarray(result.variable_values(built.shares[s]), dtype=float), 0.0, 1.0)
+                      if built.shares[s] else None)
+    ev = evaluate(problem, racks, replicas, shares, late)
     bound = float(result.termination.objective_bounds.dual_bound) * built.scale
-    gap = abs(value - bound) / max(abs(value), 1e-9) if math.isfinite(bound) else math.inf
-    return RobustSolution(racks, tuple(replicas), tuple(shares), f, value, float(problem.weight @ f), status, bound,
-                          gap, built.solver, seconds, tuple(violations))
+    gap = abs(ev.value - bound) / max(abs(ev.value), 1e-9) if math.isfinite(bound) else math.inf
+    return RobustSolution(racks, tuple(replicas), tuple(ev.shares), ev.sample_objective, ev.value,
+                          float(problem.weight @ ev.sample_objective), status, min(bound, ev.value), gap,
+                          built.solver, seconds, ev.violations, late)
 
 
 def optimize(problem: RobustProblem, solver: str = "scip", time_limit_s: float = 60.0,
@@ -296,22 +361,32 @@ class RobustEvaluation:
     sample_objective: np.ndarray
     value: float
     violations: tuple
+    shares: tuple
 
 
-def evaluate(problem: RobustProblem, racks, replicas, shares=None) -> RobustEvaluation:
-    """Every sample's rows and objective for one fleet and its replicas, and the statistic; no solver involved."""
-    f, violations = np.zeros(problem.n_samples), []
+def evaluate(problem: RobustProblem, racks, replicas, shares=None, late=None) -> RobustEvaluation:
+    """Every sample's rows and objective f_s for one fleet, its late racks and replicas, and the statistic; no
+    solver involved (each sample by solvers.milp.evaluate on its installed racks, late racks at the premium)."""
+    racks = np.asarray(racks, dtype=float)
+    f, violations, served = np.zeros(problem.n_samples), [], []
     for s, p in enumerate(problem.samples):
-        ev = milp.evaluate(p, racks, replicas[s], None if shares is None else shares[s])
-        f[s] = ev.objective
+        y = np.zeros(problem.n_hardware) if late is None else np.asarray(late[s], dtype=float)
+        if np.any(y > 0.5) and problem.late_premium is None:
+            violations.append(f"sample {s}: late racks without a late premium")
+        ev = milp.evaluate(p, racks + y, replicas[s], None if shares is None else shares[s])
+        premium = 0.0 if problem.late_premium is None else problem.late_premium
+        f[s] = ev.objective + premium * float(milp.primary_coefficients(p) @ y)
         violations += [f"sample {s}: {v}" for v in ev.violations]
-    return RobustEvaluation(f, sample_statistic(f, problem.weight, problem.percentile), tuple(violations))
+        served.append(ev.shares)
+    return RobustEvaluation(f, sample_statistic(f, problem.weight, problem.percentile), tuple(violations),
+                            tuple(served))
 
 
-def topped_up(problem, fleet, solver: str = "scip", time_limit_s: float = 60.0,
-              relative_gap: float = 1e-4) -> milp.FleetSolution:
+def topped_up(problem, fleet, solver: str = "scip", time_limit_s: float = 60.0, relative_gap: float = 1e-4,
+              late_premium: float = 0.0) -> milp.FleetSolution:
     """The best plan of one sample (a FleetProblem) that keeps ``fleet``'s racks and buys what else it needs
-    ((8) of solvers.milp); status infeasible, without a solve, where a cap is below the kept racks."""
+    ((8) of solvers.milp), each added rack at (1 + ``late_premium``) x its cost (its objective counts them so);
+    status infeasible, without a solve, where a cap is below the kept racks."""
     import dataclasses
 
     kept = np.rint(np.asarray(fleet, dtype=float))
@@ -321,4 +396,14 @@ def topped_up(problem, fleet, solver: str = "scip", time_limit_s: float = 60.0,
         return milp.FleetSolution(kept, np.zeros(p.n_columns), "infeasible", math.inf, math.inf, math.inf, solver,
                                   0.0, detail="the kept racks exceed this sample's supply cap, rack limit or power "
                                               f"budget (hardware index {int(over[0])})")
-    return milp.optimize(p, solver, time_limit_s, relative_gap, fewest_platforms=False)
+    if late_premium == 0.0:
+        return milp.optimize(p, solver, time_limit_s, relative_gap, fewest_platforms=False)
+    if objective_named(p.objective).prices_by_power:
+        raise ValueError("a late premium needs a cost objective: a rack bought late draws the same power")
+    # every rack at (1 + e) c, less e c on the kept ones: kept at c, added at (1 + e) c (racks >= kept)
+    dear = dataclasses.replace(p, annual_cost_usd_per_rack=p.annual_cost_usd_per_rack * (1.0 + late_premium))
+    sol = milp.optimize(dear, solver, time_limit_s, relative_gap, fewest_platforms=False)
+    if sol.status not in HAS_PLAN:
+        return sol
+    rebate = late_premium * float(p.annual_cost_usd_per_rack @ kept)
+    return dataclasses.replace(sol, objective=sol.objective - rebate, best_bound=sol.best_bound - rebate)

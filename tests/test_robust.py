@@ -66,6 +66,20 @@ def test_a_percentile_ignores_the_tail_the_mean_does_not():
     assert p90.racks.tolist() == [0.0, 1.0] and p90.value == pytest.approx(2.5e6)
 
 
+def test_a_late_premium_decides_how_much_to_buy_ahead():
+    # demand 400 or 1200 (1 or 3 racks at 1e6): buying 1 ahead and 2 late at +50% averages (1 + 1 + 3) / 2 = 2.5
+    # against 3 ahead (3) or 2 ahead (2.75); at +200% buying all 3 ahead (3) beats 1 ahead (4) and 2 ahead (3.5)
+    samples = [one_system(400.0, 1e6), one_system(1200.0, 1e6)]
+    cheap = R.optimize(R.RobustProblem(samples, late_premium=0.5), "scip")
+    assert cheap.racks.tolist() == [1.0] and cheap.late.tolist() == [[0.0], [2.0]]
+    assert cheap.mean == pytest.approx(2.5e6) and cheap.sample_objective.tolist() == pytest.approx([1e6, 4e6])
+    dear = R.optimize(R.RobustProblem(samples, late_premium=2.0), "highs")
+    assert dear.racks.tolist() == [3.0] and dear.mean == pytest.approx(3e6)
+    assert R.optimize(R.RobustProblem(samples), "scip").racks.tolist() == [3.0]  # no late racks: all ahead
+    with pytest.raises(ValueError, match="cost objective"):
+        R.RobustProblem([dataclasses.replace(samples[0], objective="min_power")], late_premium=0.5)
+
+
 def test_sample_statistic():
     f, w = [3.0, 1.0, 2.0, 4.0], [0.25] * 4
     assert R.sample_statistic(f, w, None) == pytest.approx(2.5)
@@ -101,6 +115,8 @@ def test_topped_up_keeps_the_racks_and_adds_what_is_missing():
     assert kept.objective == pytest.approx(4.5e6)
     enough = R.topped_up(p, [0.0, 4.0])  # already enough: nothing bought, the kept racks cost what they cost
     assert enough.racks.tolist() == [0.0, 4.0] and enough.objective == pytest.approx(6e6)
+    late = R.topped_up(p, [3.0, 0.0], late_premium=1.0)  # the added rack of b at 3e6 still beats 2 of a at 4e6
+    assert late.racks.tolist() == [3.0, 1.0] and late.objective == pytest.approx(3e6 + 3e6)
 
 
 def test_topped_up_past_a_cap_is_infeasible_without_a_solve():
@@ -130,7 +146,8 @@ def test_topped_up_is_never_below_the_optimum_and_nothing_kept_is_the_optimum(se
 # ---- random tiny samples against the brute force --------------------------------------------------------------
 def tiny_samples(seed: int) -> R.RobustProblem:
     """2-4 samples of one tiny problem: the same systems, each sample's demand x U(0.6, 1.6), each rack's cost
-    x U(0.7, 1.4), some with a power budget; the mean or a percentile."""
+    x U(0.7, 1.4), some with a power budget or a supply cap of their own; the mean or a percentile; half with a
+    late premium."""
     rng = np.random.default_rng(1000 + seed)
     base = tiny_problem(seed)
     base = dataclasses.replace(base, objective="min_cost", power_budget_w=INF, max_total_racks=INF)
@@ -139,12 +156,15 @@ def tiny_samples(seed: int) -> R.RobustProblem:
         samples.append(dataclasses.replace(
             base, demand=base.demand * rng.uniform(0.6, 1.6), annual_cost_usd_per_rack=(
                 base.annual_cost_usd_per_rack * rng.uniform(0.7, 1.4, base.n_hardware)),
-            power_budget_w=float(rng.uniform(2.0, 8.0) * base.rack_power_w.mean()) if rng.random() < 0.3 else INF))
+            power_budget_w=float(rng.uniform(2.0, 8.0) * base.rack_power_w.mean()) if rng.random() < 0.3 else INF,
+            max_racks=np.where(rng.random(base.n_hardware) < 0.2, rng.integers(1, 4, base.n_hardware),
+                               base.max_racks).astype(float)))
     percentile = None if seed % 3 == 0 else float(rng.choice([50.0, 75.0, 90.0]))
-    return R.RobustProblem(samples, percentile=percentile)
+    late = float(rng.choice([0.0, 0.25, 1.0])) if seed % 2 else None
+    return R.RobustProblem(samples, percentile=percentile, late_premium=late)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(80))
 def test_scip_and_highs_find_the_brute_force_optimum(seed):
     p = tiny_samples(seed)
     try:
@@ -158,10 +178,10 @@ def test_scip_and_highs_find_the_brute_force_optimum(seed):
             continue
         assert sol.status == "optimal" and sol.violations == (), (seed, solver, sol.violations)
         assert sol.value == pytest.approx(exact, rel=1e-6), (seed, solver, sol.racks, fleet)
-        ev = R.evaluate(p, sol.racks, sol.replicas)
+        ev = R.evaluate(p, sol.racks, sol.replicas, late=sol.late)
         assert ev.violations == () and ev.value == pytest.approx(sol.value)
         assert sol.best_bound <= sol.value * (1 + 1e-6)
-        if p.percentile is not None:  # (Q2): the lowest mean among the fleets of that percentile
+        if p.percentile is not None and p.late_premium is None:  # (Q2): the lowest mean at that percentile
             assert sol.mean == pytest.approx(float(p.weight @ (np.array([bf.primary_costs(s) for s in p.samples])
                                                              @ fleet)), rel=1e-6), (seed, solver)
 

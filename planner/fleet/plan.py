@@ -58,6 +58,7 @@ class Plan:
     inputs: dict = field(default_factory=dict)  # Built.inputs: what check needs without the scenario
     built: Built | None = field(default=None, repr=False)  # the solver's inputs, in memory only
     timings: dict = field(default_factory=dict)  # seconds spent; shown, never serialized (plans are reproducible)
+    solution: object = field(default=None, repr=False)  # solvers.milp.FleetSolution, in memory only
 
     def to_dict(self) -> dict:
         from planner.report.summary import assumptions
@@ -116,7 +117,7 @@ def extract_plan(built: Built, sol) -> Plan:
     totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w)
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
                 provenance(), built.unserved, alternatives=alternatives, tiers=tier_table(wl), inputs=built.inputs,
-                built=built, timings=timings_of(built, sol))
+                built=built, timings=timings_of(built, sol), solution=sol)
 
 
 def timings_of(built: Built, sol) -> dict:

@@ -103,14 +103,18 @@ def settings_of(base, settings: list[Setting], values: dict) -> dict:
 
 
 def row_of(index: int, values: dict, plan=None, status: str = "", error: str | None = None,
-           hardware=(), workloads=()) -> dict:
-    """One row of the sweep table: the variant, its axis values, and what its plan says."""
+           hardware=(), workloads=(), base=None, unit: str | None = None) -> dict:
+    """One row of the sweep table: the variant, its axis values, and what its plan says (with ``unit``: the base
+    plan's value and regret in it, ``planner.sweep.robust.base_plan_columns``)."""
+    from planner.sweep.robust import base_plan_columns
+
     row = {"variant": index, **values, "status": status or (plan.status if plan is not None else "error"),
            "objective_usd_per_year": None, "power_mw": None, "facility_power_mw": None}
     row.update({f"racks.{h}": None for h in hardware})
     row.update({f"cost_usd_per_mtok.{w}": None for w in workloads})
     row.update({f"served_share.{w}": None for w in workloads})
-    if plan is not None and plan.status in ("optimal", "feasible", "time_limit"):
+    solved = plan is not None and plan.status in ("optimal", "feasible", "time_limit")
+    if solved:
         t = plan.totals
         row.update(objective_usd_per_year=plan.objective_usd_per_year, power_mw=t["power_mw"],
                    facility_power_mw=t["facility_power_mw"])
@@ -119,29 +123,35 @@ def row_of(index: int, values: dict, plan=None, status: str = "", error: str | N
         for w in plan.workloads.to_dicts():
             row[f"cost_usd_per_mtok.{w['workload']}"] = w["cost_usd_per_mtok"]
             row[f"served_share.{w['workload']}"] = w["served_share"]
+    if unit is not None:
+        row.update(base_plan_columns(plan if solved else None, base, unit))
     row["error"] = error
     return row
 
 
 def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], shared, hardware: list[str],
-                workloads: list[str]) -> list[dict]:
-    """Solve a chunk of variants (in a worker process or a Ray task); ``shared``: the base's Built, whose scored
-    options every variant reuses when every axis leaves them unchanged (else None: each variant scores its own)."""
+                workloads: list[str], base_fleet=None, unit: str | None = None,
+                keep_problems: bool = False) -> tuple[list[dict], dict]:
+    """Solve a chunk of variants (in a worker process or a Ray task): (rows, {variant: (FleetProblem, optimum)}
+    of the solved ones when ``keep_problems``, for a robust fleet). ``shared``: the base's Built, whose scored options every
+    variant reuses when every axis leaves them unchanged (else None: each variant scores its own);
+    ``base_fleet``/``unit``: the base plan whose regret each row gets (``planner.sweep.robust``)."""
     from planner.fleet.solve import solve
 
-    rows = []
+    rows, problems = [], {}
+    kw = {"hardware": hardware, "workloads": workloads, "base": base_fleet, "unit": unit}
     for index, values in chunk:
         try:
             sc = base.with_(settings_of(base, settings, values))
             plan = solve(sc, options_from=shared)
-            rows.append(row_of(index, values, plan, hardware=hardware, workloads=workloads))
+            rows.append(row_of(index, values, plan, **kw))
+            if keep_problems and plan.solution is not None:
+                problems[index] = (plan.built.problem, plan.solution.objective)
         except InfeasibleError as exc:
-            rows.append(row_of(index, values, status="infeasible", error=str(exc).splitlines()[0],
-                               hardware=hardware, workloads=workloads))
+            rows.append(row_of(index, values, status="infeasible", error=str(exc).splitlines()[0], **kw))
         except (PlannerError, ValueError) as exc:  # a variant's bad value or a solver failure: recorded
-            rows.append(row_of(index, values, status="error", error=str(exc).splitlines()[0],
-                               hardware=hardware, workloads=workloads))
-    return rows
+            rows.append(row_of(index, values, status="error", error=str(exc).splitlines()[0], **kw))
+    return rows, problems
 
 
 def _chunks(items: list, n: int) -> list[list]:
@@ -149,17 +159,39 @@ def _chunks(items: list, n: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+@dataclass
+class SweepOutcome:
+    """A sweep's table (Polars), and with ``robust`` the robust fleet's summary (``planner.sweep.robust``)."""
+
+    table: object
+    robust: dict | None = None
+    base_plan: object = None  # the base scenario's Plan (None when it has none)
+    robust_outcome: object = None  # planner.sweep.robust.RobustOutcome
+
+
 def run_sweep(path, engine: str = "local", address: str | None = None, workers: int | None = None,
-              progress=None):
+              progress=None, regret: bool = True):
     """The sweep table (Polars) of a sweep file, one row per variant in variant order."""
+    return sweep(path, engine, address, workers, progress, regret).table
+
+
+def sweep(path, engine: str = "local", address: str | None = None, workers: int | None = None, progress=None,
+          regret: bool = True, robust: str | None = None, base_scenario=None) -> SweepOutcome:
+    """Every variant of a sweep file solved; ``regret``: each row gets the base plan's value and regret;
+    ``robust`` (``mean`` or ``pNN``): the robust fleet over the solved variants, and each row its value and regret.
+    ``base_scenario``: a Scenario to vary in place of the sweep file's ``base`` (``planner solve --robust``)."""
     import polars as pl
 
+    from planner.fleet.problem import build_problem
+    from planner.fleet.solve import solve
     from planner.scenario import load_scenario
+    from planner.sweep import robust as R
 
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}", field="--engine")
+    percentile = R.parse_statistic(robust) if robust is not None else None
     spec, base_path = load_sweep(path)
-    base = load_scenario(base_path)
+    base = base_scenario if base_scenario is not None else load_scenario(base_path)
     if base.periods:
         raise InputError("sweeps of build-outs over periods are not supported yet; sweep a single-period scenario",
                          field="base")
@@ -169,47 +201,64 @@ def run_sweep(path, engine: str = "local", address: str | None = None, workers: 
         base.with_(settings_of(base, settings, drawn[0]))
     reuse = reuses_options([s.path for s in settings if s.path is not None]) and all(
         s.path is not None for s in settings)
-    if reuse:  # scored once here, shipped to every worker
-        from planner.fleet.problem import build_problem
-
-        shared = build_problem(base)
+    shared = build_problem(base) if reuse else None  # scored once here, shipped to every worker
+    if shared is not None:
         shared.__dict__.pop("inputs", None)  # a cached property: recomputed per variant from its own scenario
-    else:
-        shared = None
+    base_plan = base_fleet = unit = None
+    if regret or robust is not None:
+        unit = R.objective_unit(base.objective)
+        try:
+            base_plan = solve(base, options_from=shared)
+            base_fleet = R.base_fleet_of(base_plan, reuse)
+        except InfeasibleError:
+            base_plan = None  # no base plan: its regret columns stay null
     hardware = sorted(base.resolved_hardware())
     workloads = [w.name for w in base.workloads]
     jobs = list(enumerate(drawn))
     workers = workers or os.cpu_count() or 1
     chunks = _chunks(jobs, workers * 4)
     args = (base, settings)
-    rows = (_run_local(args, chunks, shared, hardware, workloads, workers, progress) if engine == "local" else
-            _run_ray(args, chunks, shared, hardware, workloads, address, progress))
-    rows.sort(key=lambda r: r["variant"])
-    return pl.DataFrame(rows, infer_schema_length=None)
+    extra = (base_fleet, unit, robust is not None)  # a robust fleet is compared with the base plan's regret
+    parts = (_run_local(args, chunks, shared, hardware, workloads, extra, workers, progress) if engine == "local"
+             else _run_ray(args, chunks, shared, hardware, workloads, extra, address, progress))
+    rows = sorted((r for part, _ in parts for r in part), key=lambda r: r["variant"])
+    table = pl.DataFrame(rows, infer_schema_length=None)
+    outcome = SweepOutcome(table, base_plan=base_plan)
+    if robust is not None:
+        kept = {k: v for _, part in parts for k, v in part.items()}
+        s = base.solver
+        res = R.robust_fleet({k: p for k, (p, _) in kept.items()}, {k: f for k, (_, f) in kept.items()}, hardware,
+                             percentile, s.name, s.time_limit_s, s.relative_gap)
+        outcome.table = R.robust_columns(table, res, unit)
+        outcome.robust = R.robust_summary(outcome.table, res, base_fleet, unit)
+        outcome.robust_outcome = res
+    return outcome
 
 
-def _run_local(args, chunks, shared, hardware, workloads, workers, progress) -> list[dict]:
+def _run_local(args, chunks, shared, hardware, workloads, extra, workers, progress) -> list[tuple]:
+    """Each chunk's (rows, problems), on a process pool (or here, with one worker)."""
     import concurrent.futures as cf
     import multiprocessing
 
-    rows = []
+    parts = []
     if workers == 1:
         for k, chunk in enumerate(chunks):
-            rows += solve_chunk(*args, chunk, shared, hardware, workloads)
+            parts.append(solve_chunk(*args, chunk, shared, hardware, workloads, *extra))
             if progress:
                 progress(k + 1, len(chunks), "variants")
-        return rows
+        return parts
     context = multiprocessing.get_context("spawn")  # no fork of the solvers' threads
     with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [pool.submit(solve_chunk, *args, chunk, shared, hardware, workloads) for chunk in chunks]
+        futures = [pool.submit(solve_chunk, *args, chunk, shared, hardware, workloads, *extra) for chunk in chunks]
         for k, future in enumerate(cf.as_completed(futures)):
-            rows += future.result()
+            parts.append(future.result())
             if progress:
                 progress(k + 1, len(chunks), "variants")
-    return rows
+    return parts
 
 
-def _run_ray(args, chunks, shared, hardware, workloads, address, progress) -> list[dict]:
+def _run_ray(args, chunks, shared, hardware, workloads, extra, address, progress) -> list[tuple]:
+    """Each chunk's (rows, problems), as Ray tasks (the base scenario and the shared options put once)."""
     try:
         import ray
     except ImportError:
@@ -221,15 +270,15 @@ def _run_ray(args, chunks, shared, hardware, workloads, address, progress) -> li
         task = ray.remote(solve_chunk)
         base_ref = ray.put(args[0])
         shared_ref = ray.put(shared)
-        pending = [task.remote(base_ref, args[1], chunk, shared_ref, hardware, workloads) for chunk in chunks]
-        rows, done = [], 0
+        pending = [task.remote(base_ref, args[1], chunk, shared_ref, hardware, workloads, *extra) for chunk in chunks]
+        parts, done = [], 0
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
-            rows += ray.get(ready[0])
+            parts.append(ray.get(ready[0]))
             done += 1
             if progress:
                 progress(done, len(chunks), "variants")
-        return rows
+        return parts
     finally:
         if started:
             ray.shutdown()

@@ -1,0 +1,188 @@
+"""Robustness over a sweep's samples (docs/OPTIMIZER.md 8, docs/INTERFACE.md 2.9): the base plan's regret in each
+sample (its racks kept, the cheapest additions that serve the sample, against the sample's own optimum) and the
+robust fleet (``solvers.robust``: one fleet for every sample, least mean or percentile), with its regret beside.
+
+Regret is in the base scenario objective's unit (USD/year for min_cost and max_revenue, W of IT power for
+min_power); a variant whose objective differs from the base's has none.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.errors import InputError
+
+MAX_ROBUST_SAMPLES = 400  # the robust MILP holds every sample's columns at once
+UNITS = {"min_cost": "usd_per_year", "max_revenue": "usd_per_year", "min_power": "w"}
+
+
+def objective_unit(objective: str) -> str:
+    return UNITS[objective]
+
+
+def parse_statistic(text: str | None) -> float | None:
+    """``mean`` -> None; ``pNN`` -> NN (0 < NN < 100, e.g. p90, p97.5). InputError names ``--robust``."""
+    key = str(text).strip().lower()
+    if key == "mean":
+        return None
+    m = re.fullmatch(r"p(\d+(?:\.\d+)?)", key)
+    if m and 0.0 < float(m.group(1)) < 100.0:
+        return float(m.group(1))
+    raise InputError(f"expected mean or pNN (a percentile, 0 < NN < 100, e.g. p90), got {text!r}",
+                     field="--robust")
+
+
+def statistic_name(percentile: float | None) -> str:
+    return "mean" if percentile is None else f"p{percentile:g}"
+
+
+@dataclass(frozen=True)
+class BaseFleet:
+    """The base plan's racks (in the order of its hardware ids) and, where every variant reuses its options, its
+    replicas; what each sample's regret starts from."""
+
+    hardware: tuple
+    racks: np.ndarray
+    replicas: np.ndarray | None
+    objective: str
+    solver: str
+    time_limit_s: float
+    relative_gap: float
+
+
+def base_fleet_of(plan, reuse: bool) -> BaseFleet:
+    sol, built = plan.solution, plan.built
+    settings = built.scenario.solver
+    return BaseFleet(tuple(h.id for h in built.hardware), np.asarray(sol.racks, dtype=float),
+                     np.asarray(sol.replicas, dtype=float) if reuse else None, built.problem.objective,
+                     settings.name, settings.time_limit_s, settings.relative_gap)
+
+
+def base_plan_columns(plan, base: BaseFleet | None, unit: str) -> dict:
+    """``base_plan_<unit>`` (the base plan's racks kept, topped up where the sample needs more),
+    ``base_plan_added_racks`` and ``base_plan_regret_<unit>`` of one solved variant; nulls where it has none."""
+    from solvers import milp
+    from solvers.robust import topped_up
+    from solvers.vocabulary import HAS_PLAN
+
+    out = {f"base_plan_{unit}": None, "base_plan_added_racks": None, f"base_plan_regret_{unit}": None}
+    if base is None or plan is None or plan.solution is None:
+        return out
+    problem = plan.built.problem
+    if problem.objective != base.objective or tuple(h.id for h in plan.built.hardware) != base.hardware:
+        return out
+    value, added = None, None
+    if base.replicas is not None and len(base.replicas) == problem.n_columns and problem.objective != "max_revenue":
+        ev = milp.evaluate(problem, base.racks, base.replicas)  # the base plan as it stands, no solve
+        if not ev.violations:
+            value, added = ev.objective, 0
+    if value is None:
+        sol = topped_up(problem, base.racks, base.solver, base.time_limit_s, base.relative_gap)
+        if sol.status in HAS_PLAN and not sol.violations:
+            value, added = sol.objective, int(round(float(np.sum(sol.racks - base.racks))))
+    if value is None:
+        return out
+    out.update({f"base_plan_{unit}": value, "base_plan_added_racks": added,
+                f"base_plan_regret_{unit}": value - plan.solution.objective})
+    return out
+
+
+@dataclass
+class RobustOutcome:
+    """What ``robust_fleet`` found: the solution, the variants it used (in sample order) and their optima."""
+
+    solution: object  # solvers.robust.RobustSolution
+    variants: list
+    optimum: np.ndarray
+    hardware: list
+    percentile: float | None
+
+
+def robust_fleet(problems: dict, optima: dict, hardware: list, percentile: float | None, solver: str,
+                 time_limit_s: float, relative_gap: float) -> RobustOutcome:
+    """The fleet of least mean (or percentile) objective that serves every solved variant (``problems``: variant ->
+    its FleetProblem), each weighted equally."""
+    from planner.errors import InfeasibleError, PlannerError
+    from solvers.robust import RobustProblem, optimize
+    from solvers.vocabulary import HAS_PLAN
+
+    used = sorted(problems)
+    if not used:
+        raise InfeasibleError("no variant has a plan: there is nothing for a robust fleet to serve")
+    if len(used) > MAX_ROBUST_SAMPLES:
+        raise InputError(f"{len(used)} solved variants; a robust fleet takes at most {MAX_ROBUST_SAMPLES} samples "
+                         f"(every sample's options are in one MILP): lower samples.n", field="samples.n")
+    problem = RobustProblem([problems[v] for v in used], percentile=percentile)
+    sol = optimize(problem, solver, time_limit_s, relative_gap)
+    if sol.status == "infeasible":
+        raise InfeasibleError(f"no one fleet serves all {len(used)} solved variants within each one's site limits "
+                              f"(a variant's power budget or rack limit is below what another's demand needs); "
+                              f"narrow the axes that tighten the site")
+    if sol.status not in HAS_PLAN or sol.violations:
+        raise PlannerError(f"the robust fleet's solve ended {sol.status} within {time_limit_s:g} s"
+                           + (f" ({'; '.join(sol.violations[:3])})" if sol.violations else "")
+                           + "; raise solver.time_limit_s or use fewer samples")
+    return RobustOutcome(sol, used, np.array([optima[v] for v in used]), list(hardware), percentile)
+
+
+def robust_columns(table, outcome: RobustOutcome, unit: str):
+    """The sweep table with ``robust_plan_<unit>`` and ``robust_plan_regret_<unit>`` (null where a variant was not
+    a sample)."""
+    import polars as pl
+
+    value = dict(zip(outcome.variants, outcome.solution.sample_objective.tolist()))
+    regret = dict(zip(outcome.variants, (outcome.solution.sample_objective - outcome.optimum).tolist()))
+    return table.with_columns(
+        pl.Series(f"robust_plan_{unit}", [value.get(v) for v in table["variant"]], dtype=pl.Float64),
+        pl.Series(f"robust_plan_regret_{unit}", [regret.get(v) for v in table["variant"]], dtype=pl.Float64))
+
+
+def distribution(values) -> dict:
+    """mean, p50, p90 and max of a list (nulls dropped); None where empty."""
+    v = np.array([x for x in values if x is not None and math.isfinite(x)], dtype=float)
+    if not len(v):
+        return {"mean": None, "p50": None, "p90": None, "max": None, "samples": 0}
+    w = np.full(len(v), 1.0 / len(v))
+    from solvers.robust import sample_statistic
+
+    return {"mean": float(v.mean()), "p50": sample_statistic(v, w, 50.0), "p90": sample_statistic(v, w, 90.0),
+            "max": float(v.max()), "samples": int(len(v))}
+
+
+def robust_summary(table, outcome: RobustOutcome, base: BaseFleet | None, unit: str) -> dict:
+    """The robust fleet beside the base plan's (racks per system), each one's objective and regret over the same
+    samples (the robust fleet's samples with a base plan value), and what the solver said (INTERFACE.md 2.9)."""
+    import polars as pl
+
+    sol = outcome.solution
+    rows = table.filter(pl.col("variant").is_in(outcome.variants))
+    base_col, base_regret = f"base_plan_{unit}", f"base_plan_regret_{unit}"
+    both = rows.filter(pl.col(base_col).is_not_null()) if base_col in rows.columns else rows.clear()
+    robust_value = dict(zip(outcome.variants, sol.sample_objective.tolist()))
+    robust_regret = dict(zip(outcome.variants, (sol.sample_objective - outcome.optimum).tolist()))
+    shared = both["variant"].to_list()
+    base_racks = dict(zip(base.hardware, base.racks.tolist())) if base is not None else {}
+    fleet = [{"hardware": h, "base_racks": int(base_racks.get(h, 0)), "robust_racks": int(sol.racks[i])}
+             for i, h in enumerate(outcome.hardware) if sol.racks[i] > 0 or base_racks.get(h, 0) > 0]
+    served_as_bought = (float((both["base_plan_added_racks"] == 0).mean()) if len(both) else None)
+    return {
+        "statistic": statistic_name(outcome.percentile),
+        "unit": unit,
+        "samples": len(outcome.variants),
+        "variants_without_plan": int(len(table) - len(outcome.variants)),
+        "robust_value": sol.value,
+        "robust_mean": sol.mean,
+        "solver": {"name": sol.solver, "status": sol.status, "relative_gap": sol.relative_gap,
+                   "best_bound": sol.best_bound, "solve_seconds": sol.solve_seconds},
+        "fleet": fleet,
+        "compared_samples": len(shared),
+        "base_plan_served_as_bought_share": served_as_bought,
+        "base_plan": {"objective": distribution(both[base_col].to_list()) if len(both) else distribution([]),
+                      "regret": distribution(both[base_regret].to_list()) if len(both) else distribution([])},
+        "robust_plan": {"objective": distribution([robust_value[v] for v in shared]),
+                        "regret": distribution([robust_regret[v] for v in shared])},
+    }

@@ -111,9 +111,15 @@ def main() -> None:
 @click.option("--objective", type=click.Choice(OBJECTIVES), default=None,
               help="what the plan optimises [default: the scenario's, else min_cost]")
 @click.option("--detail", is_flag=True, help="every column, the totals, the tiers and why these systems")
-def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings, objective, detail):
+@click.option("--robust", "robust", default=None, metavar="mean|pNN",
+              help="the fleet of least mean (or NN-th percentile) objective over the samples of --samples, "
+                   "operated on this scenario")
+@click.option("--samples", "samples_file", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="--robust: a sweep file whose axes and samples vary this scenario (its base is ignored)")
+def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings, objective, detail, robust,
+          samples_file):
     """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
-    each workload is served, cost and power."""
+    each workload is served, cost and power; with --robust, the one fleet that holds up best over samples."""
     from planner.errors import InfeasibleError, InputError
     from planner.fleet.solve import solve as solve_plan
     from planner.report import terminal as report
@@ -123,6 +129,15 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
 
     settings = [*settings, *([f"objective={objective}"] if objective else [])]
     sc = load_scenario(scenario, settings).with_solver(solver, time_limit)  # validated like the file's fields
+    if (robust is None) != (samples_file is None):
+        raise InputError("--robust and --samples go together: --robust mean|pNN --samples SWEEP.yaml",
+                         field="--samples" if samples_file is None else "--robust")
+    if robust is not None:
+        from planner.sweep.robust import parse_statistic
+
+        parse_statistic(robust)
+        if sc.periods:
+            raise InputError("--robust is not supported for build-outs over periods yet", field="--robust")
     if html_path:
         check_output_file(html_path, "--html", inputs=[scenario])
     if out_dir:
@@ -145,8 +160,15 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
 
     try:
         with report.progress_display(enabled=not quiet and fmt != "json") as progress:
-            plan = solve_plan(sc, progress=progress)
+            if robust is not None:
+                from planner.sweep.robust import solve_robust
+
+                plan = solve_robust(sc, samples_file, robust, progress=progress)
+            else:
+                plan = solve_plan(sc, progress=progress)
     except InputError as exc:
+        if robust is not None and exc.file:
+            raise
         raise exc.in_file(scenario) from None
     except InfeasibleError as exc:
         html(exc.plan, str(exc))  # the report still explains why, and the exit code stays 3
@@ -429,31 +451,54 @@ def check(plan_file, fmt):
               help="write sweep.parquet and sweep.csv into this directory")
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="no progress display")
-def sweep(sweep_file, engine, address, workers, out_dir, fmt, quiet):
+@click.option("--robust", "robust", default=None, metavar="mean|pNN",
+              help="also the one fleet of least mean (or NN-th percentile) objective over the solved variants")
+@click.option("--regret/--no-regret", default=True, show_default=True,
+              help="the base plan's value and regret in each variant")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="also write a self-contained HTML report (tornado, systems, regret, robust fleet)")
+def sweep(sweep_file, engine, address, workers, out_dir, fmt, quiet, robust, regret, html_path):
     """Solve every variant of a sweep file: one row per variant (its values, status, cost, racks per system,
-    USD/Mtok and served share per workload)."""
+    USD/Mtok and served share per workload, the base plan's regret), and with --robust the fleet that holds up
+    best over them."""
     from pathlib import Path
 
     from planner.report import render
     from planner.report import terminal as report
     from planner.report.files import check_output_dir
+    from planner.report.files import check_output_file
     from planner.sweep.report import summary_lines, write_sweep
-    from planner.sweep.run import run_sweep
+    from planner.sweep.robust import parse_statistic
+    from planner.sweep.run import sweep as run_sweep
 
     if out_dir:
         check_output_dir(out_dir, "--out")
+    if html_path:
+        check_output_file(html_path, "--html", inputs=[sweep_file])
+    if robust is not None:
+        parse_statistic(robust)
     with report.progress_display(enabled=not quiet and fmt == "table") as progress:
-        table = run_sweep(sweep_file, engine, address, workers, progress)
+        outcome = run_sweep(sweep_file, engine, address, workers, progress, regret=regret, robust=robust)
+    table = outcome.table
     if out_dir:
-        write_sweep(table, Path(out_dir), sweep_file)
+        write_sweep(table, Path(out_dir), sweep_file, outcome.robust)
         if not quiet:
-            click.echo(f"wrote {out_dir} (sweep.parquet, sweep.csv)", err=True)
+            click.echo(f"wrote {out_dir} (sweep.parquet, sweep.csv{', robust.json' if outcome.robust else ''})",
+                       err=True)
+    if html_path:
+        from planner.report import html as html_report
+
+        html_report.write_html(html_report.render_sweep_html(table, outcome.robust, Path(sweep_file).stem),
+                               html_path)
+        if not quiet:
+            click.echo(f"wrote {html_path}", err=True)
     if fmt == "json":
-        click.echo(render.to_json(table.to_dicts()))
+        click.echo(render.to_json(table.to_dicts() if outcome.robust is None else
+                                  {"variants": table.to_dicts(), "robust": outcome.robust}))
     elif fmt == "csv":
         click.echo(table.write_csv(), nl=False)
     else:
-        for line in summary_lines(table):
+        for line in summary_lines(table, outcome.robust):
             click.echo(line)
 
 

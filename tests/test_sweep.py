@@ -154,3 +154,127 @@ def test_the_tornado_ranks_axes_by_their_main_effect():
     assert [r["axis"] for r in rows] == ["x.a", "x.b"]
     assert rows[0]["swing_usd_per_year"] == pytest.approx(10 * (a[a > np.median(a)].mean() - a[a < np.median(a)].mean())
                                                           + (b[a > np.median(a)].mean() - b[a < np.median(a)].mean()))
+
+
+# ---- regret and the robust fleet ---------------------------------------------------------------------------------
+def test_the_base_plan_regret_on_price_and_budget_variants(small_table):
+    from planner.fleet.solve import solve
+    from planner.scenario import load_scenario
+
+    base = solve(load_scenario(BASE))
+    racks = {r["hardware"]: r["racks"] for r in base.fleet.to_dicts()}
+    for row in small_table.iter_rows(named=True):
+        if row["status"] != "optimal":  # a 1.5 MW site: no plan, so no regret either
+            assert row["base_plan_regret_usd_per_year"] is None and row["base_plan_serves"] is None
+            continue
+        # a 2.5 MW budget is the base's: its racks serve as bought, at this variant's electricity price
+        assert row["base_plan_serves"] and row["base_plan_added_racks"] == 0
+        variant = solve(load_scenario(BASE).with_({"finance.electricity_usd_per_mwh":
+                                                   row["finance.electricity_usd_per_mwh"],
+                                                   "site.power_budget_mw": row["site.power_budget_mw"]}))
+        costs = dict(zip([h.id for h in variant.built.hardware],
+                         variant.built.problem.annual_cost_usd_per_rack.tolist()))
+        assert row["base_plan_usd_per_year"] == pytest.approx(sum(n * costs[h] for h, n in racks.items()), rel=1e-9)
+        gap = variant.solver["relative_gap"] or 0.0
+        assert row["base_plan_regret_usd_per_year"] >= -(gap + 1e-9) * row["objective_usd_per_year"]
+
+
+ROBUST = """axes:
+  - {path: hardware.overrides.hgx-b200.capex_usd, values: [3.0e+5, 6.0e+5]}
+  - {path: workloads.employee-assistant.requests_per_s, values: [250, 450]}
+robustness: {late_premium: 0.3, time_limit_s: 30, relative_gap: 1.0e-4}
+"""
+
+
+@pytest.fixture(scope="module")
+def robust_outcome(tmp_path_factory):
+    from planner.sweep.run import sweep
+
+    return sweep(sweep_file(tmp_path_factory.mktemp("robust"), ROBUST), workers=1, robust="mean")
+
+
+def test_the_robust_fleet_is_no_worse_on_average_than_the_base_plan(robust_outcome):
+    r, table = robust_outcome.robust, robust_outcome.table
+    assert r["samples"] == 4 and r["compared_samples"] == 4 and r["statistic"] == "mean"
+    # the base plan topped up at the premium is one of the fleets the robust solve weighs
+    gap = r["solver"]["relative_gap"]
+    assert r["robust_plan"]["objective"]["mean"] <= r["base_plan"]["objective"]["mean"] * (1 + gap + 1e-9)
+    assert r["robust_value"] == pytest.approx(table["robust_plan_usd_per_year"].mean(), rel=1e-9)
+    # no plan beats a variant's own optimum (beyond the variant solve's gap)
+    assert (table["robust_plan_regret_usd_per_year"] >= -1e-3 * table["objective_usd_per_year"]).all()
+    late = table["robust_plan_late_racks"].to_list()
+    assert min(late) == 0 or min(table["robust_plan_regret_usd_per_year"]) > 0
+
+
+def test_the_robust_fleet_re_checks_on_every_sample(robust_outcome):
+    from solvers import robust as SR
+
+    res = robust_outcome.robust_outcome
+    assert res.solution.violations == () and res.solution.late.shape == (4, len(res.hardware))
+    fleet = {f["hardware"]: f["robust_racks"] for f in robust_outcome.robust["fleet"]}
+    assert fleet == {h: int(n) for h, n in zip(res.hardware, res.solution.racks) if n > 0 or h in fleet}
+    assert SR.sample_statistic([1.0, 2.0], [0.5, 0.5], None) == 1.5
+
+
+def test_robust_sweeps_through_the_cli_match_the_library(tmp_path, robust_outcome):
+    import json
+
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    path = sweep_file(tmp_path, ROBUST)
+    res = CliRunner().invoke(main, ["sweep", str(path), "--robust", "mean", "--workers", "1", "--format", "json",
+                                    "--html", str(tmp_path / "sweep.html"), "-q"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert [f["robust_racks"] for f in d["robust"]["fleet"]] == [f["robust_racks"]
+                                                                 for f in robust_outcome.robust["fleet"]]
+    page = (tmp_path / "sweep.html").read_text()
+    for section in ("answer", "tornado", "systems", "regret", "robust", "variants"):
+        assert f'id="{section}"' in page
+    assert page.count("<svg") == 3 and "<script" not in page
+    bad = CliRunner().invoke(main, ["sweep", str(path), "--robust", "p100"])
+    assert bad.exit_code == 2 and "--robust" in bad.output
+
+
+def test_solve_robust_operates_the_robust_fleet_on_the_scenario(tmp_path, robust_outcome):
+    import json
+
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    path = sweep_file(tmp_path, ROBUST)
+    res = CliRunner().invoke(main, ["solve", str(BASE), "--robust", "mean", "--samples", str(path), "--format",
+                                    "json", "-q"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert all(c["ok"] for c in d["checks"]) and d["robust"]["statistic"] == "mean"
+    bought = {f["hardware"]: f["racks"] for f in d["fleet"]}
+    for f in d["robust"]["fleet"]:  # the robust racks are kept, whatever this scenario adds
+        assert bought.get(f["hardware"], 0) >= f["robust_racks"]
+    assert sum(bought.values()) - sum(f["robust_racks"] for f in d["robust"]["fleet"]) == \
+        d["robust"]["racks_added_for_this_scenario"]
+    alone = CliRunner().invoke(main, ["solve", str(BASE), "--robust", "mean"])
+    assert alone.exit_code == 2 and "--samples" in alone.output
+
+
+def test_robustness_errors_name_their_field(tmp_path):
+    with pytest.raises(InputError, match="robustness.late_premium"):
+        load_sweep(sweep_file(tmp_path, "axes:\n  - {path: site.power_budget_mw, values: [2.5]}\n"
+                                        "robustness: {late_premium: -0.1}\n"))
+    from planner.sweep.robust import parse_statistic
+
+    assert parse_statistic("mean") is None and parse_statistic("p97.5") == 97.5
+    for bad in ("p0", "p100", "median", "90"):
+        with pytest.raises(InputError, match="--robust"):
+            parse_statistic(bad)
+    power = tmp_path / "power.yaml"
+    power.write_text(f"base: {BASE}\naxes:\n  - {{path: objective, values: [min_power]}}\n"
+                     "robustness: {late_premium: 0.2}\n")
+    from planner.scenario import load_scenario
+    from planner.sweep.run import sweep
+
+    with pytest.raises(InputError, match="cost objective"):
+        sweep(power, workers=1, base_scenario=load_scenario(BASE).with_({"objective": "min_power"}))

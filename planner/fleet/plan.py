@@ -59,11 +59,14 @@ class Plan:
     built: Built | None = field(default=None, repr=False)  # the solver's inputs, in memory only
     timings: dict = field(default_factory=dict)  # seconds spent; shown, never serialized (plans are reproducible)
     solution: object = field(default=None, repr=False)  # solvers.milp.FleetSolution, in memory only
+    robust: dict | None = None  # solve --robust: the robust fleet's summary over the samples (INTERFACE.md 2.9)
 
     def to_dict(self) -> dict:
         from planner.report.summary import assumptions
 
         d = self._as_dict()
+        if self.robust is not None:
+            d["robust"] = self.robust
         ready = isinstance(d["inputs"], dict) and {"scenario", "demands"} <= set(d["inputs"])
         d["assumptions"] = assumptions(d) if ready else []  # what decides the cost, in words
         return d

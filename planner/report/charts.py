@@ -255,3 +255,66 @@ def buildout_figure(periods: list[dict], title: str):
     if systems:
         ax.legend(fontsize=8, loc="upper left")
     return fig
+
+
+def tornado_figure(rows: list[dict], title: str, unit_label: str = "USD/year"):
+    """A tornado: per axis (widest first, top), a bar from the mean objective of the variants in the lower half of
+    its values to that of the upper half (``planner.sweep.report.sensitivity``), about their overall mean."""
+    plt = _plt()
+    rows = rows[:12]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * max(len(rows), 2) + 1.4), layout="constrained")
+    names = [r["axis"] for r in rows][::-1]
+    lows = [r["low_half_usd_per_year"] for r in rows][::-1]
+    highs = [r["high_half_usd_per_year"] for r in rows][::-1]
+    for i, (lo, hi) in enumerate(zip(lows, highs)):
+        left, right = min(lo, hi), max(lo, hi)
+        ax.barh(i, right - left, left=left, color="#1f77b4" if hi >= lo else "#d62728", height=0.6)
+        ax.annotate(f"{_usd(lo)} \u2192 {_usd(hi)}", (right, i), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+    ax.set_yticks(range(len(names)), names)
+    ax.xaxis.set_major_formatter(_usd)
+    ax.set_xlabel(f"mean {unit_label}: lower half \u2192 upper half of the axis's values\n"
+                  "(blue: the cost rises with the value; red: it falls)")
+    ax.set_title(title)
+    ax.margins(x=0.25)
+    ax.grid(axis="y", visible=False)
+    return fig
+
+
+def share_figure(shares: dict, title: str):
+    """How often each system is in the plan across the solved variants (share of variants, 0-100%)."""
+    plt = _plt()
+    items = sorted(shares.items(), key=lambda kv: kv[1])
+    fig, ax = plt.subplots(figsize=(8, 0.4 * max(len(items), 2) + 1.0), layout="constrained")
+    ax.barh([k for k, _ in items], [100 * v for _, v in items], color="#2ca02c", height=0.6)
+    for i, (_, v) in enumerate(items):
+        ax.annotate(f"{100 * v:.3g}%", (100 * v, i), xytext=(4, 0), textcoords="offset points", va="center",
+                    fontsize=8)
+    ax.set_xlim(0, 112)
+    ax.set_xlabel("variants whose plan buys the system (%)")
+    ax.set_title(title)
+    ax.grid(axis="y", visible=False)
+    return fig
+
+
+def regret_figure(series: dict, title: str, unit_label: str = "USD/year"):
+    """The regret distributions (one cumulative curve per plan: the share of samples whose regret is at most x)."""
+    import numpy as np
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    colors = {"base plan": "#7f7f7f", "robust plan": "#1f77b4"}
+    for i, (name, values) in enumerate(series.items()):
+        v = np.sort(np.array([x for x in values if x is not None and math.isfinite(x)], dtype=float))
+        if not len(v):
+            continue
+        share = np.arange(1, len(v) + 1) / len(v)
+        ax.step(v, 100 * share, where="post", label=f"{name} (mean {_usd(float(v.mean()))})",
+                color=colors.get(name, plt.cm.tab10(i % 10)), linewidth=1.8)
+    ax.xaxis.set_major_formatter(_usd if unit_label.startswith("USD") else _si)
+    ax.set_xlabel(f"regret: the plan's {unit_label} in a sample less that sample's optimum")
+    ax.set_ylabel("samples at or below (%)")
+    ax.set_ylim(0, 102)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig

@@ -410,3 +410,58 @@ def render_buildout_html(plan, title: str | None = None) -> str:
                 + "".join(f"<li>{_e(x)}</li>" for x in d["assumptions"]) + "</ul></section>")
     body.append('<section id="checks"><h2>Checks</h2>' + table_html(d["checks"]) + "</section>")
     return _document(f"planner report: {name}", f"build-out, status: {plan.status}", body)
+
+
+# ---- the sweep report ---------------------------------------------------------------------------------------------
+SWEEP_ROWS_SHOWN = 200
+
+
+def render_sweep_html(table, robust: dict | None = None, title: str = "sweep") -> str:
+    """A sweep as one self-contained page: the answer in words, the tornado (what moves the cost most), how often
+    each system is in the plan, the base plan's regret beside the robust fleet's, and the variants' table."""
+    import polars as pl
+
+    from planner.report import charts
+    from planner.sweep.report import axis_columns, regret_unit, sensitivity, summary_lines, system_shares
+
+    lines = summary_lines(table, robust)[:-1]
+    body = [f'<section id="answer"><h2>The answer</h2><p class="lead">{_e(lines[0])}</p><ul>'
+            + "".join(f"<li>{_e(x.strip())}</li>" for x in lines[1:]) + "</ul></section>"]
+    tornado = sensitivity(table, axis_columns(table))
+    body.append('<section id="tornado"><h2>What moves the cost most</h2>'
+                + (_chart(charts.tornado_figure(tornado, "mean yearly cost, lower half -> upper half of each axis"))
+                   + table_html(tornado) if tornado else
+                   '<p class="muted">(no numeric axis splits the solved variants into two halves)</p>')
+                + "</section>")
+    shares = system_shares(table)
+    body.append('<section id="systems"><h2>How often each system is in the plan</h2>'
+                + (_chart(charts.share_figure(shares, "share of the solved variants whose plan buys it"))
+                   if shares else '<p class="muted">(no variant has a plan)</p>') + "</section>")
+    unit = regret_unit(table)
+    if unit is not None:
+        label = "USD/year" if unit == "usd_per_year" else "W"
+        series = {"base plan": table[f"base_plan_regret_{unit}"].to_list()}
+        if f"robust_plan_regret_{unit}" in table.columns:
+            series["robust plan"] = table[f"robust_plan_regret_{unit}"].to_list()
+        has_any = any(v is not None for vs in series.values() for v in vs)
+        body.append('<section id="regret"><h2>Regret: each plan against each variant\'s own optimum</h2>'
+                    + (_chart(charts.regret_figure(series, "regret across the variants", label)) if has_any else
+                       '<p class="muted">(the base plan has no regret here: it falls short where nothing may be '
+                       'bought late)</p>')
+                    + "</section>")
+    if robust is not None:
+        rows = [{"plan": name.replace("_", " "), **{f"{k}_{unit}": v for k, v in robust[name]["objective"].items()
+                                                     if k != "samples"},
+                 **{f"regret_{k}_{unit}": v for k, v in robust[name]["regret"].items() if k != "samples"},
+                 "samples": robust[name]["regret"]["samples"]} for name in ("base_plan", "robust_plan")]
+        body.append('<section id="robust"><h2>The robust fleet</h2>' + table_html(robust["fleet"])
+                    + table_html(rows) + "</section>")
+    shown = table.head(SWEEP_ROWS_SHOWN)
+    keep = ["variant", *axis_columns(table), "status", "objective_usd_per_year",
+            *[c for c in table.columns if c.startswith(("racks.", "base_plan_", "robust_plan_"))], "error"]
+    note = (f" (the first {SWEEP_ROWS_SHOWN} of {len(table):,}; every row is in sweep.parquet and sweep.csv)"
+            if len(table) > SWEEP_ROWS_SHOWN else "")
+    body.append(f'<section id="variants"><h2>The variants{_e(note)}</h2>'
+                + table_html(shown.select([c for c in keep if c in shown.columns]).to_dicts()) + "</section>")
+    solved = len(table.filter(pl.col("objective_usd_per_year").is_not_null()))
+    return _document(f"planner sweep: {title}", f"{len(table):,} variants, {solved:,} solved", body)

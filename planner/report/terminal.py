@@ -94,6 +94,12 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
     d = plan.to_dict()
     for line in summary_lines(d, reason):
         click.echo(line)
+    if d.get("robust"):
+        from planner.sweep.report import robust_lines
+
+        for line in robust_lines(d["robust"]):
+            click.echo(line)
+        click.echo(f"  this scenario adds {d['robust']['racks_added_for_this_scenario']} racks to the robust fleet")
     if not len(plan.fleet):
         return
     if not detail:

@@ -1,5 +1,6 @@
 """A sweep's table in words and on disk: how many variants solved, the spread of the cost, how often each system is
-in the plan; sweep.parquet (with the sweep's provenance as metadata) and sweep.csv."""
+in the plan, what moves the cost most, the base plan's regret and the robust fleet; sweep.parquet (with the sweep's
+provenance as metadata), sweep.csv and robust.json."""
 
 from __future__ import annotations
 
@@ -8,7 +9,35 @@ from pathlib import Path
 from planner.report.summary import people
 
 
-def summary_lines(table) -> list[str]:
+RESULT_COLUMNS = ("variant", "status", "objective_usd_per_year", "power_mw", "facility_power_mw", "error")
+RESULT_PREFIXES = ("racks.", "cost_usd_per_mtok.", "served_share.", "base_plan_", "robust_plan_")
+
+
+def axis_columns(table) -> list[str]:
+    """The table's axis columns: every column that is not a result."""
+    return [c for c in table.columns if c not in RESULT_COLUMNS and not c.startswith(RESULT_PREFIXES)]
+
+
+def system_shares(table) -> dict[str, float]:
+    """Per system, the share of solved variants whose plan buys it (most often first; never-bought ones left out)."""
+    import polars as pl
+
+    solved = table.filter(pl.col("objective_usd_per_year").is_not_null())
+    if not len(solved):
+        return {}
+    share = {c.removeprefix("racks."): float((solved[c] > 0).mean()) for c in table.columns if c.startswith("racks.")}
+    return {k: v for k, v in sorted(share.items(), key=lambda kv: -kv[1]) if v > 0}
+
+
+def regret_unit(table) -> str | None:
+    """The unit suffix of the table's regret columns (usd_per_year or w), or None without them."""
+    for c in table.columns:
+        if c.startswith("base_plan_regret_"):
+            return c.removeprefix("base_plan_regret_")
+    return None
+
+
+def summary_lines(table, robust: dict | None = None) -> list[str]:
     import polars as pl
 
     n = len(table)
@@ -19,18 +48,18 @@ def summary_lines(table) -> list[str]:
         cost = solved["objective_usd_per_year"]
         lines.append(f"USD/year: min {people(cost.min(), 'USD')}, median {people(cost.median(), 'USD')}, "
                      f"max {people(cost.max(), 'USD')}")
-        racks = [c for c in table.columns if c.startswith("racks.")]
-        share = {c.removeprefix("racks."): float((solved[c] > 0).mean()) for c in racks}
-        used = {k: v for k, v in sorted(share.items(), key=lambda kv: -kv[1]) if v > 0}
+        used = system_shares(table)
         lines.append("in the plan: " + (", ".join(f"{k} {100 * v:.3g}%" for k, v in used.items()) or "no system"))
-    axes = [c for c in table.columns if c not in ("variant", "status", "objective_usd_per_year", "power_mw",
-                                                   "facility_power_mw", "error") and "." in c
-            and not c.startswith(("racks.", "cost_usd_per_mtok.", "served_share."))]
-    tornado = sensitivity(table, axes)
+    tornado = sensitivity(table, axis_columns(table))
     if tornado:
         lines.append("what moves the cost most (mean USD/year, lower half of an axis's values -> upper half): "
                      + "; ".join(f"{r['axis']} {people(r['low_half_usd_per_year'], 'USD')} -> "
                                  f"{people(r['high_half_usd_per_year'], 'USD')}" for r in tornado[:5]))
+    unit = regret_unit(table)
+    if unit is not None and len(solved):
+        lines.append(base_regret_line(solved, unit))
+    if robust is not None:
+        lines += robust_lines(robust)
     failed = table.filter(pl.col("error").is_not_null())
     if len(failed):
         lines.append(f"first not solved: variant {failed['variant'][0]}: {failed['error'][0]}")
@@ -38,8 +67,53 @@ def summary_lines(table) -> list[str]:
     return lines
 
 
-def write_sweep(table, out: Path, sweep_file) -> None:
-    """sweep.parquet (metadata: the sweep file, planner and catalog versions) and sweep.csv, each atomically."""
+def _amount(x, unit: str) -> str:
+    if x is None:
+        return "-"
+    return people(x, "USD") + "/year" if unit == "usd_per_year" else people(x / 1e6, "MW") + " IT"
+
+
+def base_regret_line(solved, unit: str) -> str:
+    """The base plan in words: how often its racks serve a variant as bought, and its regret's spread."""
+    from planner.sweep.robust import distribution
+
+    serves = solved["base_plan_serves"].drop_nulls()
+    regret = distribution(solved[f"base_plan_regret_{unit}"].to_list())
+    text = (f"the base plan's racks serve {100 * float(serves.mean()):.3g}% of the solved variants as bought"
+            if len(serves) else "the base scenario has no plan")
+    if regret["samples"]:
+        what = "yearly cost" if unit == "usd_per_year" else "IT power"
+        text += (f"; its regret (its {what} less each variant's optimum, over {regret['samples']}"
+                 f" variants): mean {_amount(regret['mean'], unit)}, p90 {_amount(regret['p90'], unit)}, "
+                 f"max {_amount(regret['max'], unit)}")
+    elif len(serves):
+        text += "; no regret where it falls short (no late racks: set robustness.late_premium to price them)"
+    return text
+
+
+def robust_lines(robust: dict) -> list[str]:
+    """The robust fleet in words: what it buys beside the base plan, and both plans' objective and regret."""
+    unit = robust["unit"]
+    late = robust["late_premium"]
+    buys = ", ".join(f"{r['robust_racks']} x {r['hardware']} (base {r['base_racks']})" for r in robust["fleet"])
+    s = robust["solver"]
+    lines = [f"robust fleet ({robust['statistic']} over {robust['samples']} variants, "
+             + ("no late racks" if late is None else f"late racks at +{100 * late:.3g}%")
+             + f"): {buys}; {robust['statistic']} {_amount(robust['robust_value'], unit)}"
+             + f" ({s['name']} {s['status']}, gap {100 * (s['relative_gap'] or 0):.2g}%)"]
+    for name in ("base_plan", "robust_plan"):
+        d = robust[name]
+        if d["regret"]["samples"]:
+            lines.append(f"  {name.replace('_', ' ')}: mean {_amount(d['objective']['mean'], unit)}, p90 "
+                         f"{_amount(d['objective']['p90'], unit)}; regret mean {_amount(d['regret']['mean'], unit)}, "
+                         f"p90 {_amount(d['regret']['p90'], unit)}, max {_amount(d['regret']['max'], unit)} "
+                         f"(over {d['regret']['samples']} variants)")
+    return lines
+
+
+def write_sweep(table, out: Path, sweep_file, robust: dict | None = None) -> None:
+    """sweep.parquet (metadata: the sweep file, planner and catalog versions) and sweep.csv, each atomically; with a
+    robust fleet, robust.json (its summary)."""
     import io
 
     from planner import __version__, catalog
@@ -52,6 +126,10 @@ def write_sweep(table, out: Path, sweep_file) -> None:
                                        "planner.catalog_version": catalog.CATALOG_VERSION})
     atomic_write(out / "sweep.parquet", buf.getvalue())
     atomic_write(out / "sweep.csv", spreadsheet_safe(table).write_csv().encode("utf-8"))
+    if robust is not None:
+        from planner.report.render import to_json
+
+        atomic_write(out / "robust.json", (to_json(robust) + "\n").encode("utf-8"))
 
 
 def sensitivity(table, axes: list[str]) -> list[dict]:

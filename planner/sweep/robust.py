@@ -43,7 +43,8 @@ def statistic_name(percentile: float | None) -> str:
 @dataclass(frozen=True)
 class BaseFleet:
     """The base plan's racks (in the order of its hardware ids) and, where every variant reuses its options, its
-    replicas; what each sample's regret starts from."""
+    replicas; what each sample's regret starts from. ``late_premium``: what a rack bought late costs extra (None:
+    no late racks)."""
 
     hardware: tuple
     racks: np.ndarray
@@ -52,42 +53,47 @@ class BaseFleet:
     solver: str
     time_limit_s: float
     relative_gap: float
+    late_premium: float | None = None
 
 
-def base_fleet_of(plan, reuse: bool) -> BaseFleet:
+def base_fleet_of(plan, reuse: bool, late_premium: float | None) -> BaseFleet:
     sol, built = plan.solution, plan.built
     settings = built.scenario.solver
     return BaseFleet(tuple(h.id for h in built.hardware), np.asarray(sol.racks, dtype=float),
                      np.asarray(sol.replicas, dtype=float) if reuse else None, built.problem.objective,
-                     settings.name, settings.time_limit_s, settings.relative_gap)
+                     settings.name, settings.time_limit_s, settings.relative_gap, late_premium)
 
 
 def base_plan_columns(plan, base: BaseFleet | None, unit: str) -> dict:
-    """``base_plan_<unit>`` (the base plan's racks kept, topped up where the sample needs more),
-    ``base_plan_added_racks`` and ``base_plan_regret_<unit>`` of one solved variant; nulls where it has none."""
+    """The base plan in one solved variant: ``base_plan_serves`` (its racks as bought serve the variant),
+    ``base_plan_added_racks`` (the fewest-cost racks it would add), and ``base_plan_<unit>`` and
+    ``base_plan_regret_<unit>`` (its value less the variant's optimum): as bought where it serves; with a late
+    premium, topped up at that premium where it does not; else null."""
     from solvers import milp
     from solvers.robust import topped_up
     from solvers.vocabulary import HAS_PLAN
 
-    out = {f"base_plan_{unit}": None, "base_plan_added_racks": None, f"base_plan_regret_{unit}": None}
+    out = {"base_plan_serves": None, "base_plan_added_racks": None, f"base_plan_{unit}": None,
+           f"base_plan_regret_{unit}": None}
     if base is None or plan is None or plan.solution is None:
         return out
     problem = plan.built.problem
     if problem.objective != base.objective or tuple(h.id for h in plan.built.hardware) != base.hardware:
         return out
-    value, added = None, None
+    value = added = None
     if base.replicas is not None and len(base.replicas) == problem.n_columns and problem.objective != "max_revenue":
         ev = milp.evaluate(problem, base.racks, base.replicas)  # the base plan as it stands, no solve
         if not ev.violations:
             value, added = ev.objective, 0
     if value is None:
-        sol = topped_up(problem, base.racks, base.solver, base.time_limit_s, base.relative_gap)
+        premium = base.late_premium or 0.0
+        sol = topped_up(problem, base.racks, base.solver, base.time_limit_s, base.relative_gap, premium)
         if sol.status in HAS_PLAN and not sol.violations:
-            value, added = sol.objective, int(round(float(np.sum(sol.racks - base.racks))))
-    if value is None:
-        return out
-    out.update({f"base_plan_{unit}": value, "base_plan_added_racks": added,
-                f"base_plan_regret_{unit}": value - plan.solution.objective})
+            added = int(round(float(np.sum(sol.racks - base.racks))))
+            value = sol.objective if added == 0 or base.late_premium is not None else None
+    out.update({"base_plan_serves": added == 0 if added is not None else False, "base_plan_added_racks": added})
+    if value is not None:
+        out.update({f"base_plan_{unit}": value, f"base_plan_regret_{unit}": value - plan.solution.objective})
     return out
 
 
@@ -100,12 +106,13 @@ class RobustOutcome:
     optimum: np.ndarray
     hardware: list
     percentile: float | None
+    late_premium: float | None = None
 
 
 def robust_fleet(problems: dict, optima: dict, hardware: list, percentile: float | None, solver: str,
-                 time_limit_s: float, relative_gap: float) -> RobustOutcome:
+                 time_limit_s: float, relative_gap: float, late_premium: float | None = None) -> RobustOutcome:
     """The fleet of least mean (or percentile) objective that serves every solved variant (``problems``: variant ->
-    its FleetProblem), each weighted equally."""
+    its FleetProblem), each weighted equally; with ``late_premium``, a variant may add racks at that premium."""
     from planner.errors import InfeasibleError, PlannerError
     from solvers.robust import RobustProblem, optimize
     from solvers.vocabulary import HAS_PLAN
@@ -116,29 +123,36 @@ def robust_fleet(problems: dict, optima: dict, hardware: list, percentile: float
     if len(used) > MAX_ROBUST_SAMPLES:
         raise InputError(f"{len(used)} solved variants; a robust fleet takes at most {MAX_ROBUST_SAMPLES} samples "
                          f"(every sample's options are in one MILP): lower samples.n", field="samples.n")
-    problem = RobustProblem([problems[v] for v in used], percentile=percentile)
+    try:
+        problem = RobustProblem([problems[v] for v in used], percentile=percentile, late_premium=late_premium)
+    except ValueError as exc:
+        raise InputError(str(exc).removeprefix("invalid RobustProblem: "), field="robustness") from None
     sol = optimize(problem, solver, time_limit_s, relative_gap)
     if sol.status == "infeasible":
         raise InfeasibleError(f"no one fleet serves all {len(used)} solved variants within each one's site limits "
                               f"(a variant's power budget or rack limit is below what another's demand needs); "
-                              f"narrow the axes that tighten the site")
+                              f"narrow the axes that tighten the site"
+                              + ("" if late_premium is not None else ", or allow late racks (robustness.late_premium)"))
     if sol.status not in HAS_PLAN or sol.violations:
         raise PlannerError(f"the robust fleet's solve ended {sol.status} within {time_limit_s:g} s"
                            + (f" ({'; '.join(sol.violations[:3])})" if sol.violations else "")
-                           + "; raise solver.time_limit_s or use fewer samples")
-    return RobustOutcome(sol, used, np.array([optima[v] for v in used]), list(hardware), percentile)
+                           + "; raise robustness.time_limit_s or use fewer samples")
+    return RobustOutcome(sol, used, np.array([optima[v] for v in used]), list(hardware), percentile, late_premium)
 
 
 def robust_columns(table, outcome: RobustOutcome, unit: str):
-    """The sweep table with ``robust_plan_<unit>`` and ``robust_plan_regret_<unit>`` (null where a variant was not
-    a sample)."""
+    """The sweep table with ``robust_plan_<unit>``, ``robust_plan_regret_<unit>`` and ``robust_plan_late_racks``
+    (racks the variant adds late; 0 without a late premium), null where a variant was not a sample."""
     import polars as pl
 
-    value = dict(zip(outcome.variants, outcome.solution.sample_objective.tolist()))
-    regret = dict(zip(outcome.variants, (outcome.solution.sample_objective - outcome.optimum).tolist()))
+    sol = outcome.solution
+    value = dict(zip(outcome.variants, sol.sample_objective.tolist()))
+    regret = dict(zip(outcome.variants, (sol.sample_objective - outcome.optimum).tolist()))
+    late = dict(zip(outcome.variants, np.rint(sol.late.sum(axis=1)).astype(int).tolist()))
     return table.with_columns(
         pl.Series(f"robust_plan_{unit}", [value.get(v) for v in table["variant"]], dtype=pl.Float64),
-        pl.Series(f"robust_plan_regret_{unit}", [regret.get(v) for v in table["variant"]], dtype=pl.Float64))
+        pl.Series(f"robust_plan_regret_{unit}", [regret.get(v) for v in table["variant"]], dtype=pl.Float64),
+        pl.Series("robust_plan_late_racks", [late.get(v) for v in table["variant"]], dtype=pl.Int64))
 
 
 def distribution(values) -> dict:
@@ -168,10 +182,12 @@ def robust_summary(table, outcome: RobustOutcome, base: BaseFleet | None, unit: 
     base_racks = dict(zip(base.hardware, base.racks.tolist())) if base is not None else {}
     fleet = [{"hardware": h, "base_racks": int(base_racks.get(h, 0)), "robust_racks": int(sol.racks[i])}
              for i, h in enumerate(outcome.hardware) if sol.racks[i] > 0 or base_racks.get(h, 0) > 0]
-    served_as_bought = (float((both["base_plan_added_racks"] == 0).mean()) if len(both) else None)
+    served = rows.filter(pl.col("base_plan_serves").is_not_null()) if "base_plan_serves" in rows.columns else rows
+    served_as_bought = float(served["base_plan_serves"].mean()) if len(served) and base is not None else None
     return {
         "statistic": statistic_name(outcome.percentile),
         "unit": unit,
+        "late_premium": outcome.late_premium,
         "samples": len(outcome.variants),
         "variants_without_plan": int(len(table) - len(outcome.variants)),
         "robust_value": sol.value,
@@ -186,3 +202,60 @@ def robust_summary(table, outcome: RobustOutcome, base: BaseFleet | None, unit: 
         "robust_plan": {"objective": distribution([robust_value[v] for v in shared]),
                         "regret": distribution([robust_regret[v] for v in shared])},
     }
+
+
+def solve_robust(scenario, samples_file, statistic: str = "mean", engine: str = "local", address: str | None = None,
+                 workers: int | None = None, progress=None):
+    """``planner solve SCENARIO --robust STAT --samples SWEEP.yaml``: the robust fleet over the sweep file's
+    samples of ``scenario`` (its axes applied to this scenario, its ``base`` ignored), as a Plan of the scenario
+    itself: the robust racks kept, operated as well as they can be, topped up (at the late premium, else at cost)
+    where the scenario needs more. ``Plan.robust`` carries the summary (INTERFACE.md 2.9)."""
+    import dataclasses
+
+    from planner.errors import PlannerError
+    from planner.fleet.check import check
+    from planner.fleet.plan import extract_plan
+    from planner.sweep.run import sweep
+    from solvers import milp
+    from solvers.vocabulary import HAS_PLAN
+
+    outcome = sweep(samples_file, engine, address, workers, progress, regret=True, robust=statistic,
+                    base_scenario=scenario)
+    if outcome.base_plan is None:
+        from planner.errors import InfeasibleError
+
+        raise InfeasibleError(f"{scenario.name} itself has no feasible plan, so no robust plan of it either "
+                              f"(planner solve without --robust says why)")
+    built = outcome.base_plan.built
+    res = outcome.robust_outcome
+    index = {h: i for i, h in enumerate(res.hardware)}
+    racks = np.zeros(built.problem.n_hardware)
+    for i, h in enumerate(built.hardware):
+        racks[i] = res.solution.racks[index[h.id]]
+    premium = res.late_premium or 0.0
+    s = scenario.solver
+    from solvers.robust import topped_up
+
+    sol = topped_up(built.problem, racks, s.name, s.time_limit_s, s.relative_gap, premium)
+    if sol.status not in HAS_PLAN or sol.violations:
+        raise PlannerError(f"the robust fleet could not be operated on {scenario.name} itself ({sol.status}"
+                           f"{': ' + sol.detail if sol.detail else ''})")
+    # The plan is the robust racks (and any added) on this scenario: its objective is theirs, at cost; its bound is
+    # the scenario's own (the plain solve's), so the gap says how far holding up over the samples is from the
+    # cheapest fleet for this scenario alone.
+    cost = milp.evaluate(built.problem, sol.racks, sol.replicas).objective if built.problem.objective != "max_revenue" \
+        else sol.objective
+    bound = min(float(outcome.base_plan.solution.best_bound), cost)
+    sol = dataclasses.replace(sol, status="feasible", objective=cost, best_bound=bound,
+                              relative_gap=(cost - bound) / max(abs(cost), 1e-9), tie_break="",
+                              detail=f"the robust fleet ({outcome.robust['statistic']} over the samples) kept; "
+                                     "the bound is this scenario's own optimum's")
+    plan = extract_plan(built, sol)
+    plan.checks = check(plan)
+    failed = [c for c in plan.checks if not c["ok"]]
+    if failed:
+        raise PlannerError("bug: the robust plan fails its own check: "
+                           + "; ".join(c["check"] + ": " + c["detail"] for c in failed[:5]))
+    added = int(round(float(np.sum(sol.racks - racks))))
+    plan.robust = {**outcome.robust, "racks_added_for_this_scenario": added}
+    return plan

@@ -23,6 +23,7 @@ OPTION_FREE = ("finance.*", "site.*", "prices_usd_per_mtok*", "objective", "solv
                "hardware.min_racks*", "hardware.max_platforms", "hardware.overrides.*.capex_usd",
                "workloads.*.requests_per_s", "workloads.*.peak_to_mean", "workloads.*.price_usd_per_mtok")
 ENGINES = ("local", "ray")
+ROBUST_MIN_SECONDS = 60.0  # the robust fleet's default time limit is the base scenario's, at least this
 
 
 def reuses_options(paths: list[str]) -> bool:
@@ -195,6 +196,10 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     if base.periods:
         raise InputError("sweeps of build-outs over periods are not supported yet; sweep a single-period scenario",
                          field="base")
+    late_premium = spec.robustness.late_premium
+    if late_premium is not None and base.objective == "min_power":
+        raise InputError("a late premium needs a cost objective (min_cost or max_revenue): a rack bought late draws "
+                         "the same power", field="robustness.late_premium")
     axes, settings = resolve_axes(spec, base)
     drawn = variants(axes, spec.samples.method, spec.samples.n, spec.samples.seed)
     if drawn:  # a bad value fails here once, naming its axis, rather than in every variant
@@ -209,7 +214,7 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
         unit = R.objective_unit(base.objective)
         try:
             base_plan = solve(base, options_from=shared)
-            base_fleet = R.base_fleet_of(base_plan, reuse)
+            base_fleet = R.base_fleet_of(base_plan, reuse, late_premium)
         except InfeasibleError:
             base_plan = None  # no base plan: its regret columns stay null
     hardware = sorted(base.resolved_hardware())
@@ -226,9 +231,11 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     outcome = SweepOutcome(table, base_plan=base_plan)
     if robust is not None:
         kept = {k: v for _, part in parts for k, v in part.items()}
-        s = base.solver
+        r = spec.robustness
+        limit = r.time_limit_s or max(ROBUST_MIN_SECONDS, base.solver.time_limit_s)
+        gap = base.solver.relative_gap if r.relative_gap is None else r.relative_gap
         res = R.robust_fleet({k: p for k, (p, _) in kept.items()}, {k: f for k, (_, f) in kept.items()}, hardware,
-                             percentile, s.name, s.time_limit_s, s.relative_gap)
+                             percentile, r.solver, limit, gap, late_premium)
         outcome.table = R.robust_columns(table, res, unit)
         outcome.robust = R.robust_summary(outcome.table, res, base_fleet, unit)
         outcome.robust_outcome = res

@@ -84,10 +84,25 @@ class Samples(_Strict):
         return self
 
 
+class Robustness(_Strict):
+    late_premium: Annotated[float, Ge(0)] | None = Field(
+        None, description="a rack bought once a variant is known costs (1 + this) x its price (e.g. 0.3 for "
+        "expediting, or renting the shortfall); absent: no late racks, a fleet must serve as bought")
+    solver: Literal["scip", "highs", "cp-sat"] = Field(
+        "scip", description="the robust fleet's solver (its percentile rows are big-M rows, which SCIP proves "
+        "where HiGHS stalls: docs/PERFORMANCE.md)")
+    time_limit_s: Annotated[float, Gt(0)] | None = Field(
+        None, description="the robust fleet's time limit [default: the base scenario's, at least 60 s]")
+    relative_gap: Annotated[float, Ge(0), Le(1)] | None = Field(
+        None, description="the robust fleet's gap [default: the base scenario's]")
+
+
 class SweepSpec(_Strict):
     base: str = Field(description="the base scenario, a path relative to the sweep file")
     axes: list[Axis] = Field(min_length=1, description="what varies")
     samples: Samples = Field(default_factory=Samples, description="how the variants are drawn")
+    robustness: Robustness = Field(default_factory=lambda: Robustness(),
+                                   description="how regret and robust fleets are computed")
 
     @model_validator(mode="after")
     def _unique(self) -> SweepSpec:

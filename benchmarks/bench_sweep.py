@@ -1,6 +1,7 @@
 """Speed of sweeps (issue 15): N price-and-budget variants of a shipped scenario on the local engine (the issue asks
 1,000 in under 3 minutes on the 2-core development machine), and the Ray engine with 1 and 2 workers on a smaller
-sweep, with its overhead per variant against the local engine. `python benchmarks/bench_sweep.py [N] [N_RAY]`."""
+sweep, with its overhead per variant against the local engine; the base plan's regret on and off.
+`python benchmarks/bench_sweep.py [N] [N_RAY]`."""
 
 from __future__ import annotations
 
@@ -41,7 +42,11 @@ def main() -> None:
         wall, table = timed(big, workers=2)
         out["local_2_workers"] = {"variants": n, "wall_s": wall, "per_variant_s": wall / n,
                                   "solved": int((table["status"] == "optimal").sum())}
-        print(f"local, 2 workers: {n} variants in {wall:.1f} s ({1e3 * wall / n:.0f} ms each)")
+        print(f"local, 2 workers: {n} variants in {wall:.1f} s ({1e3 * wall / n:.0f} ms each), with the base plan's "
+              f"regret in each")
+        bare, _ = timed(big, workers=2, regret=False)
+        out["local_2_workers_no_regret"] = {"variants": n, "wall_s": bare}
+        print(f"local, 2 workers, --no-regret: {n} variants in {bare:.1f} s (regret costs {wall / bare - 1:+.0%})")
         local_small, reference = timed(small, workers=2)
         try:
             import ray

@@ -278,3 +278,28 @@ def test_robustness_errors_name_their_field(tmp_path):
 
     with pytest.raises(InputError, match="cost objective"):
         sweep(power, workers=1, base_scenario=load_scenario(BASE).with_({"objective": "min_power"}))
+
+
+def test_a_build_out_sweeps_its_present_cost_and_first_order(tmp_path):
+    from tests.test_buildout import GROW
+
+    base = tmp_path / "grow.yaml"
+    base.write_text(GROW)
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"base: {base}\naxes:\n  - {{path: hardware.price_decline_per_year, values: [0.0, 0.3]}}\n")
+    table = run_sweep(path, workers=1)
+    assert table["status"].to_list() == ["optimal", "optimal"]
+    assert {"net_present_cost_usd", "myopic_net_present_cost_usd", "first_order.hgx-h100"} <= set(table.columns)
+    assert not any(c.startswith(("base_plan_", "objective_")) for c in table.columns)
+    flat, falling = table["net_present_cost_usd"].to_list()
+    assert falling < flat  # racks that get cheaper each year make the same build-out cheaper
+    for row in table.iter_rows(named=True):
+        assert row["net_present_cost_usd"] <= row["myopic_net_present_cost_usd"] * (1 + 1e-3)
+    from planner.sweep.report import summary_lines
+
+    lines = summary_lines(table)
+    assert lines[1].startswith("USD of present cost") and "in the first order" in lines[2]
+    from planner.sweep.run import sweep
+
+    with pytest.raises(InputError, match="robust fleets of build-outs"):
+        sweep(path, workers=1, robust="mean")

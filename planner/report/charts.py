@@ -257,15 +257,15 @@ def buildout_figure(periods: list[dict], title: str):
     return fig
 
 
-def tornado_figure(rows: list[dict], title: str, unit_label: str = "USD/year"):
+def tornado_figure(rows: list[dict], title: str, unit_label: str = "USD/year", unit: str = "usd_per_year"):
     """A tornado: per axis (widest first, top), a bar from the mean objective of the variants in the lower half of
     its values to that of the upper half (``planner.sweep.report.sensitivity``), about their overall mean."""
     plt = _plt()
     rows = rows[:12]
     fig, ax = plt.subplots(figsize=(9, 0.45 * max(len(rows), 2) + 1.4), layout="constrained")
     names = [r["axis"] for r in rows][::-1]
-    lows = [r["low_half_usd_per_year"] for r in rows][::-1]
-    highs = [r["high_half_usd_per_year"] for r in rows][::-1]
+    lows = [r[f"low_half_{unit}"] for r in rows][::-1]
+    highs = [r[f"high_half_{unit}"] for r in rows][::-1]
     for i, (lo, hi) in enumerate(zip(lows, highs)):
         left, right = min(lo, hi), max(lo, hi)
         ax.barh(i, right - left, left=left, color="#1f77b4" if hi >= lo else "#d62728", height=0.6)

@@ -422,20 +422,23 @@ def render_sweep_html(table, robust: dict | None = None, title: str = "sweep") -
     import polars as pl
 
     from planner.report import charts
-    from planner.sweep.report import axis_columns, regret_unit, sensitivity, summary_lines, system_shares
+    from planner.sweep.report import (axis_columns, cost_column, cost_label, cost_unit, regret_unit, sensitivity,
+                                      summary_lines, system_shares)
 
     lines = summary_lines(table, robust)[:-1]
     body = [f'<section id="answer"><h2>The answer</h2><p class="lead">{_e(lines[0])}</p><ul>'
             + "".join(f"<li>{_e(x.strip())}</li>" for x in lines[1:]) + "</ul></section>"]
     tornado = sensitivity(table, axis_columns(table))
     body.append('<section id="tornado"><h2>What moves the cost most</h2>'
-                + (_chart(charts.tornado_figure(tornado, "mean yearly cost, lower half -> upper half of each axis"))
+                + (_chart(charts.tornado_figure(tornado, "mean cost, lower half -> upper half of each axis",
+                                                cost_label(table), cost_unit(table)))
                    + table_html(tornado) if tornado else
                    '<p class="muted">(no numeric axis splits the solved variants into two halves)</p>')
                 + "</section>")
     shares = system_shares(table)
     body.append('<section id="systems"><h2>How often each system is in the plan</h2>'
-                + (_chart(charts.share_figure(shares, "share of the solved variants whose plan buys it"))
+                + (_chart(charts.share_figure(shares, "share of the solved variants whose plan buys it"
+                                              + ("" if cost_unit(table) == "usd_per_year" else " in its first order")))
                    if shares else '<p class="muted">(no variant has a plan)</p>') + "</section>")
     unit = regret_unit(table)
     if unit is not None:
@@ -457,11 +460,12 @@ def render_sweep_html(table, robust: dict | None = None, title: str = "sweep") -
         body.append('<section id="robust"><h2>The robust fleet</h2>' + table_html(robust["fleet"])
                     + table_html(rows) + "</section>")
     shown = table.head(SWEEP_ROWS_SHOWN)
-    keep = ["variant", *axis_columns(table), "status", "objective_usd_per_year",
-            *[c for c in table.columns if c.startswith(("racks.", "base_plan_", "robust_plan_"))], "error"]
+    keep = ["variant", *axis_columns(table), "status", cost_column(table),
+            *[c for c in table.columns if c.startswith(("racks.", "first_order.", "base_plan_", "robust_plan_"))],
+            "error"]
     note = (f" (the first {SWEEP_ROWS_SHOWN} of {len(table):,}; every row is in sweep.parquet and sweep.csv)"
             if len(table) > SWEEP_ROWS_SHOWN else "")
     body.append(f'<section id="variants"><h2>The variants{_e(note)}</h2>'
                 + table_html(shown.select([c for c in keep if c in shown.columns]).to_dicts()) + "</section>")
-    solved = len(table.filter(pl.col("objective_usd_per_year").is_not_null()))
+    solved = len(table.filter(pl.col(cost_column(table)).is_not_null()))
     return _document(f"planner sweep: {title}", f"{len(table):,} variants, {solved:,} solved", body)

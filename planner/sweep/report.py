@@ -9,8 +9,23 @@ from pathlib import Path
 from planner.report.summary import people
 
 
-RESULT_COLUMNS = ("variant", "status", "objective_usd_per_year", "power_mw", "facility_power_mw", "error")
-RESULT_PREFIXES = ("racks.", "cost_usd_per_mtok.", "served_share.", "base_plan_", "robust_plan_")
+RESULT_COLUMNS = ("variant", "status", "objective_usd_per_year", "power_mw", "facility_power_mw", "error",
+                  "net_present_cost_usd", "myopic_net_present_cost_usd")
+RESULT_PREFIXES = ("racks.", "cost_usd_per_mtok.", "served_share.", "base_plan_", "robust_plan_", "first_order.")
+
+
+def cost_column(table) -> str:
+    """The cost every summary ranks by: the yearly cost, or a build-out's expected net present cost."""
+    return "objective_usd_per_year" if "objective_usd_per_year" in table.columns else "net_present_cost_usd"
+
+
+def cost_unit(table) -> str:
+    """The unit suffix of the tornado's keys: usd_per_year, or usd for a build-out's present cost."""
+    return "usd_per_year" if cost_column(table) == "objective_usd_per_year" else "usd"
+
+
+def cost_label(table) -> str:
+    return "USD/year" if cost_column(table) == "objective_usd_per_year" else "USD of present cost"
 
 
 def axis_columns(table) -> list[str]:
@@ -19,13 +34,15 @@ def axis_columns(table) -> list[str]:
 
 
 def system_shares(table) -> dict[str, float]:
-    """Per system, the share of solved variants whose plan buys it (most often first; never-bought ones left out)."""
+    """Per system, the share of solved variants whose plan buys it (a build-out's: in its first order; most often
+    first; never-bought ones left out)."""
     import polars as pl
 
-    solved = table.filter(pl.col("objective_usd_per_year").is_not_null())
+    solved = table.filter(pl.col(cost_column(table)).is_not_null())
     if not len(solved):
         return {}
-    share = {c.removeprefix("racks."): float((solved[c] > 0).mean()) for c in table.columns if c.startswith("racks.")}
+    prefix = "racks." if cost_column(table) == "objective_usd_per_year" else "first_order."
+    share = {c.removeprefix(prefix): float((solved[c] > 0).mean()) for c in table.columns if c.startswith(prefix)}
     return {k: v for k, v in sorted(share.items(), key=lambda kv: -kv[1]) if v > 0}
 
 
@@ -43,18 +60,20 @@ def summary_lines(table, robust: dict | None = None) -> list[str]:
     n = len(table)
     counts = table.group_by("status").len().sort("status").to_dicts()
     lines = [f"{n:,} variants: " + ", ".join(f"{c['len']:,} {c['status']}" for c in counts)]
-    solved = table.filter(pl.col("objective_usd_per_year").is_not_null())
+    column, label = cost_column(table), cost_label(table)
+    solved = table.filter(pl.col(column).is_not_null())
     if len(solved):
-        cost = solved["objective_usd_per_year"]
-        lines.append(f"USD/year: min {people(cost.min(), 'USD')}, median {people(cost.median(), 'USD')}, "
+        cost = solved[column]
+        lines.append(f"{label}: min {people(cost.min(), 'USD')}, median {people(cost.median(), 'USD')}, "
                      f"max {people(cost.max(), 'USD')}")
         used = system_shares(table)
-        lines.append("in the plan: " + (", ".join(f"{k} {100 * v:.3g}%" for k, v in used.items()) or "no system"))
+        where = "in the plan" if column == "objective_usd_per_year" else "in the first order"
+        lines.append(f"{where}: " + (", ".join(f"{k} {100 * v:.3g}%" for k, v in used.items()) or "no system"))
     tornado = sensitivity(table, axis_columns(table))
     if tornado:
-        lines.append("what moves the cost most (mean USD/year, lower half of an axis's values -> upper half): "
-                     + "; ".join(f"{r['axis']} {people(r['low_half_usd_per_year'], 'USD')} -> "
-                                 f"{people(r['high_half_usd_per_year'], 'USD')}" for r in tornado[:5]))
+        lines.append(f"what moves the cost most (mean {label}, lower half of an axis's values -> upper half): "
+                     + "; ".join(f"{r['axis']} {people(r['low_half_' + cost_unit(table)], 'USD')} -> "
+                                 f"{people(r['high_half_' + cost_unit(table)], 'USD')}" for r in tornado[:5]))
     unit = regret_unit(table)
     if unit is not None and len(solved):
         lines.append(base_regret_line(solved, unit))
@@ -133,21 +152,22 @@ def write_sweep(table, out: Path, sweep_file, robust: dict | None = None) -> Non
 
 
 def sensitivity(table, axes: list[str]) -> list[dict]:
-    """A tornado's rows, widest first: for each axis, the mean yearly cost of the solved variants in the lower and
-    the upper half of its values (the axis's main effect over the other axes' spread), and their difference."""
+    """A tornado's rows, widest first: for each axis, the mean cost (``low_half_<unit>``, ``high_half_<unit>`` and
+    ``swing_<unit>``: usd_per_year, or usd for a build-out's present cost) of the solved variants in the lower and the upper half of its values (the axis's
+    main effect over the other axes' spread), and their difference."""
     import polars as pl
 
-    solved = table.filter(pl.col("objective_usd_per_year").is_not_null())
+    column, unit = cost_column(table), cost_unit(table)
+    solved = table.filter(pl.col(column).is_not_null())
     rows = []
     for axis in axes:
         if axis not in solved.columns or not len(solved) or not solved[axis].dtype.is_numeric():
             continue
         middle = solved[axis].median()
-        low = solved.filter(pl.col(axis) < middle)["objective_usd_per_year"]
-        high = solved.filter(pl.col(axis) > middle)["objective_usd_per_year"]
+        low = solved.filter(pl.col(axis) < middle)[column]
+        high = solved.filter(pl.col(axis) > middle)[column]
         if not len(low) or not len(high):
             continue
-        rows.append({"axis": axis, "low_half_usd_per_year": float(low.mean()),
-                     "high_half_usd_per_year": float(high.mean()),
-                     "swing_usd_per_year": float(high.mean() - low.mean())})
-    return sorted(rows, key=lambda r: -abs(r["swing_usd_per_year"]))
+        rows.append({"axis": axis, f"low_half_{unit}": float(low.mean()), f"high_half_{unit}": float(high.mean()),
+                     f"swing_{unit}": float(high.mean() - low.mean())})
+    return sorted(rows, key=lambda r: -abs(r[f"swing_{unit}"]))

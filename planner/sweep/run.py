@@ -115,6 +115,8 @@ def row_of(index: int, values: dict, plan=None, status: str = "", error: str | N
     row.update({f"cost_usd_per_mtok.{w}": None for w in workloads})
     row.update({f"served_share.{w}": None for w in workloads})
     solved = plan is not None and plan.status in ("optimal", "feasible", "time_limit")
+    if getattr(plan, "is_buildout", False) or (plan is None and unit == BUILDOUT):
+        return buildout_row_of(index, values, plan if solved else None, row["status"], error, hardware)
     if solved:
         t = plan.totals
         row.update(objective_usd_per_year=plan.objective_usd_per_year, power_mw=t["power_mw"],
@@ -126,6 +128,24 @@ def row_of(index: int, values: dict, plan=None, status: str = "", error: str | N
             row[f"served_share.{w['workload']}"] = w["served_share"]
     if unit is not None:
         row.update(base_plan_columns(plan if solved else None, base, unit))
+    row["error"] = error
+    return row
+
+
+BUILDOUT = "buildout"  # the ``unit`` of a build-out sweep's rows: no regret, the build-out's own columns
+
+
+def buildout_row_of(index: int, values: dict, plan, status: str, error: str | None, hardware) -> dict:
+    """One row of a build-out sweep: the variant, its axis values, the expected net present cost (and the myopic
+    plan's beside it) and the first period's order per system."""
+    row = {"variant": index, **values, "status": status, "net_present_cost_usd": None,
+           "myopic_net_present_cost_usd": None}
+    row.update({f"first_order.{h}": None for h in hardware})
+    if plan is not None:
+        row.update(net_present_cost_usd=plan.net_present_cost_usd,
+                   myopic_net_present_cost_usd=plan.myopic_net_present_cost_usd)
+        order = {r["hardware"]: r["racks"] for r in plan.first_period_order}
+        row.update({f"first_order.{h}": int(order.get(h, 0)) for h in hardware})
     row["error"] = error
     return row
 
@@ -193,9 +213,9 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     percentile = R.parse_statistic(robust) if robust is not None else None
     spec, base_path = load_sweep(path)
     base = base_scenario if base_scenario is not None else load_scenario(base_path)
-    if base.periods:
-        raise InputError("sweeps of build-outs over periods are not supported yet; sweep a single-period scenario",
-                         field="base")
+    if base.periods and robust is not None:
+        raise InputError("robust fleets of build-outs over periods are not supported yet; sweep the build-out "
+                         "without --robust, or a single-period scenario with it", field="--robust")
     late_premium = spec.robustness.late_premium
     if late_premium is not None and base.objective == "min_power":
         raise InputError("a late premium needs a cost objective (min_cost or max_revenue): a rack bought late draws "
@@ -204,13 +224,15 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     drawn = variants(axes, spec.samples.method, spec.samples.n, spec.samples.seed)
     if drawn:  # a bad value fails here once, naming its axis, rather than in every variant
         base.with_(settings_of(base, settings, drawn[0]))
-    reuse = reuses_options([s.path for s in settings if s.path is not None]) and all(
-        s.path is not None for s in settings)
+    reuse = not base.periods and reuses_options([s.path for s in settings if s.path is not None]) and all(
+        s.path is not None for s in settings)  # a build-out scores its own options once per variant
     shared = build_problem(base) if reuse else None  # scored once here, shipped to every worker
     if shared is not None:
         shared.__dict__.pop("inputs", None)  # a cached property: recomputed per variant from its own scenario
     base_plan = base_fleet = unit = None
-    if regret or robust is not None:
+    if base.periods:
+        unit = BUILDOUT  # a build-out's rows: its present costs and first order, no regret (not yet)
+    elif regret or robust is not None:
         unit = R.objective_unit(base.objective)
         try:
             base_plan = solve(base, options_from=shared)

@@ -448,7 +448,7 @@ def check(plan_file, fmt):
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="--engine local: processes [default: one per CPU]")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=str), default=None,
-              help="write sweep.parquet and sweep.csv into this directory")
+              help="write sweep.parquet, sweep.csv, sensitivity.csv, systems.csv (and robust.json) into it")
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="no progress display")
 @click.option("--robust", "robust", default=None, metavar="mean|pNN",
@@ -483,8 +483,8 @@ def sweep(sweep_file, engine, address, workers, out_dir, fmt, quiet, robust, reg
     if out_dir:
         write_sweep(table, Path(out_dir), sweep_file, outcome.robust)
         if not quiet:
-            click.echo(f"wrote {out_dir} (sweep.parquet, sweep.csv{', robust.json' if outcome.robust else ''})",
-                       err=True)
+            click.echo(f"wrote {out_dir} (sweep.parquet, sweep.csv, sensitivity.csv, systems.csv"
+                       f"{', robust.json' if outcome.robust else ''})", err=True)
     if html_path:
         from planner.report import html as html_report
 

@@ -194,3 +194,16 @@ def test_one_sample_is_the_single_period_optimum():
         assert robust.status == single.status
         if single.status == "optimal":
             assert robust.value == pytest.approx(single.objective, rel=1e-6)
+
+
+def test_max_revenue_weighs_each_sample_s_revenue():
+    # 800 units worth 4e6/year in sample a and 1e6 in b; a rack (1e6) serves 400. Racks r: f_a = r - 2r, f_b =
+    # r - r/2 (in 1e6): the mean falls by 0.25e6 a rack, so both racks, f = (-2e6, +1e6)
+    def selling(value: float) -> F.FleetProblem:
+        return dataclasses.replace(one_system(800.0, 1e6), objective="max_revenue", group_value=np.array([value]))
+
+    p = R.RobustProblem([selling(4e6), selling(1e6)])
+    for solver in ("scip", "highs"):
+        sol = R.optimize(p, solver)
+        assert sol.racks.tolist() == [2.0] and sol.violations == ()
+        assert sol.sample_objective.tolist() == pytest.approx([-2e6, 1e6]) and sol.mean == pytest.approx(-0.5e6)

@@ -133,6 +133,11 @@ def test_the_cli_writes_parquet_and_csv(tmp_path):
     assert len(table) == 4 and (tmp_path / "out" / "sweep.csv").is_file()
     meta = pl.read_parquet_metadata(tmp_path / "out" / "sweep.parquet")
     assert meta["planner.sweep"] == str(path)
+    tornado = pl.read_csv(tmp_path / "out" / "sensitivity.csv")
+    assert tornado.columns == ["axis", "low_half_usd_per_year", "high_half_usd_per_year", "swing_usd_per_year"]
+    assert tornado["axis"].to_list() == ["finance.electricity_usd_per_mwh"]  # the budget halves: one side unsolved
+    systems = pl.read_csv(tmp_path / "out" / "systems.csv")
+    assert systems.columns == ["hardware", "share_of_variants"] and systems["share_of_variants"].max() == 1.0
 
 
 def test_the_ray_engine_gives_the_same_table(tmp_path, small_table):
@@ -247,7 +252,7 @@ def test_solve_robust_operates_the_robust_fleet_on_the_scenario(tmp_path, robust
 
     path = sweep_file(tmp_path, ROBUST)
     res = CliRunner().invoke(main, ["solve", str(BASE), "--robust", "mean", "--samples", str(path), "--format",
-                                    "json", "-q"])
+                                    "json", "-q", "--html", str(tmp_path / "plan.html")])
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert all(c["ok"] for c in d["checks"]) and d["robust"]["statistic"] == "mean"
@@ -256,6 +261,7 @@ def test_solve_robust_operates_the_robust_fleet_on_the_scenario(tmp_path, robust
         assert bought.get(f["hardware"], 0) >= f["robust_racks"]
     assert sum(bought.values()) - sum(f["robust_racks"] for f in d["robust"]["fleet"]) == \
         d["robust"]["racks_added_for_this_scenario"]
+    assert 'id="robust"' in (tmp_path / "plan.html").read_text()
     alone = CliRunner().invoke(main, ["solve", str(BASE), "--robust", "mean"])
     assert alone.exit_code == 2 and "--samples" in alone.output
 

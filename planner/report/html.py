@@ -268,6 +268,8 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
                         + table_html([{"workload": k, "why": v} for k, v in plan.unserved.items()]) + "</section>")
         if plan.alternatives is not None and len(plan.alternatives):
             body.append(alternatives_html(plan.alternatives))
+        if getattr(plan, "robust", None):
+            body.append(robust_section(plan.robust))
         body.append('<section id="assumptions"><h2>Assumptions</h2><ul>'
                     + "".join(f"<li>{_e(x)}</li>" for x in d["assumptions"]) + "</ul></section>")
         body.append(f'<section id="provenance"><h2>Provenance</h2>'
@@ -416,6 +418,21 @@ def render_buildout_html(plan, title: str | None = None) -> str:
 SWEEP_ROWS_SHOWN = 200
 
 
+def robust_section(robust: dict) -> str:
+    """The robust fleet beside the base plan: racks per system, and each plan's objective and regret over the
+    samples (``planner.sweep.robust.robust_summary``)."""
+    from planner.sweep.report import robust_lines
+
+    unit = robust["unit"]
+    rows = [{"plan": name.replace("_", " "), **{f"{k}_{unit}": v for k, v in robust[name]["objective"].items()
+                                                 if k != "samples"},
+             **{f"regret_{k}_{unit}": v for k, v in robust[name]["regret"].items() if k != "samples"},
+             "samples": robust[name]["regret"]["samples"]} for name in ("base_plan", "robust_plan")]
+    return ('<section id="robust"><h2>The robust fleet</h2><ul>'
+            + "".join(f"<li>{_e(x.strip())}</li>" for x in robust_lines(robust)[:1]) + "</ul>"
+            + table_html(robust["fleet"]) + table_html(rows) + "</section>")
+
+
 def render_sweep_html(table, robust: dict | None = None, title: str = "sweep") -> str:
     """A sweep as one self-contained page: the answer in words, the tornado (what moves the cost most), how often
     each system is in the plan, the base plan's regret beside the robust fleet's, and the variants' table."""
@@ -453,12 +470,7 @@ def render_sweep_html(table, robust: dict | None = None, title: str = "sweep") -
                        'bought late)</p>')
                     + "</section>")
     if robust is not None:
-        rows = [{"plan": name.replace("_", " "), **{f"{k}_{unit}": v for k, v in robust[name]["objective"].items()
-                                                     if k != "samples"},
-                 **{f"regret_{k}_{unit}": v for k, v in robust[name]["regret"].items() if k != "samples"},
-                 "samples": robust[name]["regret"]["samples"]} for name in ("base_plan", "robust_plan")]
-        body.append('<section id="robust"><h2>The robust fleet</h2>' + table_html(robust["fleet"])
-                    + table_html(rows) + "</section>")
+        body.append(robust_section(robust))
     shown = table.head(SWEEP_ROWS_SHOWN)
     keep = ["variant", *axis_columns(table), "status", cost_column(table),
             *[c for c in table.columns if c.startswith(("racks.", "first_order.", "base_plan_", "robust_plan_"))],

@@ -82,7 +82,8 @@ def summary_lines(table, robust: dict | None = None) -> list[str]:
     failed = table.filter(pl.col("error").is_not_null())
     if len(failed):
         lines.append(f"first not solved: variant {failed['variant'][0]}: {failed['error'][0]}")
-    lines.append("(every row: --format csv|json, or --out DIR for sweep.parquet and sweep.csv)")
+    lines.append("(every row: --format csv|json, or --out DIR for sweep.parquet, sweep.csv, sensitivity.csv and "
+                 "systems.csv)")
     return lines
 
 
@@ -131,8 +132,9 @@ def robust_lines(robust: dict) -> list[str]:
 
 
 def write_sweep(table, out: Path, sweep_file, robust: dict | None = None) -> None:
-    """sweep.parquet (metadata: the sweep file, planner and catalog versions) and sweep.csv, each atomically; with a
-    robust fleet, robust.json (its summary)."""
+    """sweep.parquet (metadata: the sweep file, planner and catalog versions) and sweep.csv, the tornado's rows
+    (sensitivity.csv, where an axis splits the variants) and each system's share of the plans (systems.csv), each
+    atomically; with a robust fleet, robust.json (its summary)."""
     import io
 
     from planner import __version__, catalog
@@ -145,6 +147,14 @@ def write_sweep(table, out: Path, sweep_file, robust: dict | None = None) -> Non
                                        "planner.catalog_version": catalog.CATALOG_VERSION})
     atomic_write(out / "sweep.parquet", buf.getvalue())
     atomic_write(out / "sweep.csv", spreadsheet_safe(table).write_csv().encode("utf-8"))
+    import polars as pl
+
+    tornado = sensitivity(table, axis_columns(table))
+    if tornado:
+        atomic_write(out / "sensitivity.csv", pl.DataFrame(tornado).write_csv().encode("utf-8"))
+    shares = system_shares(table)
+    atomic_write(out / "systems.csv", pl.DataFrame({"hardware": list(shares), "share_of_variants": list(
+        shares.values())}, schema={"hardware": pl.Utf8, "share_of_variants": pl.Float64}).write_csv().encode("utf-8"))
     if robust is not None:
         from planner.report.render import to_json
 

@@ -253,6 +253,8 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     outcome = SweepOutcome(table, base_plan=base_plan)
     if robust is not None:
         kept = {k: v for _, part in parts for k, v in part.items()}
+        if progress:
+            progress(0, 1, f"the robust fleet over {len(kept)} variants ({spec.robustness.solver})")
         r = spec.robustness
         limit = r.time_limit_s or max(ROBUST_MIN_SECONDS, base.solver.time_limit_s)
         gap = base.solver.relative_gap if r.relative_gap is None else r.relative_gap

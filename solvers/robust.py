@@ -358,32 +358,100 @@ def hint_of(problem: RobustProblem, built: RobustModel, sol: RobustSolution) -> 
 MEAN_TIME_SHARE = 0.3  # a percentile's solve first spends this share of its time on the mean, its starting plan
 
 
-def optimize(problem: RobustProblem, solver: str = "scip", time_limit_s: float = 60.0,
-             relative_gap: float = 1e-4) -> RobustSolution:
-    """build -> solve -> extract. A percentile starts from the least-mean fleet (its big-M rows make a poor first
-    plan hard to find), then solves (Q) from it, then (Q2): the lowest mean at that percentile."""
+def known_plan(problem: RobustProblem, racks, replicas, late=None) -> RobustSolution | None:
+    """A fleet found elsewhere (e.g. the base plan, topped up in each sample) as a solution of ``problem``, checked
+    by :func:`evaluate`; None where it breaks a row."""
+    late = np.zeros((problem.n_samples, problem.n_hardware)) if late is None else np.asarray(late, dtype=float)
+    ev = evaluate(problem, racks, replicas, None, late)
+    if ev.violations:
+        return None
+    f = ev.sample_objective
+    return RobustSolution(np.asarray(racks, dtype=float), tuple(np.asarray(x, dtype=float) for x in replicas),
+                          ev.shares, f, ev.value, float(problem.weight @ f), "feasible", -math.inf, math.inf, "",
+                          0.0, (), late)
+
+
+def _better_of(problem: RobustProblem, found: RobustSolution, known: RobustSolution | None) -> RobustSolution:
+    """The solver's plan, or the known one where that is better (or the solver has none), with the solver's bound."""
+    import dataclasses
+
+    if known is None:
+        return found
+    value = sample_statistic(known.sample_objective, problem.weight, problem.percentile)
+    usable = found.status in HAS_PLAN and not found.violations
+    if usable and found.value <= value:
+        return found
+    bound = found.best_bound if usable else -math.inf
+    return dataclasses.replace(known, value=value, best_bound=min(bound, value), status="feasible", solver=found.solver,
+                               relative_gap=abs(value - bound) / max(abs(value), 1e-9),
+                               solve_seconds=found.solve_seconds)
+
+
+RELAXED_TIME_SHARE = 0.25  # the relaxed start may take this share of the time limit
+
+
+def relaxed_start(problem: RobustProblem, solver: str, time_limit_s: float, relative_gap: float):
+    """A known plan from the relaxation: every replica continuous (solved in a fraction of the integer model's
+    time), its fleet then topped up in each sample with whole replicas (at the late premium; without one, by the
+    most any sample adds, kept for all). None where that fails a row."""
     import dataclasses
 
     started = time.perf_counter()
+    relaxed = dataclasses.replace(problem, samples=tuple(
+        dataclasses.replace(p, integer_replicas=np.zeros(p.n_columns, dtype=bool)) for p in problem.samples))
+    sol = optimize(relaxed, solver, RELAXED_TIME_SHARE * time_limit_s, relative_gap, relax=False)
+    if sol.status not in HAS_PLAN or sol.violations:
+        return None
+    fleet, late, replicas = sol.racks, [], []
+    premium = problem.late_premium if problem.late_premium is not None else 0.0
+    for s, p in enumerate(problem.samples):
+        left = time_limit_s - (time.perf_counter() - started)
+        if left <= 0.05:
+            return None
+        top = topped_up(p, fleet + sol.late[s], solver, left, relative_gap, premium)
+        if top.status not in HAS_PLAN or top.violations:
+            return None
+        late.append(top.racks - fleet)
+        replicas.append(top.replicas)
+    late = np.array(late)
+    if problem.late_premium is None and late.sum() > 0:
+        fleet, late = fleet + late.max(axis=0), np.zeros_like(late)
+    return known_plan(problem, fleet, replicas, late)
+
+
+def optimize(problem: RobustProblem, solver: str = "scip", time_limit_s: float = 60.0,
+             relative_gap: float = 1e-4, start: RobustSolution | None = None, relax: bool = True) -> RobustSolution:
+    """build -> solve -> extract, from the better of ``start`` (a known plan, :func:`known_plan`) and, where some
+    replicas are integer (``relax``), :func:`relaxed_start`: a hint, and the answer where the solver ends worse. A
+    percentile starts from the least-mean fleet (its big-M rows make a poor first plan hard to find), then solves
+    (Q) from it, then (Q2): the lowest mean at that percentile."""
+    import dataclasses
+
+    started = time.perf_counter()
+    if relax and any(p.integer_replicas.any() for p in problem.samples):
+        quick = relaxed_start(problem, solver, time_limit_s, relative_gap)
+        options = [c for c in (start, quick) if c is not None]
+        start = min(options, key=lambda c: sample_statistic(c.sample_objective, problem.weight, problem.percentile),
+                    default=None)
+        time_limit_s = max(time_limit_s - (time.perf_counter() - started), 0.05)
+        started = time.perf_counter()
     if problem.percentile is None:
         built = build(problem, solver)
-        return extract(problem, built, *solve(built, time_limit_s, relative_gap))
+        hint = hint_of(problem, built, start) if start is not None else None
+        return _better_of(problem, extract(problem, built, *solve(built, time_limit_s, relative_gap, hint)), start)
     mean_problem = dataclasses.replace(problem, percentile=None)
-    mean_built = build(mean_problem, solver)
-    start = extract(mean_problem, mean_built, *solve(mean_built, MEAN_TIME_SHARE * time_limit_s, relative_gap))
-    if start.status == "infeasible":
-        return start
+    mean_start = optimize(mean_problem, solver, MEAN_TIME_SHARE * time_limit_s, relative_gap, start, relax=False)
+    if mean_start.status == "infeasible":
+        return mean_start
+    usable = mean_start.status in HAS_PLAN and not mean_start.violations
+    candidates = [c for c in (mean_start if usable else None, start) if c is not None]
+    known = min(candidates, key=lambda c: sample_statistic(c.sample_objective, problem.weight, problem.percentile),
+                default=None)
     built = build(problem, solver)
     left = time_limit_s - (time.perf_counter() - started)
-    usable = start.status in HAS_PLAN and not start.violations
     first = extract(problem, built, *solve(built, left, relative_gap,
-                                           hint_of(problem, built, start) if usable else None))
-    if usable and (first.status not in HAS_PLAN or first.violations
-                   or sample_statistic(start.sample_objective, problem.weight, problem.percentile) < first.value):
-        value = sample_statistic(start.sample_objective, problem.weight, problem.percentile)
-        bound = first.best_bound if first.status in HAS_PLAN else -math.inf
-        first = dataclasses.replace(start, value=value, best_bound=min(bound, value), status="feasible",
-                                    relative_gap=abs(value - bound) / max(abs(value), 1e-9))
+                                           hint_of(problem, built, known) if known is not None else None))
+    first = _better_of(problem, first, known)
     if first.status not in HAS_PLAN or first.violations:
         return first
     left = time_limit_s - (time.perf_counter() - started)

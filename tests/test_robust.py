@@ -207,3 +207,24 @@ def test_max_revenue_weighs_each_sample_s_revenue():
         sol = R.optimize(p, solver)
         assert sol.racks.tolist() == [2.0] and sol.violations == ()
         assert sol.sample_objective.tolist() == pytest.approx([-2e6, 1e6]) and sol.mean == pytest.approx(-0.5e6)
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 3))
+def test_a_known_start_is_never_beaten_by_a_worse_answer_and_the_relaxed_start_holds(seed):
+    p = tiny_samples(seed)
+    exact, fleet = bf.robust_brute_force(p)
+    if math.isinf(exact):
+        return
+    quick = R.relaxed_start(p, "scip", 10.0, 1e-6)
+    if quick is not None:  # whole replicas in every sample, within every row
+        assert R.evaluate(p, quick.racks, quick.replicas, late=quick.late).violations == ()
+        assert quick.value >= exact * (1 - 1e-9)
+    # a deliberately poor start (the brute-force fleet plus a rack of each type, topped up): the answer is no worse
+    more = fleet + 1.0
+    tops = [R.topped_up(s, more, late_premium=p.late_premium or 0.0) for s in p.samples]
+    if all(t.status == "optimal" for t in tops) and (p.late_premium is not None
+                                                     or all(np.all(t.racks == more) for t in tops)):
+        start = R.known_plan(p, more, [t.replicas for t in tops], [t.racks - more for t in tops])
+        if start is not None:
+            sol = R.optimize(p, "highs", 20.0, 1e-9, start=start)
+            assert sol.value <= start.value * (1 + 1e-9) and sol.value == pytest.approx(exact, rel=1e-6)

@@ -309,3 +309,14 @@ def test_a_build_out_sweeps_its_present_cost_and_first_order(tmp_path):
 
     with pytest.raises(InputError, match="robust fleets of build-outs"):
         sweep(path, workers=1, robust="mean")
+
+
+def test_the_shipped_sweep_files_load_and_resolve():
+    from planner.scenario import load_scenario
+
+    shipped = sorted((ROOT / "scenarios" / "sweeps").glob("*.yaml"))
+    assert shipped
+    for path in shipped:
+        spec, base_path = load_sweep(path)
+        axes, settings = resolve_axes(spec, load_scenario(base_path))
+        assert len(axes) == len(spec.axes) and reuses_options([s.path for s in settings])

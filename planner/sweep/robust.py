@@ -64,34 +64,47 @@ def base_fleet_of(plan, reuse: bool, late_premium: float | None) -> BaseFleet:
                      settings.name, settings.time_limit_s, settings.relative_gap, late_premium)
 
 
-def base_plan_columns(plan, base: BaseFleet | None, unit: str) -> dict:
-    """The base plan in one solved variant: ``base_plan_serves`` (its racks as bought serve the variant),
-    ``base_plan_added_racks`` (the fewest-cost racks it would add), and ``base_plan_<unit>`` and
-    ``base_plan_regret_<unit>`` (its value less the variant's optimum): as bought where it serves; with a late
-    premium, topped up at that premium where it does not; else null."""
+def base_plan_in(plan, base: BaseFleet | None):
+    """The base plan in one solved variant: (serves as bought, racks added, value, late racks [H], replicas), the
+    value where it has one (as bought; with a late premium, topped up at it), else (False, added, None, None, None);
+    None where it cannot be tried (no plan, another objective or other systems)."""
     from solvers import milp
     from solvers.robust import topped_up
     from solvers.vocabulary import HAS_PLAN
 
-    out = {"base_plan_serves": None, "base_plan_added_racks": None, f"base_plan_{unit}": None,
-           f"base_plan_regret_{unit}": None}
     if base is None or plan is None or plan.solution is None:
-        return out
+        return None
     problem = plan.built.problem
     if problem.objective != base.objective or tuple(h.id for h in plan.built.hardware) != base.hardware:
-        return out
-    value = added = None
+        return None
     if base.replicas is not None and len(base.replicas) == problem.n_columns and problem.objective != "max_revenue":
         ev = milp.evaluate(problem, base.racks, base.replicas)  # the base plan as it stands, no solve
         if not ev.violations:
-            value, added = ev.objective, 0
-    if value is None:
-        premium = base.late_premium or 0.0
-        sol = topped_up(problem, base.racks, base.solver, base.time_limit_s, base.relative_gap, premium)
-        if sol.status in HAS_PLAN and not sol.violations:
-            added = int(round(float(np.sum(sol.racks - base.racks))))
-            value = sol.objective if added == 0 or base.late_premium is not None else None
-    out.update({"base_plan_serves": added == 0 if added is not None else False, "base_plan_added_racks": added})
+            return True, 0, ev.objective, np.zeros(problem.n_hardware), base.replicas
+    premium = base.late_premium or 0.0
+    sol = topped_up(problem, base.racks, base.solver, base.time_limit_s, base.relative_gap, premium)
+    if sol.status not in HAS_PLAN or sol.violations:
+        return False, None, None, None, None
+    late = sol.racks - base.racks
+    added = int(round(float(late.sum())))
+    if added and base.late_premium is None:
+        return False, added, None, None, None
+    return added == 0, added, sol.objective, late, sol.replicas
+
+
+def base_plan_columns(plan, base: BaseFleet | None, unit: str, found=None) -> dict:
+    """The base plan in one solved variant, as columns (``found``: what :func:`base_plan_in` gave, else it is
+    computed): ``base_plan_serves`` (its racks as bought serve the variant), ``base_plan_added_racks`` (the
+    fewest-cost racks it would add), and ``base_plan_<unit>`` and ``base_plan_regret_<unit>`` (its value less the
+    variant's optimum): as bought where it serves; with a late premium, topped up at that premium where it does
+    not; else null."""
+    out = {"base_plan_serves": None, "base_plan_added_racks": None, f"base_plan_{unit}": None,
+           f"base_plan_regret_{unit}": None}
+    found = base_plan_in(plan, base) if found is None else found
+    if found is None:
+        return out
+    serves, added, value = found[:3]
+    out.update({"base_plan_serves": serves, "base_plan_added_racks": added})
     if value is not None:
         out.update({f"base_plan_{unit}": value, f"base_plan_regret_{unit}": value - plan.solution.objective})
     return out
@@ -110,9 +123,12 @@ class RobustOutcome:
 
 
 def robust_fleet(problems: dict, optima: dict, hardware: list, percentile: float | None, solver: str,
-                 time_limit_s: float, relative_gap: float, late_premium: float | None = None) -> RobustOutcome:
+                 time_limit_s: float, relative_gap: float, late_premium: float | None = None,
+                 base: BaseFleet | None = None, base_found: dict | None = None) -> RobustOutcome:
     """The fleet of least mean (or percentile) objective that serves every solved variant (``problems``: variant ->
-    its FleetProblem), each weighted equally; with ``late_premium``, a variant may add racks at that premium."""
+    its FleetProblem), each weighted equally; with ``late_premium``, a variant may add racks at that premium. The
+    base plan, where it has a value in every variant (``base_found``: variant -> base_plan_in), is the solve's
+    starting plan, so the robust fleet is never worse than it."""
     from planner.errors import InfeasibleError, PlannerError
     from solvers.robust import RobustProblem, optimize
     from solvers.vocabulary import HAS_PLAN
@@ -127,7 +143,13 @@ def robust_fleet(problems: dict, optima: dict, hardware: list, percentile: float
         problem = RobustProblem([problems[v] for v in used], percentile=percentile, late_premium=late_premium)
     except ValueError as exc:
         raise InputError(str(exc).removeprefix("invalid RobustProblem: "), field="robustness") from None
-    sol = optimize(problem, solver, time_limit_s, relative_gap)
+    start = None
+    found = [None if base_found is None else base_found.get(v) for v in used]
+    if base is not None and all(f is not None and f[2] is not None for f in found):
+        from solvers.robust import known_plan
+
+        start = known_plan(problem, base.racks, [f[4] for f in found], [f[3] for f in found])
+    sol = optimize(problem, solver, time_limit_s, relative_gap, start)
     if sol.status == "infeasible":
         raise InfeasibleError(f"no one fleet serves all {len(used)} solved variants within each one's site limits "
                               f"(a variant's power budget or rack limit is below what another's demand needs); "

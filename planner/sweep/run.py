@@ -104,7 +104,7 @@ def settings_of(base, settings: list[Setting], values: dict) -> dict:
 
 
 def row_of(index: int, values: dict, plan=None, status: str = "", error: str | None = None,
-           hardware=(), workloads=(), base=None, unit: str | None = None) -> dict:
+           hardware=(), workloads=(), base=None, unit: str | None = None, found=None) -> dict:
     """One row of the sweep table: the variant, its axis values, and what its plan says (with ``unit``: the base
     plan's value and regret in it, ``planner.sweep.robust.base_plan_columns``)."""
     from planner.sweep.robust import base_plan_columns
@@ -127,7 +127,7 @@ def row_of(index: int, values: dict, plan=None, status: str = "", error: str | N
             row[f"cost_usd_per_mtok.{w['workload']}"] = w["cost_usd_per_mtok"]
             row[f"served_share.{w['workload']}"] = w["served_share"]
     if unit is not None:
-        row.update(base_plan_columns(plan if solved else None, base, unit))
+        row.update(base_plan_columns(plan if solved else None, base, unit, found))
     row["error"] = error
     return row
 
@@ -153,11 +153,12 @@ def buildout_row_of(index: int, values: dict, plan, status: str, error: str | No
 def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], shared, hardware: list[str],
                 workloads: list[str], base_fleet=None, unit: str | None = None,
                 keep_problems: bool = False) -> tuple[list[dict], dict]:
-    """Solve a chunk of variants (in a worker process or a Ray task): (rows, {variant: (FleetProblem, optimum)}
-    of the solved ones when ``keep_problems``, for a robust fleet). ``shared``: the base's Built, whose scored options every
+    """Solve a chunk of variants (in a worker process or a Ray task): (rows, {variant: (FleetProblem, optimum, the
+    base plan in it)} of the solved ones when ``keep_problems``, for a robust fleet). ``shared``: the base's Built, whose scored options every
     variant reuses when every axis leaves them unchanged (else None: each variant scores its own);
     ``base_fleet``/``unit``: the base plan whose regret each row gets (``planner.sweep.robust``)."""
     from planner.fleet.solve import solve
+    from planner.sweep.robust import base_plan_in
 
     rows, problems = [], {}
     kw = {"hardware": hardware, "workloads": workloads, "base": base_fleet, "unit": unit}
@@ -165,9 +166,10 @@ def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], sh
         try:
             sc = base.with_(settings_of(base, settings, values))
             plan = solve(sc, options_from=shared)
-            rows.append(row_of(index, values, plan, **kw))
+            found = base_plan_in(plan, base_fleet) if unit not in (None, BUILDOUT) else None
+            rows.append(row_of(index, values, plan, found=found, **kw))
             if keep_problems and plan.solution is not None:
-                problems[index] = (plan.built.problem, plan.solution.objective)
+                problems[index] = (plan.built.problem, plan.solution.objective, found)
         except InfeasibleError as exc:
             rows.append(row_of(index, values, status="infeasible", error=str(exc).splitlines()[0], **kw))
         except (PlannerError, ValueError) as exc:  # a variant's bad value or a solver failure: recorded
@@ -258,8 +260,9 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
         r = spec.robustness
         limit = r.time_limit_s or max(ROBUST_MIN_SECONDS, base.solver.time_limit_s)
         gap = base.solver.relative_gap if r.relative_gap is None else r.relative_gap
-        res = R.robust_fleet({k: p for k, (p, _) in kept.items()}, {k: f for k, (_, f) in kept.items()}, hardware,
-                             percentile, r.solver, limit, gap, late_premium)
+        res = R.robust_fleet({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()}, hardware,
+                             percentile, r.solver, limit, gap, late_premium, base_fleet,
+                             {k: v[2] for k, v in kept.items()})
         outcome.table = R.robust_columns(table, res, unit)
         outcome.robust = R.robust_summary(outcome.table, res, base_fleet, unit)
         outcome.robust_outcome = res

@@ -500,6 +500,8 @@ def sweep(sweep_file, engine, address, workers, out_dir, fmt, quiet, robust, reg
     else:
         for line in summary_lines(table, outcome.robust):
             click.echo(line)
+    if outcome.robust_error is not None:  # the table is out (and written); the exit code says --robust failed
+        raise outcome.robust_error
 
 
 @main.command()

@@ -320,3 +320,18 @@ def test_the_shipped_sweep_files_load_and_resolve():
         spec, base_path = load_sweep(path)
         axes, settings = resolve_axes(spec, load_scenario(base_path))
         assert len(axes) == len(spec.axes) and reuses_options([s.path for s in settings])
+
+
+def test_a_robust_fleet_that_cannot_exist_leaves_the_table_and_exits_3(tmp_path):
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    # a 2.15 MW site at 250 requests/s and a 2.5 MW one at 420: no one fleet bought ahead fits both
+    path = sweep_file(tmp_path, "axes:\n  - {path: site.power_budget_mw, values: [2.15, 2.5]}\n"
+                                "  - {path: workloads.employee-assistant.requests_per_s, values: [250, 420]}\n")
+    res = CliRunner().invoke(main, ["sweep", str(path), "--robust", "mean", "--workers", "1", "-q", "--out",
+                                    str(tmp_path / "out")])
+    assert res.exit_code == 3 and "no one fleet serves all 3 solved variants" in res.output
+    assert "4 variants: 1 infeasible, 3 optimal" in res.output and (tmp_path / "out" / "sweep.parquet").is_file()
+    assert not (tmp_path / "out" / "robust.json").exists()

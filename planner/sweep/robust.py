@@ -243,6 +243,8 @@ def solve_robust(scenario, samples_file, statistic: str = "mean", engine: str = 
 
     outcome = sweep(samples_file, engine, address, workers, progress, regret=True, robust=statistic,
                     base_scenario=scenario)
+    if outcome.robust_error is not None:
+        raise outcome.robust_error
     if outcome.base_plan is None:
         from planner.errors import InfeasibleError
 

@@ -190,6 +190,7 @@ class SweepOutcome:
     robust: dict | None = None
     base_plan: object = None  # the base scenario's Plan (None when it has none)
     robust_outcome: object = None  # planner.sweep.robust.RobustOutcome
+    robust_error: PlannerError | None = None  # why --robust found no fleet (the table stands without it)
 
 
 def run_sweep(path, engine: str = "local", address: str | None = None, workers: int | None = None,
@@ -260,9 +261,15 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
         r = spec.robustness
         limit = r.time_limit_s or max(ROBUST_MIN_SECONDS, base.solver.time_limit_s)
         gap = base.solver.relative_gap if r.relative_gap is None else r.relative_gap
-        res = R.robust_fleet({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()}, hardware,
-                             percentile, r.solver, limit, gap, late_premium, base_fleet,
-                             {k: v[2] for k, v in kept.items()})
+        try:
+            res = R.robust_fleet({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()}, hardware,
+                                 percentile, r.solver, limit, gap, late_premium, base_fleet,
+                                 {k: v[2] for k, v in kept.items()})
+        except InputError:
+            raise
+        except PlannerError as exc:  # no robust fleet (infeasible, or the solver's limit): the variants still stand
+            outcome.robust_error = exc
+            return outcome
         outcome.table = R.robust_columns(table, res, unit)
         outcome.robust = R.robust_summary(outcome.table, res, base_fleet, unit)
         outcome.robust_outcome = res

@@ -125,6 +125,9 @@ class RobustProblem:
 
 @dataclass
 class RobustModel:
+    """What :func:`build` returns: the MathOpt model and its variables; it has what solvers.milp.solve reads of a
+    model (``model``, ``solver``, ``cpsat_var_scaling``)."""
+
     model: object  # mathopt.Model
     racks: list  # [H]
     replicas: list  # [S][J_s]
@@ -296,21 +299,10 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
 
 
 def solve(built: RobustModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4, hint: dict | None = None):
-    """(result, wall seconds) of one solver run; ``hint`` (variable -> value, :func:`hint_of`): a known plan to
-    start from (SCIP and HiGHS; CP-SAT gets none, as in solvers.milp)."""
-    from ortools.math_opt.python import mathopt
-
-    params = milp.solve_parameters(built, max(float(time_limit_s), 0.01), relative_gap)
-    model_params = (mathopt.ModelSolveParameters(solution_hints=[mathopt.SolutionHint(variable_values=hint)])
-                    if hint and built.solver != "cp-sat" else None)
-    t0 = time.perf_counter()
-    try:
-        with milp.solver_output_to_stderr():
-            result = milp.interruptible(lambda: mathopt.solve(built.model, milp._solver_types()[built.solver],
-                                                              params=params, model_params=model_params))
-    except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
-        raise milp.SolverError(f"solver {built.solver!r} failed or is not in this OR-Tools build ({exc})") from exc
-    return result, time.perf_counter() - t0
+    """(result, wall seconds) of one solver run, by solvers.milp.solve (its parameters, stdout guard, interrupt
+    handling and errors); ``hint`` (variable -> value, :func:`hint_of`): a known plan to start from."""
+    raw = milp.solve(built, max(float(time_limit_s), 0.01), relative_gap, hint=hint)
+    return raw.result, raw.wall_seconds
 
 
 def extract(problem: RobustProblem, built: RobustModel, result, seconds: float) -> RobustSolution:

@@ -335,3 +335,11 @@ def test_a_robust_fleet_that_cannot_exist_leaves_the_table_and_exits_3(tmp_path)
     assert res.exit_code == 3 and "no one fleet serves all 3 solved variants" in res.output
     assert "4 variants: 1 infeasible, 3 optimal" in res.output and (tmp_path / "out" / "sweep.parquet").is_file()
     assert not (tmp_path / "out" / "robust.json").exists()
+
+
+def test_the_ray_engine_gives_the_same_robust_fleet(tmp_path, robust_outcome):
+    pytest.importorskip("ray", reason="Ray is not installed here (pip install 'planner[ray]')")
+    from planner.sweep.run import sweep
+
+    on_ray = sweep(sweep_file(tmp_path, ROBUST), engine="ray", robust="mean")
+    assert on_ray.table.equals(robust_outcome.table) and on_ray.robust["fleet"] == robust_outcome.robust["fleet"]

@@ -23,14 +23,14 @@ robustness: {{late_premium: 0.3}}
 
 
 def samples(n: int) -> dict:
-    """Each solved variant's FleetProblem and optimum, from one sweep (captured where the robust fleet is built)."""
+    """Each solved variant's FleetProblem, from one sweep (captured where the robust fleet is built)."""
     import planner.sweep.robust as R
     from planner.sweep.run import sweep
 
     box = {}
 
-    def keep(problems, optima, *args, **kw):
-        box.update(problems=problems, optima=optima)
+    def keep(samples, *args, **kw):
+        box.update(problems={v: s[0] for v, s in samples.items()})
         raise StopIteration
 
     original, R.robust_fleet = R.robust_fleet, keep

@@ -386,33 +386,42 @@ def _add_demand_rows(m, problem: FleetProblem, replicas, shares=(), tag: str = "
             row.set_coefficient(replicas[j], float(coef[j, w]))
 
 
-def _add_chip_rows(m, problem: FleetProblem, racks, replicas, tag: str = "") -> None:
-    """(2), divided by chips_per_rack_h."""
+def _installed(racks, late=()) -> list[list]:
+    """[H] the variables whose sum is each type's installed racks: racks_h, plus a robust sample's late racks
+    y_sh where given (solvers.robust)."""
+    return [[r] + ([late[h]] if late else []) for h, r in enumerate(racks)]
+
+
+def _add_chip_rows(m, problem: FleetProblem, racks, replicas, tag: str = "", late=()) -> None:
+    """(2), divided by chips_per_rack_h, on the installed racks."""
     share = problem.chips / problem.chips_per_rack
-    for h in range(problem.n_hardware):
+    for h, installed in enumerate(_installed(racks, late)):
         row = m.add_linear_constraint(ub=0.0, name=f"chips[{tag}h={h}]")
-        row.set_coefficient(racks[h], -1.0)
+        for v in installed:
+            row.set_coefficient(v, -1.0)
         for j in np.flatnonzero(share[:, h]).tolist():
             row.set_coefficient(replicas[j], float(share[j, h]))
 
 
-def _add_power_row(m, problem: FleetProblem, racks, tag: str = "") -> None:
-    """(3), divided by pue * max rack power."""
+def _add_power_row(m, problem: FleetProblem, racks, tag: str = "", late=()) -> None:
+    """(3), divided by pue * max rack power, on the installed racks."""
     if not math.isfinite(problem.power_budget_w):
         return
     unit = problem.pue * float(problem.rack_power_w.max())
     row = m.add_linear_constraint(ub=problem.power_budget_w / unit, name=f"power[{tag}]" if tag else "power")
-    for h in range(problem.n_hardware):
-        row.set_coefficient(racks[h], float(problem.pue * problem.rack_power_w[h] / unit))
+    for h, installed in enumerate(_installed(racks, late)):
+        for v in installed:
+            row.set_coefficient(v, float(problem.pue * problem.rack_power_w[h] / unit))
 
 
-def _add_total_racks_row(m, problem: FleetProblem, racks, tag: str = "") -> None:
-    """(4)."""
+def _add_total_racks_row(m, problem: FleetProblem, racks, tag: str = "", late=()) -> None:
+    """(4), on the installed racks."""
     if not math.isfinite(problem.max_total_racks):
         return
     row = m.add_linear_constraint(ub=problem.max_total_racks, name=f"total_racks[{tag}]" if tag else "total_racks")
-    for r in racks:
-        row.set_coefficient(r, 1.0)
+    for installed in _installed(racks, late):
+        for v in installed:
+            row.set_coefficient(v, 1.0)
 
 
 def limits_platforms(problem: FleetProblem) -> bool:

@@ -195,30 +195,11 @@ def objective_floor(problem: RobustProblem) -> float:
     return float(min(-p.group_value.sum() for p in problem.samples))
 
 
-def _installed_rows(m, p, s: int, racks, late, replicas, r_ub) -> None:
-    """(2)-(5) of sample s on its installed racks n_sh = racks_h + y_sh."""
-    share = p.chips / p.chips_per_rack
-    for h in range(p.n_hardware):
-        row = m.add_linear_constraint(ub=0.0, name=f"chips[s={s},h={h}]")
-        row.set_coefficient(racks[h], -1.0)
-        if late:
-            row.set_coefficient(late[h], -1.0)
-        for j in np.flatnonzero(share[:, h]).tolist():
-            row.set_coefficient(replicas[j], float(share[j, h]))
-    installed = [[racks[h]] + ([late[h]] if late else []) for h in range(p.n_hardware)]
-    if math.isfinite(p.power_budget_w):
-        unit = p.pue * float(p.rack_power_w.max())
-        row = m.add_linear_constraint(ub=p.power_budget_w / unit, name=f"power[s={s}]")
-        for h, vs in enumerate(installed):
-            for v in vs:
-                row.set_coefficient(v, float(p.pue * p.rack_power_w[h] / unit))
-    if math.isfinite(p.max_total_racks):
-        row = m.add_linear_constraint(ub=p.max_total_racks, name=f"total_racks[s={s}]")
-        for vs in installed:
-            for v in vs:
-                row.set_coefficient(v, 1.0)
+def _add_cap_rows(m, p, s: int, racks, late, r_ub) -> None:
+    """(5) of sample s: its hard caps on the installed racks, where the variables' box does not already hold them."""
     caps = hard_caps(p)
     most = r_ub + (milp.rack_upper_bounds(p) if late else 0.0)  # the installed racks' box
+    installed = milp._installed(racks, late)
     for h in np.flatnonzero(caps < most).tolist():
         row = m.add_linear_constraint(ub=float(caps[h]), name=f"cap[s={s},h={h}]")
         for v in installed[h]:
@@ -258,8 +239,12 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
             y = [m.add_integer_variable(lb=0.0, ub=float(y_ub[h]), name=f"late[{s},{h}]")
                  for h in range(problem.n_hardware)]
             big_late[s] = late_factor * float(primary[s] @ y_ub)
-        milp._add_demand_rows(m, p, x, v, f"s={s},")
-        _installed_rows(m, p, s, racks, y, x, r_ub)
+        tag = f"s={s},"
+        milp._add_demand_rows(m, p, x, v, tag)
+        milp._add_chip_rows(m, p, racks, x, tag, y)
+        milp._add_power_row(m, p, racks, tag, y)
+        milp._add_total_racks_row(m, p, racks, tag, y)
+        _add_cap_rows(m, p, s, racks, y, r_ub)
         replicas.append(x)
         shares.append(v)
         late_racks.append(y)

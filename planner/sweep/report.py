@@ -69,14 +69,14 @@ def summary_lines(table, robust: dict | None = None) -> list[str]:
         used = system_shares(table)
         where = "in the plan" if column == "objective_usd_per_year" else "in the first order"
         lines.append(f"{where}: " + (", ".join(f"{k} {100 * v:.3g}%" for k, v in used.items()) or "no system"))
-    tornado = sensitivity(table, axis_columns(table))
+    tornado, unit = sensitivity(table, axis_columns(table)), cost_unit(table)
     if tornado:
         lines.append(f"what moves the cost most (mean {label}, lower half of an axis's values -> upper half): "
-                     + "; ".join(f"{r['axis']} {people(r['low_half_' + cost_unit(table)], 'USD')} -> "
-                                 f"{people(r['high_half_' + cost_unit(table)], 'USD')}" for r in tornado[:5]))
-    unit = regret_unit(table)
-    if unit is not None and len(solved):
-        lines.append(base_regret_line(solved, unit))
+                     + "; ".join(f"{r['axis']} {people(r['low_half_' + unit], 'USD')} -> "
+                                 f"{people(r['high_half_' + unit], 'USD')}" for r in tornado[:5]))
+    regret = regret_unit(table)
+    if regret is not None and len(solved):
+        lines.append(base_regret_line(solved, regret))
     if robust is not None:
         lines += robust_lines(robust)
     failed = table.filter(pl.col("error").is_not_null())

@@ -92,21 +92,20 @@ def base_plan_in(plan, base: BaseFleet | None):
     return added == 0, added, sol.objective, late, sol.replicas
 
 
-def base_plan_columns(plan, base: BaseFleet | None, unit: str, found=None) -> dict:
-    """The base plan in one solved variant, as columns (``found``: what :func:`base_plan_in` gave, else it is
-    computed): ``base_plan_serves`` (its racks as bought serve the variant), ``base_plan_added_racks`` (the
-    fewest-cost racks it would add), and ``base_plan_<unit>`` and ``base_plan_regret_<unit>`` (its value less the
-    variant's optimum): as bought where it serves; with a late premium, topped up at that premium where it does
-    not; else null."""
+def base_plan_columns(found, optimum: float | None, unit: str) -> dict:
+    """The base plan in one variant as columns, from what :func:`base_plan_in` gave (None: it could not be tried)
+    and the variant's optimum: ``base_plan_serves`` (its racks as bought serve the variant),
+    ``base_plan_added_racks`` (the fewest-cost racks it would add), and ``base_plan_<unit>`` and
+    ``base_plan_regret_<unit>`` (its value less the variant's optimum): as bought where it serves; with a late
+    premium, topped up at that premium where it does not; else null."""
     out = {"base_plan_serves": None, "base_plan_added_racks": None, f"base_plan_{unit}": None,
            f"base_plan_regret_{unit}": None}
-    found = base_plan_in(plan, base) if found is None else found
     if found is None:
         return out
     serves, added, value = found[:3]
     out.update({"base_plan_serves": serves, "base_plan_added_racks": added})
     if value is not None:
-        out.update({f"base_plan_{unit}": value, f"base_plan_regret_{unit}": value - plan.solution.objective})
+        out.update({f"base_plan_{unit}": value, f"base_plan_regret_{unit}": value - optimum})
     return out
 
 
@@ -121,30 +120,38 @@ class RobustOutcome:
     percentile: float | None
     late_premium: float | None = None
 
+    @property
+    def value_by_variant(self) -> dict:
+        return dict(zip(self.variants, self.solution.sample_objective.tolist()))
 
-def robust_fleet(problems: dict, optima: dict, hardware: list, percentile: float | None, solver: str,
-                 time_limit_s: float, relative_gap: float, late_premium: float | None = None,
-                 base: BaseFleet | None = None, base_found: dict | None = None) -> RobustOutcome:
-    """The fleet of least mean (or percentile) objective that serves every solved variant (``problems``: variant ->
-    its FleetProblem), each weighted equally; with ``late_premium``, a variant may add racks at that premium. The
-    base plan, where it has a value in every variant (``base_found``: variant -> base_plan_in), is the solve's
-    starting plan, so the robust fleet is never worse than it."""
+    @property
+    def regret_by_variant(self) -> dict:
+        return dict(zip(self.variants, (self.solution.sample_objective - self.optimum).tolist()))
+
+
+def robust_fleet(samples: dict, hardware: list, percentile: float | None, solver: str, time_limit_s: float,
+                 relative_gap: float, late_premium: float | None = None,
+                 base: BaseFleet | None = None) -> RobustOutcome:
+    """The fleet of least mean (or percentile) objective that serves every solved variant (``samples``: variant ->
+    (its FleetProblem, its optimum, the base plan in it: base_plan_in)), each weighted equally; with
+    ``late_premium``, a variant may add racks at that premium. The base plan, where it has a value in every
+    variant, is the solve's starting plan, so the robust fleet is never worse than it."""
     from planner.errors import InfeasibleError, PlannerError
     from solvers.robust import RobustProblem, optimize
     from solvers.vocabulary import HAS_PLAN
 
-    used = sorted(problems)
+    used = sorted(samples)
     if not used:
         raise InfeasibleError("no variant has a plan: there is nothing for a robust fleet to serve")
     if len(used) > MAX_ROBUST_SAMPLES:
         raise InputError(f"{len(used)} solved variants; a robust fleet takes at most {MAX_ROBUST_SAMPLES} samples "
                          f"(every sample's options are in one MILP): lower samples.n", field="samples.n")
     try:
-        problem = RobustProblem([problems[v] for v in used], percentile=percentile, late_premium=late_premium)
+        problem = RobustProblem([samples[v][0] for v in used], percentile=percentile, late_premium=late_premium)
     except ValueError as exc:
         raise InputError(str(exc).removeprefix("invalid RobustProblem: "), field="robustness") from None
     start = None
-    found = [None if base_found is None else base_found.get(v) for v in used]
+    found = [samples[v][2] for v in used]
     if base is not None and all(f is not None and f[2] is not None for f in found):
         from solvers.robust import known_plan
 
@@ -159,7 +166,8 @@ def robust_fleet(problems: dict, optima: dict, hardware: list, percentile: float
         raise PlannerError(f"the robust fleet's solve ended {sol.status} within {time_limit_s:g} s"
                            + (f" ({'; '.join(sol.violations[:3])})" if sol.violations else "")
                            + "; raise robustness.time_limit_s or use fewer samples")
-    return RobustOutcome(sol, used, np.array([optima[v] for v in used]), list(hardware), percentile, late_premium)
+    return RobustOutcome(sol, used, np.array([samples[v][1] for v in used]), list(hardware), percentile,
+                         late_premium)
 
 
 def robust_columns(table, outcome: RobustOutcome, unit: str):
@@ -167,10 +175,8 @@ def robust_columns(table, outcome: RobustOutcome, unit: str):
     (racks the variant adds late; 0 without a late premium), null where a variant was not a sample."""
     import polars as pl
 
-    sol = outcome.solution
-    value = dict(zip(outcome.variants, sol.sample_objective.tolist()))
-    regret = dict(zip(outcome.variants, (sol.sample_objective - outcome.optimum).tolist()))
-    late = dict(zip(outcome.variants, np.rint(sol.late.sum(axis=1)).astype(int).tolist()))
+    value, regret = outcome.value_by_variant, outcome.regret_by_variant
+    late = dict(zip(outcome.variants, np.rint(outcome.solution.late.sum(axis=1)).astype(int).tolist()))
     return table.with_columns(
         pl.Series(f"robust_plan_{unit}", [value.get(v) for v in table["variant"]], dtype=pl.Float64),
         pl.Series(f"robust_plan_regret_{unit}", [regret.get(v) for v in table["variant"]], dtype=pl.Float64),
@@ -198,8 +204,7 @@ def robust_summary(table, outcome: RobustOutcome, base: BaseFleet | None, unit: 
     rows = table.filter(pl.col("variant").is_in(outcome.variants))
     base_col, base_regret = f"base_plan_{unit}", f"base_plan_regret_{unit}"
     both = rows.filter(pl.col(base_col).is_not_null()) if base_col in rows.columns else rows.clear()
-    robust_value = dict(zip(outcome.variants, sol.sample_objective.tolist()))
-    robust_regret = dict(zip(outcome.variants, (sol.sample_objective - outcome.optimum).tolist()))
+    robust_value, robust_regret = outcome.value_by_variant, outcome.regret_by_variant
     shared = both["variant"].to_list()
     base_racks = dict(zip(base.hardware, base.racks.tolist())) if base is not None else {}
     fleet = [{"hardware": h, "base_racks": int(base_racks.get(h, 0)), "robust_racks": int(sol.racks[i])}

@@ -104,9 +104,9 @@ def settings_of(base, settings: list[Setting], values: dict) -> dict:
 
 
 def row_of(index: int, values: dict, plan=None, status: str = "", error: str | None = None,
-           hardware=(), workloads=(), base=None, unit: str | None = None, found=None) -> dict:
+           hardware=(), workloads=(), unit: str | None = None, found=None) -> dict:
     """One row of the sweep table: the variant, its axis values, and what its plan says (with ``unit``: the base
-    plan's value and regret in it, ``planner.sweep.robust.base_plan_columns``)."""
+    plan's value and regret in it, from ``found``: ``planner.sweep.robust.base_plan_in``)."""
     from planner.sweep.robust import base_plan_columns
 
     row = {"variant": index, **values, "status": status or (plan.status if plan is not None else "error"),
@@ -127,7 +127,7 @@ def row_of(index: int, values: dict, plan=None, status: str = "", error: str | N
             row[f"cost_usd_per_mtok.{w['workload']}"] = w["cost_usd_per_mtok"]
             row[f"served_share.{w['workload']}"] = w["served_share"]
     if unit is not None:
-        row.update(base_plan_columns(plan if solved else None, base, unit, found))
+        row.update(base_plan_columns(found if solved else None, plan.solution.objective if solved else None, unit))
     row["error"] = error
     return row
 
@@ -154,14 +154,14 @@ def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], sh
                 workloads: list[str], base_fleet=None, unit: str | None = None,
                 keep_problems: bool = False) -> tuple[list[dict], dict]:
     """Solve a chunk of variants (in a worker process or a Ray task): (rows, {variant: (FleetProblem, optimum, the
-    base plan in it)} of the solved ones when ``keep_problems``, for a robust fleet). ``shared``: the base's Built, whose scored options every
-    variant reuses when every axis leaves them unchanged (else None: each variant scores its own);
+    base plan in it)} of the solved ones when ``keep_problems``, for a robust fleet). ``shared``: the base's Built,
+    whose scored options every variant reuses when every axis leaves them unchanged (else None: each scores its own);
     ``base_fleet``/``unit``: the base plan whose regret each row gets (``planner.sweep.robust``)."""
     from planner.fleet.solve import solve
     from planner.sweep.robust import base_plan_in
 
     rows, problems = [], {}
-    kw = {"hardware": hardware, "workloads": workloads, "base": base_fleet, "unit": unit}
+    kw = {"hardware": hardware, "workloads": workloads, "unit": unit}
     for index, values in chunk:
         try:
             sc = base.with_(settings_of(base, settings, values))
@@ -262,9 +262,7 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
         limit = r.time_limit_s or max(ROBUST_MIN_SECONDS, base.solver.time_limit_s)
         gap = base.solver.relative_gap if r.relative_gap is None else r.relative_gap
         try:
-            res = R.robust_fleet({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()}, hardware,
-                                 percentile, r.solver, limit, gap, late_premium, base_fleet,
-                                 {k: v[2] for k, v in kept.items()})
+            res = R.robust_fleet(kept, hardware, percentile, r.solver, limit, gap, late_premium, base_fleet)
         except InputError:
             raise
         except PlannerError as exc:  # no robust fleet (infeasible, or the solver's limit): the variants still stand

@@ -521,14 +521,34 @@ def schema():
 @click.option("--family", default=None, help="with --measurements: this hardware family")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="with --measurements: write the fitted parameters here (a scenario's efficiency: FILE)")
+@click.option("--ledger", "show_ledger", is_flag=True,
+              help="the error per class and per vendor, fitted and held-back points apart (docs/MODEL.md 13)")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-def calibrate(write, measured, hardware_id, family, out_path, fmt):
+def calibrate(write, measured, hardware_id, family, out_path, show_ledger, fmt):
     """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies; with
-    --measurements, fit them to your own measured points."""
+    --measurements, fit them to your own measured points; with --ledger, the errors by class and vendor."""
     from planner.errors import InputError
     from planner.perf import calibration
     from planner.report import render
 
+    if show_ledger:
+        if measured is not None:
+            raise InputError("the ledger is of the shipped corpus; it does not take --measurements", field="--ledger")
+        from planner.perf import ledger
+
+        if write:
+            calibration.write_fit()
+        book = ledger.ledger()
+        if fmt == "json":
+            click.echo(render.to_json(book))
+        elif fmt == "markdown":
+            click.echo(render.to_markdown(book["groups"]), nl=False)
+        else:
+            render.table(book["groups"], title="accuracy ledger: error factor exp(|ln(predicted / published)|)")
+            render.table([{k: r[k] for k in ("id", "class", "vendor", "split", "kind", "published", "predicted",
+                                             "error_factor", "config")} for r in book["points"]],
+                         title="accuracy ledger: every point")
+        return
     if measured is None:
         for flag, value in (("--hardware", hardware_id), ("--family", family), ("--out", out_path)):
             if value is not None:

@@ -38,6 +38,16 @@ SPECULATIVE_METHODS: tuple[str, ...] = ("none", "mtp", "eagle", "draft_model")
 AUTO_DRAFT_TOKENS: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)
 MAX_DRAFT_TOKENS = 16
 
+# The accuracy ledger (MODEL.md 13): its classes of published figure, the splits of its corpus, the share of each
+# class kept out of every fit, the weight of a vendor's claim beside a measurement in the fit's loss, and how far a
+# class's median error may grow against the committed ledger before CI fails.
+LEDGER_CLASSES: tuple[str, ...] = ("gpu-dense", "gpu-moe", "speculative", "ttft", "sram")
+LEDGER_SPLITS: tuple[str, ...] = ("fitted", "held_out", "shown")
+FIGURE_KINDS: tuple[str, ...] = ("measured", "claim")
+HOLDOUT_SHARE = 0.25
+CLAIM_WEIGHT = 0.25
+LEDGER_GROWTH_LIMIT = 1.10
+
 SECONDS_PER_YEAR = 365.0 * 86400.0
 HOURS_PER_YEAR = 8760.0
 

@@ -30,6 +30,7 @@ from solvers.perf.kernels import (
     kv_bytes_per_chip,
     kv_shards,
     pipeline_hop_time,
+    batch_prefill_breakdown,
     prefill_breakdown,
     read_weight_params_per_chip,
     stage_comm_time,
@@ -473,6 +474,26 @@ def test_prefill_breakdown():
     assert out[L.B_BYTES_READ_PER_CHIP] == approx(33.5e6)
     assert out[L.B_FITS] == 1.0
     assert L.BOUND_NAMES[int(out[L.B_BOUND])] == "communication"
+
+
+def test_batch_prefill_of_prompts_arriving_together():
+    # test_prefill_breakdown's replica, 4 prompts of 1000 tokens in one pass (MODEL.md 4.3):
+    # weights read once 32.5e6 B; KV written 4 * 1e6 = 4e6 B: memory 36.5e6 / 5e11 = 7.3e-5 s
+    # linear 2 * (4000 * 64e6 + 4 * 1e6) / 2 = 256.004e9 (one LM-head row per prompt);
+    # attention: each prompt attends to itself, 4 * 6e9 = 24e9 -> 280.004e9 FLOPs; compute 5.60008e-4 s
+    # comm: message 4000 * 1000 * 2 = 8e6 B; all-reduce 2e-6 + 8e6 / 1e11 = 8.2e-5; 8 of them 6.56e-4 s
+    # floor 4e-5 (paid once); the last first token at 5.60008e-4 + 6.56e-4 + 4e-5 = 1.256008e-3 s
+    out = np.zeros(L.N_BREAKDOWN)
+    batch_prefill_breakdown(DENSE, HW, 2.0, 1.0, 0.0, 1000.0, 4.0, out)
+    assert out[L.B_MEMORY_S] == approx(7.3e-5)
+    assert out[L.B_FLOPS_PER_CHIP] == approx(280.004e9)
+    assert out[L.B_COMM_S] == approx(6.56e-4)
+    assert out[L.B_TIME_S] == approx(1.256008e-3)
+    assert out[L.B_TOKENS_PER_S] == approx(4000.0 / 1.256008e-3)
+    # under four lone prompts one after another (3.56002e-4 s each), over one
+    one = np.zeros(L.N_BREAKDOWN)
+    prefill_breakdown(DENSE, HW, 2.0, 1.0, 0.0, 1000.0, one)
+    assert one[L.B_TIME_S] < out[L.B_TIME_S] < 4.0 * one[L.B_TIME_S]
 
 
 def test_prefill_lm_head_only_for_the_last_token():

@@ -5,7 +5,7 @@ import pytest
 
 from solvers.perf import slots as L
 from solvers.perf import twin as ref
-from solvers.perf.kernels import decode_breakdown, prefill_breakdown
+from solvers.perf.kernels import batch_prefill_breakdown, decode_breakdown, prefill_breakdown
 from solvers.perf.sweep import decode_sweep
 from tests.generators import random_config, random_hw, random_model
 
@@ -40,6 +40,22 @@ def test_prefill_matches_twin(seed):
     out = np.zeros(L.N_BREAKDOWN)
     prefill_breakdown(m, h, tp, pp, ep, n, out)
     twin = ref.prefill(m, h, tp, pp, ep, n)
+    for key, slot in [("time_s", L.B_TIME_S), ("memory_s", L.B_MEMORY_S), ("compute_s", L.B_COMPUTE_S),
+                      ("comm_s", L.B_COMM_S), ("floor_s", L.B_FLOOR_S), ("tokens_per_s", L.B_TOKENS_PER_S)]:
+        assert out[slot] == pytest.approx(twin[key], rel=1e-9), key
+    assert bool(out[L.B_FITS]) == twin["fits"]
+    assert int(out[L.B_BOUND]) == twin["bound"]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_batch_prefill_matches_twin(seed):
+    rng = np.random.default_rng(3000 + seed)
+    m, h = random_model(rng), random_hw(rng)
+    tp, pp, ep = random_config(rng, m)
+    n, prompts = float(rng.integers(1, 30_000)), float(rng.integers(1, 256))
+    out = np.zeros(L.N_BREAKDOWN)
+    batch_prefill_breakdown(m, h, tp, pp, ep, n, prompts, out)
+    twin = ref.prefill(m, h, tp, pp, ep, n, prompts)
     for key, slot in [("time_s", L.B_TIME_S), ("memory_s", L.B_MEMORY_S), ("compute_s", L.B_COMPUTE_S),
                       ("comm_s", L.B_COMM_S), ("floor_s", L.B_FLOOR_S), ("tokens_per_s", L.B_TOKENS_PER_S)]:
         assert out[slot] == pytest.approx(twin[key], rel=1e-9), key

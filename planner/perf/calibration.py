@@ -16,9 +16,11 @@ import yaml
 
 from planner import catalog
 from planner.perf.frontier import sweep_points
-from planner.perf.grid import BATCHES
+from planner.perf.estimate import batch_ttft_s
+from planner.perf.grid import BATCHES, parallel_grid
 from planner.perf.pack import efficiency_table, family_efficiency
 from planner.perf.speculative import speculation
+from planner.vocabulary import CLAIM_WEIGHT
 
 
 
@@ -35,16 +37,34 @@ def predict(point: dict, efficiency: dict[str, float] | None = None) -> dict:
     model = catalog.get_model(point["model"])
     hw = catalog.get_hardware(point["hardware"])
     eff = efficiency or family_efficiency(hw.family)
-    if point["metric"] == "per_user":
-        return _predict_per_user(point, model, hw, eff)
-    return _predict_throughput(point, model, hw, eff)
+    if point["precision"] not in hw.precisions:
+        return {"predicted": 0.0, "config": f"{hw.id} lists no {point['precision']} format"}
+    if hw.model_lock is not None and hw.model_lock != model.id:
+        return {"predicted": 0.0, "config": f"{hw.id} serves only {hw.model_lock}"}
+    return PREDICTORS[point["metric"]](point, model, hw, eff)
 
 
 def point_speculation(point: dict):
     """The speculative setting a point was measured with (``speculative: {method, draft_tokens, acceptance}``),
     none by default: a speculative record is predicted with its drafter costed (MODEL.md 3.4)."""
     spec = point.get("speculative") or {}
-    return speculation(spec.get("method"), spec.get("draft_tokens"), spec.get("acceptance"), spec.get("draft_model"))
+    acceptance = spec.get("acceptance")
+    if acceptance is None and spec.get("accepted_tokens_per_step") is not None:
+        acceptance = acceptance_for(int(spec["draft_tokens"]), float(spec["accepted_tokens_per_step"]))
+    return speculation(spec.get("method"), spec.get("draft_tokens"), acceptance, spec.get("draft_model"))
+
+
+def acceptance_for(draft_tokens: int, accepted_per_step: float) -> float:
+    """The per-token acceptance a whose (1 - a^(K+1)) / (1 - a) is ``accepted_per_step`` (MODEL.md 3.4), by
+    bisection: the sum rises with a from 1 at a = 0 to K + 1 at a = 1."""
+    lo, hi = 0.0, 1.0 - 1e-9
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if (1.0 - mid ** (draft_tokens + 1)) / (1.0 - mid) < accepted_per_step:
+            lo = mid
+        else:
+            hi = mid
+    return round(0.5 * (lo + hi), 4)
 
 
 def _layouts_of(point: dict, s: dict) -> dict:
@@ -84,6 +104,93 @@ def _predict_throughput(point, model, hw, eff) -> dict:
     return {"predicted": best, "config": where}
 
 
+def _predict_decode_throughput(point, model, hw, eff) -> dict:
+    """Output tokens/s of ``chips`` chips decoding only (their prompts prefilled elsewhere, as in a disaggregated
+    decode pool), split into equal replicas, over every batch and layout that meets ``min_tps_per_user``."""
+    total = int(point["chips"])
+    best, where = 0.0, "no layout meets the condition"
+    for replica in (r for r in range(1, total + 1) if total % r == 0):
+        if point.get("tp") is not None and replica % int(point["tp"]):
+            continue
+        s = _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"],
+                                            point["output_tokens"], efficiency=eff, chips=replica, batches=BATCHES,
+                                            spec=point_speculation(point)))
+        ok = s["decode_tps_per_user"] >= point.get("min_tps_per_user", 0.0)
+        if not ok.any():
+            continue
+        system = s["decode_tps_per_user"] * s["batch"] * (total // replica)
+        i = int(np.argmax(np.where(ok, system, -1.0)))
+        if system[i] > best:
+            best, where = float(system[i]), f"{total // replica} x ({_config(s, i)})"
+    return {"predicted": best, "config": where}
+
+
+def _at_concurrency(point, model, hw, eff) -> tuple[float, str]:
+    """(tokens/s per user, configuration) of ``concurrency`` streams on ``chips`` chips, over the replica sizes that
+    divide them (each replica an equal share of the streams) and the layouts the point allows: the best per-user
+    speed, which at a fixed total concurrency is also the best throughput."""
+    total, streams = int(point["chips"]), float(point["concurrency"])
+    best, where = 0.0, "does not fit"
+    for replica in (r for r in range(1, total + 1) if total % r == 0):
+        if point.get("tp") is not None and replica % int(point["tp"]):
+            continue
+        share = max(streams / (total // replica), 1.0)
+        s = _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"],
+                                            point["output_tokens"], efficiency=eff, chips=replica,
+                                            batches=np.array([share]), spec=point_speculation(point)))
+        if len(s["tps_per_user"]) and s["tps_per_user"].max() > best:
+            i = int(np.argmax(s["tps_per_user"]))
+            best, where = float(s["tps_per_user"][i]), f"{total // replica} x ({_config(s, i)})"
+    return best, where
+
+
+def _predict_per_user_at_concurrency(point, model, hw, eff) -> dict:
+    tps, where = _at_concurrency(point, model, hw, eff)
+    return {"predicted": tps, "config": where}
+
+
+def _predict_throughput_at_concurrency(point, model, hw, eff) -> dict:
+    tps, where = _at_concurrency(point, model, hw, eff)
+    return {"predicted": tps * float(point["concurrency"]), "config": where}
+
+
+def _predict_ttft(point, model, hw, eff) -> dict:
+    """Time to first token on one replica of ``chips`` chips when ``concurrency`` prompts (default 1: a lone
+    request) arrive together, on the replica's fastest layout for it (the point's ``tp`` where it says one):
+    ``estimate.batch_ttft_s``."""
+    grid = parallel_grid(hw, model, point.get("chips"))
+    if point.get("tp") is not None:
+        grid = grid[grid[:, 0] == int(point["tp"])]
+    prompts = float(point.get("concurrency", 1))
+    best, where = math.inf, "does not fit"
+    for tp, pp, ep in grid:
+        t = batch_ttft_s(model, hw, point["precision"], (tp, pp, ep), point["input_tokens"], prompts, eff)
+        if t < best:
+            best, where = t, f"tp{int(tp)} pp{int(pp)}{' ep' if ep else ''} {int(prompts)} prompts {point['precision']}"
+    return {"predicted": best if math.isfinite(best) else 0.0, "config": where}
+
+
+def _predict_speedup(point, model, hw, eff) -> dict:
+    """Speculative over plain per-user speed at ``concurrency`` streams on ``chips`` chips: each side on its own
+    best layout."""
+    plain = {k: v for k, v in point.items() if k != "speculative"}
+    fast, where = _at_concurrency(point, model, hw, eff)
+    slow, _ = _at_concurrency(plain, model, hw, eff)
+    return {"predicted": fast / slow if slow > 0 else 0.0, "config": where}
+
+
+# What each metric of a calibration point means (data/calibration.yaml's header), and how the model predicts it.
+PREDICTORS = {
+    "per_user": _predict_per_user,
+    "system_throughput": _predict_throughput,
+    "decode_throughput": _predict_decode_throughput,
+    "per_user_at_concurrency": _predict_per_user_at_concurrency,
+    "throughput_at_concurrency": _predict_throughput_at_concurrency,
+    "ttft": _predict_ttft,
+    "speedup": _predict_speedup,
+}
+
+
 def _config(s: dict, i: int) -> str:
     ep = " ep" if s["ep"][i] else ""
     draft = f" draft {s['draft_tokens'][i]}" if s["draft_tokens"][i] else ""
@@ -105,11 +212,21 @@ def ideal_prediction(point: dict) -> float:
     return predict(point, eff)["predicted"]
 
 
+# Metrics whose figure is a time (lower is faster), and ratios that perfect efficiency does not bound.
+LOWER_IS_FASTER = ("ttft",)
+UNBOUNDED = ("speedup",)
+
+
 def above_roofline(point: dict) -> bool:
     """True if the published figure beats the model with perfect efficiency on the catalog's hardware figures:
     the point's condition must include something the model does not (e.g. speculative decoding), so it is shown
     but not fitted."""
-    return point["published"] > ideal_prediction(point)
+    if point["metric"] in UNBOUNDED:
+        return False
+    ideal = ideal_prediction(point)
+    if point["metric"] in LOWER_IS_FASTER:
+        return 0.0 < point["published"] < ideal
+    return point["published"] > ideal
 
 
 def family_points(family: str, fitted_only: bool = True) -> list[dict]:
@@ -118,12 +235,19 @@ def family_points(family: str, fitted_only: bool = True) -> list[dict]:
 
 
 def is_fitted(point: dict) -> bool:
-    return point.get("fit", True) and not above_roofline(point)
+    """A point the fit uses: not held out (the ledger's out-of-sample quarter), not excluded for its conditions,
+    and not beyond what perfect efficiency reaches."""
+    return not point.get("held_out", False) and point.get("fit", True) and not above_roofline(point)
+
+
+def weight(point: dict) -> float:
+    """A point's weight in the loss: 1 for a measurement, ``CLAIM_WEIGHT`` for a vendor's claim."""
+    return CLAIM_WEIGHT if point.get("kind", "measured") == "claim" else 1.0
 
 
 def loss(pts: list[dict], eff: dict[str, float]) -> float:
-    """Sum of squared log errors of ``pts`` under efficiencies ``eff``."""
-    return sum(log_error(predict(p, eff)["predicted"], p["published"]) ** 2 for p in pts)
+    """Weighted sum of squared log errors of ``pts`` under efficiencies ``eff``."""
+    return sum(weight(p) * log_error(predict(p, eff)["predicted"], p["published"]) ** 2 for p in pts)
 
 
 REFIT_GAIN = 0.01  # in summed squared log error: about 10% on one point
@@ -280,6 +404,8 @@ def _header(path) -> str:
 
 
 def _why_not(point: dict) -> str | None:
+    if point.get("held_out"):
+        return "held out of every fit (the ledger's out-of-sample quarter)"
     if not point.get("fit", True):
         return point.get("fit_reason", "excluded")
     if above_roofline(point):
@@ -301,7 +427,7 @@ def comparison() -> list[dict]:
             "predicted": pred["predicted"],
             "error_pct": 100.0 * (pred["predicted"] / p["published"] - 1.0),
             "config": pred["config"],
-            "confidence": p["confidence"],
+            "confidence": p.get("confidence", p.get("kind", "measured")),
             "ideal_roofline": ideal_prediction(p),
             "fitted": is_fitted(p),
             "why_not_fitted": _why_not(p),

@@ -99,7 +99,8 @@ class Estimate:
     tps_per_user: float
     output_tokens_per_s: float
     step_time_s: float
-    ttft_s: float
+    ttft_s: float  # a lone request's time to first token
+    ttft_batch_s: float  # when ``batch`` prompts arrive together: the last of them to get its first token
     power_w: float
     output_tokens_per_s_per_mw: float
     colocated_tps_per_user: float
@@ -147,6 +148,17 @@ def evaluate_config(model, hw, precision, tp, pp, ep, batch, input_tokens, outpu
                                  wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], float(k), a, scratch, dec)
     prefill_breakdown(mv, hv, float(tp), float(pp), float(ep), wl[L.W_PREFILL_TOKENS], pre)
     return dec, pre
+
+
+def batch_ttft_s(model, hw, precision, layout, input_tokens, prompts, efficiency: dict | None = None) -> float:
+    """Seconds until the last of ``prompts`` prompts of ``input_tokens`` tokens that arrive together gets its first
+    token, prefilled in one pass on the layout (``solvers.perf.kernels.batch_prefill_breakdown``, MODEL.md 4.3)."""
+    from solvers.perf.kernels import batch_prefill_breakdown
+
+    out = np.zeros(L.N_BREAKDOWN)
+    batch_prefill_breakdown(model_vector(model), hardware_vector(hw, precision, efficiency),
+                            *(float(x) for x in layout), float(input_tokens), float(prompts), out)
+    return float(out[L.B_TIME_S])
 
 
 def choose_config(model, hw, precision, chips, batch, input_tokens, output_tokens, spec: Speculation = NONE):
@@ -251,7 +263,8 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
         expert_parallel=bool(ep), batch=batch, input_tokens=input_tokens, output_tokens=output_tokens,
         fits=bool(dec[L.B_FITS] > 0.5), tps_per_user=float(dec[L.B_TPS_PER_USER]),
         output_tokens_per_s=float(dec[L.B_TOKENS_PER_S]), step_time_s=float(dec[L.B_TIME_S]),
-        ttft_s=float(pre[L.B_TIME_S]), power_w=power,
+        ttft_s=float(pre[L.B_TIME_S]),
+        ttft_batch_s=batch_ttft_s(m, hw, prec, (tp, pp, ep), input_tokens, batch), power_w=power,
         output_tokens_per_s_per_mw=float(dec[L.B_TOKENS_PER_S]) / (power / 1e6),
         colocated_tps_per_user=colo_tps, colocated_output_tokens_per_s=colo_tokens,
         speculative=spec.method, draft_tokens=k, acceptance=spec.acceptance if k else 0.0,
@@ -347,7 +360,8 @@ def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str 
         chips=int(grid[best, 0] + grid[best, 1]), tensor_parallel=int(grid[best, 0]), pipeline_parallel=1,
         expert_parallel=bool(grid[best, 2]), batch=batch, input_tokens=input_tokens, output_tokens=output_tokens,
         fits=True, tps_per_user=float(r[L.S_TPS_PER_USER]), output_tokens_per_s=float(r[L.S_TOKENS_PER_S]),
-        step_time_s=float(r[L.S_TIME_S]), ttft_s=float(pre[L.B_TIME_S]), power_w=float(r[L.S_POWER_W]),
+        step_time_s=float(r[L.S_TIME_S]), ttft_s=float(pre[L.B_TIME_S]),
+        ttft_batch_s=batch_ttft_s(m, hw_a, prec_a, (ta, pa, ea), input_tokens, batch), power_w=float(r[L.S_POWER_W]),
         output_tokens_per_s_per_mw=float(r[L.S_TOKENS_PER_S]) / (float(r[L.S_POWER_W]) / 1e6),
         colocated_tps_per_user=float(r[L.S_TPS_PER_USER]), colocated_output_tokens_per_s=float(r[L.S_TOKENS_PER_S]),
         speculative=spec.method, draft_tokens=k, acceptance=spec.acceptance if k else 0.0,

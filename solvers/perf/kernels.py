@@ -462,33 +462,42 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
 
 @njit
 def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
-    """Prefill of one prompt of ``input_tokens`` tokens alone on a replica (MODEL.md 4): the prompt passes the
-    ``pp`` stages in turn, so TTFT is ``pp`` stage times less the hop after the last stage; with stages pipelined
-    over prompts the replica takes ``input_tokens / stage time`` prompt tokens per second. Only the last prompt
-    token goes through the LM head."""
+    """Prefill of one prompt of ``input_tokens`` tokens alone on a replica (MODEL.md 4): ``batch_prefill_breakdown``
+    of one prompt."""
+    batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, 1.0, out)
+
+
+@njit
+def batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, prompts, out):
+    """Prefill of ``prompts`` prompts of ``input_tokens`` tokens each that arrive together, in one pass over the
+    replica (MODEL.md 4, 4.3): the prompts pass the ``pp`` stages in turn, so the last first token comes ``pp``
+    stage times after the start, less the hop after the last stage; with stages pipelined over prompts the replica
+    takes ``prompts x input_tokens / stage time`` prompt tokens per second. The weights are read once for all
+    prompts; each prompt attends only to itself; only each prompt's last token goes through the LM head."""
     n = input_tokens
+    tokens = prompts * n
     ls, _, _ = stage_layers(model, pp)
     wbytes = hw[H_WEIGHT_BYTES]
 
     held_w = held_weight_params_per_chip(model, tp, pp, ep) * wbytes
-    read_w = read_weight_params_per_chip(model, tp, pp, ep, n) * wbytes
-    kv_written = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, n)
+    read_w = read_weight_params_per_chip(model, tp, pp, ep, tokens) * wbytes
+    kv_written = kv_bytes_per_chip(model, hw, tp, pp, ep, prompts, n)
     memory = tier_read_time(hw, held_w, read_w, kv_written, kv_written)
 
-    # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs in all (window layers: n * min(W, n/2)).
-    linear = linear_flops_per_chip(model, tp, pp, ep, n, 1.0)
-    attn = n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
+    # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs a prompt (window layers: n * min(W, n/2)).
+    linear = linear_flops_per_chip(model, tp, pp, ep, tokens, prompts)
+    attn = prompts * n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
     flops = linear + attn
     compute = (linear / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
 
-    comm = stage_comm_time(model, hw, tp, pp, ep, n)
+    comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
     floor = stage_fixed_time(model, hw, pp)
     write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, kv_written, read_w + kv_written, flops)
-    last_hop = pipeline_hop_time(hw, tp, pp, n * model[M_HIDDEN] * hw[H_ACT_BYTES])
+    last_hop = pipeline_hop_time(hw, tp, pp, tokens * model[M_HIDDEN] * hw[H_ACT_BYTES])
     out[B_TIME_S] -= last_hop
     out[B_COMM_S] -= last_hop
     out[B_TPS_PER_USER] = 0.0
-    out[B_TOKENS_PER_S] = n / (max(memory, compute) + comm + floor)
+    out[B_TOKENS_PER_S] = tokens / (max(memory, compute) + comm + floor)
 
 
 @njit

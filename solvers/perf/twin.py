@@ -216,23 +216,25 @@ def decode(m, h, tp, pp, ep, streams, context_avg, context_max, query_tokens, ac
     }
 
 
-def prefill(m, h, tp, pp, ep, input_tokens) -> dict:
+def prefill(m, h, tp, pp, ep, input_tokens, prompts=1.0) -> dict:
+    """Twin of ``batch_prefill_breakdown`` (``prefill_breakdown`` at one prompt)."""
     r = Replica(list(m), list(h), tp, pp, ep)
     n = input_tokens
-    held_w, read_w = r.weights_held(), r.weights_read(n)
-    kv = r.kv_bytes(1.0, n)
+    tokens = prompts * n
+    held_w, read_w = r.weights_held(), r.weights_read(tokens)
+    kv = r.kv_bytes(prompts, n)
     memory = r.read_seconds(held_w, read_w, kv, kv)
-    pairs = n * n / 2.0
-    linear = r.linear_flops(n, 1.0)  # only the last prompt token needs logits
+    pairs = prompts * n * n / 2.0  # each prompt attends to itself alone
+    linear = r.linear_flops(tokens, prompts)  # only each prompt's last token needs logits
     attn = pairs * m[L.M_PREFILL_ATTN_FLOPS] * r.attended_layers(n / 2.0) / tp
     compute = (linear / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
-    comm = r.comm_seconds(n)
+    comm = r.comm_seconds(tokens)
     step, floor, bound = _finish(r, memory, compute, comm, pp)
-    last_hop = r.hop_seconds(n)  # nothing follows the last stage
+    last_hop = r.hop_seconds(tokens)  # nothing follows the last stage
     return {
         "time_s": pp * step - last_hop, "memory_s": pp * memory, "compute_s": pp * compute,
         "comm_s": pp * comm - last_hop,
-        "floor_s": pp * floor, "tokens_per_s": n / step, "fits": held_w + kv <= r.usable(), "bound": bound,
+        "floor_s": pp * floor, "tokens_per_s": tokens / step, "fits": held_w + kv <= r.usable(), "bound": bound,
     }
 
 

@@ -109,6 +109,9 @@ def random_hw(rng):
     h[L.H_STEP_S] = 10 ** rng.uniform(-6, -3)
     h[L.H_COLL_LAT_S] = 10 ** rng.uniform(-7, -4)
     h[L.H_MEM_USABLE] = rng.uniform(0.7, 1)
+    h[L.H_GEMM_PAD_ROWS] = float(rng.choice([0.0, rng.uniform(0, 256)]))
+    h[L.H_SPEC_STREAM_S] = float(rng.choice([0.0, 10 ** rng.uniform(-6, -4)]))
+    h[L.H_MAX_STREAMS_PER_RANK] = float(rng.choice([np.inf, rng.uniform(16, 4096)]))
     return h
 
 

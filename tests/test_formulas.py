@@ -17,6 +17,12 @@ from planner.perf.pack import attention_peak_flops, model_vector
 from planner.vocabulary import tier_of
 from solvers.perf import slots as L
 from solvers.perf.kernels import (
+    busiest_touched,
+    expert_groups,
+    linear_flops_per_chip,
+    padded_linear_flops_per_chip,
+    speculative_decode_breakdown,
+    stream_cap,
     active_params_per_stage,
     allreduce_time,
     alltoall_time,
@@ -61,6 +67,7 @@ def model(**slots) -> np.ndarray:
 def hardware(tiers=((1e11, 1e12),), **slots) -> np.ndarray:
     """A hardware vector: ``tiers`` as (capacity bytes, bandwidth bytes/s), fastest first; other slots by name."""
     v = np.zeros(L.N_HW)
+    v[L.H_MAX_STREAMS_PER_RANK] = np.inf  # no scheduler bound unless a test sets one
     v[L.H_N_TIERS] = len(tiers)
     v[L.H_SERVING_TIERS] = len(tiers)
     for i, (cap, bw) in enumerate(tiers):
@@ -435,6 +442,74 @@ def test_decode_breakdown_speculative_tokens():
     assert out[L.B_FLOPS_PER_CHIP] == approx(438e6)
     assert out[L.B_TIME_S] == approx(1.74e-4)
     assert out[L.B_TPS_PER_USER] == approx(2.0 / 1.74e-4)
+
+
+def test_decode_padded_matmul_rows():
+    # test_decode_breakdown_one_tier_dense_every_slot with every matmul 1000 rows longer (MODEL.md 2.6): tp 2, 4
+    # tokens: attention 16e6, FFNs 48e6 and LM head 1e6 weights each run 4 + 1000 rows, split over 2 chips:
+    #   2 * 65e6 * 1004 / 2 = 6.526e10 executed FLOPs; compute (6.526e10 + 32e6 attention) / 1e15 / 0.5
+    #   = 1.30584e-4 s, now above memory's 7.3e-5: step 1.30584e-4 + 1.664e-5 + 4e-5 = 1.87224e-4 s
+    hw = HW.copy()
+    hw[L.H_GEMM_PAD_ROWS] = 1000.0
+    out = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(DENSE, hw, 2.0, 1.0, 0.0, 4.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    assert out[L.B_COMPUTE_S] == approx(1.30584e-4)
+    assert out[L.B_TIME_S] == approx(1.87224e-4)
+    assert out[L.B_FLOPS_PER_CHIP] == approx(292e6)  # the FLOPs done are the real rows'
+    assert L.BOUND_NAMES[int(out[L.B_BOUND])] == "compute"
+
+
+def test_padded_rows_of_data_parallel_attention_and_experts():
+    # MOE on tp 2: under tensor parallelism each matmul's pad rows split over the 2 chips; under data-parallel
+    # attention (ep 1) each chip runs the whole attention weights (2 layers x 10) on its own rows, so it pays all
+    # of their pad rows, and each routed expert it touches pays its own. With 0 tokens nothing is touched:
+    #   tp: 2 * (attention 20 + shared 100 + head 20) * 10 / 2 = 1400
+    #   ep: 2 * (20 * 10 + (100 + 20) * 10 / 2) = 1600
+    assert padded_linear_flops_per_chip(MOE, 2.0, 1.0, 0.0, 0.0, 0.0, 10.0) == approx(1400.0)
+    assert padded_linear_flops_per_chip(MOE, 2.0, 1.0, 1.0, 0.0, 0.0, 10.0) == approx(1600.0)
+    # one token, no pad rows: the real FLOPs, as linear_flops_per_chip counts them
+    for ep in (0.0, 1.0):
+        assert padded_linear_flops_per_chip(MOE, 2.0, 1.0, ep, 1.0, 1.0, 0.0) == approx(
+            linear_flops_per_chip(MOE, 2.0, 1.0, ep, 1.0, 1.0))
+    # with pad rows each touched expert adds 2 x 100 weights x 2 layers x pad rows / 2 chips, at the busiest
+    # group's count of touched experts (busiest_touched, times the groups)
+    touched = busiest_touched(experts_touched(MOE, 4.0), 8.0, expert_groups(MOE, 2.0, 1.0))
+    extra = padded_linear_flops_per_chip(MOE, 2.0, 1.0, 1.0, 4.0, 4.0, 10.0) - padded_linear_flops_per_chip(
+        MOE, 2.0, 1.0, 1.0, 4.0, 4.0, 0.0)
+    assert extra == approx(1600.0 + 2.0 * 200.0 * 10.0 * touched / 2.0)
+
+
+def test_scheduler_bound_on_streams_per_rank():
+    # at most 3 streams per rank (MODEL.md 3.5): 4 streams on one tensor-parallel replica of 2 chips (one
+    # scheduler) do not fit; under data-parallel attention each of the 2 chips schedules 3, so 4 do
+    hw = HW.copy()
+    hw[L.H_MAX_STREAMS_PER_RANK] = 3.0
+    out = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(DENSE, hw, 2.0, 1.0, 0.0, 3.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    assert out[L.B_FITS] == 1.0
+    decode_breakdown(DENSE, hw, 2.0, 1.0, 0.0, 4.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    assert out[L.B_FITS] == 0.0
+    decode_breakdown(MOE, hw, 2.0, 1.0, 1.0, 4.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    assert out[L.B_FITS] == 1.0
+    assert stream_cap(hw, 2.0, 1.0, 1.0) == 6.0 and stream_cap(hw, 2.0, 1.0, 0.0) == 3.0
+    # each of 2 pipeline stages schedules its own micro-batch of 3: 6 streams fit, 7 do not
+    decode_breakdown(DENSE, hw, 2.0, 2.0, 0.0, 6.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    assert out[L.B_FITS] == 1.0
+    decode_breakdown(DENSE, hw, 2.0, 2.0, 0.0, 7.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    assert out[L.B_FITS] == 0.0
+
+
+def test_speculative_per_stream_work():
+    # a drafter with no weights or kernels costs nothing but the stack's per-stream work each verify step:
+    # 4 streams, pp 2 (2 micro-batches of 2), 10 us a stream: 2 x (2 draft steps x 0 + 2 x 1e-5) = 4e-5 s
+    hw = HW.copy()
+    hw[L.H_SPEC_STREAM_S] = 1e-5
+    out, plain, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
+    speculative_decode_breakdown(DENSE, np.zeros(L.N_MODEL), hw, 2.0, 2.0, 0.0, 4.0, 1000.0, 2000.0, 2.0, 2.5,
+                                 scratch, out)
+    decode_breakdown(DENSE, hw, 2.0, 2.0, 0.0, 4.0, 1000.0, 2000.0, 3.0, 2.5, plain)
+    assert out[L.B_DRAFT_S] == approx(4e-5)
+    assert out[L.B_TIME_S] == approx(plain[L.B_TIME_S] + 4e-5)
 
 
 def test_decode_does_not_fit():

@@ -203,7 +203,8 @@ def log_error(predicted: float, published: float) -> float:
 
 # Efficiencies of a machine with no overheads: a published figure above this roofline cannot be fitted.
 IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "kernel_latency_s": 0.0, "step_overhead_s": 0.0,
-         "collective_latency_s": 0.0}
+         "collective_latency_s": 0.0, "gemm_pad_rows": 0.0, "fp8_flops_factor": 1.0, "fp4_flops_factor": 1.0,
+         "speculative_stream_s": 0.0, "max_streams_per_rank": math.inf}
 
 
 def ideal_prediction(point: dict) -> float:
@@ -251,7 +252,7 @@ def loss(pts: list[dict], eff: dict[str, float]) -> float:
 
 
 REFIT_GAIN = 0.01  # in summed squared log error: about 10% on one point
-COARSE_EVALUATIONS = 2048  # coarse-grid size: 45 levels for two parameters, 12 for three, 4 for five
+COARSE_EVALUATIONS = 2048  # coarse-grid size: 45 levels for two parameters, 12 for three, 4 for five, 2 for eight
 
 
 def fit_family(family: str, sweeps: int = 5, steps: int = 9, starts: int = 4) -> dict[str, float]:
@@ -287,7 +288,7 @@ def fit_parameters(objective, names: list[str], bounds: dict, current: dict[str,
     (interior log levels per parameter, every combination, about ``COARSE_EVALUATIONS`` in all). The best of them
     replaces the current values only if it lowers the loss by more than ``REFIT_GAIN``. Deterministic: no random
     starts."""
-    per_param = max(4, int(COARSE_EVALUATIONS ** (1.0 / len(names))))
+    per_param = max(2, int(COARSE_EVALUATIONS ** (1.0 / len(names))))
     levels = [np.exp(np.linspace(math.log(bounds[n][0]), math.log(bounds[n][1]), per_param + 2)[1:-1])
               for n in names]
     coarse = []
@@ -381,7 +382,8 @@ def write_fit(families: list[str] | None = None) -> None:
         for name in calibration_data()["fit"][family]["params"]:
             table[family][name] = {
                 "value": float(f"{fitted[name]:.4g}"),
-                "basis": f"fitted {_dt.date.today().isoformat()} to calibration points {', '.join(ids)}",
+                "basis": f"fitted {_dt.date.today().isoformat()} to the family's {len(ids)} fitted points of "
+                         f"data/calibration.yaml (split fitted in planner calibrate --ledger)",
             }
         efficiency_table.cache_clear()
         try:

@@ -25,7 +25,31 @@ EFFICIENCY_PARAMS = (
     "step_overhead_s",
     "collective_latency_s",
     "usable_memory_fraction",
+    "gemm_pad_rows",
+    "fp8_flops_factor",
+    "fp4_flops_factor",
+    "speculative_stream_s",
+    "max_streams_per_rank",
 )
+
+# Values of the parameters a family need not state: each turns its mechanism off (no padded matmul rows, every
+# precision at the 16-bit share of its peak, no per-stream speculative work, no scheduler bound) (MODEL.md 5).
+NEUTRAL_EFFICIENCY = {
+    "gemm_pad_rows": 0.0,
+    "fp8_flops_factor": 1.0,
+    "fp4_flops_factor": 1.0,
+    "speculative_stream_s": 0.0,
+    "max_streams_per_rank": math.inf,
+}
+
+# The achieved share of a precision's peak is flops_efficiency (16-bit) times its factor: narrower tensor-core
+# formats reach less of their nominal rate (scaling, conversion and the 16-bit work around them).
+PRECISION_FACTOR = {"bf16": None, "fp8": "fp8_flops_factor", "fp4": "fp4_flops_factor"}
+
+
+def precision_factor(eff: dict[str, float], precision: str) -> float:
+    name = PRECISION_FACTOR[precision]
+    return 1.0 if name is None else eff.get(name, 1.0)
 
 
 # ---- packing ------------------------------------------------------------------------------------------------
@@ -82,12 +106,13 @@ def efficiency_table() -> dict[str, dict]:
 
 
 def family_efficiency(family: str) -> dict[str, float]:
-    """The five efficiency parameters of a family, following ``inherits`` for families with no own data."""
+    """The efficiency parameters of a family, following ``inherits`` for families with no own data, and the neutral
+    value of any optional one stated nowhere (``NEUTRAL_EFFICIENCY``)."""
     table = efficiency_table()
     if family not in table:
         raise InputError(f"hardware family {family!r} has no entry in data/efficiency.yaml")
     entry = table[family]
-    base = family_efficiency(entry["inherits"]) if "inherits" in entry else {}
+    base = family_efficiency(entry["inherits"]) if "inherits" in entry else dict(NEUTRAL_EFFICIENCY)
     own = {k: float(entry[k]["value"]) for k in EFFICIENCY_PARAMS if k in entry}
     merged = {**base, **own}
     missing = [k for k in EFFICIENCY_PARAMS if k not in merged]
@@ -108,8 +133,9 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     for i, tier in enumerate(chip.memory):
         v[L.H_CAP + i] = tier.capacity_bytes.value
         v[L.H_BW + i] = tier.bandwidth_bytes_per_s.value
-    v[L.H_PEAK_FLOPS] = chip.peak_flops_per_s[precision].value
-    v[L.H_ATTN_PEAK_FLOPS] = attention_peak_flops(hw, precision)
+    v[L.H_PEAK_FLOPS] = chip.peak_flops_per_s[precision].value * precision_factor(eff, precision)
+    v[L.H_ATTN_PEAK_FLOPS] = (attention_peak_flops(hw, precision)
+                              * precision_factor(eff, attention_precision(hw, precision)))
     v[L.H_WEIGHT_BYTES] = WEIGHT_BYTES[precision]
     v[L.H_KV_BYTES] = KV_BYTES[precision]
     v[L.H_ACT_BYTES] = ACTIVATION_BYTES
@@ -126,6 +152,9 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     v[L.H_STEP_S] = eff["step_overhead_s"]
     v[L.H_COLL_LAT_S] = eff["collective_latency_s"]
     v[L.H_MEM_USABLE] = eff["usable_memory_fraction"]
+    v[L.H_GEMM_PAD_ROWS] = eff.get("gemm_pad_rows", 0.0)
+    v[L.H_SPEC_STREAM_S] = eff.get("speculative_stream_s", 0.0)
+    v[L.H_MAX_STREAMS_PER_RANK] = eff.get("max_streams_per_rank", math.inf)
     return v
 
 

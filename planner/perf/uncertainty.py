@@ -21,7 +21,10 @@ from solvers.perf import slots as L
 
 EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_FLOPS_EFF,
                     "kernel_latency_s": L.H_KERNEL_S, "step_overhead_s": L.H_STEP_S,
-                    "collective_latency_s": L.H_COLL_LAT_S, "usable_memory_fraction": L.H_MEM_USABLE}
+                    "collective_latency_s": L.H_COLL_LAT_S, "usable_memory_fraction": L.H_MEM_USABLE,
+                    "gemm_pad_rows": L.H_GEMM_PAD_ROWS, "speculative_stream_s": L.H_SPEC_STREAM_S}
+# Parameters outside the bands: the low-precision factor scales the peaks (already banded where estimated), and the
+# scheduler's bound is a stack setting, not an uncertain figure (MODEL.md 11).
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def efficiency_ranges(family: str) -> list[Uncertain]:
     values = family_efficiency(family)
     own = _own_entries(family)
     out = []
-    for name in EFFICIENCY_PARAMS:
+    for name in (n for n in EFFICIENCY_PARAMS if n in EFFICIENCY_SLOTS):
         entry = own.get(name, {})
         basis = str(entry.get("basis", "inherited prior"))
         rule = ranges()["efficiency"]["fitted" if basis.startswith("fitted") else "prior"]

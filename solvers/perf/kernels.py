@@ -42,6 +42,8 @@ from solvers.perf.slots import (
     H_CHIPS_PER_RACK,
     H_COLL_LAT_S,
     H_FLOPS_EFF,
+    H_GEMM_PAD_ROWS,
+    H_MAX_STREAMS_PER_RANK,
     H_KV_BYTES,
     H_KERNEL_S,
     H_MEM_USABLE,
@@ -51,6 +53,7 @@ from solvers.perf.slots import (
     H_SERVING_TIERS,
     H_STEP_S,
     H_SO_BW,
+    H_SPEC_STREAM_S,
     H_SO_LAT,
     H_SU_BW,
     H_SU_DOMAIN,
@@ -193,6 +196,37 @@ def linear_flops_per_chip(model, tp, pp, ep, tokens, head_tokens):
     even = tokens * (active_params_per_stage(model, pp) - head - k * routed) + head_tokens * head
     busy = busiest_assignments(tokens * k, expert_groups(model, tp, ep))
     return 2.0 * (even + routed * busy) / tp
+
+
+@njit
+def padded_linear_flops_per_chip(model, tp, pp, ep, tokens, head_tokens, pad):
+    """``linear_flops_per_chip`` as the tensor cores execute it (MODEL.md 2.6): every weight matmul runs ``pad``
+    rows beyond its real ones (tiles of 64-256 rows, partly empty). Its rows are the step's tokens under tensor
+    parallelism, each chip's own tokens (``tokens / tp``) for data-parallel attention's replicated weights, and a
+    touched expert's own assignments for each routed expert (the busiest expert group's, as for its reads)."""
+    ls, dense, moe = stage_layers(model, pp)
+    head = head_params_read(model, pp)
+    routed = routed_params_per_assignment(model, pp)
+    k = model[M_EXPERTS_PER_TOKEN]
+    attention = ls * model[M_ATTN_PARAMS]
+    rest = active_params_per_stage(model, pp) - head - k * routed - attention  # dense FFNs, shared experts
+    if ep > 0:
+        attention_rows = attention * (tokens / tp + pad)  # each chip its own streams through all of them
+    else:
+        attention_rows = attention * (tokens + pad) / tp
+    groups = expert_groups(model, tp, ep)
+    busy = busiest_assignments(tokens * k, groups)
+    touched = busiest_touched(experts_touched(model, tokens), model[M_EXPERTS], groups)
+    even = rest * (tokens + pad) + head * (head_tokens + pad) + routed * (busy + pad * touched)
+    return 2.0 * (attention_rows + even / tp)
+
+
+@njit
+def stream_cap(hw, tp, pp, ep):
+    """Streams one replica admits (MODEL.md 3.5): the stack's bound per rank, times the ranks that schedule their
+    own streams: each pipeline stage's micro-batch, and under data-parallel attention every chip of a stage (one
+    tensor-parallel group schedules one batch)."""
+    return hw[H_MAX_STREAMS_PER_RANK] * pp * (tp if ep > 0 else 1.0)
 
 
 @njit
@@ -448,13 +482,16 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
     memory = tier_read_time(hw, held_w, read_w, held_kv, read_kv)
 
     linear = linear_flops_per_chip(model, tp, pp, ep, tokens, tokens)
+    executed = padded_linear_flops_per_chip(model, tp, pp, ep, tokens, tokens, hw[H_GEMM_PAD_ROWS])
     attn = tokens * context_avg * model[M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
     flops = linear + attn
-    compute = (linear / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
+    compute = (executed / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
     floor = stage_fixed_time(model, hw, pp)
     write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, held_kv, read_w + read_kv, flops)
+    if streams > stream_cap(hw, tp, pp, ep):
+        out[B_FITS] = 0.0  # more streams than the stack's scheduler admits
     interval = out[B_TIME_S]
     out[B_TPS_PER_USER] = accepted_tokens / interval
     out[B_TOKENS_PER_S] = streams * accepted_tokens / interval
@@ -486,9 +523,10 @@ def batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, prompts, out):
 
     # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs a prompt (window layers: n * min(W, n/2)).
     linear = linear_flops_per_chip(model, tp, pp, ep, tokens, prompts)
+    executed = padded_linear_flops_per_chip(model, tp, pp, ep, tokens, prompts, hw[H_GEMM_PAD_ROWS])
     attn = prompts * n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
     flops = linear + attn
-    compute = (linear / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
+    compute = (executed / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
     floor = stage_fixed_time(model, hw, pp)
@@ -507,7 +545,8 @@ def speculative_decode_breakdown(model, draft, hw, tp, pp, ep, streams, context_
     model's MTP layers, an EAGLE head or a draft model, on the same chips) runs ``draft_tokens`` = K steps of one
     token per stream, and the target verifies K + 1 query tokens per stream in one step, keeping
     ``accepted_tokens`` of them. The drafter runs on the last pipeline stage, once per micro-batch of
-    b = streams / pp streams, so it adds pp x K x its step at batch b to the interval; its weights and the KV cache
+    b = streams / pp streams, so it adds pp x K x its step at batch b to the interval, and each micro-batch's verify
+    step pays the stack's per-stream speculative work (``H_SPEC_STREAM_S`` x b); its weights and the KV cache
     of its layers are held beside the target's. K = 0 is plain decode. ``scratch`` is a breakdown buffer."""
     decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, draft_tokens + 1.0, accepted_tokens,
                      out)
@@ -515,12 +554,12 @@ def speculative_decode_breakdown(model, draft, hw, tp, pp, ep, streams, context_
         return
     b = max(streams / pp, 1.0)
     decode_breakdown(draft, hw, tp, 1.0, ep, b, context_avg, context_max, 1.0, 1.0, scratch)
-    draft_s = pp * draft_tokens * scratch[B_TIME_S]
+    draft_s = pp * (draft_tokens * scratch[B_TIME_S] + b * hw[H_SPEC_STREAM_S])
     out[B_TIME_S] += draft_s
     out[B_DRAFT_S] = draft_s
     out[B_WEIGHT_BYTES_PER_CHIP] += scratch[B_WEIGHT_BYTES_PER_CHIP]
     out[B_KV_BYTES_PER_CHIP] += scratch[B_KV_BYTES_PER_CHIP] * streams / b
     held = out[B_WEIGHT_BYTES_PER_CHIP] + out[B_KV_BYTES_PER_CHIP]
-    out[B_FITS] = 1.0 if held <= out[B_USABLE_BYTES_PER_CHIP] else 0.0
+    out[B_FITS] = 1.0 if held <= out[B_USABLE_BYTES_PER_CHIP] and streams <= stream_cap(hw, tp, pp, ep) else 0.0
     out[B_TPS_PER_USER] = accepted_tokens / out[B_TIME_S]
     out[B_TOKENS_PER_S] = streams * accepted_tokens / out[B_TIME_S]

@@ -54,7 +54,10 @@ H_MEM_USABLE = 24  # share of each tier's capacity usable for weights and KV
 H_ATTN_PEAK_FLOPS = 25  # dense peak FLOP/s for attention arithmetic, at the KV cache's precision
 H_SERVING_TIERS = 26  # the leading tiers inference serves weights and KV from (the rest only stream: MemoryX, model-switching DDR)
 H_STEP_S = 27  # fixed overhead of one decode step or prompt pass: scheduling, sampling, host work
-N_HW = 28
+H_GEMM_PAD_ROWS = 28  # rows a weight matmul's tiles carry beyond its real rows, on average (MODEL.md 2.6)
+H_SPEC_STREAM_S = 29  # speculative decoding: seconds of per-stream work each verify step (acceptance, KV and draft state)
+H_MAX_STREAMS_PER_RANK = 30  # the serving stack's scheduler bound on streams per rank (inf: none) (MODEL.md 3.5)
+N_HW = 31
 
 # ---- decode / prefill breakdown -----------------------------------------------------------------------------
 # Times are per token interval of one stream (decode) or for one prompt (prefill), summed over pipeline stages.
@@ -146,4 +149,7 @@ C_POWER_W = 14
 C_EXPERT_COMPUTE = 15  # compute seconds per token-to-expert assignment on the busiest expert group's chips
 C_GROUPS = 16  # expert groups R (1 without expert parallelism): the busiest-group factors apply when > 1
 C_EXPERTS_PER_TOKEN = 17
-N_COEF = 18
+C_COMPUTE0 = 18  # compute seconds of a stage step's padded matmul rows (routed experts apart): MODEL.md 2.6
+C_PAD = 19  # the padded rows of each matmul (H_GEMM_PAD_ROWS); a touched expert pays C_EXPERT_COMPUTE x C_PAD
+C_STREAM_CAP = 20  # streams the replica's scheduler admits (kernels.stream_cap)
+N_COEF = 21

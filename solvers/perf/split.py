@@ -30,14 +30,14 @@ def split_decode_breakdown(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, ch
     """Decode of ``streams`` streams with attention on ``chips_a`` chips of A (tensor parallel, or data-parallel
     attention when ``ep_a``) and the FFN on ``chips_f`` chips of F (experts spread over them). With speculative
     decoding each step verifies ``draft_tokens`` + 1 query tokens per stream and the drafter (model vector
-    ``draft``) runs its ``draft_tokens`` steps on A, per micro-batch. Writes ``out`` (slots S_*); ``side`` is a
+    ``draft``) runs its ``draft_tokens`` steps on A, per micro-batch, with A's per-stream speculative work. Writes ``out`` (slots S_*); ``side`` is a
     scratch breakdown of the caller's."""
     b = max(streams / micro_batches, 1.0)
     query_tokens = draft_tokens + 1.0
     t_draft = 0.0
     if draft_tokens > 0.0:
         decode_breakdown(draft, hw_a, chips_a, 1.0, ep_a, b, context_avg, context_max, 1.0, 1.0, side)
-        t_draft = draft_tokens * side[L.B_TIME_S]
+        t_draft = draft_tokens * side[L.B_TIME_S] + b * hw_a[L.H_SPEC_STREAM_S]
     decode_breakdown(attn_model, hw_a, chips_a, 1.0, ep_a, b, context_avg, context_max, query_tokens, 1.0, side)
     t_attn = side[L.B_TIME_S] + t_draft  # A also runs the drafter
     fits_a = side[L.B_FITS]

@@ -33,6 +33,7 @@ from solvers.perf.kernels import (
     stage_comm_time,
     stage_fixed_time,
     stage_layers,
+    stream_cap,
     tier_read_time,
     usable_bytes_per_chip,
 )
@@ -79,6 +80,14 @@ def layout_coefficients(model, hw, tp, pp, ep, context_avg, context_max, c):
     attn = context_avg * model[L.M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
     c[L.C_COMPUTE] = (linear / hw[L.H_PEAK_FLOPS] + attn / hw[L.H_ATTN_PEAK_FLOPS]) / hw[L.H_FLOPS_EFF]
     c[L.C_EXPERT_COMPUTE] = 2.0 * routed / tp / hw[L.H_PEAK_FLOPS] / hw[L.H_FLOPS_EFF]
+    # kernels.padded_linear_flops_per_chip at zero tokens, routed experts apart: the pad rows of every matmul
+    pad = hw[L.H_GEMM_PAD_ROWS]
+    attention = ls * model[L.M_ATTN_PARAMS]
+    rest = active_params_per_stage(model, pp) - k * routed - attention  # dense FFNs, shared experts, LM head
+    padded = (attention * pad if ep > 0 else attention * pad / tp) + rest * pad / tp
+    c[L.C_COMPUTE0] = 2.0 * padded / hw[L.H_PEAK_FLOPS] / hw[L.H_FLOPS_EFF]
+    c[L.C_PAD] = pad
+    c[L.C_STREAM_CAP] = stream_cap(hw, tp, pp, ep)
     c[L.C_GROUPS] = expert_groups(model, tp, ep)
     c[L.C_EXPERTS_PER_TOKEN] = k
     c[L.C_COMM0] = stage_comm_time(model, hw, tp, pp, ep, 0.0)
@@ -121,18 +130,21 @@ def decode_intervals(hw, c, touched_row, batches, q, interval):
         expert_intervals(hw, c, touched_row, batches, q, interval)
         return
     compute = c[L.C_COMPUTE] + c[L.C_EXPERT_COMPUTE] * c[L.C_EXPERTS_PER_TOKEN]  # evenly split experts
+    compute0, pad_expert = c[L.C_COMPUTE0], c[L.C_EXPERT_COMPUTE] * c[L.C_PAD]  # each touched expert's pad rows
     for k in range(nb):
         b = max(batches[k] / pp, 1.0)
         tokens = b * q
         memory = (c[L.C_READ_W0] + c[L.C_READ_W1] * touched_row[k] + kvr * b) * inv_bw0
-        interval[k] = pp * (max(memory, compute * tokens) + fixed + per_token * tokens)
+        busy = compute0 + pad_expert * touched_row[k] + compute * tokens
+        interval[k] = pp * (max(memory, busy) + fixed + per_token * tokens)
     for k in range(nb):
         held_kv = kvh * batches[k]
         if held_w + held_kv > room0:
             b = max(batches[k] / pp, 1.0)
             tokens = b * q
             memory = tier_read_time(hw, held_w, c[L.C_READ_W0] + c[L.C_READ_W1] * touched_row[k], held_kv, kvr * b)
-            interval[k] = pp * (max(memory, compute * tokens) + fixed + per_token * tokens)
+            busy = compute0 + pad_expert * touched_row[k] + compute * tokens
+            interval[k] = pp * (max(memory, busy) + fixed + per_token * tokens)
 
 
 @njit
@@ -198,11 +210,12 @@ def busiest_terms(c, consts, touched, tokens):
     ``busiest_constants``). With one group the square roots are 0 and this is the even split."""
     z2, inv_r, per_group, inv_e, spread, w1_r, e1_r = consts
     m = touched * inv_r
-    read_w = c[L.C_READ_W0] + w1_r * busiest_of(min(per_group, touched),
-                                                m + math.sqrt(z2 * m * (1.0 - touched * inv_e)))
+    busy_touched = busiest_of(min(per_group, touched), m + math.sqrt(z2 * m * (1.0 - touched * inv_e)))
+    read_w = c[L.C_READ_W0] + w1_r * busy_touched
     a = tokens * c[L.C_EXPERTS_PER_TOKEN]
     mu = a * inv_r
-    return read_w, c[L.C_COMPUTE] * tokens + e1_r * busiest_of(a, mu + math.sqrt(z2 * mu * spread))
+    rows = busiest_of(a, mu + math.sqrt(z2 * mu * spread)) + c[L.C_PAD] * busy_touched  # each touched expert pads
+    return read_w, c[L.C_COMPUTE0] + c[L.C_COMPUTE] * tokens + e1_r * rows
 
 
 @njit
@@ -231,8 +244,8 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
     held_w, kv_per_stream = c[L.C_HELD_W], c[L.C_KV_HELD]
     if k_draft > 0.0:
         pp = c[L.C_PP]
-        for k in range(nb):
-            interval[k] += pp * k_draft * draft[k]
+        for k in range(nb):  # K draft steps and each verify step's per-stream work, per micro-batch
+            interval[k] += pp * (k_draft * draft[k] + max(batches[k] / pp, 1.0) * hw[L.H_SPEC_STREAM_S])
         held_w += dc[L.C_HELD_W]
         kv_per_stream += dc[L.C_KV_HELD]
     output_tokens = wl[L.W_OUTPUT_TOKENS]
@@ -248,6 +261,7 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
         tps = served / batches[k]
         ok = kv_fits(held_w, kv_per_stream, batches[k], resident_share(wl[L.W_RESIDENT_S_PER_TOKEN], tps),
                      c[L.C_USABLE]) & (tps >= wl[L.W_MIN_TPS_PER_USER]) & (ttft[k] <= wl[L.W_TTFT_S] or not colocated)
+        ok = ok & (batches[k] <= c[L.C_STREAM_CAP])
         tput[k] = served if ok else 0.0
     best = np.argmax(tput)
     out[L.E_TOKENS_PER_S] = tput[best]

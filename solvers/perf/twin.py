@@ -102,6 +102,25 @@ class Replica:
         even = tokens * (self.active_per_stage() - head - m[L.M_EXPERTS_PER_TOKEN] * routed) + head_tokens * head
         return 2 * (even + routed * self.assignments_busiest(tokens)) / self.tp
 
+    def executed_flops(self, tokens: float, head_tokens: float) -> float:
+        """``linear_flops`` with every weight matmul ``H_GEMM_PAD_ROWS`` rows longer: attention's rows are each
+        chip's own tokens under data-parallel attention, a routed expert's its own assignments."""
+        m, pad = self.m, self.h[L.H_GEMM_PAD_ROWS]
+        head = self.stage_share * m[L.M_LM_HEAD_PARAMS]
+        routed = self.stage_share * m[L.M_MOE_LAYERS] * m[L.M_EXPERT_PARAMS]
+        attention = self.layers_per_stage * m[L.M_ATTN_PARAMS]
+        rest = self.active_per_stage() - head - m[L.M_EXPERTS_PER_TOKEN] * routed - attention
+        if self.data_parallel_attention:
+            attention_chip = attention * (tokens / self.tp + pad)
+        else:
+            attention_chip = attention * (tokens + pad) / self.tp
+        experts = routed * (self.assignments_busiest(tokens) + pad * self.touched_busiest(tokens))
+        return 2 * (attention_chip + (rest * (tokens + pad) + head * (head_tokens + pad) + experts) / self.tp)
+
+    def stream_cap(self) -> float:
+        ranks = self.pp * (self.tp if self.data_parallel_attention else 1.0)
+        return self.h[L.H_MAX_STREAMS_PER_RANK] * ranks
+
     def weights_read(self, tokens: float) -> float:
         m = self.m
         split = self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
@@ -202,16 +221,17 @@ def decode(m, h, tp, pp, ep, streams, context_avg, context_max, query_tokens, ac
     held_w, read_w = r.weights_held(), r.weights_read(tokens)
     held_kv, read_kv = r.kv_bytes(streams, context_max), r.kv_bytes(b, context_avg)
     memory = r.read_seconds(held_w, read_w, held_kv, read_kv)
-    linear = r.linear_flops(tokens, tokens)
+    executed = r.executed_flops(tokens, tokens)
     attn = tokens * context_avg * m[L.M_ATTN_FLOPS] * r.attended_layers(context_avg) / tp
-    compute = (linear / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
+    compute = (executed / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
     comm = r.comm_seconds(tokens)
     step, floor, bound = _finish(r, memory, compute, comm, pp)
     interval = pp * step
     return {
         "time_s": interval, "memory_s": pp * memory, "compute_s": pp * compute, "comm_s": pp * comm,
         "floor_s": pp * floor, "tps_per_user": accepted_tokens / interval,
-        "tokens_per_s": streams * accepted_tokens / interval, "fits": held_w + held_kv <= r.usable(),
+        "tokens_per_s": streams * accepted_tokens / interval,
+        "fits": held_w + held_kv <= r.usable() and streams <= r.stream_cap(),
         "bound": bound, "power_w": tp * pp * h[L.H_RACK_POWER_W] / h[L.H_CHIPS_PER_RACK],
     }
 
@@ -225,9 +245,9 @@ def prefill(m, h, tp, pp, ep, input_tokens, prompts=1.0) -> dict:
     kv = r.kv_bytes(prompts, n)
     memory = r.read_seconds(held_w, read_w, kv, kv)
     pairs = prompts * n * n / 2.0  # each prompt attends to itself alone
-    linear = r.linear_flops(tokens, prompts)  # only each prompt's last token needs logits
+    executed = r.executed_flops(tokens, prompts)  # only each prompt's last token needs logits
     attn = pairs * m[L.M_PREFILL_ATTN_FLOPS] * r.attended_layers(n / 2.0) / tp
-    compute = (linear / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
+    compute = (executed / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
     comm = r.comm_seconds(tokens)
     step, floor, bound = _finish(r, memory, compute, comm, pp)
     last_hop = r.hop_seconds(tokens)  # nothing follows the last stage
@@ -250,11 +270,11 @@ def speculative_decode(m, draft, h, tp, pp, ep, streams, context_avg, context_ma
     target, drafter = Replica(list(m), list(h), tp, pp, ep), Replica(list(draft), list(h), tp, 1.0, ep)
     held = (target.weights_held() + drafter.weights_held() + target.kv_bytes(streams, context_max)
             + drafter.kv_bytes(streams, context_max))
-    out["draft_s"] = pp * draft_tokens * d["time_s"]
+    out["draft_s"] = pp * (draft_tokens * d["time_s"] + micro * h[L.H_SPEC_STREAM_S])
     out["time_s"] += out["draft_s"]
     out["tps_per_user"] = accepted / out["time_s"]
     out["tokens_per_s"] = streams * accepted / out["time_s"]
-    out["fits"] = held <= target.usable()
+    out["fits"] = held <= target.usable() and streams <= target.stream_cap()
     return out
 
 
@@ -267,7 +287,7 @@ def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg
     a_side = decode(attn, ha, chips_a, 1.0, ep_a, b, context_avg, context_max, query_tokens, 1.0)
     if draft_tokens > 0:
         a_side["time_s"] += draft_tokens * decode(draft, ha, chips_a, 1.0, ep_a, b, context_avg, context_max, 1.0,
-                                                  1.0)["time_s"]
+                                                  1.0)["time_s"] + b * ha[L.H_SPEC_STREAM_S]
     a_all = decode(attn, ha, chips_a, 1.0, ep_a, streams, context_avg, context_max, query_tokens, 1.0)
     f_side = decode(ffn, hf, chips_f, 1.0, 1.0, b, context_avg, context_max, query_tokens, 1.0)
     t_attn = a_side["time_s"]
@@ -361,6 +381,7 @@ def best_batch(m, h, wl, layout, batches, draft_tokens, accepted, prefill_rate=m
             weights, kv = weights + dr.weights_held(), kv + dr.kv_bytes(b, wl[L.W_CONTEXT_MAX])
         held = weights + kv * (1.0 + wl[L.W_RESIDENT_S_PER_TOKEN] * tps)
         ok = held <= r.usable() and tps >= wl[L.W_MIN_TPS_PER_USER] and (prefill_s == 0 or ttft <= wl[L.W_TTFT_S])
+        ok = ok and b <= r.stream_cap()
         if ok and served > best[0]:
             best = (served, b, tps, ttft)
     return best

@@ -1,0 +1,93 @@
+"""The accuracy ledger (docs/MODEL.md 13): the corpus's rules, and every class's median error held to the committed
+ledger (tests/golden/ledger.json). A model or catalog change that makes a class's median error more than 10% worse
+fails here; one that makes it better is recorded by regenerating the committed ledger:
+
+    .venv/bin/planner calibrate --ledger --format json > tests/golden/ledger.json
+"""
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from planner.perf import calibration, ledger
+from planner.vocabulary import FIGURE_KINDS, HOLDOUT_SHARE, LEDGER_CLASSES, LEDGER_GROWTH_LIMIT
+
+COMMITTED = Path(__file__).with_name("golden") / "ledger.json"
+
+
+@pytest.fixture(scope="module")
+def book():
+    return ledger.ledger()
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return json.loads(COMMITTED.read_text())
+
+
+def test_corpus_has_sixty_figures_each_with_its_source_date_and_kind():
+    points = calibration.points()
+    assert len(points) >= 60
+    assert len({p["id"] for p in points}) == len(points)
+    for p in points:
+        assert p.get("source") and p.get("date") and p.get("kind") in FIGURE_KINDS, p["id"]
+        assert p["metric"] in calibration.PREDICTORS, p["id"]
+
+
+def test_every_class_holds_a_quarter_of_its_fittable_points_out():
+    points = [p for p in calibration.points() if p.get("fit", True)]
+    by_class = Counter(ledger.point_class(p) for p in points)
+    held = Counter(ledger.point_class(p) for p in points if p.get("held_out"))
+    assert set(by_class) == set(LEDGER_CLASSES)
+    for name, n in by_class.items():
+        assert held[name] >= math.floor(HOLDOUT_SHARE * n), (name, held[name], n)
+
+
+def test_the_frozen_hold_out_is_the_hash_rule_of_the_ids():
+    """The held-out marks in the file are what holdout_ids chooses: none was moved by hand to flatter a class."""
+    points = calibration.points()
+    assert {p["id"] for p in points if p.get("held_out")} == ledger.holdout_ids(points)
+
+
+@pytest.mark.parametrize("family", sorted(calibration.calibration_data()["fit"]))
+def test_no_fit_sees_a_held_out_point(family):
+    assert not [p["id"] for p in calibration.family_points(family) if p.get("held_out")]
+
+
+def test_claims_weigh_less_than_measurements():
+    assert calibration.weight({"kind": "claim"}) < calibration.weight({"kind": "measured"}) == 1.0
+
+
+def test_error_factor_is_symmetric_and_infinite_without_a_prediction():
+    assert ledger.error_factor(200.0, 100.0) == pytest.approx(2.0)
+    assert ledger.error_factor(50.0, 100.0) == pytest.approx(2.0)
+    assert ledger.error_factor(0.0, 100.0) == math.inf
+
+
+def test_the_ledger_covers_every_class_and_vendor(book):
+    names = {(g["group"], g["name"]) for g in book["groups"]}
+    assert {("class", c) for c in LEDGER_CLASSES} <= names
+    assert {("vendor", r["vendor"]) for r in book["points"]} <= names
+
+
+def test_ledger_points_are_the_corpus(book):
+    assert {r["id"] for r in book["points"]} == {p["id"] for p in calibration.points()}
+
+
+def test_no_class_median_grew_more_than_ten_percent(book, committed):
+    now, then = ledger.medians(book), ledger.medians(committed)
+    worse = {}
+    for key, before in then.items():
+        if key[0] != "class" or before is None:
+            continue
+        after = now.get(key)
+        if after is None or after > before * LEDGER_GROWTH_LIMIT:
+            worse[key] = (before, after)
+    assert not worse, worse
+
+
+def test_the_committed_ledger_is_of_this_corpus(committed):
+    assert {r["id"] for r in committed["points"]} == {p["id"] for p in calibration.points()}

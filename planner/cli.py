@@ -8,7 +8,6 @@ import click
 
 from planner import __version__
 from planner.vocabulary import (
-    DEFAULT_ACCEPTANCE,
     DEFAULT_BATCH,
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_INPUT_TOKENS,
@@ -42,8 +41,9 @@ def speculative_options(fn):
                      show_default=True, help="speculative decoding: the drafter (docs/MODEL.md 3.4)"),
         click.option("--draft-tokens", default=DEFAULT_DRAFT_TOKENS, callback=draft_tokens_value,
                      help="tokens drafted per step, or auto (the fastest) [default: auto with a method, else 0]"),
-        click.option("--acceptance", type=float, default=DEFAULT_ACCEPTANCE, show_default=True,
-                     help="probability that each draft token is accepted"),
+        click.option("--acceptance", type=float, default=None,
+                     help="probability that each draft token is accepted [default: the method's published "
+                          "acceptance on the model (data/speculative.yaml), else 0.7]"),
         click.option("--draft-model", default=None, help="the drafter's model id (--speculative draft_model)"),
     ]):
         fn = option(fn)

@@ -47,6 +47,7 @@ from planner.catalog import (
 from planner.errors import InputError
 from planner.measurements.table import Measurement, resolve_measurements
 from planner.vocabulary import (
+    SERVING_STACKS,
     DEFAULT_ACQUISITION,
     DEFAULT_OBJECTIVE,
     DEFAULT_SOLVER,
@@ -169,8 +170,9 @@ class Speculative(_Section):
     draft_tokens: PosCount | Literal["auto"] = Field(
         "auto", description="tokens drafted per step, 1 to 16, or auto: every length from 0 to 6, the best kept per "
         "system (default auto)")
-    acceptance: Share = Field(0.7, description="probability that each draft token is accepted, in [0, 1) "
-                              "(default 0.7)")
+    acceptance: Share | None = Field(None, description="probability that each draft token is accepted, in [0, 1) "
+                                     "(default: the method's published acceptance on the model at each draft "
+                                     "length, data/speculative.yaml, else 0.7)")
     draft_model: Name | None = Field(None, description="method draft_model: the model id that drafts")
 
     @model_validator(mode="after")
@@ -275,7 +277,8 @@ class Workload(_Section):
         from planner.perf.speculative import speculation
 
         s = self.speculative
-        return speculation(s.method, s.draft_tokens if s.method != "none" else 0, s.acceptance, s.draft_model)
+        return speculation(s.method, s.draft_tokens if s.method != "none" else 0, s.acceptance, s.draft_model,
+                           model=self.model)
 
     @property
     def resolved_min_tps_per_user(self) -> float:
@@ -307,6 +310,10 @@ class Workload(_Section):
 
 
 # ---- the scenario -----------------------------------------------------------------------------------------------
+ServingStack = Literal["vendor-best", "vllm", "sglang", "trtllm"]
+assert get_args(ServingStack) == SERVING_STACKS  # the vocabulary's words
+
+
 class Scenario(_Section):
     name: Name = Field(description="scenario name, used in reports")
     description: str | None = Field(None, description="free text")
@@ -347,6 +354,10 @@ class Scenario(_Section):
     measurement_headroom: Share = Field(
         0.0, description="share of a measured replica's throughput held back (0: use it as measured, since a "
         "measured point already includes its queueing and batching)")
+    serving_stack: ServingStack = Field(
+        "vendor-best", description="the serving engine the plan assumes (docs/MODEL.md 5.3): vendor-best (the "
+        "efficiencies fitted to the vendors' best published figures) or an engine's own where the published corpus "
+        "has that engine's figures; the rest of its parameters are vendor-best's")
 
     _resolved: dict[str, Hardware] | None = PrivateAttr(None)
 
@@ -410,7 +421,7 @@ class Scenario(_Section):
         """A family's efficiency parameters: the calibrated ones, with the scenario's ``efficiency`` over them."""
         from planner.perf.pack import family_efficiency
 
-        return {**family_efficiency(family), **self.efficiency.get(family, {})}
+        return {**family_efficiency(family, self.serving_stack), **self.efficiency.get(family, {})}
 
     def price_of(self, workload: Workload) -> float | None:
         """USD per million output tokens of a workload: its own price, else its tier's."""
@@ -1033,10 +1044,16 @@ def resolved_summary(sc: Scenario) -> dict:
         if "peak_to_mean" not in w.model_fields_set:
             warnings.append(f"workload {w.name}: peak_to_mean not given, so the fleet is sized for the mean rate "
                             f"(1.0)")
-        if w.speculation.method == "none":
+        spec = w.speculation
+        if spec.method == "none":
             continue
-        warnings.append(f"workload {w.name}: speculative decoding {w.speculation.method} at acceptance "
-                        f"{w.speculation.acceptance:g} per draft token (an assumption; docs/MODEL.md 3.4)")
+        if spec.acceptance_by_k:
+            rates = ", ".join(f"{a:g} at K={k}" for k, a in spec.acceptance_by_k)
+            warnings.append(f"workload {w.name}: speculative decoding {spec.method} at the published acceptance "
+                            f"per draft token for {w.model} ({rates}; data/speculative.yaml, docs/MODEL.md 3.4)")
+        else:
+            warnings.append(f"workload {w.name}: speculative decoding {spec.method} at acceptance "
+                            f"{spec.acceptance:g} per draft token (an assumption; docs/MODEL.md 3.4)")
     if sc.site.power_budget_mw is None:
         warnings.append("site.power_budget_mw not given: power does not limit the plan")
     warnings.extend(_measurement_notes(sc))

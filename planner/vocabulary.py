@@ -38,6 +38,13 @@ SPECULATIVE_METHODS: tuple[str, ...] = ("none", "mtp", "eagle", "draft_model")
 AUTO_DRAFT_TOKENS: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)
 MAX_DRAFT_TOKENS = 16
 
+# Serving stacks a plan may assume (MODEL.md 5.3): vendor-best (the efficiencies fitted to the vendors' own best
+# figures, TensorRT-LLM's on NVIDIA GPUs) or an engine's own, where the corpus has that engine's figures. A
+# calibration point's engine names its stack; engines with no stack of their own are vendor-best.
+SERVING_STACKS: tuple[str, ...] = ("vendor-best", "vllm", "sglang", "trtllm")
+DEFAULT_SERVING_STACK = "vendor-best"
+ENGINE_STACKS: dict[str, str] = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm"}
+
 # The accuracy ledger (MODEL.md 13): its classes of published figure, the splits of its corpus, the share of each
 # class kept out of every fit, the weight of a vendor's claim beside a measurement in the fit's loss, and how far a
 # class's median error may grow against the committed ledger before CI fails.

@@ -112,6 +112,8 @@ def random_hw(rng):
     h[L.H_GEMM_PAD_ROWS] = float(rng.choice([0.0, rng.uniform(0, 256)]))
     h[L.H_SPEC_STREAM_S] = float(rng.choice([0.0, 10 ** rng.uniform(-6, -4)]))
     h[L.H_MAX_STREAMS_PER_RANK] = float(rng.choice([np.inf, rng.uniform(16, 4096)]))
+    h[L.H_PREFILL_TOKENS_PER_PASS] = float(rng.choice([0.0, rng.uniform(512, 16384)]))
+    h[L.H_GROUPED_GEMM_FACTOR] = float(rng.choice([1.0, rng.uniform(0.2, 1.0)]))
     return h
 
 

@@ -17,10 +17,12 @@ from planner.perf.pack import attention_peak_flops, model_vector
 from planner.vocabulary import tier_of
 from solvers.perf import slots as L
 from solvers.perf.kernels import (
+    busiest_assignments,
     busiest_touched,
     expert_groups,
     linear_flops_per_chip,
     padded_linear_flops_per_chip,
+    prompts_per_pass,
     speculative_decode_breakdown,
     stream_cap,
     active_params_per_stage,
@@ -68,6 +70,7 @@ def hardware(tiers=((1e11, 1e12),), **slots) -> np.ndarray:
     """A hardware vector: ``tiers`` as (capacity bytes, bandwidth bytes/s), fastest first; other slots by name."""
     v = np.zeros(L.N_HW)
     v[L.H_MAX_STREAMS_PER_RANK] = np.inf  # no scheduler bound unless a test sets one
+    v[L.H_GROUPED_GEMM_FACTOR] = 1.0  # grouped expert matmuls at the dense rate unless a test sets one
     v[L.H_N_TIERS] = len(tiers)
     v[L.H_SERVING_TIERS] = len(tiers)
     for i, (cap, bw) in enumerate(tiers):
@@ -479,6 +482,15 @@ def test_padded_rows_of_data_parallel_attention_and_experts():
     assert extra == approx(1600.0 + 2.0 * 200.0 * 10.0 * touched / 2.0)
 
 
+def test_grouped_expert_matmuls_at_a_share_of_the_dense_rate():
+    # at half the dense rate the routed experts' FLOPs count twice: the difference is their FLOPs once,
+    # 2 x 200 routed weights (2 layers x 100) x the busiest group's assignments of 4 tokens x top-2 / 2 chips
+    busy = busiest_assignments(8.0, expert_groups(MOE, 2.0, 1.0))
+    half = padded_linear_flops_per_chip(MOE, 2.0, 1.0, 1.0, 4.0, 4.0, 0.0, 0.5)
+    full = padded_linear_flops_per_chip(MOE, 2.0, 1.0, 1.0, 4.0, 4.0, 0.0, 1.0)
+    assert half - full == approx(2.0 * 200.0 * busy / 2.0)
+
+
 def test_scheduler_bound_on_streams_per_rank():
     # at most 3 streams per rank (MODEL.md 3.5): 4 streams on one tensor-parallel replica of 2 chips (one
     # scheduler) do not fit; under data-parallel attention each of the 2 chips schedules 3, so 4 do
@@ -569,6 +581,20 @@ def test_batch_prefill_of_prompts_arriving_together():
     one = np.zeros(L.N_BREAKDOWN)
     prefill_breakdown(DENSE, HW, 2.0, 1.0, 0.0, 1000.0, one)
     assert one[L.B_TIME_S] < out[L.B_TIME_S] < 4.0 * one[L.B_TIME_S]
+
+
+def test_prefill_rate_batches_prompts_to_the_token_budget():
+    # a budget of 4,000 prompt tokens a pass takes 4 prompts of 1000 (MODEL.md 4.2): the lone prompt's TTFT is
+    # unchanged (3.56002e-4 s, test_prefill_breakdown), the rate is the 4-prompt pass's
+    # (test_batch_prefill_of_prompts_arriving_together: 4000 / 1.256008e-3)
+    hw = HW.copy()
+    hw[L.H_PREFILL_TOKENS_PER_PASS] = 4000.0
+    out = np.zeros(L.N_BREAKDOWN)
+    prefill_breakdown(DENSE, hw, 2.0, 1.0, 0.0, 1000.0, out)
+    assert out[L.B_TIME_S] == approx(3.56002e-4)
+    assert out[L.B_TOKENS_PER_S] == approx(4000.0 / 1.256008e-3)
+    assert prompts_per_pass(hw, 1000.0) == 4.0 and prompts_per_pass(hw, 3000.0) == 1.0
+    assert prompts_per_pass(hw, 5000.0) == 1.0  # a prompt longer than the budget still takes a pass
 
 
 def test_prefill_lm_head_only_for_the_last_token():

@@ -39,7 +39,7 @@ def test_prefill_matches_twin(seed):
     n = float(rng.integers(1, 100_000))
     out = np.zeros(L.N_BREAKDOWN)
     prefill_breakdown(m, h, tp, pp, ep, n, out)
-    twin = ref.prefill(m, h, tp, pp, ep, n)
+    twin = ref.loaded_prefill(m, h, tp, pp, ep, n)
     for key, slot in [("time_s", L.B_TIME_S), ("memory_s", L.B_MEMORY_S), ("compute_s", L.B_COMPUTE_S),
                       ("comm_s", L.B_COMM_S), ("floor_s", L.B_FLOOR_S), ("tokens_per_s", L.B_TOKENS_PER_S)]:
         assert out[slot] == pytest.approx(twin[key], rel=1e-9), key

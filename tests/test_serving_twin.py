@@ -115,7 +115,7 @@ def test_colocated_points_equal_the_twin(seed):
     batches = np.array([1.0, 16.0, 300.0])
     got = sweep.colocated_points(m, h, wl, layouts, batches, 0.0, 1.0)
     for i, (tp, pp, ep) in enumerate(layouts):
-        pre = twin.prefill(m, h, tp, pp, ep, wl[L.W_PREFILL_TOKENS])
+        pre = twin.loaded_prefill(m, h, tp, pp, ep, wl[L.W_PREFILL_TOKENS])
         for k, b in enumerate(batches):
             d = twin.decode(m, h, tp, pp, ep, b, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], 1.0, 1.0)
             served = twin.colocated_tokens_per_s(wl[L.W_OUTPUT_TOKENS], d["time_s"], b, 1.0,

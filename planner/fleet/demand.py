@@ -38,11 +38,13 @@ class Demand:
     draft_tokens: int | str = 0  # K, or "auto"
     acceptance: float = 0.0
     draft_model: str | None = None
+    acceptance_by_k: tuple = ()  # published per-token acceptance at each listed draft length: ((K, a), ...)
 
     def speculation(self):
         from planner.perf.speculative import Speculation
 
-        return Speculation(self.speculative, self.draft_tokens, self.acceptance, self.draft_model)
+        return Speculation(self.speculative, self.draft_tokens, self.acceptance, self.draft_model,
+                           tuple((int(k), float(a)) for k, a in self.acceptance_by_k))
 
     def drafter_of(self, draft_tokens: int) -> str:
         """The ``speculative`` an allocation row of this workload reports: its method, or none when it drafts 0."""
@@ -75,6 +77,7 @@ class Demand:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["allow_hardware"] = list(self.allow_hardware) if self.allow_hardware else None
+        d["acceptance_by_k"] = [list(pair) for pair in self.acceptance_by_k]
         return d
 
     @classmethod
@@ -84,6 +87,14 @@ class Demand:
         values = {k: v for k, v in d.items() if k in names}
         if values.get("allow_hardware"):
             values["allow_hardware"] = tuple(values["allow_hardware"])
+        if "acceptance_by_k" in values:
+            pairs = values["acceptance_by_k"]
+            if not isinstance(pairs, (list, tuple)) or not all(
+                    isinstance(p, (list, tuple)) and len(p) == 2 and all(
+                        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in p)
+                    for p in pairs):
+                raise ValueError(f"demand {values.get('name')!r}: acceptance_by_k is {pairs!r}, not [[K, a], ...]")
+            values["acceptance_by_k"] = tuple((int(k), float(a)) for k, a in pairs)
         demand = cls(**values)
         for f in dataclasses.fields(cls):
             v = getattr(demand, f.name)
@@ -110,5 +121,5 @@ def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None) -
         allow_hardware=tuple(workload.allow_hardware) if workload.allow_hardware else None,
         peak_to_mean=workload.peak_to_mean, tier=workload.tier, price_usd_per_mtok=price_usd_per_mtok,
         speculative=spec.method, draft_tokens=spec.draft_tokens, acceptance=spec.acceptance if spec.method != "none"
-        else 0.0, draft_model=spec.draft_model,
+        else 0.0, draft_model=spec.draft_model, acceptance_by_k=spec.acceptance_by_k,
     )

@@ -60,7 +60,7 @@ class Built:
                 "solver": sc.solver.model_dump(mode="json"),
                 "acquisition": list(sc.hardware.acquisition) if sc.hardware.allow is None else None,
                 "max_platforms": sc.hardware.max_platforms, "min_racks": dict(sc.hardware.min_racks),
-                "excluded_hardware": sc.excluded_hardware(),
+                "excluded_hardware": sc.excluded_hardware(), "serving_stack": sc.serving_stack,
             },
             "demands": [d.to_dict() for d in self.demands],
             "hardware": {h.id: h.model_dump(mode="json") for h in self.hardware},
@@ -88,7 +88,9 @@ def demand_rows(demands: list[Demand]) -> np.ndarray:
 def scenario_options(scenario, demands: list[Demand], hardware: dict, progress=None, deadline: float = math.inf):
     """``options_for`` with what the scenario says of performance: its measurements, their headroom and its own
     efficiencies (the one call the plan and its diagnosis share)."""
-    efficiency = {f: scenario.efficiency_of(f) for f in scenario.efficiency}
+    families = set(scenario.efficiency) | ({hw.family for hw in hardware.values()}
+                                            if scenario.serving_stack != "vendor-best" else set())
+    efficiency = {f: scenario.efficiency_of(f) for f in families}
     return options_for(demands, scenario.resolved_models(), hardware, progress, deadline, scenario.measurements,
                        scenario.measurement_headroom, efficiency)
 

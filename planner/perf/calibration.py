@@ -19,8 +19,8 @@ from planner.perf.frontier import sweep_points
 from planner.perf.estimate import batch_ttft_s
 from planner.perf.grid import BATCHES, parallel_grid
 from planner.perf.pack import efficiency_table, family_efficiency
-from planner.perf.speculative import speculation
-from planner.vocabulary import CLAIM_WEIGHT
+from planner.perf.speculative import acceptance_for, speculation
+from planner.vocabulary import CLAIM_WEIGHT, DEFAULT_SERVING_STACK, ENGINE_STACKS
 
 
 
@@ -36,7 +36,8 @@ def predict(point: dict, efficiency: dict[str, float] | None = None) -> dict:
     """The model's figure for one calibration point, with the configuration that achieves it."""
     model = catalog.get_model(point["model"])
     hw = catalog.get_hardware(point["hardware"])
-    eff = efficiency or family_efficiency(hw.family)
+    stack = point_stack(point)
+    eff = stack_view(efficiency, stack) if efficiency is not None else family_efficiency(hw.family, stack)
     if point["precision"] not in hw.precisions:
         return {"predicted": 0.0, "config": f"{hw.id} lists no {point['precision']} format"}
     if hw.model_lock is not None and hw.model_lock != model.id:
@@ -44,27 +45,31 @@ def predict(point: dict, efficiency: dict[str, float] | None = None) -> dict:
     return PREDICTORS[point["metric"]](point, model, hw, eff)
 
 
+def point_stack(point: dict) -> str:
+    """The serving stack a point was measured on: its engine's own (``ENGINE_STACKS``), else vendor-best."""
+    return ENGINE_STACKS.get(point.get("engine", ""), DEFAULT_SERVING_STACK)
+
+
+def stack_view(efficiency: dict[str, float], stack: str) -> dict[str, float]:
+    """Efficiencies as a point of ``stack`` sees them: the plain names, with any ``STACK:name`` of its stack over
+    them (the fit carries a stack's own parameters under such names beside the vendor-best ones)."""
+    plain = {k: v for k, v in efficiency.items() if ":" not in k}
+    prefix = stack + ":"
+    plain.update({k[len(prefix):]: v for k, v in efficiency.items() if k.startswith(prefix)})
+    return plain
+
+
 def point_speculation(point: dict):
     """The speculative setting a point was measured with (``speculative: {method, draft_tokens, acceptance}``),
-    none by default: a speculative record is predicted with its drafter costed (MODEL.md 3.4)."""
+    none by default: a speculative record is predicted with its drafter costed (MODEL.md 3.4). An acceptance comes
+    from the point (``acceptance``, or ``accepted_tokens_per_step`` at its draft length), else from the published
+    figures for its model (data/speculative.yaml), else the default."""
     spec = point.get("speculative") or {}
     acceptance = spec.get("acceptance")
     if acceptance is None and spec.get("accepted_tokens_per_step") is not None:
         acceptance = acceptance_for(int(spec["draft_tokens"]), float(spec["accepted_tokens_per_step"]))
-    return speculation(spec.get("method"), spec.get("draft_tokens"), acceptance, spec.get("draft_model"))
-
-
-def acceptance_for(draft_tokens: int, accepted_per_step: float) -> float:
-    """The per-token acceptance a whose (1 - a^(K+1)) / (1 - a) is ``accepted_per_step`` (MODEL.md 3.4), by
-    bisection: the sum rises with a from 1 at a = 0 to K + 1 at a = 1."""
-    lo, hi = 0.0, 1.0 - 1e-9
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if (1.0 - mid ** (draft_tokens + 1)) / (1.0 - mid) < accepted_per_step:
-            lo = mid
-        else:
-            hi = mid
-    return round(0.5 * (lo + hi), 4)
+    return speculation(spec.get("method"), spec.get("draft_tokens"), acceptance, spec.get("draft_model"),
+                       model=point["model"])
 
 
 def _layouts_of(point: dict, s: dict) -> dict:
@@ -203,7 +208,8 @@ def log_error(predicted: float, published: float) -> float:
 
 # Efficiencies of a machine with no overheads: a published figure above this roofline cannot be fitted.
 IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "kernel_latency_s": 0.0, "step_overhead_s": 0.0,
-         "collective_latency_s": 0.0, "gemm_pad_rows": 0.0, "fp8_flops_factor": 1.0, "fp4_flops_factor": 1.0,
+         "collective_latency_s": 0.0, "gemm_pad_rows": 0.0, "grouped_gemm_factor": 1.0, "fp8_flops_factor": 1.0,
+         "fp4_flops_factor": 1.0,
          "speculative_stream_s": 0.0, "max_streams_per_rank": math.inf}
 
 
@@ -260,8 +266,17 @@ def fit_family(family: str, sweeps: int = 5, steps: int = 9, starts: int = 4) ->
     (``fit_parameters``)."""
     pts = family_points(family)
     names, bounds = fit_spec(family)
-    return fit_parameters(lambda eff: loss(pts, eff), names, bounds, dict(family_efficiency(family)), sweeps, steps,
-                          starts)
+    return fit_parameters(lambda eff: loss(pts, eff), names, bounds, fit_start(family, names), sweeps, steps, starts)
+
+
+def fit_start(family: str, names: list[str]) -> dict[str, float]:
+    """The family's current values, vendor-best, with each fitted ``STACK:name`` at that stack's current value."""
+    current = dict(family_efficiency(family))
+    for name in names:
+        if ":" in name:
+            stack, param = name.split(":", 1)
+            current[name] = family_efficiency(family, stack)[param]
+    return current
 
 
 def fit_spec(family: str) -> tuple[list[str], dict]:
@@ -275,7 +290,11 @@ def fit_spec(family: str) -> tuple[list[str], dict]:
         name = efficiency_table()[name]["inherits"]
         entry = spec["fit"].get(name)
     entry = entry or {"params": list(EFFICIENCY_PARAMS)}
-    return list(entry["params"]), {**spec["bounds"], **entry.get("bounds", {})}
+    bounds = {**spec["bounds"], **entry.get("bounds", {})}
+    for name in entry["params"]:  # a stack's own parameter takes the parameter's bounds
+        if ":" in name:
+            bounds.setdefault(name, bounds[name.split(":", 1)[1]])
+    return list(entry["params"]), bounds
 
 
 def fit_parameters(objective, names: list[str], bounds: dict, current: dict[str, float], sweeps: int = 5,
@@ -380,11 +399,15 @@ def write_fit(families: list[str] | None = None) -> None:
         fitted = fit_family(family)
         ids = [p["id"] for p in family_points(family)]
         for name in calibration_data()["fit"][family]["params"]:
-            table[family][name] = {
-                "value": float(f"{fitted[name]:.4g}"),
-                "basis": f"fitted {_dt.date.today().isoformat()} to the family's {len(ids)} fitted points of "
-                         f"data/calibration.yaml (split fitted in planner calibrate --ledger)",
-            }
+            entry = {"value": float(f"{fitted[name]:.4g}"),
+                     "basis": f"fitted {_dt.date.today().isoformat()} to the family's {len(ids)} fitted points of "
+                              f"data/calibration.yaml (split fitted in planner calibrate --ledger)"}
+            if ":" in name:  # a stack's own value, beside the vendor-best one
+                stack, param = name.split(":", 1)
+                entry["basis"] += f", those measured on {stack} setting it"
+                table[family].setdefault("stacks", {}).setdefault(stack, {})[param] = entry
+            else:
+                table[family][name] = entry
         efficiency_table.cache_clear()
         try:
             path.write_text(_header(path) + yaml.safe_dump(table, sort_keys=False, width=120))

@@ -16,7 +16,6 @@ from planner.perf.grid import MICRO_BATCHES, parallel_grid, split_grid, tp_optio
 from planner.perf.pack import family_efficiency, hardware_vector, model_vector, split_model_vectors, workload_vector
 from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
 from planner.vocabulary import (
-    DEFAULT_ACCEPTANCE,
     DEFAULT_BATCH,
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_INPUT_TOKENS,
@@ -142,7 +141,7 @@ def evaluate_config(model, hw, precision, tp, pp, ep, batch, input_tokens, outpu
 
     mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
     wl = workload_vector(input_tokens, output_tokens)
-    _, a = spec_tokens(k, spec.acceptance)
+    _, a = spec_tokens(k, spec.acceptance_at(k))
     dec, pre, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
     speculative_decode_breakdown(mv, draft_vector(model, spec), hv, float(tp), float(pp), float(ep), float(batch),
                                  wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], float(k), a, scratch, dec)
@@ -230,13 +229,15 @@ def colocated(dec: np.ndarray, pre: np.ndarray, batch: float, prefill_tokens: fl
 def estimate(model: str, hardware: str, chips: int | None = None, batch: int = DEFAULT_BATCH,
              precision: str | None = None, input_tokens: int = DEFAULT_INPUT_TOKENS,
              output_tokens: int = DEFAULT_OUTPUT_TOKENS, speculative: str = DEFAULT_SPECULATIVE,
-             draft_tokens: int | str | None = DEFAULT_DRAFT_TOKENS, acceptance: float = DEFAULT_ACCEPTANCE,
+             draft_tokens: int | str | None = DEFAULT_DRAFT_TOKENS, acceptance: float | None = None,
              draft_model: str | None = None) -> Estimate:
     """Performance of one deployment of ``model`` on ``hardware`` (interface: ``planner estimate``); ``A+B`` runs
     attention on A and the FFN on B (MODEL.md 10). ``speculative`` names the drafter (none, mtp, eagle,
     draft_model with ``draft_model``), ``draft_tokens`` K or ``auto`` (the fastest K), ``acceptance`` the rate per
     draft token (MODEL.md 3.4)."""
-    spec = speculation(speculative, draft_tokens, acceptance, draft_model)
+    if not isinstance(model, str):
+        raise InputError(f"expected one model id, got {model!r}", field="model")
+    spec = speculation(speculative, draft_tokens, acceptance, draft_model, model=model)
     if not isinstance(hardware, str):
         raise InputError(f"expected one hardware id, got {hardware!r}", field="hardware")
     a_id, f_id = parse_pair(hardware)
@@ -256,7 +257,7 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
     tp, pp, ep, k = choose_config(m, hw, prec, chips, batch, input_tokens, output_tokens, spec)
     dec, pre = evaluate_config(m, hw, prec, tp, pp, ep, batch, input_tokens, output_tokens, k, spec)
     power = float(dec[L.B_POWER_W])
-    _, accepted = spec_tokens(k, spec.acceptance)
+    _, accepted = spec_tokens(k, spec.acceptance_at(k))
     colo_tps, colo_tokens = colocated(dec, pre, float(batch), float(input_tokens), float(output_tokens), accepted)
     return Estimate(
         model=m.id, hardware=hw.id, precision=prec, chips=tp * pp, tensor_parallel=tp, pipeline_parallel=pp,
@@ -267,7 +268,7 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
         ttft_batch_s=batch_ttft_s(m, hw, prec, (tp, pp, ep), input_tokens, batch), power_w=power,
         output_tokens_per_s_per_mw=float(dec[L.B_TOKENS_PER_S]) / (power / 1e6),
         colocated_tps_per_user=colo_tps, colocated_output_tokens_per_s=colo_tokens,
-        speculative=spec.method, draft_tokens=k, acceptance=spec.acceptance if k else 0.0,
+        speculative=spec.method, draft_tokens=k, acceptance=spec.acceptance_at(k),
         draft_model=spec.draft_model, decode=breakdown_dict(dec), prefill=breakdown_dict(pre),
         memory={
             "weight_bytes_per_chip": float(dec[L.B_WEIGHT_BYTES_PER_CHIP]),
@@ -288,7 +289,7 @@ def uncertainty_band(model, hw, precision, layout, batch, input_tokens, output_t
     mv, hv = model_vector(model), hardware_vector(hw, precision)
     draft = draft_vector(model, spec)
     wl = workload_vector(input_tokens, output_tokens)
-    _, a = spec_tokens(k, spec.acceptance)
+    _, a = spec_tokens(k, spec.acceptance_at(k))
     dec, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
 
     def evaluate(v):
@@ -364,7 +365,7 @@ def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str 
         ttft_batch_s=batch_ttft_s(m, hw_a, prec_a, (ta, pa, ea), input_tokens, batch), power_w=float(r[L.S_POWER_W]),
         output_tokens_per_s_per_mw=float(r[L.S_TOKENS_PER_S]) / (float(r[L.S_POWER_W]) / 1e6),
         colocated_tps_per_user=float(r[L.S_TPS_PER_USER]), colocated_output_tokens_per_s=float(r[L.S_TOKENS_PER_S]),
-        speculative=spec.method, draft_tokens=k, acceptance=spec.acceptance if k else 0.0,
+        speculative=spec.method, draft_tokens=k, acceptance=spec.acceptance_at(k),
         draft_model=spec.draft_model, decode=decode, prefill=breakdown_dict(pre), roles=["attention", "ffn"],
         method="planner performance model, attention/FFN split (docs/MODEL.md 10)",
     )

@@ -15,7 +15,6 @@ from planner.perf.speculative import NONE, Speculation, draft_vector, speculatio
 from planner.perf.grid import BATCHES, MICRO_BATCHES, parallel_grid, split_grid
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors, workload_vector
 from planner.vocabulary import (
-    DEFAULT_ACCEPTANCE,
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_INPUT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
@@ -145,11 +144,12 @@ def _split_sweep_points(model, hw_a, hw_f, prec_a, prec_f, input_tokens, output_
 def frontier(model: str, hardware: list[str] | None = None, precision: str | None = None,
              input_tokens: int = DEFAULT_INPUT_TOKENS, output_tokens: int = DEFAULT_OUTPUT_TOKENS,
              speculative: str = DEFAULT_SPECULATIVE, draft_tokens: int | str | None = DEFAULT_DRAFT_TOKENS,
-             acceptance: float = DEFAULT_ACCEPTANCE, draft_model: str | None = None) -> list[dict]:
+             acceptance: float | None = None, draft_model: str | None = None) -> list[dict]:
     """Per hardware, the Pareto frontier of output tokens/s per MW against tokens/s per user (interface:
     ``planner frontier``), with speculative decoding as ``estimate`` takes it (``auto``: every draft length, the
     frontier of them all). Hardware that cannot serve the model (model lock, prefill-only, no fit) is skipped."""
-    spec = speculation(speculative, draft_tokens, acceptance, draft_model)
+    spec = speculation(speculative, draft_tokens, acceptance, draft_model,
+                       model=model if isinstance(model, str) else None)
     m = catalog.get_model(model)
     draft_vector(m, spec)  # a drafter that cannot apply to this model is an error before any sweep
     check_positive(input_tokens=input_tokens, output_tokens=output_tokens)
@@ -194,7 +194,7 @@ def with_bands(points: list[dict], model: Model, hw: Hardware, spec: Speculation
             by_precision[prec] = (hardware_vector(hw, prec), uncertain_quantities(hw, prec))
         hv, quantities = by_precision[prec]
         layout = np.array([[p["tensor_parallel"], p["pipeline_parallel"], float(p["expert_parallel"])]], dtype=float)
-        _, accepted = spec_tokens(p["draft_tokens"], spec.acceptance)
+        _, accepted = spec_tokens(p["draft_tokens"], spec.acceptance_at(int(p["draft_tokens"])))
 
         def evaluate(v, layout=layout, batch=float(p["batch"]), k=float(p["draft_tokens"]), a=accepted):
             r = colocated_points(mv, v, wl, layout, np.array([batch]), k, a, draft)[0]

@@ -13,6 +13,7 @@ import numpy as np
 from planner import catalog
 from planner.catalog import KV_BYTES, WEIGHT_BYTES, Hardware, Model
 from planner.errors import InputError
+from planner.vocabulary import DEFAULT_SERVING_STACK, SERVING_STACKS
 from solvers.perf import slots as L
 
 ACTIVATION_BYTES = 2.0  # activations cross links in 16-bit
@@ -26,20 +27,26 @@ EFFICIENCY_PARAMS = (
     "collective_latency_s",
     "usable_memory_fraction",
     "gemm_pad_rows",
+    "grouped_gemm_factor",
     "fp8_flops_factor",
     "fp4_flops_factor",
     "speculative_stream_s",
     "max_streams_per_rank",
+    "prefill_tokens_per_pass",
 )
 
-# Values of the parameters a family need not state: each turns its mechanism off (no padded matmul rows, every
-# precision at the 16-bit share of its peak, no per-stream speculative work, no scheduler bound) (MODEL.md 5).
+# Values of the parameters a family need not state: each turns its mechanism off (no padded matmul rows, grouped
+# expert matmuls at the dense rate, every
+# precision at the 16-bit share of its peak, no per-stream speculative work, no scheduler bound, one prompt per
+# prefill pass) (MODEL.md 5).
 NEUTRAL_EFFICIENCY = {
     "gemm_pad_rows": 0.0,
+    "grouped_gemm_factor": 1.0,
     "fp8_flops_factor": 1.0,
     "fp4_flops_factor": 1.0,
     "speculative_stream_s": 0.0,
     "max_streams_per_rank": math.inf,
+    "prefill_tokens_per_pass": 0.0,
 }
 
 # The achieved share of a precision's peak is flops_efficiency (16-bit) times its factor: narrower tensor-core
@@ -105,15 +112,20 @@ def efficiency_table() -> dict[str, dict]:
     return catalog._read_yaml(catalog.DATA_DIR / "efficiency.yaml")
 
 
-def family_efficiency(family: str) -> dict[str, float]:
-    """The efficiency parameters of a family, following ``inherits`` for families with no own data, and the neutral
-    value of any optional one stated nowhere (``NEUTRAL_EFFICIENCY``)."""
+def family_efficiency(family: str, stack: str = DEFAULT_SERVING_STACK) -> dict[str, float]:
+    """The efficiency parameters of a family under a serving stack, following ``inherits`` for families with no
+    own data, with the stack's own values (an entry's ``stacks:``) over the vendor-best ones, and the neutral value
+    of any optional one stated nowhere (``NEUTRAL_EFFICIENCY``)."""
     table = efficiency_table()
     if family not in table:
         raise InputError(f"hardware family {family!r} has no entry in data/efficiency.yaml")
+    if stack not in SERVING_STACKS:
+        raise InputError(f"expected one of {', '.join(SERVING_STACKS)}, got {stack!r}", field="serving_stack")
     entry = table[family]
-    base = family_efficiency(entry["inherits"]) if "inherits" in entry else dict(NEUTRAL_EFFICIENCY)
+    base = family_efficiency(entry["inherits"], stack) if "inherits" in entry else dict(NEUTRAL_EFFICIENCY)
     own = {k: float(entry[k]["value"]) for k in EFFICIENCY_PARAMS if k in entry}
+    stacked = (entry.get("stacks") or {}).get(stack) or {}
+    own.update({k: float(stacked[k]["value"]) for k in EFFICIENCY_PARAMS if k in stacked})
     merged = {**base, **own}
     missing = [k for k in EFFICIENCY_PARAMS if k not in merged]
     if missing:
@@ -153,8 +165,10 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     v[L.H_COLL_LAT_S] = eff["collective_latency_s"]
     v[L.H_MEM_USABLE] = eff["usable_memory_fraction"]
     v[L.H_GEMM_PAD_ROWS] = eff.get("gemm_pad_rows", 0.0)
+    v[L.H_GROUPED_GEMM_FACTOR] = eff.get("grouped_gemm_factor", 1.0)
     v[L.H_SPEC_STREAM_S] = eff.get("speculative_stream_s", 0.0)
     v[L.H_MAX_STREAMS_PER_RANK] = eff.get("max_streams_per_rank", math.inf)
+    v[L.H_PREFILL_TOKENS_PER_PASS] = eff.get("prefill_tokens_per_pass", 0.0)
     return v
 
 

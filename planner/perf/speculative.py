@@ -9,6 +9,7 @@ steps like any decode step (``solvers.perf.kernels.speculative_decode_breakdown`
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -31,28 +32,93 @@ from solvers.perf import slots as L
 class Speculation:
     method: str = DEFAULT_SPECULATIVE
     draft_tokens: int | str = 0  # K, or "auto"
-    acceptance: float = DEFAULT_ACCEPTANCE
+    acceptance: float = DEFAULT_ACCEPTANCE  # per draft token, where ``acceptance_by_k`` has no figure
     draft_model: str | None = None  # method draft_model: the catalog model that drafts
+    acceptance_by_k: tuple[tuple[int, float], ...] = ()  # published per-token acceptance at each listed K
+
+    def acceptance_at(self, k: int) -> float:
+        """The per-token acceptance at draft length K (MODEL.md 3.4): the published figure at K; below the shortest
+        listed K, the shortest's; beyond the longest, the rate that keeps the longest's accepted tokens per step
+        (drafts past the published evidence are costed but earn nothing); ``acceptance`` where nothing is
+        published; 0 for K = 0."""
+        if k <= 0:
+            return 0.0
+        if not self.acceptance_by_k:
+            return self.acceptance
+        listed = dict(self.acceptance_by_k)
+        if k in listed:
+            return listed[k]
+        shortest, longest = min(listed), max(listed)
+        if k < shortest:
+            return listed[shortest]
+        if k > longest:
+            accepted = (1.0 - listed[longest] ** (longest + 1)) / (1.0 - listed[longest])
+            return acceptance_for(k, accepted)
+        below = max(x for x in listed if x < k)  # between two listed lengths: the shorter's rate
+        return listed[below]
 
     def settings(self) -> list[tuple[int, float]]:
         """(K, acceptance) of every setting to try: (0, 0) alone without a method."""
         if self.method == "none":
             return [(0, 0.0)]
         ks = AUTO_DRAFT_TOKENS if self.draft_tokens == "auto" else (int(self.draft_tokens),)
-        return [(k, self.acceptance if k else 0.0) for k in ks]
+        return [(k, self.acceptance_at(k)) for k in ks]
+
+    @property
+    def acceptance_basis(self) -> str:
+        return "published" if self.acceptance_by_k else "given"
 
     def to_dict(self) -> dict:
         return {"method": self.method, "draft_tokens": self.draft_tokens, "acceptance": self.acceptance,
-                "draft_model": self.draft_model}
+                "draft_model": self.draft_model, "acceptance_by_k": [list(p) for p in self.acceptance_by_k]}
+
+
+@functools.lru_cache(maxsize=None)
+def published_acceptance_table() -> dict:
+    from planner import catalog
+
+    return catalog._read_yaml(catalog.DATA_DIR / "speculative.yaml")
+
+
+def published_acceptance(model_id: str | None, method: str) -> tuple[tuple[int, float], ...]:
+    """Per-token acceptance at each draft length with a published figure for this model and method
+    (data/speculative.yaml: accepted tokens per step, turned into the per-token rate that gives it); () where none
+    is published."""
+    entry = (published_acceptance_table().get(model_id) or {}).get(method) if model_id else None
+    if not entry:
+        return ()
+    return tuple(sorted((int(k), acceptance_for(int(k), float(v)))
+                        for k, v in entry["accepted_tokens_per_step"].items()))
+
+
+def acceptance_for(draft_tokens: int, accepted_per_step: float) -> float:
+    """The per-token acceptance a whose (1 - a^(K+1)) / (1 - a) is ``accepted_per_step`` (MODEL.md 3.4), by
+    bisection: the sum rises with a from 1 at a = 0 to K + 1 at a = 1."""
+    lo, hi = 0.0, 1.0 - 1e-9
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if (1.0 - mid ** (draft_tokens + 1)) / (1.0 - mid) < accepted_per_step:
+            lo = mid
+        else:
+            hi = mid
+    return round(0.5 * (lo + hi), 4)
+
+
+def has_published_head(model_id: str, method: str) -> bool:
+    """A published drafter of this method exists for the model (an EAGLE head in data/speculative.yaml)."""
+    return bool(published_acceptance(model_id, method))
 
 
 NONE = Speculation()
 
 
 def speculation(method: str | None = None, draft_tokens: int | str | None = None, acceptance: float | None = None,
-                draft_model: str | None = None, field_prefix: str = "") -> Speculation:
+                draft_model: str | None = None, field_prefix: str = "", model: str | None = None) -> Speculation:
     """A checked ``Speculation``; a bad value raises InputError naming the field. Without a method, draft tokens
-    are 0 (a K > 0 without a method is an error: the drafter must be costed); with one, ``auto`` by default."""
+    are 0 (a K > 0 without a method is an error: the drafter must be costed); with one, ``auto`` by default.
+    Without an acceptance, the published one of the method on ``model`` (data/speculative.yaml) where there is
+    one, else DEFAULT_ACCEPTANCE."""
+    published = published_acceptance(model, method or DEFAULT_SPECULATIVE) if acceptance is None else ()
     method = method or DEFAULT_SPECULATIVE
     name = (lambda f: f"{field_prefix}{f}") if field_prefix else (lambda f: f.replace("_", "-"))
     if method not in SPECULATIVE_METHODS:
@@ -75,7 +141,7 @@ def speculation(method: str | None = None, draft_tokens: int | str | None = None
     if (method == "draft_model") != (draft_model is not None):
         raise InputError("method draft_model names its drafter (draft_model: a model id), and only it does",
                          field=name("draft_model"))
-    return Speculation(method, 0 if method == "none" else draft_tokens, float(acceptance), draft_model)
+    return Speculation(method, 0 if method == "none" else draft_tokens, float(acceptance), draft_model, published)
 
 
 def draft_vector(model: Model, spec: Speculation, models: dict[str, Model] | None = None) -> np.ndarray:

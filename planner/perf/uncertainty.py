@@ -22,7 +22,8 @@ from solvers.perf import slots as L
 EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_FLOPS_EFF,
                     "kernel_latency_s": L.H_KERNEL_S, "step_overhead_s": L.H_STEP_S,
                     "collective_latency_s": L.H_COLL_LAT_S, "usable_memory_fraction": L.H_MEM_USABLE,
-                    "gemm_pad_rows": L.H_GEMM_PAD_ROWS, "speculative_stream_s": L.H_SPEC_STREAM_S}
+                    "gemm_pad_rows": L.H_GEMM_PAD_ROWS, "speculative_stream_s": L.H_SPEC_STREAM_S,
+                    "grouped_gemm_factor": L.H_GROUPED_GEMM_FACTOR}
 # Parameters outside the bands: the low-precision factor scales the peaks (already banded where estimated), and the
 # scheduler's bound is a stack setting, not an uncertain figure (MODEL.md 11).
 

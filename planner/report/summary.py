@@ -65,10 +65,19 @@ def assumptions(d: dict) -> list[str]:
         f"rate (peak / peak_to_mean); no software, staff or network",
         f"racks draw {100 * fin['average_load_share']:.3g}% of their rated power on average; decode replicas are "
         f"sized for the peak at 100% of their modelled throughput",
+        f"serving stack: {sc.get('serving_stack', 'vendor-best')} (efficiencies fitted to "
+        + ("the vendors' best published figures" if sc.get("serving_stack", "vendor-best") == "vendor-best"
+           else f"{sc['serving_stack']}'s published figures where the corpus has them, vendor-best's elsewhere")
+        + "; docs/MODEL.md 5.3)",
     ]
     for w in d["inputs"]["demands"]:
-        spec = (f"{w['speculative']} at acceptance {w['acceptance']:g}" if w["speculative"] != "none"
-                else "no speculative decoding")
+        if w["speculative"] == "none":
+            spec = "no speculative decoding"
+        elif w.get("acceptance_by_k"):
+            spec = (f"{w['speculative']} at the published acceptance for {w['model']} ("
+                    + ", ".join(f"{a:g} at K={k}" for k, a in w["acceptance_by_k"]) + "; data/speculative.yaml)")
+        else:
+            spec = f"{w['speculative']} at acceptance {w['acceptance']:g} (an assumption)"
         lines.append(f"{w['name']}: peak {w['peak_to_mean']:g}x the mean rate; {spec}"
                      + (f"; precision pinned to {w['precision']}" if w.get("precision") else ""))
     if d["objective"] == "max_revenue":

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from solvers.jit import njit
 from solvers.perf.slots import (
     B_BOUND,
@@ -43,12 +45,14 @@ from solvers.perf.slots import (
     H_COLL_LAT_S,
     H_FLOPS_EFF,
     H_GEMM_PAD_ROWS,
+    H_GROUPED_GEMM_FACTOR,
     H_MAX_STREAMS_PER_RANK,
     H_KV_BYTES,
     H_KERNEL_S,
     H_MEM_USABLE,
     H_N_TIERS,
     H_PEAK_FLOPS,
+    H_PREFILL_TOKENS_PER_PASS,
     H_RACK_POWER_W,
     H_SERVING_TIERS,
     H_STEP_S,
@@ -199,11 +203,13 @@ def linear_flops_per_chip(model, tp, pp, ep, tokens, head_tokens):
 
 
 @njit
-def padded_linear_flops_per_chip(model, tp, pp, ep, tokens, head_tokens, pad):
+def padded_linear_flops_per_chip(model, tp, pp, ep, tokens, head_tokens, pad, grouped=1.0):
     """``linear_flops_per_chip`` as the tensor cores execute it (MODEL.md 2.6): every weight matmul runs ``pad``
     rows beyond its real ones (tiles of 64-256 rows, partly empty). Its rows are the step's tokens under tensor
     parallelism, each chip's own tokens (``tokens / tp``) for data-parallel attention's replicated weights, and a
-    touched expert's own assignments for each routed expert (the busiest expert group's, as for its reads)."""
+    touched expert's own assignments for each routed expert (the busiest expert group's, as for its reads). The
+    routed experts' grouped matmuls count 1 / ``grouped`` times their FLOPs: they reach that share of the rate
+    dense matmuls reach."""
     ls, dense, moe = stage_layers(model, pp)
     head = head_params_read(model, pp)
     routed = routed_params_per_assignment(model, pp)
@@ -217,7 +223,7 @@ def padded_linear_flops_per_chip(model, tp, pp, ep, tokens, head_tokens, pad):
     groups = expert_groups(model, tp, ep)
     busy = busiest_assignments(tokens * k, groups)
     touched = busiest_touched(experts_touched(model, tokens), model[M_EXPERTS], groups)
-    even = rest * (tokens + pad) + head * (head_tokens + pad) + routed * (busy + pad * touched)
+    even = rest * (tokens + pad) + head * (head_tokens + pad) + routed * (busy + pad * touched) / grouped
     return 2.0 * (attention_rows + even / tp)
 
 
@@ -482,7 +488,8 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
     memory = tier_read_time(hw, held_w, read_w, held_kv, read_kv)
 
     linear = linear_flops_per_chip(model, tp, pp, ep, tokens, tokens)
-    executed = padded_linear_flops_per_chip(model, tp, pp, ep, tokens, tokens, hw[H_GEMM_PAD_ROWS])
+    executed = padded_linear_flops_per_chip(model, tp, pp, ep, tokens, tokens, hw[H_GEMM_PAD_ROWS],
+                                            hw[H_GROUPED_GEMM_FACTOR])
     attn = tokens * context_avg * model[M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
     flops = linear + attn
     compute = (executed / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
@@ -498,10 +505,25 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
 
 
 @njit
+def prompts_per_pass(hw, input_tokens):
+    """Prompts of ``input_tokens`` tokens one prefill pass takes: as many as the stack's token budget per pass holds
+    (``H_PREFILL_TOKENS_PER_PASS``), at least one (MODEL.md 4.2)."""
+    if input_tokens <= 0.0:
+        return 1.0
+    return max(1.0, math.floor(hw[H_PREFILL_TOKENS_PER_PASS] / input_tokens))
+
+
+@njit
 def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
     """Prefill of one prompt of ``input_tokens`` tokens alone on a replica (MODEL.md 4): ``batch_prefill_breakdown``
-    of one prompt."""
+    of one prompt, whose time is the lone prompt's TTFT; the rate (``B_TOKENS_PER_S``) is that of a loaded
+    replica, whose passes each take ``prompts_per_pass`` prompts (MODEL.md 4.2)."""
     batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, 1.0, out)
+    prompts = prompts_per_pass(hw, input_tokens)
+    if prompts > 1.0:
+        full = np.empty(out.shape[0])
+        batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, prompts, full)
+        out[B_TOKENS_PER_S] = full[B_TOKENS_PER_S]
 
 
 @njit
@@ -523,7 +545,8 @@ def batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, prompts, out):
 
     # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs a prompt (window layers: n * min(W, n/2)).
     linear = linear_flops_per_chip(model, tp, pp, ep, tokens, prompts)
-    executed = padded_linear_flops_per_chip(model, tp, pp, ep, tokens, prompts, hw[H_GEMM_PAD_ROWS])
+    executed = padded_linear_flops_per_chip(model, tp, pp, ep, tokens, prompts, hw[H_GEMM_PAD_ROWS],
+                                            hw[H_GROUPED_GEMM_FACTOR])
     attn = prompts * n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
     flops = linear + attn
     compute = (executed / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]

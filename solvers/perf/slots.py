@@ -57,7 +57,9 @@ H_STEP_S = 27  # fixed overhead of one decode step or prompt pass: scheduling, s
 H_GEMM_PAD_ROWS = 28  # rows a weight matmul's tiles carry beyond its real rows, on average (MODEL.md 2.6)
 H_SPEC_STREAM_S = 29  # speculative decoding: seconds of per-stream work each verify step (acceptance, KV and draft state)
 H_MAX_STREAMS_PER_RANK = 30  # the serving stack's scheduler bound on streams per rank (inf: none) (MODEL.md 3.5)
-N_HW = 31
+H_PREFILL_TOKENS_PER_PASS = 31  # the stack's prompt-token budget of one prefill pass (0: one prompt a pass) (MODEL.md 4)
+H_GROUPED_GEMM_FACTOR = 32  # share of the dense matmuls' achieved rate the routed experts' grouped matmuls reach (2.6)
+N_HW = 33
 
 # ---- decode / prefill breakdown -----------------------------------------------------------------------------
 # Times are per token interval of one stream (decode) or for one prompt (prefill), summed over pipeline stages.
@@ -68,7 +70,7 @@ B_ROOFLINE_S = 3  # max(memory, compute): the two overlap
 B_COMM_S = 4  # collectives and pipeline hops
 B_FLOOR_S = 5  # fixed latencies: kernels x per-kernel latency, plus the per-step overhead
 B_TPS_PER_USER = 6  # decode: accepted tokens/s one stream sees
-B_TOKENS_PER_S = 7  # decode: output tokens/s of the replica; prefill: prompt tokens/s with stages pipelined
+B_TOKENS_PER_S = 7  # decode: output tokens/s of the replica; prefill: prompt tokens/s, prompts batched per pass
 B_FITS = 8  # 1.0 if weights + KV fit the replica's usable memory
 B_WEIGHT_BYTES_PER_CHIP = 9  # weights held per chip
 B_KV_BYTES_PER_CHIP = 10  # KV cache held per chip at the longest context

@@ -79,7 +79,7 @@ def layout_coefficients(model, hw, tp, pp, ep, context_avg, context_max, c):
     linear = 2.0 * (active_params_per_stage(model, pp) - k * routed) / tp
     attn = context_avg * model[L.M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
     c[L.C_COMPUTE] = (linear / hw[L.H_PEAK_FLOPS] + attn / hw[L.H_ATTN_PEAK_FLOPS]) / hw[L.H_FLOPS_EFF]
-    c[L.C_EXPERT_COMPUTE] = 2.0 * routed / tp / hw[L.H_PEAK_FLOPS] / hw[L.H_FLOPS_EFF]
+    c[L.C_EXPERT_COMPUTE] = 2.0 * routed / tp / hw[L.H_PEAK_FLOPS] / hw[L.H_FLOPS_EFF] / hw[L.H_GROUPED_GEMM_FACTOR]
     # kernels.padded_linear_flops_per_chip at zero tokens, routed experts apart: the pad rows of every matmul
     pad = hw[L.H_GEMM_PAD_ROWS]
     attention = ls * model[L.M_ATTN_PARAMS]

@@ -114,7 +114,8 @@ class Replica:
             attention_chip = attention * (tokens / self.tp + pad)
         else:
             attention_chip = attention * (tokens + pad) / self.tp
-        experts = routed * (self.assignments_busiest(tokens) + pad * self.touched_busiest(tokens))
+        experts = (routed * (self.assignments_busiest(tokens) + pad * self.touched_busiest(tokens))
+                   / self.h[L.H_GROUPED_GEMM_FACTOR])
         return 2 * (attention_chip + (rest * (tokens + pad) + head * (head_tokens + pad) + experts) / self.tp)
 
     def stream_cap(self) -> float:
@@ -236,8 +237,18 @@ def decode(m, h, tp, pp, ep, streams, context_avg, context_max, query_tokens, ac
     }
 
 
+def loaded_prefill(m, h, tp, pp, ep, input_tokens) -> dict:
+    """Twin of ``prefill_breakdown``: the lone prompt's times, and the rate of passes of as many prompts as the
+    stack's token budget per pass holds."""
+    out = prefill(m, h, tp, pp, ep, input_tokens)
+    prompts = max(1.0, math.floor(h[L.H_PREFILL_TOKENS_PER_PASS] / input_tokens)) if input_tokens > 0 else 1.0
+    if prompts > 1.0:
+        out["tokens_per_s"] = prefill(m, h, tp, pp, ep, input_tokens, prompts)["tokens_per_s"]
+    return out
+
+
 def prefill(m, h, tp, pp, ep, input_tokens, prompts=1.0) -> dict:
-    """Twin of ``batch_prefill_breakdown`` (``prefill_breakdown`` at one prompt)."""
+    """Twin of ``batch_prefill_breakdown``."""
     r = Replica(list(m), list(h), tp, pp, ep)
     n = input_tokens
     tokens = prompts * n

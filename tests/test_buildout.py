@@ -207,8 +207,8 @@ def test_one_period_is_todays_solve():
 
 def test_waiting_for_new_hardware_pays_only_when_its_price_per_token_does():
     """gb300 racks go on sale in the second period. Priced at 1 M USD a rack, cheaper per token than H200s, the
-    plan waits for them (buying only what the first period needs before); at the catalog's 4 M USD, dearer per
-    token for this workload, it buys H200s throughout."""
+    plan waits for them (buying only what the first period needs before); at 12 M USD, dearer per token for this
+    workload, it buys H200s throughout."""
     from planner.fleet.solve import solve
 
     text = GROW.replace("[hgx-h100, hgx-h200, gb200-nvl72], price_decline_per_year: 0.15",
@@ -220,7 +220,8 @@ def test_waiting_for_new_hardware_pays_only_when_its_price_per_token_does():
     waits = solve(sc).to_dict()["periods"]
     assert {r["hardware"] for r in waits[0]["fleet"] if r["racks_bought"]} == {"hgx-h200"}
     assert any(r["hardware"] == "gb300-nvl72" and r["racks_bought"] for r in waits[1]["fleet"])
-    dear = solve(sc.with_({"hardware.overrides": {"gb300-nvl72": {"available": "2028-01-01"}}})).to_dict()["periods"]
+    dear = solve(sc.with_({"hardware.overrides": {"gb300-nvl72": {"available": "2028-01-01", "capex_usd": 12e6}}})
+                 ).to_dict()["periods"]
     assert not any(r["hardware"] == "gb300-nvl72" and r["racks_bought"] for p in dear for r in p["fleet"])
 
 

@@ -24,7 +24,7 @@ finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
 site: {power_budget_mw: 20}
 hardware: {allow: [hgx-b200, gb200-nvl72]}
 workloads:
-  - {name: draft, model: llama-3.1-70b, requests_per_s: 20, input_tokens: 1000, output_tokens: 300, tier: high,
+  - {name: draft, model: llama-3.1-70b, requests_per_s: 20, input_tokens: 1000, output_tokens: 300, min_tps_per_user: 150,
      ttft_s: 1.0, speculative: {method: draft_model, draft_model: llama-3.1-8b, draft_tokens: auto, acceptance: 0.6}}
   - {name: mtp, model: deepseek-r1, requests_per_s: 5, input_tokens: 1000, output_tokens: 1000, tier: high,
      ttft_s: 2.0, speculative: {method: mtp, draft_tokens: 2, acceptance: 0.74}}

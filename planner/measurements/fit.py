@@ -66,6 +66,13 @@ def family_rows(rows, hardware: dict, family: str | None = None, hardware_id: st
     return family, mine
 
 
+# What a user's rows can tell apart: the roofline's two efficiencies and the three fixed costs. The rest (padded
+# rows, grouped-matmul and precision factors, speculative work, the scheduler's bound, a stack's own values) keep
+# the shipped corpus's fit: a few layouts of one model rarely identify them (MODEL.md 12.3).
+MEASURED_PARAMS = ("bandwidth_efficiency", "flops_efficiency", "kernel_latency_s", "step_overhead_s",
+                   "collective_latency_s")
+
+
 def fit_to_measurements(rows, family: str | None = None, hardware_id: str | None = None) -> dict:
     """The fitted parameters of the rows' family: ``{family, params, fitted, before, at_bound, loss_before,
     loss_after, rows}`` with ``rows`` the comparison before and after."""
@@ -79,6 +86,7 @@ def fit_to_measurements(rows, family: str | None = None, hardware_id: str | None
         raise InputError(f"model {', '.join(missing)} is not in the catalog", field="--measurements")
     family, mine = family_rows(rows, hardware, family, hardware_id)
     names, bounds = fit_spec(family)
+    names = [n for n in names if n in MEASURED_PARAMS]
     before = dict(family_efficiency(family))
 
     def objective(eff):

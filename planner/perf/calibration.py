@@ -18,7 +18,7 @@ from planner import catalog
 from planner.perf.frontier import sweep_points
 from planner.perf.estimate import batch_ttft_s
 from planner.perf.grid import BATCHES, parallel_grid
-from planner.perf.pack import efficiency_table, family_efficiency
+from planner.perf.pack import UNBOUNDED_STREAMS, efficiency_table, family_efficiency
 from planner.perf.speculative import acceptance_for, speculation
 from planner.vocabulary import CLAIM_WEIGHT, DEFAULT_SERVING_STACK, ENGINE_STACKS
 
@@ -210,7 +210,7 @@ def log_error(predicted: float, published: float) -> float:
 IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "kernel_latency_s": 0.0, "step_overhead_s": 0.0,
          "collective_latency_s": 0.0, "gemm_pad_rows": 0.0, "grouped_gemm_factor": 1.0, "fp8_flops_factor": 1.0,
          "fp4_flops_factor": 1.0,
-         "speculative_stream_s": 0.0, "max_streams_per_rank": math.inf}
+         "speculative_stream_s": 0.0, "max_streams_per_rank": UNBOUNDED_STREAMS}
 
 
 def ideal_prediction(point: dict) -> float:

@@ -35,6 +35,8 @@ EFFICIENCY_PARAMS = (
     "prefill_tokens_per_pass",
 )
 
+UNBOUNDED_STREAMS = 1e9  # "no scheduler bound", finite so that plans (JSON) can carry it
+
 # Values of the parameters a family need not state: each turns its mechanism off (no padded matmul rows, grouped
 # expert matmuls at the dense rate, every
 # precision at the 16-bit share of its peak, no per-stream speculative work, no scheduler bound, one prompt per
@@ -45,7 +47,7 @@ NEUTRAL_EFFICIENCY = {
     "fp8_flops_factor": 1.0,
     "fp4_flops_factor": 1.0,
     "speculative_stream_s": 0.0,
-    "max_streams_per_rank": math.inf,
+    "max_streams_per_rank": UNBOUNDED_STREAMS,
     "prefill_tokens_per_pass": 0.0,
 }
 
@@ -167,7 +169,7 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     v[L.H_GEMM_PAD_ROWS] = eff.get("gemm_pad_rows", 0.0)
     v[L.H_GROUPED_GEMM_FACTOR] = eff.get("grouped_gemm_factor", 1.0)
     v[L.H_SPEC_STREAM_S] = eff.get("speculative_stream_s", 0.0)
-    v[L.H_MAX_STREAMS_PER_RANK] = eff.get("max_streams_per_rank", math.inf)
+    v[L.H_MAX_STREAMS_PER_RANK] = eff.get("max_streams_per_rank", UNBOUNDED_STREAMS)
     v[L.H_PREFILL_TOKENS_PER_PASS] = eff.get("prefill_tokens_per_pass", 0.0)
     return v
 

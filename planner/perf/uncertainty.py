@@ -16,7 +16,13 @@ import numpy as np
 
 from planner import catalog
 from planner.catalog import Figure, Hardware
-from planner.perf.pack import EFFICIENCY_PARAMS, attention_precision, efficiency_table, family_efficiency
+from planner.perf.pack import (
+    EFFICIENCY_PARAMS,
+    NEUTRAL_EFFICIENCY,
+    attention_precision,
+    efficiency_table,
+    family_efficiency,
+)
 from solvers.perf import slots as L
 
 EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_FLOPS_EFF,
@@ -68,6 +74,8 @@ def efficiency_ranges(family: str) -> list[Uncertain]:
     own = _own_entries(family)
     out = []
     for name in (n for n in EFFICIENCY_PARAMS if n in EFFICIENCY_SLOTS):
+        if name not in own and values[name] == NEUTRAL_EFFICIENCY.get(name):
+            continue  # a mechanism the family turns off has nothing to band
         entry = own.get(name, {})
         basis = str(entry.get("basis", "inherited prior"))
         rule = ranges()["efficiency"]["fitted" if basis.startswith("fitted") else "prior"]

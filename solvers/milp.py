@@ -483,7 +483,9 @@ def solve_parameters(built: FleetModel, time_limit_s: float, relative_gap: float
     from ortools.math_opt.python import mathopt
     from ortools.sat import sat_parameters_pb2
 
-    params = mathopt.SolveParameters(time_limit=timedelta(seconds=float(time_limit_s)),
+    # A run whose first solve spent its whole limit leaves the tie-break a negative remainder, which MathOpt
+    # rejects: no time left is a zero limit (the solver stops at once and the first plan stands).
+    params = mathopt.SolveParameters(time_limit=timedelta(seconds=max(0.0, float(time_limit_s))),
                                      relative_gap_tolerance=float(relative_gap),
                                      absolute_gap_tolerance=float(absolute_gap))
     if built.solver == "cp-sat":

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from solvers import bruteforce as bf
 from planner.fleet import finance
 from solvers import milp as F
+from solvers.vocabulary import NO_PLAN, STATUSES
 from tests.generators import random_problem
 
 INF = math.inf
@@ -213,6 +214,16 @@ def test_repair_resolves_short_continuous_replicas():
 
 
 # ---- errors --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("solver", F.SOLVERS)
+def test_no_time_left_is_a_zero_limit_not_an_error(solver):
+    """A solve whose limit is already spent (the tie-break after a first solve that took the whole limit) stops at
+    once instead of failing: MathOpt refuses a negative time limit (mixed-site hit it under a tight limit)."""
+    built = F.build(two_types(), solver)
+    assert F.solve_parameters(built, -0.03, 1e-4).time_limit.total_seconds() == 0.0
+    sol = F.extract(two_types(), F.solve(built, -0.03, 1e-4))
+    assert sol.status in (*STATUSES, NO_PLAN)  # stopped at once: no plan, said so
+
+
 def test_unknown_and_missing_solvers_raise_solver_error(monkeypatch):
     with pytest.raises(F.SolverError, match="scip, highs, cp-sat"):
         F.build(problem(), "gurobi")

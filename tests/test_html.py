@@ -209,14 +209,16 @@ def test_the_report_opens_with_the_answer_and_prices_binding_limits():
     from planner.report.html import frontier_points_for_plan, render_plan_html
     from planner.scenario import load_scenario
 
-    sc = load_scenario(ROOT / "scenarios" / "bank-2mw.yaml").with_({"site.power_budget_mw": 2.06})
+    # the least-cost fleet (92 servers) is also the least-power one under the model of issue 22, so floor space is
+    # the limit that can bind here
+    sc = load_scenario(ROOT / "scenarios" / "bank-2mw.yaml").with_({"site.max_racks": 92})
     plan = solve(sc)
     worth = marginal_values(plan)
-    assert [w["limit"] for w in worth] == ["one more MW of facility power"]
+    assert [w["limit"] for w in worth] == ["one more rack of floor space"]
     assert worth[0]["worth_usd_per_year"] >= 0 and worth[0]["status"] in ("optimal", "time_limit")
     page = render_plan_html(plan, frontier_points_for_plan(plan))
     assert page.index('id="answer"') < page.index('id="summary"')
-    assert "Buy " in page and "because that is the cheapest fleet a year" in page and "held by power:" in page
+    assert "Buy " in page and "because that is the cheapest fleet a year" in page and "held by floor space:" in page
     assert 'id="limits"' in page and 'id="assumptions"' in page and "Drawn for 3,500 prompt" in page
     assert page.count("<h3>") >= len(plan.workloads)  # alternatives grouped per workload
 

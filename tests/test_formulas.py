@@ -834,3 +834,23 @@ def test_busiest_expert_group_by_hand():
     m[L.M_EXPERTS] = 384.0
     assert expert_groups(m, 8.0, 1.0) == 8.0 and expert_groups(m, 512.0, 1.0) == 384.0
     assert expert_groups(m, 8.0, 0.0) == 1.0
+
+
+def test_estimate_chooses_the_layout_of_the_shortest_request():
+    """With --chips, estimate takes the layout on which one request is shortest, prefill and decode together: a
+    long prompt with a short answer the layout that prefills fastest, never one whose TTFT plus decoding is longer
+    (issue 22 item 3: the layout chosen for TTFT and decode together)."""
+    from planner import catalog
+    from planner.perf.estimate import estimate, evaluate_config
+    from planner.perf.grid import parallel_grid
+
+    # DeepSeek-R1 at fp4 on 8 Rubin GPUs decodes fastest on 8 pipeline stages (no all-reduces at batch 1) but
+    # prefills an 8,000-token prompt far slower there than on 8-way tensor parallelism
+    m, hw = catalog.get_model("deepseek-r1"), catalog.get_hardware("vr-nvl72")
+    for inp, out in ((8000, 16), (100, 2000)):
+        chosen = estimate("deepseek-r1", "vr-nvl72", chips=8, precision="fp4", input_tokens=inp, output_tokens=out)
+        latency = chosen.ttft_s + out / chosen.tps_per_user
+        for tp, pp, ep in parallel_grid(hw, m, 8):
+            dec, pre = evaluate_config(m, hw, "fp4", int(tp), int(pp), int(ep), 1, inp, out)
+            if dec[L.B_FITS] > 0.5:
+                assert latency <= pre[L.B_TIME_S] + out / dec[L.B_TPS_PER_USER] + 1e-12, (inp, out, tp, pp)

@@ -90,62 +90,58 @@ def _predict_per_user(point, model, hw, eff) -> dict:
     return {"predicted": float(s["tps_per_user"][i]), "config": _config(s, i)}
 
 
-def _predict_throughput(point, model, hw, eff) -> dict:
+def _replica_sweeps(point, model, hw, eff, batches_of):
+    """(replicas, sweep) for each replica size that divides the point's ``chips`` (and is a multiple of its ``tp``):
+    the sweep of one replica at the batches ``batches_of(replicas)`` gives."""
     total = int(point["chips"])
-    best, where = 0.0, "no layout meets the condition"
     for replica in (r for r in range(1, total + 1) if total % r == 0):
         if point.get("tp") is not None and replica % int(point["tp"]):
             continue
-        s = _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"],
-                                            point["output_tokens"], efficiency=eff, chips=replica, batches=BATCHES,
-                                            spec=point_speculation(point)))
-        ok = (s["tps_per_user"] >= point.get("min_tps_per_user", 0.0)) & (s["ttft_s"] <= point.get("max_ttft_s", math.inf))
+        n = total // replica
+        yield n, _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"],
+                                                 point["output_tokens"], efficiency=eff, chips=replica,
+                                                 batches=batches_of(n), spec=point_speculation(point)))
+
+
+def _best_system(point, model, hw, eff, rate_of, ok_of) -> dict:
+    """The most output tokens/s of the point's chips in equal replicas (``rate_of`` a replica's sweep), over every
+    batch and layout ``ok_of`` admits."""
+    best, where = 0.0, "no layout meets the condition"
+    for n, s in _replica_sweeps(point, model, hw, eff, lambda n: BATCHES):
+        ok = ok_of(s)
         if not ok.any():
             continue
-        system = s["output_tokens_per_s"] * (total // replica)
+        system = rate_of(s) * n
         i = int(np.argmax(np.where(ok, system, -1.0)))
         if system[i] > best:
-            best, where = float(system[i]), f"{total // replica} x ({_config(s, i)})"
+            best, where = float(system[i]), f"{n} x ({_config(s, i)})"
     return {"predicted": best, "config": where}
+
+
+def _predict_throughput(point, model, hw, eff) -> dict:
+    """Colocated output tokens/s (prefill included) under the point's speed and TTFT limits."""
+    return _best_system(point, model, hw, eff, lambda s: s["output_tokens_per_s"],
+                        lambda s: (s["tps_per_user"] >= point.get("min_tps_per_user", 0.0))
+                        & (s["ttft_s"] <= point.get("max_ttft_s", math.inf)))
 
 
 def _predict_decode_throughput(point, model, hw, eff) -> dict:
     """Output tokens/s of ``chips`` chips decoding only (their prompts prefilled elsewhere, as in a disaggregated
-    decode pool), split into equal replicas, over every batch and layout that meets ``min_tps_per_user``."""
-    total = int(point["chips"])
-    best, where = 0.0, "no layout meets the condition"
-    for replica in (r for r in range(1, total + 1) if total % r == 0):
-        if point.get("tp") is not None and replica % int(point["tp"]):
-            continue
-        s = _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"],
-                                            point["output_tokens"], efficiency=eff, chips=replica, batches=BATCHES,
-                                            spec=point_speculation(point)))
-        ok = s["decode_tps_per_user"] >= point.get("min_tps_per_user", 0.0)
-        if not ok.any():
-            continue
-        system = s["decode_tps_per_user"] * s["batch"] * (total // replica)
-        i = int(np.argmax(np.where(ok, system, -1.0)))
-        if system[i] > best:
-            best, where = float(system[i]), f"{total // replica} x ({_config(s, i)})"
-    return {"predicted": best, "config": where}
+    decode pool), over every batch and layout that meets ``min_tps_per_user``."""
+    return _best_system(point, model, hw, eff, lambda s: s["decode_tps_per_user"] * s["batch"],
+                        lambda s: s["decode_tps_per_user"] >= point.get("min_tps_per_user", 0.0))
 
 
 def _at_concurrency(point, model, hw, eff) -> tuple[float, str]:
     """(tokens/s per user, configuration) of ``concurrency`` streams on ``chips`` chips, over the replica sizes that
     divide them (each replica an equal share of the streams) and the layouts the point allows: the best per-user
     speed, which at a fixed total concurrency is also the best throughput."""
-    total, streams = int(point["chips"]), float(point["concurrency"])
+    streams = float(point["concurrency"])
     best, where = 0.0, "does not fit"
-    for replica in (r for r in range(1, total + 1) if total % r == 0):
-        if point.get("tp") is not None and replica % int(point["tp"]):
-            continue
-        share = max(streams / (total // replica), 1.0)
-        s = _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"],
-                                            point["output_tokens"], efficiency=eff, chips=replica,
-                                            batches=np.array([share]), spec=point_speculation(point)))
+    for n, s in _replica_sweeps(point, model, hw, eff, lambda n: np.array([max(streams / n, 1.0)])):
         if len(s["tps_per_user"]) and s["tps_per_user"].max() > best:
             i = int(np.argmax(s["tps_per_user"]))
-            best, where = float(s["tps_per_user"][i]), f"{total // replica} x ({_config(s, i)})"
+            best, where = float(s["tps_per_user"][i]), f"{n} x ({_config(s, i)})"
     return best, where
 
 

@@ -161,12 +161,13 @@ def batch_ttft_s(model, hw, precision, layout, input_tokens, prompts, efficiency
 
 
 def choose_config(model, hw, precision, chips, batch, input_tokens, output_tokens, spec: Speculation = NONE):
-    """(tp, pp, ep, K) for ``estimate``: with ``chips`` given, the fastest layout of that many chips; otherwise the
-    smallest replica that holds the weights (and the drafter's) and the batch's KV cache, and its fastest layout;
-    K the draft length (of ``spec``'s settings) that is fastest there. On a chip with several serving tiers the
+    """(tp, pp, ep, K) for ``estimate``: with ``chips`` given, the layout of that many chips on which one request
+    is shortest (its TTFT plus its output at the stream's speed); otherwise the smallest replica that holds the
+    weights (and the drafter's) and the batch's KV cache, and its shortest-request layout; K the draft length (of
+    ``spec``'s settings) that is best there. On a chip with several serving tiers the
     smallest replica within one scale-up domain that holds everything in the fastest tier comes first (a d-Matrix
     rack serves a 70B model from SRAM, not one card from LPDDR), else the smallest that fits at all."""
-    from solvers.perf.sweep import decode_sweep
+    from solvers.perf.sweep import decode_sweep, prefill_per_layout
 
     grid = parallel_grid(hw, model, chips)
     if grid.size == 0:
@@ -198,8 +199,12 @@ def choose_config(model, hw, precision, chips, batch, input_tokens, output_token
         pool = np.flatnonzero(chosen & (n_chips == n_chips[chosen].min()))
     else:
         pool = np.flatnonzero(fits) if fits.any() else np.arange(len(rows))
-    # fastest per user; ties to fewer pipeline stages, then no expert parallelism, then fewer drafts (deterministic)
-    best = min(pool, key=lambda i: (-rows[i][0][L.B_TPS_PER_USER], rows[i][1][1], rows[i][1][2], rows[i][2]))
+    # the shortest request, prefill and decode together (MODEL.md 7): a lone prompt's TTFT plus its output at the
+    # stream's speed; ties to fewer pipeline stages, then no expert parallelism, then fewer drafts (deterministic)
+    ttft = prefill_per_layout(mv, hv, grid, float(input_tokens))[:, 1]
+    n_layouts = len(grid)
+    best = min(pool, key=lambda i: (ttft[i % n_layouts] + output_tokens / rows[i][0][L.B_TPS_PER_USER],
+                                    rows[i][1][1], rows[i][1][2], rows[i][2]))
     g = rows[best][1]
     return int(g[0]), int(g[1]), int(g[2]), int(rows[best][2])
 

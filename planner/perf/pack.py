@@ -38,9 +38,8 @@ EFFICIENCY_PARAMS = (
 UNBOUNDED_STREAMS = 1e9  # "no scheduler bound", finite so that plans (JSON) can carry it
 
 # Values of the parameters a family need not state: each turns its mechanism off (no padded matmul rows, grouped
-# expert matmuls at the dense rate, every
-# precision at the 16-bit share of its peak, no per-stream speculative work, no scheduler bound, one prompt per
-# prefill pass) (MODEL.md 5).
+# expert matmuls at the dense rate, every precision at the 16-bit share of its peak, no per-stream speculative work,
+# no scheduler bound, one prompt per prefill pass) (MODEL.md 5).
 NEUTRAL_EFFICIENCY = {
     "gemm_pad_rows": 0.0,
     "grouped_gemm_factor": 1.0,

@@ -303,9 +303,12 @@ def fit_parameters(objective, names: list[str], bounds: dict, current: dict[str,
     (interior log levels per parameter, every combination, about ``COARSE_EVALUATIONS`` in all). The best of them
     replaces the current values only if it lowers the loss by more than ``REFIT_GAIN``. Deterministic: no random
     starts."""
-    per_param = max(2, int(COARSE_EVALUATIONS ** (1.0 / len(names))))
+    # A stack's own value (``STACK:name``, set by a handful of that stack's points) is not gridded: it starts from
+    # its current value in every start and is refined by the descents, so the grid stays the family's size.
+    gridded = [n for n in names if ":" not in n]
+    per_param = max(2, int(COARSE_EVALUATIONS ** (1.0 / max(1, len(gridded)))))
     levels = [np.exp(np.linspace(math.log(bounds[n][0]), math.log(bounds[n][1]), per_param + 2)[1:-1])
-              for n in names]
+              if n in gridded else np.array([current[n]]) for n in names]
     coarse = []
     for combo in itertools.product(*levels):
         eff = {**current, **dict(zip(names, map(float, combo)))}

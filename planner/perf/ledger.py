@@ -50,8 +50,8 @@ def point_split(point: dict) -> str:
 def holdout_ids(points: list[dict], share: float = HOLDOUT_SHARE) -> set[str]:
     """The ids a fresh corpus holds back: in each class, of the points whose conditions the model can express
     (no ``fit: false``), the ceil(share x n) whose ids hash lowest (sha256), so the choice depends on nothing but
-    the ids. Used once to mark a corpus (``held_out: true``); the marks are then frozen in the file, so adding a
-    point never reshuffles the others."""
+    the ids. Used once to mark the first corpus (``held_out: true``); the marks are then frozen in the file, and
+    later additions are marked by ``holdout_additions``, so adding a point never reshuffles the others."""
     by_class: dict[str, list[str]] = {}
     for p in points:
         if p.get("fit", True):
@@ -61,6 +61,13 @@ def holdout_ids(points: list[dict], share: float = HOLDOUT_SHARE) -> set[str]:
         ids.sort(key=lambda i: hashlib.sha256(i.encode()).hexdigest())
         held.update(ids[: math.ceil(share * len(ids))])
     return held
+
+
+def holdout_additions(points: list[dict], new_ids: set[str], share: float = HOLDOUT_SHARE) -> set[str]:
+    """The ids of points added to a marked corpus that are held out: in each class, the ceil(share x n) of the n
+    new fittable points whose ids hash lowest. The marks already in the file stay as they are, so each batch of
+    additions keeps its own quarter out and nothing earlier is reshuffled."""
+    return holdout_ids([p for p in points if p["id"] in new_ids], share)
 
 
 def error_factor(predicted: float, published: float) -> float:

@@ -186,7 +186,7 @@ def test_the_base_plan_regret_on_price_and_budget_variants(small_table):
 
 ROBUST = """axes:
   - {path: hardware.overrides.hgx-b200.capex_usd, values: [3.0e+5, 6.0e+5]}
-  - {path: workloads.employee-assistant.requests_per_s, values: [250, 450]}
+  - {path: workloads.employee-assistant.requests_per_s, values: [250, 400]}
 robustness: {late_premium: 0.3, time_limit_s: 30, relative_gap: 1.0e-4}
 """
 

@@ -99,3 +99,19 @@ def test_no_class_median_grew_more_than_ten_percent(book, committed):
 
 def test_the_committed_ledger_is_of_this_corpus(committed):
     assert {r["id"] for r in committed["points"]} == {p["id"] for p in calibration.points()}
+
+
+def test_speculative_speed_ups_hold_within_a_quarter_at_every_batch(book):
+    """Issue 22's done-when: the published speculative curves (EAGLE-3 by batch on SGLang, MTP on TensorRT-LLM and
+    SGLang) hold within 25% at every batch they were measured at, fitted and held-out points alike."""
+    rows = [r for r in book["points"] if r["metric"] == "speedup" and r["split"] != "shown"]
+    assert len(rows) >= 12
+    far = {r["id"]: r["error_factor"] for r in rows if r["error_factor"] is None or r["error_factor"] > 1.25}
+    assert not far, far
+
+
+def test_every_class_median_is_under_a_quarter_on_held_out_points(book):
+    """Issue 22's done-when: every class's median error on its held-back points under 1.25x."""
+    held = {g["name"]: g["median_error"] for g in book["groups"] if g["group"] == "class" and g["split"] == "held_out"}
+    assert set(held) == set(LEDGER_CLASSES)
+    assert all(m is not None and m < 1.25 for m in held.values()), held

@@ -417,6 +417,11 @@ class Scenario(_Section):
         except ValidationError as exc:
             raise _validation_error(exc, f"scenario {self.name!r} period {t}", None) from None
 
+    def efficiencies(self, hardware) -> dict[str, dict[str, float]]:
+        """``efficiency_of`` for the family of every system in ``hardware`` (id -> Hardware): the map the engine,
+        the measured curves and a plan's inputs share."""
+        return {f: self.efficiency_of(f) for f in sorted({hw.family for hw in hardware.values()})}
+
     def efficiency_of(self, family: str) -> dict[str, float]:
         """A family's efficiency parameters: the calibrated ones, with the scenario's ``efficiency`` over them."""
         from planner.perf.pack import family_efficiency
@@ -1038,6 +1043,7 @@ def resolved_summary(sc: Scenario) -> dict:
     """The hardware a plan may use and why the rest may not, each workload's demand at its peak, and the
     assumptions a reader should know about (warnings), for ``planner validate``."""
     from planner.fleet.problem import demands_of
+    from planner.perf.speculative import acceptance_words
 
     warnings = []
     for w in sc.workloads:
@@ -1047,13 +1053,9 @@ def resolved_summary(sc: Scenario) -> dict:
         spec = w.speculation
         if spec.method == "none":
             continue
-        if spec.acceptance_by_k:
-            rates = ", ".join(f"{a:g} at K={k}" for k, a in spec.acceptance_by_k)
-            warnings.append(f"workload {w.name}: speculative decoding {spec.method} at the published acceptance "
-                            f"per draft token for {w.model} ({rates}; data/speculative.yaml, docs/MODEL.md 3.4)")
-        else:
-            warnings.append(f"workload {w.name}: speculative decoding {spec.method} at acceptance "
-                            f"{spec.acceptance:g} per draft token (an assumption; docs/MODEL.md 3.4)")
+        warnings.append(f"workload {w.name}: speculative decoding "
+                        f"{acceptance_words(spec.method, w.model, spec.acceptance, spec.acceptance_by_k)} "
+                        f"(docs/MODEL.md 3.4)")
     if sc.site.power_budget_mw is None:
         warnings.append("site.power_budget_mw not given: power does not limit the plan")
     warnings.extend(_measurement_notes(sc))
@@ -1074,7 +1076,7 @@ def _measurement_notes(sc: Scenario) -> list[str]:
         return []
     notes, used = [], set()
     allowed, models = sc.resolved_hardware(), sc.resolved_models()
-    efficiency = {f: sc.efficiency_of(f) for f in sc.efficiency}
+    efficiency = sc.efficiencies(allowed)
     for d in demands_of(sc):
         for hw in allowed.values():
             for c in curves_for(d, models[d.model], hw, sc.measurements, None, efficiency):

@@ -65,7 +65,7 @@ class Built:
             "demands": [d.to_dict() for d in self.demands],
             "hardware": {h.id: h.model_dump(mode="json") for h in self.hardware},
             "models": {m: models[m].model_dump(mode="json") for m in used_models},
-            "efficiency": {f: sc.efficiency_of(f) for f in sorted({h.family for h in self.hardware})},
+            "efficiency": sc.efficiencies({h.id: h for h in self.hardware}),
             "rack_costs": {h.id: rack_cost_parts(sc, h) for h in self.hardware},
             "measurements": [m.to_row() for m in sc.measurements if m.model in used_models],
             "measurement_headroom": sc.measurement_headroom,
@@ -88,9 +88,7 @@ def demand_rows(demands: list[Demand]) -> np.ndarray:
 def scenario_options(scenario, demands: list[Demand], hardware: dict, progress=None, deadline: float = math.inf):
     """``options_for`` with what the scenario says of performance: its measurements, their headroom and its own
     efficiencies (the one call the plan and its diagnosis share)."""
-    families = set(scenario.efficiency) | ({hw.family for hw in hardware.values()}
-                                            if scenario.serving_stack != "vendor-best" else set())
-    efficiency = {f: scenario.efficiency_of(f) for f in families}
+    efficiency = scenario.efficiencies(hardware)
     return options_for(demands, scenario.resolved_models(), hardware, progress, deadline, scenario.measurements,
                        scenario.measurement_headroom, efficiency)
 

@@ -16,9 +16,9 @@ import yaml
 
 from planner import catalog
 from planner.perf.frontier import sweep_points
-from planner.perf.estimate import batch_ttft_s
+from planner.perf.estimate import batch_ttft_per_layout
 from planner.perf.grid import BATCHES, parallel_grid
-from planner.perf.pack import UNBOUNDED_STREAMS, efficiency_table, family_efficiency
+from planner.perf.pack import NEUTRAL_EFFICIENCY, efficiency_table, family_efficiency
 from planner.perf.speculative import acceptance_for, speculation
 from planner.vocabulary import CLAIM_WEIGHT, DEFAULT_SERVING_STACK, ENGINE_STACKS
 
@@ -163,12 +163,13 @@ def _predict_ttft(point, model, hw, eff) -> dict:
     if point.get("tp") is not None:
         grid = grid[grid[:, 0] == int(point["tp"])]
     prompts = float(point.get("concurrency", 1))
-    best, where = math.inf, "does not fit"
-    for tp, pp, ep in grid:
-        t = batch_ttft_s(model, hw, point["precision"], (tp, pp, ep), point["input_tokens"], prompts, eff)
-        if t < best:
-            best, where = t, f"tp{int(tp)} pp{int(pp)}{' ep' if ep else ''} {int(prompts)} prompts {point['precision']}"
-    return {"predicted": best if math.isfinite(best) else 0.0, "config": where}
+    if len(grid) == 0:
+        return {"predicted": 0.0, "config": "does not fit"}
+    times = batch_ttft_per_layout(model, hw, point["precision"], grid, point["input_tokens"], prompts, eff)
+    i = int(np.argmin(times))
+    tp, pp, ep = grid[i]
+    return {"predicted": float(times[i]),
+            "config": f"tp{int(tp)} pp{int(pp)}{' ep' if ep else ''} {int(prompts)} prompts {point['precision']}"}
 
 
 def _predict_speedup(point, model, hw, eff) -> dict:
@@ -203,10 +204,10 @@ def log_error(predicted: float, published: float) -> float:
 
 
 # Efficiencies of a machine with no overheads: a published figure above this roofline cannot be fitted.
+# Every optional mechanism off (NEUTRAL_EFFICIENCY) but the stack's prefill batching, which is no inefficiency.
 IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "kernel_latency_s": 0.0, "step_overhead_s": 0.0,
-         "collective_latency_s": 0.0, "gemm_pad_rows": 0.0, "grouped_gemm_factor": 1.0, "fp8_flops_factor": 1.0,
-         "fp4_flops_factor": 1.0,
-         "speculative_stream_s": 0.0, "max_streams_per_rank": UNBOUNDED_STREAMS}
+         "collective_latency_s": 0.0,
+         **{k: v for k, v in NEUTRAL_EFFICIENCY.items() if k != "prefill_tokens_per_pass"}}
 
 
 def ideal_prediction(point: dict) -> float:

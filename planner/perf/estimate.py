@@ -149,15 +149,23 @@ def evaluate_config(model, hw, precision, tp, pp, ep, batch, input_tokens, outpu
     return dec, pre
 
 
-def batch_ttft_s(model, hw, precision, layout, input_tokens, prompts, efficiency: dict | None = None) -> float:
-    """Seconds until the last of ``prompts`` prompts of ``input_tokens`` tokens that arrive together gets its first
-    token, prefilled in one pass on the layout (``solvers.perf.kernels.batch_prefill_breakdown``, MODEL.md 4.3)."""
+def batch_ttft_per_layout(model, hw, precision, layouts, input_tokens, prompts,
+                          efficiency: dict | None = None) -> np.ndarray:
+    """Per (tp, pp, ep) row of ``layouts``: seconds until the last of ``prompts`` prompts of ``input_tokens`` tokens
+    that arrive together gets its first token, prefilled in one pass (``batch_prefill_breakdown``, MODEL.md 4.3)."""
     from solvers.perf.kernels import batch_prefill_breakdown
 
-    out = np.zeros(L.N_BREAKDOWN)
-    batch_prefill_breakdown(model_vector(model), hardware_vector(hw, precision, efficiency),
-                            *(float(x) for x in layout), float(input_tokens), float(prompts), out)
-    return float(out[L.B_TIME_S])
+    mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
+    out, times = np.zeros(L.N_BREAKDOWN), np.zeros(len(layouts))
+    for i, (tp, pp, ep) in enumerate(layouts):
+        batch_prefill_breakdown(mv, hv, float(tp), float(pp), float(ep), float(input_tokens), float(prompts), out)
+        times[i] = out[L.B_TIME_S]
+    return times
+
+
+def batch_ttft_s(model, hw, precision, layout, input_tokens, prompts, efficiency: dict | None = None) -> float:
+    """``batch_ttft_per_layout`` on one layout."""
+    return float(batch_ttft_per_layout(model, hw, precision, [layout], input_tokens, prompts, efficiency)[0])
 
 
 def choose_config(model, hw, precision, chips, batch, input_tokens, output_tokens, spec: Speculation = NONE):

@@ -104,6 +104,15 @@ def acceptance_for(draft_tokens: int, accepted_per_step: float) -> float:
     return round(0.5 * (lo + hi), 4)
 
 
+def acceptance_words(method: str, model_id: str, acceptance: float, acceptance_by_k) -> str:
+    """How a workload's drafter is assumed to do, in words: the published per-token acceptance at each listed draft
+    length, or the one given (or defaulted), named as an assumption."""
+    if acceptance_by_k:
+        rates = ", ".join(f"{a:g} at K={k}" for k, a in acceptance_by_k)
+        return f"{method} at the published acceptance for {model_id} ({rates}; data/speculative.yaml)"
+    return f"{method} at acceptance {acceptance:g} per draft token (an assumption)"
+
+
 def has_published_head(model_id: str, method: str) -> bool:
     """A published drafter of this method exists for the model (an EAGLE head in data/speculative.yaml)."""
     return bool(published_acceptance(model_id, method))

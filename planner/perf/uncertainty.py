@@ -30,8 +30,8 @@ EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_
                     "collective_latency_s": L.H_COLL_LAT_S, "usable_memory_fraction": L.H_MEM_USABLE,
                     "gemm_pad_rows": L.H_GEMM_PAD_ROWS, "speculative_stream_s": L.H_SPEC_STREAM_S,
                     "grouped_gemm_factor": L.H_GROUPED_GEMM_FACTOR}
-# Parameters outside the bands: the low-precision factor scales the peaks (already banded where estimated), and the
-# scheduler's bound is a stack setting, not an uncertain figure (MODEL.md 11).
+# Parameters outside the bands: the fp8 and fp4 factors scale the peaks (already banded where estimated); the
+# scheduler's bound and the prefill token budget are stack settings, not uncertain figures (MODEL.md 11).
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from planner.perf.speculative import acceptance_words
+
 BINDING_SHARE = 0.995  # a limit used to this share or more is reported as binding
 
 
@@ -71,13 +73,8 @@ def assumptions(d: dict) -> list[str]:
         + "; docs/MODEL.md 5.3)",
     ]
     for w in d["inputs"]["demands"]:
-        if w["speculative"] == "none":
-            spec = "no speculative decoding"
-        elif w.get("acceptance_by_k"):
-            spec = (f"{w['speculative']} at the published acceptance for {w['model']} ("
-                    + ", ".join(f"{a:g} at K={k}" for k, a in w["acceptance_by_k"]) + "; data/speculative.yaml)")
-        else:
-            spec = f"{w['speculative']} at acceptance {w['acceptance']:g} (an assumption)"
+        spec = ("no speculative decoding" if w["speculative"] == "none" else
+                acceptance_words(w["speculative"], w["model"], w["acceptance"], w.get("acceptance_by_k")))
         lines.append(f"{w['name']}: peak {w['peak_to_mean']:g}x the mean rate; {spec}"
                      + (f"; precision pinned to {w['precision']}" if w.get("precision") else ""))
     if d["objective"] == "max_revenue":

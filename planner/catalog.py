@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Annotated, Literal, get_args
 
+import numpy as np
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -442,6 +443,43 @@ def kernel_counts() -> dict[str, dict]:
 @functools.lru_cache(maxsize=None)
 def sources() -> dict[str, dict]:
     return _read_yaml(DATA_DIR / "sources.yaml")
+
+
+class Engine(Strict):
+    """A public serving engine and the replica layouts it runs (data/engines.yaml, MODEL.md 2.9)."""
+
+    name: str
+    families: list[str] = Field(description="hardware families it serves")
+    attention_dp_expert_parallel: bool = False
+    attention_dp_pipeline: bool = False
+    no_pipeline_models: list[str] = Field(default_factory=list)
+    any_layout: bool = Field(False, description="a vendor's own stack that places the model itself")
+    pairs: list[tuple[str, str]] = Field(default_factory=list, description="(attention family, FFN family) of the "
+                                         "attention/FFN pairs it runs")
+    sources: list[str] = Field(min_length=1)
+    note: str | None = None
+
+    def runs(self, family: str, model: Model, tp, pp, ep):
+        """Whether it runs each (tp, pp, ep) layout (numpy arrays or scalars) of ``model`` on ``family``."""
+        tp, pp, ep = (np.asarray(x, dtype=np.int64) for x in (tp, pp, ep))
+        if family not in self.families:
+            return np.zeros(np.broadcast(tp, pp, ep).shape, dtype=bool)
+        if self.any_layout:
+            return np.ones(np.broadcast(tp, pp, ep).shape, dtype=bool)
+        split = (model.heads % tp == 0) & ((model.kv_heads % tp == 0) | (tp % model.kv_heads == 0))
+        dp_ep = bool(model.experts and self.attention_dp_expert_parallel) & (model.experts >= tp) & (tp > 1)
+        staged = (pp == 1) | ((model.id not in self.no_pipeline_models) & ((ep == 0) | self.attention_dp_pipeline))
+        return np.where(ep > 0, dp_ep, split) & staged
+
+
+@functools.lru_cache(maxsize=None)
+def serving_engines() -> dict[str, Engine]:
+    """The public serving engines by key (data/engines.yaml)."""
+    path = DATA_DIR / "engines.yaml"
+    try:
+        return {k: Engine.model_validate(v) for k, v in _read_yaml(path).items()}
+    except Exception as exc:  # pydantic.ValidationError or YAML error: name the file
+        raise CatalogError(f"{path}: {exc}") from exc
 
 
 def did_you_mean(name: str, choices) -> str:

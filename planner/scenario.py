@@ -46,12 +46,15 @@ from planner.catalog import (
 )
 from planner.errors import InputError
 from planner.measurements.table import Measurement, resolve_measurements
+from planner.perf.grid import Layouts
+from planner.perf.pack import family_efficiency
 from planner.vocabulary import (
-    SERVING_STACKS,
     DEFAULT_ACQUISITION,
     DEFAULT_OBJECTIVE,
     DEFAULT_SOLVER,
+    LAYOUT_POLICIES,
     OBJECTIVES,
+    SERVING_STACKS,
     SOLVERS,
     TIERS,
 )
@@ -312,6 +315,8 @@ class Workload(_Section):
 # ---- the scenario -----------------------------------------------------------------------------------------------
 ServingStack = Literal["vendor-best", "vllm", "sglang", "trtllm"]
 assert get_args(ServingStack) == SERVING_STACKS  # the vocabulary's words
+LayoutPolicy = Literal["supported", "any"]
+assert get_args(LayoutPolicy) == LAYOUT_POLICIES
 
 
 class Scenario(_Section):
@@ -358,6 +363,10 @@ class Scenario(_Section):
         "vendor-best", description="the serving engine the plan assumes (docs/MODEL.md 5.3): vendor-best (the "
         "efficiencies fitted to the vendors' best published figures) or an engine's own where the published corpus "
         "has that engine's figures; the rest of its parameters are vendor-best's")
+    layouts: LayoutPolicy = Field(
+        "supported", description="the replica layouts the plan may use: supported (only those a public engine of "
+        "the serving stack runs: data/engines.yaml, docs/MODEL.md 2.9) or any (every layout the model can cost; "
+        "each allocation row's engines then says which engines run it, none where none does)")
 
     _resolved: dict[str, Hardware] | None = PrivateAttr(None)
 
@@ -417,6 +426,10 @@ class Scenario(_Section):
         except ValidationError as exc:
             raise _validation_error(exc, f"scenario {self.name!r} period {t}", None) from None
 
+    def layout_rule(self):
+        """The layouts this scenario's plans may use (``planner.perf.grid.Layouts``)."""
+        return Layouts(self.serving_stack, self.layouts == "any")
+
     def efficiencies(self, hardware) -> dict[str, dict[str, float]]:
         """``efficiency_of`` for the family of every system in ``hardware`` (id -> Hardware): the map the engine,
         the measured curves and a plan's inputs share."""
@@ -424,8 +437,6 @@ class Scenario(_Section):
 
     def efficiency_of(self, family: str) -> dict[str, float]:
         """A family's efficiency parameters: the calibrated ones, with the scenario's ``efficiency`` over them."""
-        from planner.perf.pack import family_efficiency
-
         return {**family_efficiency(family, self.serving_stack), **self.efficiency.get(family, {})}
 
     def price_of(self, workload: Workload) -> float | None:

@@ -44,6 +44,9 @@ MAX_DRAFT_TOKENS = 16
 SERVING_STACKS: tuple[str, ...] = ("vendor-best", "vllm", "sglang", "trtllm")
 DEFAULT_SERVING_STACK = "vendor-best"
 ENGINE_STACKS: dict[str, str] = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm"}
+# Which replica layouts a plan may use (MODEL.md 2.9): those a public engine of the serving stack runs, or any
+# the model can cost (each plan row then names the engines that run it, none where none does).
+LAYOUT_POLICIES: tuple[str, ...] = ("supported", "any")
 
 # The accuracy ledger (MODEL.md 13): its classes of published figure, the splits of its corpus, the share of each
 # class kept out of every fit, the weight of a vendor's claim beside a measurement in the fit's loss, and how far a

@@ -23,7 +23,7 @@ import numpy as np
 
 from planner.catalog import Hardware, Model
 from planner.fleet.demand import Demand
-from planner.perf.grid import BATCHES, MICRO_BATCHES, parallel_grid, split_grid
+from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors
 from solvers.perf import slots as L
 
@@ -131,10 +131,10 @@ class System:
 
 
 def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft: np.ndarray,
-               efficiency: dict | None = None) -> System:
+               efficiency: dict | None = None, layouts: Layouts = Layouts()) -> System:
     from solvers.perf import sweep
 
-    grid = parallel_grid(hw, model)
+    grid = layouts.grid(hw, model)
     mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
     pps = np.unique(grid[:, 1])
     _, ks, _ = spec_settings(demand)
@@ -217,7 +217,7 @@ def split_precisions(demand: Demand, hw_a: Hardware, hw_f: Hardware) -> tuple[st
 
 
 def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, opts: Options,
-                  draft: np.ndarray, efficiency: dict | None = None) -> None:
+                  draft: np.ndarray, efficiency: dict | None = None, layouts: Layouts = Layouts()) -> None:
     """Attention on A, FFN on F (MODEL.md 10): every (attention chips, FFN chips, attention mode, speculative
     setting, batch); per layout the best batch meeting the tier; the options cheapest in capex per unit of
     capacity kept (both systems' chips count, so a one-dimensional Pareto rule does not apply)."""
@@ -227,7 +227,7 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
     attn, ffn = split_model_vectors(model)
     eff = efficiency or {}
     ha, hf = hardware_vector(hw_a, prec_a, eff.get(hw_a.family)), hardware_vector(hw_f, prec_f, eff.get(hw_f.family))
-    grid = split_grid(hw_a, hw_f, model)
+    grid = layouts.split(hw_a, hw_f, model)
     wl = demand.workload_vector()
     nb = len(BATCHES)
     capex_a = hw_a.rack.capex_usd.value / hw_a.chips_per_rack
@@ -441,12 +441,13 @@ def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurem
 
 def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware],
                 progress=None, deadline: float = math.inf, measurements=(), headroom: float = 0.0,
-                efficiency: dict | None = None) -> Options:
+                efficiency: dict | None = None, layouts: Layouts = Layouts()) -> Options:
     """Every Pareto option of every workload on every system (or pair) that may serve it: from ``measurements``
     where they speak for a (workload, system, precision, kind), from the model elsewhere. ``progress(done,
     total, text)`` is called after each workload, if given; past ``deadline`` (``time.monotonic()``) between two
     workloads it raises PlannerError: the run's time limit covers the engine too. ``efficiency``: family ->
-    parameters where a scenario sets its own (``efficiency:``), else each family's calibrated values."""
+    parameters where a scenario sets its own (``efficiency:``), else each family's calibrated values; ``layouts``
+    the layouts the scenario allows (its serving stack's engines', or any)."""
     import time
 
     from planner.errors import PlannerError
@@ -473,7 +474,7 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
             for prec in precisions_for(hw, d):
                 if prec in measured:
                     continue
-                sys = system_for(d, model, hw, prec, draft, (efficiency or {}).get(hw.family))
+                sys = system_for(d, model, hw, prec, draft, (efficiency or {}).get(hw.family), layouts)
                 for kind in kinds:
                     kind.generate(d, model, sys, opts)
         for kind in pairs:
@@ -482,7 +483,7 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
                     if hw_a.id != hw_f.id and serves(hw_a, model, kind.needs[0]) and serves(
                             hw_f, model, kind.needs[1]) and (
                             not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
-                        kind.generate(d, model, hw_a, hw_f, opts, draft, efficiency)
+                        kind.generate(d, model, hw_a, hw_f, opts, draft, efficiency, layouts)
     if progress:
         progress(len(demands), len(demands), f"{opts.candidates_scored:,} candidates scored")
     return opts.pareto_across_precisions()

@@ -17,6 +17,7 @@ from planner import __version__, catalog
 from planner.fleet.finance import annual_revenue, mean_tokens_per_year, usd_per_mtok
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, ttft_percentiles
 from planner.fleet.problem import Built
+from planner.perf.grid import engines_running, pair_engines
 from planner.vocabulary import DECODE_ROLES
 from solvers.vocabulary import HAS_PLAN
 
@@ -24,9 +25,9 @@ ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_rep
                       "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "acceptance",
                       "tps_per_user", "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
                       "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "ffn_hardware",
-                      "ffn_chips", "ffn_precision", "source", "measurement", "column"]
-TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "speculative", "ffn_hardware", "ffn_precision", "source",
-                "measurement"}
+                      "ffn_chips", "ffn_precision", "engines", "source", "measurement", "column"]
+TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "speculative", "ffn_hardware", "ffn_precision", "engines",
+                "source", "measurement"}
 INT_COLUMNS = {"chips_per_replica", "tensor_parallel", "pipeline_parallel", "batch", "draft_tokens", "ffn_chips",
                "column"}
 
@@ -173,6 +174,7 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
             "ffn_hardware": str(cols["ffn_hardware"][j]) or None,
             "ffn_chips": int(cols["ffn_chips"][j]) if cols["ffn_hardware"][j] else None,
             "ffn_precision": str(cols["ffn_precision"][j]) or None,
+            "engines": row_engines(built, j),
             "source": str(cols["source"][j]),
             "measurement": str(cols["measurement"][j]) or None,
             "column": int(j),
@@ -180,6 +182,18 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
         if kind == "split":
             rows.append(ffn_row(rows[-1], built.hardware_by_id))
     return rows
+
+
+def row_engines(built: Built, j: int) -> str:
+    """The public engines that run option ``j``'s layout (data/engines.yaml, MODEL.md 2.9), comma-separated;
+    empty where none does (possible only under the scenario's ``layouts: any``)."""
+    cols = built.options
+    hw = built.hardware_by_id[str(cols["hardware"][j])]
+    if cols["ffn_hardware"][j]:
+        return ",".join(pair_engines(hw.family, built.hardware_by_id[str(cols["ffn_hardware"][j])].family))
+    model = built.models[built.demand_by_name[str(cols["workload"][j])].model]
+    return ",".join(engines_running(hw.family, model, int(cols["tensor_parallel"][j]),
+                                    int(cols["pipeline_parallel"][j]), bool(cols["expert_parallel"][j])))
 
 
 def ffn_row(attention: dict, hardware: dict) -> dict:

@@ -40,6 +40,11 @@ class Built:
         return {h.id: h for h in self.hardware}
 
     @functools.cached_property
+    def models(self) -> dict:
+        """The scenario's models by id (overrides applied)."""
+        return self.scenario.resolved_models()
+
+    @functools.cached_property
     def demand_by_name(self) -> dict:
         return {d.name: d for d in self.demands}
 
@@ -61,6 +66,7 @@ class Built:
                 "acquisition": list(sc.hardware.acquisition) if sc.hardware.allow is None else None,
                 "max_platforms": sc.hardware.max_platforms, "min_racks": dict(sc.hardware.min_racks),
                 "excluded_hardware": sc.excluded_hardware(), "serving_stack": sc.serving_stack,
+                "layouts": sc.layouts,
             },
             "demands": [d.to_dict() for d in self.demands],
             "hardware": {h.id: h.model_dump(mode="json") for h in self.hardware},
@@ -90,7 +96,7 @@ def scenario_options(scenario, demands: list[Demand], hardware: dict, progress=N
     efficiencies (the one call the plan and its diagnosis share)."""
     efficiency = scenario.efficiencies(hardware)
     return options_for(demands, scenario.resolved_models(), hardware, progress, deadline, scenario.measurements,
-                       scenario.measurement_headroom, efficiency)
+                       scenario.measurement_headroom, efficiency, scenario.layout_rule())
 
 
 def build_problem(scenario, progress=None, deadline: float = math.inf, options_from: Built | None = None) -> Built:

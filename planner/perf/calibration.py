@@ -17,7 +17,7 @@ import yaml
 from planner import catalog
 from planner.perf.frontier import sweep_points
 from planner.perf.estimate import batch_ttft_per_layout
-from planner.perf.grid import BATCHES, parallel_grid
+from planner.perf.grid import BATCHES, Layouts
 from planner.perf.pack import NEUTRAL_EFFICIENCY, efficiency_table, family_efficiency
 from planner.perf.speculative import acceptance_for, speculation
 from planner.vocabulary import CLAIM_WEIGHT, DEFAULT_SERVING_STACK, ENGINE_STACKS
@@ -83,7 +83,8 @@ def _layouts_of(point: dict, s: dict) -> dict:
 def _predict_per_user(point, model, hw, eff) -> dict:
     s = _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"], point["output_tokens"],
                                         efficiency=eff, chips=point.get("chips"), batches=np.array([1.0]),
-                                        spec=point_speculation(point)))
+                                        spec=point_speculation(point),
+                                        layouts=Layouts(point_stack(point))))
     if len(s["tps_per_user"]) == 0:
         return {"predicted": 0.0, "config": "does not fit"}
     i = int(np.argmax(s["tps_per_user"]))
@@ -100,7 +101,8 @@ def _replica_sweeps(point, model, hw, eff, batches_of):
         n = total // replica
         yield n, _layouts_of(point, sweep_points(model, hw, point["precision"], point["input_tokens"],
                                                  point["output_tokens"], efficiency=eff, chips=replica,
-                                                 batches=batches_of(n), spec=point_speculation(point)))
+                                                 batches=batches_of(n), spec=point_speculation(point),
+                                                 layouts=Layouts(point_stack(point))))
 
 
 def _best_system(point, model, hw, eff, rate_of, ok_of) -> dict:
@@ -159,7 +161,7 @@ def _predict_ttft(point, model, hw, eff) -> dict:
     """Time to first token on one replica of ``chips`` chips when ``concurrency`` prompts (default 1: a lone
     request) arrive together, on the replica's fastest layout for it (the point's ``tp`` where it says one):
     ``estimate.batch_ttft_s``."""
-    grid = parallel_grid(hw, model, point.get("chips"))
+    grid = Layouts(point_stack(point)).grid(hw, model, point.get("chips"))
     if point.get("tp") is not None:
         grid = grid[grid[:, 0] == int(point["tp"])]
     prompts = float(point.get("concurrency", 1))

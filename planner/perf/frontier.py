@@ -12,7 +12,7 @@ from planner.catalog import Hardware, Model
 from planner.errors import InputError
 from planner.perf.estimate import check_pair, check_positive, check_split, parse_pair, spec_tokens
 from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
-from planner.perf.grid import BATCHES, MICRO_BATCHES, parallel_grid, split_grid
+from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts, parallel_grid, split_grid
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors, workload_vector
 from planner.vocabulary import (
     DEFAULT_DRAFT_TOKENS,
@@ -27,11 +27,12 @@ from solvers.perf import slots as L
 
 def sweep_points(model: Model, hw: Hardware, precision: str, input_tokens: int, output_tokens: int,
                  efficiency: dict[str, float] | None = None, chips: int | None = None,
-                 batches: np.ndarray = BATCHES, spec: Speculation = NONE) -> dict:
+                 batches: np.ndarray = BATCHES, spec: Speculation = NONE, layouts: Layouts = Layouts()) -> dict:
     """Every fitting (tp, pp, ep, batch, draft tokens) of one system at one precision (replicas of ``chips`` chips
-    if given), with per-user speed, TTFT and output tokens/s per MW including the replica's own prefill work."""
+    if given, on the layouts ``layouts`` allows), with per-user speed, TTFT and output tokens/s per MW including
+    the replica's own prefill work."""
     return merged_sweeps([_sweep_points(model, hw, precision, input_tokens, output_tokens, efficiency, chips, batches,
-                                        spec, k, a) for k, a in spec.settings()])
+                                        spec, k, a, layouts) for k, a in spec.settings()])
 
 
 def merged_sweeps(sweeps: list[dict]) -> dict:
@@ -41,10 +42,10 @@ def merged_sweeps(sweeps: list[dict]) -> dict:
 
 
 def _sweep_points(model, hw, precision, input_tokens, output_tokens, efficiency, chips, batches, spec, k,
-                  acceptance) -> dict:
+                  acceptance, layouts) -> dict:
     from solvers.perf.sweep import colocated_points
 
-    grid = parallel_grid(hw, model, chips)
+    grid = layouts.grid(hw, model, chips)
     mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
     wl = workload_vector(input_tokens, output_tokens)
     nb = len(batches)

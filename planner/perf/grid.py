@@ -5,10 +5,13 @@ replica, and the (attention chips, FFN chips) layouts of an attention/FFN pair. 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
+from planner import catalog
 from planner.catalog import Hardware, Model
+from planner.vocabulary import DEFAULT_SERVING_STACK
 
 # The one batch grid (concurrent streams per replica) that the engine, the frontier and calibration search:
 # geometric from 1 to 8192, 160 points before rounding.
@@ -27,12 +30,42 @@ def tp_options(hw: Hardware, model: Model) -> list[int]:
     return sorted(opts)
 
 
-def parallel_grid(hw: Hardware, model: Model, chips: int | None = None) -> np.ndarray:
-    """Rows of (tp, pp, ep) a replica may use; with ``chips`` given, only tp * pp == chips."""
+def parallel_grid(hw: Hardware, model: Model, chips: int | None = None, stack: str = DEFAULT_SERVING_STACK,
+                  any_layout: bool = False) -> np.ndarray:
+    """Rows of (tp, pp, ep) a replica may use: those an engine of ``stack`` runs on the hardware
+    (``stack_engines``), or every one with ``any_layout``; with ``chips`` given, only tp * pp == chips."""
     grid = _grid(tuple(tp_options(hw, model)), model.layers, model.is_moe)
     if chips is not None:
         grid = grid[grid[:, 0] * grid[:, 1] == chips]
+    if not any_layout:
+        grid = grid[supported(hw.family, model, grid, stack_engines(hw.family, stack))]
     return grid.copy()
+
+
+# ---- which engines run a layout (data/engines.yaml, MODEL.md 2.9) --------------------------------------------
+def stack_engines(family: str, stack: str) -> tuple[str, ...]:
+    """The engines a plan of ``stack`` may run on ``family``: the stack's own engine where it serves the family,
+    else (vendor-best, or an engine that does not serve it) every engine that does."""
+    serving = tuple(k for k, e in catalog.serving_engines().items() if family in e.families)
+    return (stack,) if stack in serving else serving
+
+
+def supported(family: str, model: Model, grid: np.ndarray, engines: tuple[str, ...]) -> np.ndarray:
+    """Per (tp, pp, ep) row of ``grid``: whether one of ``engines`` runs it."""
+    ok = np.zeros(len(grid), dtype=bool)
+    for k in engines:
+        ok |= catalog.serving_engines()[k].runs(family, model, grid[:, 0], grid[:, 1], grid[:, 2])
+    return ok
+
+
+def engines_running(family: str, model: Model, tp: int, pp: int, ep: bool) -> tuple[str, ...]:
+    """Every public engine that runs one replica layout of ``model`` on ``family``."""
+    return tuple(k for k, e in catalog.serving_engines().items() if bool(e.runs(family, model, tp, pp, int(ep))))
+
+
+def pair_engines(family_a: str, family_f: str) -> tuple[str, ...]:
+    """Every public engine that runs attention on ``family_a`` with the FFN on ``family_f``."""
+    return tuple(k for k, e in catalog.serving_engines().items() if (family_a, family_f) in e.pairs)
 
 
 @functools.lru_cache(maxsize=256)
@@ -40,6 +73,21 @@ def _grid(tps: tuple[int, ...], layers: int, moe: bool) -> np.ndarray:
     rows = [(tp, pp, ep) for tp in tps for pp in range(1, layers + 1)
             for ep in ((0, 1) if (moe and tp > 1) else (0,))]
     return np.array(rows, dtype=np.float64).reshape(-1, 3)
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """Which layouts a plan may use: those an engine of ``stack`` runs, or every one with ``any_layout`` (a
+    scenario's ``serving_stack`` and ``layouts``)."""
+
+    stack: str = DEFAULT_SERVING_STACK
+    any_layout: bool = False
+
+    def grid(self, hw: Hardware, model: Model, chips: int | None = None) -> np.ndarray:
+        return parallel_grid(hw, model, chips, self.stack, self.any_layout)
+
+    def split(self, hw_a: Hardware, hw_f: Hardware, model: Model) -> np.ndarray:
+        return split_grid(hw_a, hw_f, model, self.stack, self.any_layout)
 
 
 # ---- attention/FFN pairs (MODEL.md 10) -----------------------------------------------------------------------
@@ -50,9 +98,17 @@ MICRO_BATCHES = 2.0  # micro-batches ping-ponging between the attention and FFN 
 FFN_RACKS = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 
 
-def split_grid(hw_a: Hardware, hw_f: Hardware, model: Model) -> np.ndarray:
+def split_grid(hw_a: Hardware, hw_f: Hardware, model: Model, stack: str = DEFAULT_SERVING_STACK,
+               any_layout: bool = False) -> np.ndarray:
     """Rows of (attention chips, FFN chips, attention mode) an attention/FFN pair may use: A's tensor-parallel
-    options, 1/4 to 16 racks of F, data-parallel attention as well for MoE models."""
+    options, 1/4 to 16 racks of F, data-parallel attention as well for MoE models. Without ``any_layout``, only
+    where an engine runs the pair (``pair_engines``) and A's engines run its attention layout."""
     rows = [(ta, max(1.0, round(r * hw_f.chips_per_rack)), ep) for ta in tp_options(hw_a, model)
             for r in FFN_RACKS for ep in ((0.0, 1.0) if model.is_moe and ta > 1 else (0.0,))]
-    return np.array(rows, dtype=np.float64)
+    grid = np.array(rows, dtype=np.float64).reshape(-1, 3)
+    if any_layout:
+        return grid
+    if not pair_engines(hw_a.family, hw_f.family):
+        return grid[:0]
+    attention = np.column_stack([grid[:, 0], np.ones(len(grid)), grid[:, 2]])
+    return grid[supported(hw_a.family, model, attention, stack_engines(hw_a.family, stack))]

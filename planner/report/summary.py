@@ -56,6 +56,18 @@ def binding_limits(d: dict) -> list[str]:
     return [b["text"] for b in binding(d)]
 
 
+def layout_words(d: dict) -> str:
+    """Which layouts the plan may use, and any row no public engine runs (MODEL.md 2.9)."""
+    sc = d["inputs"]["scenario"]
+    if sc.get("layouts", "supported") != "any":
+        return ("layouts: only those a public engine of the serving stack runs (each allocation row's engines; "
+                "data/engines.yaml)")
+    alone = sorted({f"{r['workload']} on {r['hardware']} (tp{r['tensor_parallel']} pp{r['pipeline_parallel']}"
+                    f"{' ep' if r['expert_parallel'] else ''})" for r in d.get("allocation", []) if not r.get("engines")})
+    return ("layouts: any the model can cost (layouts: any); "
+            + (f"no public engine runs {', '.join(alone)}" if alone else "every row's layout runs on a public engine"))
+
+
 def assumptions(d: dict) -> list[str]:
     """What decides the cost and is easy to miss: load, peaks, drafters, prices, what $/Mtok includes."""
     sc = d["inputs"]["scenario"]
@@ -71,6 +83,7 @@ def assumptions(d: dict) -> list[str]:
         + ("the vendors' best published figures" if sc.get("serving_stack", "vendor-best") == "vendor-best"
            else f"{sc['serving_stack']}'s published figures where the corpus has them, vendor-best's elsewhere")
         + "; docs/MODEL.md 5.3)",
+        layout_words(d),
     ]
     for w in d["inputs"]["demands"]:
         spec = ("no speculative decoding" if w["speculative"] == "none" else

@@ -1,0 +1,129 @@
+"""Which layouts the engines run (docs/MODEL.md 2.9, planner/data/engines.yaml): hand-checked rules, the default
+search holding only layouts some engine runs, and ``layouts: any`` flagging the rows none runs."""
+
+import numpy as np
+import pytest
+
+from planner import catalog
+from planner.perf.grid import Layouts, engines_running, pair_engines, parallel_grid, split_grid, stack_engines
+from planner.scenario import scenario_from_yaml
+from planner.fleet.solve import solve
+
+H200, DSR1, GPTOSS = "hgx-h200", "deepseek-r1", "gpt-oss-120b"
+
+
+def hw(i):
+    return catalog.get_hardware(i)
+
+
+def model(i):
+    return catalog.get_model(i)
+
+
+@pytest.mark.parametrize("layout, engines", [
+    ((8, 1, 0), ("trtllm", "sglang", "vllm")),     # 128 heads over 8
+    ((8, 1, 1), ("trtllm", "sglang", "vllm")),     # attention DP 8, EP 8 over 256 experts
+    ((8, 2, 1), ()),                               # attention DP with pipeline stages: no engine documents it
+    ((72, 1, 0), ()),                              # 128 heads do not split 72 ways
+    ((72, 1, 1), ("trtllm", "sglang", "vllm")),    # wide EP over an NVL72 domain
+    ((1, 8, 0), ("trtllm", "sglang", "vllm")),     # pipeline only
+])
+def test_deepseek_layouts_on_nvidia(layout, engines):
+    assert engines_running("nvidia-gpu", model(DSR1), *layout) == engines
+
+
+def test_tensorrt_llm_runs_no_pipeline_for_gpt_oss():
+    assert engines_running("nvidia-gpu", model(GPTOSS), 4, 2, False) == ("sglang", "vllm")
+    assert "trtllm" in engines_running("nvidia-gpu", model(GPTOSS), 8, 1, False)
+
+
+def test_kv_heads_must_divide_or_be_divided():
+    m = model("llama-3.1-70b")  # 64 heads, 8 KV heads
+    assert engines_running("nvidia-gpu", m, 16, 1, False)   # 16 % 8 == 0: KV heads replicated
+    assert not engines_running("nvidia-gpu", m, 3, 1, False)
+
+
+def test_dataflow_machines_run_their_vendors_stack_on_every_layout():
+    grid_any = parallel_grid(hw("cs3"), model("llama-3.1-70b"), any_layout=True)
+    assert len(parallel_grid(hw("cs3"), model("llama-3.1-70b"))) == len(grid_any)
+    assert engines_running("cerebras-wafer", model("llama-3.1-70b"), 1, 7, False) == ("vendor",)
+
+
+@pytest.mark.parametrize("hw_id", ["hgx-h100", "hgx-h200", "gb200-nvl72", "vr-nvl72", "mi355x", "tpu-v7", "cs3"])
+@pytest.mark.parametrize("model_id", ["deepseek-r1", "qwen3-235b-a22b", "llama-3.1-70b", "gpt-oss-120b"])
+def test_every_default_layout_runs_on_an_engine(hw_id, model_id):
+    h, m = hw(hw_id), model(model_id)
+    grid = parallel_grid(h, m)
+    assert len(grid)
+    assert all(engines_running(h.family, m, int(t), int(p), bool(e)) for t, p, e in grid)
+    assert len(parallel_grid(h, m, any_layout=True)) >= len(grid)
+
+
+def test_the_issue_layout_is_gone_by_default():
+    """Issue 22: ``tp2 pp4 ep`` at batch 8,192 was chosen for MoE on 8 GPUs; no engine runs attention DP with
+    pipeline stages."""
+    h, m = hw(H200), model("qwen3-235b-a22b")
+    rows = {tuple(r) for r in parallel_grid(h, m, 8)}
+    assert (2.0, 4.0, 1.0) not in rows and (2.0, 4.0, 1.0) in {tuple(r) for r in parallel_grid(h, m, 8, any_layout=True)}
+    assert not any(p > 1 and e for _, p, e in rows)
+
+
+def test_a_named_stack_keeps_its_own_engine_where_it_serves_the_family():
+    assert stack_engines("nvidia-gpu", "trtllm") == ("trtllm",)
+    assert stack_engines("amd-gpu", "trtllm") == ("sglang", "vllm")   # TensorRT-LLM serves no AMD GPU
+    assert stack_engines("nvidia-gpu", "vendor-best") == ("trtllm", "sglang", "vllm")
+    gptoss_trt = parallel_grid(hw(H200), model(GPTOSS), stack="trtllm")
+    assert (gptoss_trt[:, 1] == 1).all()
+    assert (parallel_grid(hw(H200), model(GPTOSS), stack="vllm")[:, 1] > 1).any()
+
+
+def test_attention_ffn_pairs_only_where_an_engine_pairs_them():
+    m = model("kimi-k2")
+    assert pair_engines("nvidia-gpu", "groq3-lpu") == ("dynamo",)
+    assert len(split_grid(hw("vr-nvl72"), hw("groq3-lpx"), m))
+    assert len(split_grid(hw("mi355x"), hw("groq3-lpx"), m)) == 0
+    assert len(split_grid(hw("mi355x"), hw("groq3-lpx"), m, any_layout=True))
+
+
+ANY = """
+name: any-layouts
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
+site: {power_budget_mw: 50}
+hardware: {allow: [hgx-b200, gb200-nvl72]}
+layouts: LAYOUTS
+workloads:
+  - {name: moe, model: qwen3-235b-a22b, requests_per_s: 40, input_tokens: 1000, output_tokens: 1000,
+     tier: standard, ttft_s: 3.0}
+"""
+
+
+@pytest.fixture(scope="module")
+def both():
+    return {k: solve(scenario_from_yaml(ANY.replace("LAYOUTS", k))) for k in ("supported", "any")}
+
+
+def test_any_layout_never_costs_more_and_names_what_no_engine_runs(both):
+    sup, any_ = both["supported"].to_dict(), both["any"].to_dict()
+    assert any_["objective_usd_per_year"] <= sup["objective_usd_per_year"] * (1 + 2e-3)
+    assert all(r["engines"] for r in sup["allocation"])
+    line = next(a for a in any_["assumptions"] if a.startswith("layouts:"))
+    alone = [r for r in any_["allocation"] if not r["engines"]]
+    assert ("no public engine runs" in line) == bool(alone)
+    for r in alone:
+        assert f"tp{r['tensor_parallel']} pp{r['pipeline_parallel']}" in line
+
+
+def test_the_assumptions_name_each_row_no_engine_runs():
+    from planner.report.summary import layout_words
+
+    row = {"workload": "moe", "hardware": "hgx-h200", "tensor_parallel": 2, "pipeline_parallel": 4,
+           "expert_parallel": True, "engines": ""}
+    ok = {**row, "tensor_parallel": 8, "pipeline_parallel": 1, "engines": "trtllm,sglang,vllm"}
+    d = {"inputs": {"scenario": {"layouts": "any"}}, "allocation": [row, ok]}
+    assert layout_words(d) == "layouts: any the model can cost (layouts: any); no public engine runs moe on hgx-h200 (tp2 pp4 ep)"
+    d["allocation"] = [ok]
+    assert "every row's layout runs on a public engine" in layout_words(d)
+    d["inputs"]["scenario"]["layouts"] = "supported"
+    assert layout_words(d).startswith("layouts: only those a public engine")

@@ -521,10 +521,13 @@ def schema():
 @click.option("--family", default=None, help="with --measurements: this hardware family")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="with --measurements: write the fitted parameters here (a scenario's efficiency: FILE)")
+@click.option("--scope", type=click.Choice(["hardware", "family"]), default=None,
+              help="with --out: key the parameters by each measured system (hardware, the default) or by their "
+                   "whole family")
 @click.option("--ledger", "show_ledger", is_flag=True,
               help="the error per class and per vendor, fitted and held-back points apart (docs/MODEL.md 13)")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-def calibrate(write, measured, hardware_id, family, out_path, show_ledger, fmt):
+def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger, fmt):
     """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies; with
     --measurements, fit them to your own measured points; with --ledger, the errors by class and vendor."""
     from planner.errors import InputError
@@ -550,7 +553,8 @@ def calibrate(write, measured, hardware_id, family, out_path, show_ledger, fmt):
                          title="accuracy ledger: every point")
         return
     if measured is None:
-        for flag, value in (("--hardware", hardware_id), ("--family", family), ("--out", out_path)):
+        for flag, value in (("--hardware", hardware_id), ("--family", family), ("--out", out_path),
+                            ("--scope", scope)):
             if value is not None:
                 raise InputError("applies only with --measurements", field=flag)
         if write:
@@ -563,13 +567,16 @@ def calibrate(write, measured, hardware_id, family, out_path, show_ledger, fmt):
                              field="--write")
         if hardware_id is not None and family is not None:
             raise InputError("give --hardware or --family, not both", field="--family")
+        if scope is not None and out_path is None:
+            raise InputError("applies only with --out (the file it keys)", field="--scope")
         from planner.measurements.fit import fit_to_measurements, write_efficiency
         from planner.measurements.table import read_measurements
 
         result = fit_to_measurements(read_measurements(measured), family, hardware_id)
         if out_path:
-            write_efficiency(result, out_path, measured)
-            click.echo(f"wrote {out_path}", err=True)
+            write_efficiency(result, out_path, measured, scope or "hardware")
+            click.echo(f"wrote {out_path} (for {result['family'] if scope == 'family' else ', '.join(result['hardware'])})",
+                       err=True)
         fitted = ", ".join(f"{n} {result['before'][n]:.4g} -> {result['fitted'][n]:.4g}" for n in result["params"])
         click.echo(f"{result['family']}: {fitted}; loss {result['loss_before']:.4g} -> {result['loss_after']:.4g}"
                    + (f"; at a bound: {', '.join(result['at_bound'])}" if result["at_bound"] else ""), err=True)

@@ -48,7 +48,9 @@ from planner.errors import InputError
 from planner.measurements.table import Measurement, resolve_measurements
 from planner.perf.grid import Layouts
 from planner.perf.pack import family_efficiency
+from planner.perf.speculative import acceptance_words, auto_methods, auto_words, speculation
 from planner.vocabulary import (
+    AUTO_SPECULATIVE,
     DEFAULT_ACQUISITION,
     DEFAULT_OBJECTIVE,
     DEFAULT_SOLVER,
@@ -167,9 +169,11 @@ class Speculative(_Section):
     """Speculative decoding for one workload (MODEL.md 3.4): a drafter proposes ``draft_tokens`` tokens, the target
     verifies them in one step and keeps each with probability ``acceptance`` until the first rejection."""
 
-    method: Literal["none", "mtp", "eagle", "draft_model"] = Field(
-        "none", description="none; mtp: the model's own multi-token-prediction layers (models that ship them); "
-        "eagle: a one-layer draft head; draft_model: a smaller model (draft_model) on the same replicas")
+    method: Literal["auto", "none", "mtp", "eagle", "draft_model"] = Field(
+        "auto", description="auto: no drafting and each drafter the model has (its mtp layers, a published EAGLE "
+        "head), each at its published acceptance, the best kept per option; none; mtp: the model's own "
+        "multi-token-prediction layers (models that ship them); eagle: a one-layer draft head; draft_model: a "
+        "smaller model (draft_model) on the same replicas (default auto)")
     draft_tokens: PosCount | Literal["auto"] = Field(
         "auto", description="tokens drafted per step, 1 to 16, or auto: every length from 0 to 6, the best kept per "
         "system (default auto)")
@@ -184,6 +188,11 @@ class Speculative(_Section):
             raise _problem("method draft_model names its drafter in draft_model, and only it does", "draft_model")
         if isinstance(self.draft_tokens, int) and self.draft_tokens > 16:
             raise _problem(f"expected at most 16 draft tokens, got {self.draft_tokens}", "draft_tokens")
+        if self.method == AUTO_SPECULATIVE:
+            for field, default in (("draft_tokens", "auto"), ("acceptance", None)):
+                if getattr(self, field) != default:
+                    raise _problem(f"method auto takes each drafter's published {field.replace('_', ' ')}: name a "
+                                   f"method (mtp, eagle, draft_model) to set {field}", field)
         return self
 
 
@@ -255,8 +264,9 @@ class Workload(_Section):
         None, description="hardware ids this workload may run on; default: any resolved hardware"
     )
     speculative: Speculative = Field(
-        default_factory=Speculative, description="speculative decoding: {method: none|mtp|eagle|draft_model, "
-        "draft_tokens: K|auto, acceptance: A, draft_model: id} (default method none)")
+        default_factory=Speculative, description="speculative decoding: {method: auto|none|mtp|eagle|draft_model, "
+        "draft_tokens: K|auto, acceptance: A, draft_model: id} (default method auto: none or the model's own "
+        "drafters, chosen per option)")
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
@@ -276,9 +286,8 @@ class Workload(_Section):
     # ---- derived quantities ----------------------------------------------------------------------------------
     @property
     def speculation(self):
-        """The workload's speculative setting as the performance model takes it (planner.perf.speculative)."""
-        from planner.perf.speculative import speculation
-
+        """The workload's speculative setting as the performance model takes it (planner.perf.speculative), for
+        one named method (``auto`` is several: ``planner.fleet.demand.Demand.variants``)."""
         s = self.speculative
         return speculation(s.method, s.draft_tokens if s.method != "none" else 0, s.acceptance, s.draft_model,
                            model=self.model)
@@ -431,9 +440,14 @@ class Scenario(_Section):
         return Layouts(self.serving_stack, self.layouts == "any")
 
     def efficiencies(self, hardware) -> dict[str, dict[str, float]]:
-        """``efficiency_of`` for the family of every system in ``hardware`` (id -> Hardware): the map the engine,
-        the measured curves and a plan's inputs share."""
-        return {f: self.efficiency_of(f) for f in sorted({hw.family for hw in hardware.values()})}
+        """``efficiency_of`` for the family of every system in ``hardware`` (id -> Hardware), and for each system
+        the scenario's ``efficiency`` scopes parameters to by its id: the map the engine, the measured curves and a
+        plan's inputs share (read with ``planner.perf.pack.efficiency_of``)."""
+        out = {f: self.efficiency_of(f) for f in sorted({hw.family for hw in hardware.values()})}
+        for hw_id, hw in sorted(hardware.items()):
+            if hw_id in self.efficiency:
+                out[hw_id] = {**out[hw.family], **self.efficiency[hw_id]}
+        return out
 
     def efficiency_of(self, family: str) -> dict[str, float]:
         """A family's efficiency parameters: the calibrated ones, with the scenario's ``efficiency`` over them."""
@@ -568,7 +582,7 @@ def _reference_problems(s: Scenario):
             except _OverrideError as exc:
                 yield ("hardware", "overrides", hw_id, exc.key), exc.message
     yield from _workload_problems(s.workloads, models, known_hw)
-    yield from _efficiency_problems(s.efficiency)
+    yield from _efficiency_problems(s.efficiency, known_hw)
     for i, m in enumerate(s.measurements):
         if m.hardware not in known_hw:
             yield ("measurements", i, "hardware"), _unknown("hardware", m.hardware, known_hw, "hardware.custom")
@@ -624,15 +638,15 @@ def _period_problems(s: Scenario):
                     yield ("demand_scenarios", i, "multiplier", name), f"no workload named {name!r}"
 
 
-def _efficiency_problems(efficiency: dict):
+def _efficiency_problems(efficiency: dict, known_hw: dict):
     from planner.perf.calibration import calibration_data
     from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table
 
     bounds = calibration_data()["bounds"]
     for family, params in efficiency.items():
-        if family not in efficiency_table():
-            yield ("efficiency", family), (f"unknown hardware family {family!r}; expected one of "
-                                           f"{', '.join(sorted(efficiency_table()))}")
+        if family not in efficiency_table() and family not in known_hw:
+            yield ("efficiency", family), (f"unknown hardware family or system {family!r}; expected a family ("
+                                           f"{', '.join(sorted(efficiency_table()))}) or a hardware id")
             continue
         for name, value in params.items():
             if name not in EFFICIENCY_PARAMS:
@@ -1054,13 +1068,18 @@ def resolved_summary(sc: Scenario) -> dict:
     """The hardware a plan may use and why the rest may not, each workload's demand at its peak, and the
     assumptions a reader should know about (warnings), for ``planner validate``."""
     from planner.fleet.problem import demands_of
-    from planner.perf.speculative import acceptance_words
 
     warnings = []
     for w in sc.workloads:
         if "peak_to_mean" not in w.model_fields_set:
             warnings.append(f"workload {w.name}: peak_to_mean not given, so the fleet is sized for the mean rate "
                             f"(1.0)")
+        if w.speculative.method == AUTO_SPECULATIVE:
+            methods = auto_methods(sc.resolved_models()[w.model])
+            if len(methods) > 1:
+                warnings.append(f"workload {w.name}: speculative auto: {auto_words(methods, w.model)} "
+                                f"(docs/MODEL.md 3.4)")
+            continue
         spec = w.speculation
         if spec.method == "none":
             continue

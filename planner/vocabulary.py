@@ -35,6 +35,9 @@ FORMATS: tuple[str, ...] = ("table", "json")
 
 # Speculative decoding (MODEL.md 3.4): the drafter of each method, and the draft lengths ``auto`` searches.
 SPECULATIVE_METHODS: tuple[str, ...] = ("none", "mtp", "eagle", "draft_model")
+# A workload's `speculative: auto` (the default): the plan considers no drafting and each drafter the model ships
+# or has a published head for (MODEL.md 3.4), and keeps per option whichever serves it best.
+AUTO_SPECULATIVE = "auto"
 AUTO_DRAFT_TOKENS: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)
 MAX_DRAFT_TOKENS = 16
 

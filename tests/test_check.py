@@ -178,3 +178,24 @@ def test_a_plan_from_the_per_layer_floor_model_is_refused_clearly(plan):
 
     with pytest.raises(InputError, match="layer_floor_s.*solve the scenario again"):
         check(edit(plan, old))
+
+
+def test_a_plan_solved_to_gap_zero_passes_its_own_check():
+    """A solve asked for relative_gap 0 is optimal within the solver's tolerance (mixed-site's came back 3e-8 off its
+    bound, and the check once refused its own plan: "bug: the plan fails its own check")."""
+    from pathlib import Path
+
+    from planner.scenario import load_scenario
+
+    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "mixed-site.yaml").with_({"solver.relative_gap": 0.0})
+    plan = solve(sc)
+    assert plan.status == "optimal" and all(c["ok"] for c in plan.checks)
+
+
+@pytest.mark.parametrize("field", ["input_tokens", "prefill_tokens", "resident_s_per_token"])
+def test_a_huge_integer_in_a_demand_fails_its_checks_not_the_kernels(plan, field):
+    """JSON integers past int64 (10**30, as a fuzzed plan had) reached the jitted kernels as Python ints, which
+    numba cannot type: check raised a TypingError instead of reporting what the tampered plan breaks."""
+    d = copy.deepcopy(plan.to_dict())
+    d["inputs"]["demands"][0][field] = 10**30
+    assert failed(d)

@@ -287,19 +287,16 @@ def test_estimate_default_serves_from_the_fastest_tier_a_domain_can_hold():
 
 
 def test_ctrl_c_stops_a_running_milp(tmp_path):
-    """Ctrl-C while SCIP solves (mixed-site with every system at 50 MW keeps it busy past a minute) stops the run
-    at once: exit 130,
-    the one line, nothing written under --out."""
+    """Ctrl-C while SCIP solves (the shipped build-out asked for a zero gap keeps it busy past a minute) stops the
+    run at once: exit 130, the one line, nothing written under --out."""
     import signal
     import subprocess
     import sys
     from pathlib import Path
 
-    text = (Path(__file__).parents[1] / "scenarios" / "mixed-site.yaml").read_text()
-    text = text.replace("power_budget_mw: 55 ", "power_budget_mw: 50 ")
-    text = text.replace("time_limit_s: 60,", "time_limit_s: 300,")
-    text = text.replace("\nhardware:\n", "\nhardware:\n  acquisition: [merchant, cloud, select]\n")  # every system
-    assert "power_budget_mw: 50 " in text and "time_limit_s: 300," in text and "acquisition: [merchant, cloud" in text
+    text = (Path(__file__).parents[1] / "scenarios" / "buildout-2027-2030.yaml").read_text()
+    text = text.replace("time_limit_s: 120, relative_gap: 0.001", "time_limit_s: 300, relative_gap: 0.0")
+    assert "time_limit_s: 300, relative_gap: 0.0" in text
     scenario = tmp_path / "hard.yaml"
     scenario.write_text(text)
     out_dir = tmp_path / "out"

@@ -333,7 +333,7 @@ def test_a_fitted_file_is_what_a_scenario_plans_with(tmp_path):
 
     true = {**family_efficiency("nvidia-gpu"), "bandwidth_efficiency": 0.4}
     result = fit_to_measurements(synthetic_rows(true), family="nvidia-gpu")
-    write_efficiency(result, tmp_path / "eff.yaml", "synthetic")
+    write_efficiency(result, tmp_path / "eff.yaml", "synthetic", scope="family")
     assert read_efficiency(tmp_path / "eff.yaml")["nvidia-gpu"]["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
     text = MIX.read_text().replace("measurements: [h100-h200-llama8b.csv]", "efficiency: eff.yaml")
     (tmp_path / "s.yaml").write_text(text)
@@ -345,8 +345,27 @@ def test_a_fitted_file_is_what_a_scenario_plans_with(tmp_path):
     assert all(c["ok"] for c in check(slow.to_dict()))  # check re-scores with the plan's own efficiencies
 
 
+def test_a_fitted_file_speaks_for_the_measured_system_only(tmp_path):
+    """Issue 22: calibrate --measurements writes a profile scoped to the measured hardware unless asked; a scenario
+    naming it plans the H100 with it and the H200 of the same family with the shipped values."""
+    from planner.measurements.fit import fit_to_measurements, write_efficiency
+    from planner.perf.pack import efficiency_of, family_efficiency
+    from planner.scenario import load_scenario
+
+    true = {**family_efficiency("nvidia-gpu"), "bandwidth_efficiency": 0.4}
+    write_efficiency(fit_to_measurements(synthetic_rows(true), hardware_id="hgx-h100"), tmp_path / "eff.yaml", "s")
+    assert "hgx-h100:" in (tmp_path / "eff.yaml").read_text() and "nvidia-gpu:" not in (tmp_path / "eff.yaml").read_text()
+    (tmp_path / "s.yaml").write_text(MIX.read_text().replace("measurements: [h100-h200-llama8b.csv]",
+                                                             "efficiency: eff.yaml"))
+    sc = load_scenario(tmp_path / "s.yaml")
+    hardware = sc.resolved_hardware()
+    eff = sc.efficiencies(hardware)
+    assert efficiency_of(eff, hardware["hgx-h100"])["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
+    assert efficiency_of(eff, hardware["hgx-h200"]) == family_efficiency("nvidia-gpu")
+
+
 @pytest.mark.parametrize("efficiency, match", [
-    ({"nvidia-gpx": {"bandwidth_efficiency": 0.5}}, "unknown hardware family"),
+    ({"nvidia-gpx": {"bandwidth_efficiency": 0.5}}, "unknown hardware family or system"),
     ({"nvidia-gpu": {"bandwidth": 0.5}}, "unknown parameter"),
     ({"nvidia-gpu": {"bandwidth_efficiency": 1.5}}, "outside the calibration's bounds"),
 ])
@@ -367,8 +386,12 @@ def test_calibrate_cli_writes_the_file(tmp_path):
     before = sum(math.log(1 + r["error_before_pct"] / 100) ** 2 for r in rows)
     after = sum(math.log(1 + r["error_after_pct"] / 100) ** 2 for r in rows)
     assert after < before
+    assert "hgx-h100:" in out.read_text() and "nvidia-gpu:" not in out.read_text()  # scoped to what was measured
     bad = CliRunner().invoke(main, ["calibrate", "--out", str(out)])
     assert bad.exit_code == 2 and "--out: applies only with --measurements" in bad.output
+    family = CliRunner().invoke(main, ["calibrate", "--measurements", str(DATA / "measurements" / "h100-h200-llama8b.csv"),
+                                       "--hardware", "hgx-h100", "--out", str(out), "--scope", "family"])
+    assert family.exit_code == 0 and "nvidia-gpu:" in out.read_text(), family.output
 
 
 def test_a_vllm_result_imported_and_planned_end_to_end(tmp_path):
@@ -400,7 +423,8 @@ def test_a_vllm_result_imported_and_planned_end_to_end(tmp_path):
 
 def test_disaggregated_and_speculative_measurements(tmp_path):
     """Decode and prefill pools measured separately give measured decode and prefill options; a run with EAGLE
-    serves a workload that asks for EAGLE (its drafting is in its figures), and only such a workload."""
+    serves a workload that asks for EAGLE (its drafting is in its figures) or leaves the drafter to the plan
+    (speculative auto), and no workload that turns drafting off."""
     from planner.fleet.solve import solve
     from planner.scenario import load_scenario
 
@@ -416,7 +440,7 @@ def test_disaggregated_and_speculative_measurements(tmp_path):
     (tmp_path / "pools.csv").write_text(text)
     (tmp_path / "s.yaml").write_text(MIX.read_text().replace("h100-h200-llama8b.csv", "pools.csv")
                                      .replace("[hgx-h100, hgx-h200]", "[hgx-h200]"))
-    plan = solve(load_scenario(tmp_path / "s.yaml"))
+    plan = solve(load_scenario(tmp_path / "s.yaml").with_({"workloads.chat.speculative": {"method": "none"}}))
     rows = {r["role"]: r for r in plan.allocation.to_dicts()}
     assert set(rows) == {"decode", "prefill"} and all(r["source"] == "measured" for r in rows.values())
     assert rows["decode"]["speculative"] == "none" and rows["decode"]["ttft_s"] is None
@@ -427,6 +451,9 @@ def test_disaggregated_and_speculative_measurements(tmp_path):
     assert dec["output_tokens_per_s"] / dec["replicas"] > rows["decode"]["output_tokens_per_s"] / rows["decode"][
         "replicas"]
     assert all(c["ok"] for c in eagle.checks)
+    auto = solve(load_scenario(tmp_path / "s.yaml"))  # the default, auto: the measured EAGLE run serves more
+    dec = next(r for r in auto.allocation.to_dicts() if r["role"] == "decode")
+    assert dec["source"] == "measured" and dec["speculative"] == "eagle" and all(c["ok"] for c in auto.checks)
 
 
 def test_custom_hardware_can_be_measured():

@@ -100,3 +100,20 @@ def test_breakdown_adds_up(seed):
     total = max(out[L.B_MEMORY_S], out[L.B_COMPUTE_S]) + out[L.B_COMM_S] + out[L.B_FLOOR_S]
     assert np.isclose(out[L.B_TIME_S], total, rtol=1e-12)
     assert np.isclose(out[L.B_TOKENS_PER_S], out[L.B_TPS_PER_USER] * max(1.0, float(int(out[L.B_TOKENS_PER_S] / out[L.B_TPS_PER_USER] + 0.5))), rtol=1e-9)
+
+
+# ---- estimate's layout: TTFT and decode chosen together (issue 22, item 3) -------------------------------------
+def _request_s(e, output_tokens=1000):
+    return e.ttft_s + output_tokens / e.tps_per_user
+
+
+def test_a_faster_precision_or_a_newer_rack_never_lengthens_a_request():
+    """``estimate`` takes, on the chips it is given, the layout on which one request (its TTFT plus its output at
+    the stream's speed) is shortest; a faster precision or a newer system on the same chips never makes that
+    request longer. (Its TTFT alone may rise where a layout that decodes faster wins: MODEL.md 7.)"""
+    from planner.perf.estimate import estimate
+
+    fp4 = estimate("deepseek-r1", "vr-nvl72", chips=8, batch=1, precision="fp4")
+    fp8 = estimate("deepseek-r1", "vr-nvl72", chips=8, batch=1, precision="fp8")
+    gb300 = estimate("deepseek-r1", "gb300-nvl72", chips=8, batch=1, precision="fp4")
+    assert _request_s(fp4) <= _request_s(fp8) and _request_s(fp4) <= _request_s(gb300)

@@ -29,7 +29,9 @@ workloads:
   - {name: mtp, model: deepseek-r1, requests_per_s: 5, input_tokens: 1000, output_tokens: 1000, tier: high,
      ttft_s: 2.0, speculative: {method: mtp, draft_tokens: 2, acceptance: 0.74}}
   - {name: plain, model: llama-3.1-8b, requests_per_s: 50, input_tokens: 1000, output_tokens: 300, tier: standard,
-     ttft_s: 1.0}
+     ttft_s: 1.0, speculative: {method: none}}
+  - {name: auto, model: deepseek-r1, requests_per_s: 5, input_tokens: 1000, output_tokens: 1000, tier: high,
+     ttft_s: 2.0}
 """
 
 
@@ -101,3 +103,69 @@ def test_estimate_cli_takes_auto_and_reports_the_choice():
     assert d["speculative"] == "mtp" and 0 <= d["draft_tokens"] <= 6
     bad = CliRunner().invoke(main, ["estimate", "-m", "deepseek-r1", "-H", "hgx-b200", "--draft-tokens", "many"])
     assert bad.exit_code == 2
+
+
+# ---- speculative: auto (the default) ---------------------------------------------------------------------------
+def test_auto_rows_each_name_a_drafter_the_model_has(plan):
+    d = plan.to_dict()
+    demand = next(w for w in d["inputs"]["demands"] if w["name"] == "auto")
+    assert demand["speculative"] == "auto" and demand["auto_methods"] == ["none", "mtp"]  # DeepSeek-R1: MTP only
+    rows = [r for r in d["allocation"] if r["workload"] == "auto" and r["role"] != "prefill"]
+    assert rows and all(r["speculative"] in ("none", "mtp") for r in rows)
+    assert all((r["speculative"] == "none") == (r["draft_tokens"] == 0) for r in rows)
+    line = next(a for a in d["assumptions"] if a.startswith("auto:"))
+    assert "chooses per option between no drafting and mtp at the published acceptance" in line
+
+
+def test_check_refuses_a_drafter_auto_does_not_consider(plan):
+    d = copy.deepcopy(plan.to_dict())
+    row = next(r for r in d["allocation"] if r["workload"] == "auto" and r["role"] != "prefill")
+    row.update(speculative="eagle", draft_tokens=3, acceptance=0.7)
+    bad = [c for c in check(d) if not c["ok"]]
+    assert any("speculative" in c["check"] and "of speculative auto: none, mtp" in c["detail"] for c in bad)
+
+
+AUTO = """
+name: auto
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
+site: {power_budget_mw: 20}
+hardware: {allow: [hgx-b200, gb200-nvl72]}
+workloads:
+  - {name: fast, model: llama-3.1-70b, requests_per_s: 10, input_tokens: 1000, output_tokens: 300, tier: standard,
+     ttft_s: 2.0SPEC}
+"""
+
+
+@pytest.mark.parametrize("spec", ["{method: none}", "{method: eagle}"])
+def test_auto_never_costs_more_than_one_method_alone(spec):
+    """auto considers every option the single methods give, so its optimum is no dearer than theirs."""
+    auto = solve(scenario_from_yaml(AUTO.replace("SPEC", ""))).objective_usd_per_year
+    alone = solve(scenario_from_yaml(AUTO.replace("SPEC", f", speculative: {spec}"))).objective_usd_per_year
+    assert auto <= alone * (1 + 2e-3)
+
+
+@pytest.mark.parametrize("field,value", [("draft_tokens", "3"), ("acceptance", "0.6")])
+def test_auto_takes_the_published_settings_only(tmp_path, field, value):
+    path = tmp_path / "s.yaml"
+    path.write_text(AUTO.replace("SPEC", f", speculative: {{method: auto, {field}: {value}}}"))
+    res = CliRunner().invoke(main, ["validate", str(path)])
+    assert res.exit_code == 2 and "method auto takes each drafter's published" in res.output, res.output
+    assert f"speculative.{field}" in res.output and "Traceback" not in res.output
+
+
+def test_a_demand_under_auto_survives_the_plan_file():
+    from planner.fleet.demand import Demand
+    from planner.fleet.problem import demands_of
+
+    sc = scenario_from_yaml(AUTO.replace("SPEC", ""))
+    d = demands_of(sc)[0]
+    assert d.auto_methods == ("none", "eagle")
+    back = Demand.from_dict(json.loads(json.dumps(d.to_dict())))
+    assert back == d
+    eagle = back.for_method("eagle")
+    assert eagle.speculative == "eagle" and eagle.acceptance_by_k and eagle.draft_tokens == "auto"
+    assert back.for_row("none").speculative == "none" and back.for_row("mtp").speculative == "none"
+    with pytest.raises(ValueError, match="take its variants"):
+        back.speculation()

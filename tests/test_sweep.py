@@ -26,7 +26,7 @@ def sweep_file(tmp_path, body: str) -> Path:
 
 SMALL = """axes:
   - {path: finance.electricity_usd_per_mwh, values: [40, 160]}
-  - {path: site.power_budget_mw, values: [1.5, 2.5]}
+  - {path: site.power_budget_mw, values: [1.0, 2.5]}
 samples: {method: grid}
 """
 
@@ -327,9 +327,9 @@ def test_a_robust_fleet_that_cannot_exist_leaves_the_table_and_exits_3(tmp_path)
 
     from planner.cli import main
 
-    # a 2.15 MW site at 250 requests/s and a 2.5 MW one at 420: no one fleet bought ahead fits both
+    # a 2.15 MW site at 250 requests/s and a 2.5 MW one at 800 (2.34 MW): no one fleet bought ahead fits both
     path = sweep_file(tmp_path, "axes:\n  - {path: site.power_budget_mw, values: [2.15, 2.5]}\n"
-                                "  - {path: workloads.employee-assistant.requests_per_s, values: [250, 420]}\n")
+                                "  - {path: workloads.employee-assistant.requests_per_s, values: [250, 800]}\n")
     res = CliRunner().invoke(main, ["sweep", str(path), "--robust", "mean", "--workers", "1", "-q", "--out",
                                     str(tmp_path / "out")])
     assert res.exit_code == 3 and "no one fleet serves all 3 solved variants" in res.output

@@ -188,10 +188,11 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
                 else f"allocation {row['workload']}/{role}/{hw_id}")
     except (KeyError, TypeError, ValueError) as exc:
         return [result(f"allocation row {i}", False, f"unreadable: {exc}")], (0.0, 0.0)
-    demand = next((x for x in inputs.demands if x.name == row["workload"]), None)
+    workload = next((x for x in inputs.demands if x.name == row["workload"]), None)
     out = []
-    if demand is None:
+    if workload is None:
         return [result(name, False, f"no workload {row['workload']!r} in the plan's demands")], (0.0, 0.0)
+    demand = workload.for_row(row.get("speculative"))  # under speculative auto, the row's drafter's variant
     if hw_id not in inputs.hardware:
         return [result(name, False, f"{hw_id!r} is not among the plan's hardware")], (0.0, 0.0)
     if role == "ffn":
@@ -203,7 +204,7 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
     kind = KIND_OF_ROLE.get(role)
     if kind is None:
         return [result(name, False, f"role {role!r} is not one of {', '.join(KIND_OF_ROLE)}, ffn")], (0.0, 0.0)
-    out.extend(eligibility_checks(name, row, demand, kind, inputs))
+    out.extend(eligibility_checks(name, row, demand, kind, inputs, workload.auto_methods))
     if not all(c["ok"] for c in out):
         return out, (0.0, 0.0)
     model = inputs.models[demand.model]
@@ -247,9 +248,11 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
     return out, capped
 
 
-def eligibility_checks(name: str, row: dict, demand: Demand, kind, inputs: Inputs) -> list[dict]:
+def eligibility_checks(name: str, row: dict, demand: Demand, kind, inputs: Inputs, auto: tuple = ()) -> list[dict]:
     """The row's option is one the workload may use: hardware allowed and able to take the role for this model,
-    precision supported (and the workload's own, where it pins one), a layout whose chips add up."""
+    precision supported (and the workload's own, where it pins one), its drafter's setting (``demand`` is the
+    variant of the row's drafter where the workload's speculative ``auto`` considers the methods ``auto``), a
+    layout whose chips add up."""
     out = []
     sides = [(row["hardware"], row["precision"])]
     if kind.pair:
@@ -275,7 +278,8 @@ def eligibility_checks(name: str, row: dict, demand: Demand, kind, inputs: Input
     if row.get("source") == "measured":  # a measured run's drafting is in its figures: only its method is named
         ok = k == 0 and row.get("speculative") == demand.speculative
     out.append(result(name + " speculative", ok, f"{row.get('speculative')} with {k} draft tokens at acceptance {a}; "
-                      f"the workload allows {demand.speculative} with {demand.draft_tokens}"))
+                      f"the workload allows {demand.speculative} with {demand.draft_tokens}"
+                      + (f" (of speculative auto: {', '.join(auto)})" if auto else "")))
     if not kind.pair:
         chips = int(row["tensor_parallel"]) * int(row["pipeline_parallel"])
         out.append(result(name + " layout", chips == int(row["chips_per_replica"]),
@@ -388,6 +392,7 @@ def objective_checks(d: dict, totals: dict, inputs: Inputs) -> list[dict]:
                           f"the solver's bound {bound:.6g} against the plan's {inputs.objective.name} {value:.6g}"))
         if d["status"] == "optimal":
             gap = (value - bound) / max(abs(value), 1.0)
-            out.append(result("status optimal", gap <= inputs.relative_gap * (1 + 1e-6) + 1e-9,
+            # the solver's own optimality tolerance (about 1e-6 relative) is what an "optimal" at gap 0 means
+            out.append(result("status optimal", gap <= inputs.relative_gap * (1 + 1e-6) + 1e-6,
                               f"gap {gap:.3g} against the requested {inputs.relative_gap:g}"))
     return out

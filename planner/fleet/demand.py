@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.catalog import Model
+from planner.perf.speculative import Speculation, auto_methods, published_acceptance
+from planner.vocabulary import AUTO_SPECULATIVE, DEFAULT_ACCEPTANCE
 
 
 @dataclass(frozen=True)
@@ -39,15 +41,46 @@ class Demand:
     acceptance: float = 0.0
     draft_model: str | None = None
     acceptance_by_k: tuple = ()  # published per-token acceptance at each listed draft length: ((K, a), ...)
+    auto_methods: tuple = ()  # speculative auto: the drafters it considers (none first)
 
-    def speculation(self):
-        from planner.perf.speculative import Speculation
-
+    def speculation(self) -> Speculation:
+        """The performance model's speculative setting of one drafter (never ``auto``: see ``variants``)."""
+        if self.speculative == AUTO_SPECULATIVE:
+            raise ValueError(f"demand {self.name!r}: speculative auto is several settings; take its variants()")
         return Speculation(self.speculative, self.draft_tokens, self.acceptance, self.draft_model,
                            tuple((int(k), float(a)) for k, a in self.acceptance_by_k))
 
+    def variants(self) -> list[Demand]:
+        """One demand per drafter the workload considers: itself, or under ``speculative: auto`` each of its
+        ``auto_methods`` (MODEL.md 3.4)."""
+        if self.speculative != AUTO_SPECULATIVE:
+            return [self]
+        return [self.for_method(m) for m in self.auto_methods]
+
+    def for_method(self, method: str) -> Demand:
+        """This demand with one drafter: under ``auto``, ``method`` at its published acceptance on the model (the
+        default acceptance where none is published); otherwise itself, for its own method."""
+        if self.speculative != AUTO_SPECULATIVE:
+            return self
+        if method not in self.auto_methods:
+            raise ValueError(f"demand {self.name!r}: speculative auto considers {', '.join(self.auto_methods)}, "
+                             f"not {method!r}")
+        drafts = method != "none"
+        return dataclasses.replace(self, speculative=method, draft_tokens="auto" if drafts else 0,
+                                   acceptance=DEFAULT_ACCEPTANCE if drafts else 0.0,
+                                   acceptance_by_k=published_acceptance(self.model, method) if drafts else (),
+                                   auto_methods=())
+
+    def for_row(self, speculative) -> Demand:
+        """The one-drafter demand an allocation row of this workload was planned under (its ``speculative``):
+        under ``auto`` that method's variant (``none`` for a row that drafts nothing), else itself."""
+        if self.speculative != AUTO_SPECULATIVE:
+            return self
+        return self.for_method(speculative if speculative in self.auto_methods else "none")
+
     def drafter_of(self, draft_tokens: int) -> str:
-        """The ``speculative`` an allocation row of this workload reports: its method, or none when it drafts 0."""
+        """The ``speculative`` an allocation row of this demand (one drafter) reports: its method, or none when it
+        drafts 0."""
         return self.speculative if draft_tokens else "none"
 
     def workload_vector(self) -> np.ndarray:
@@ -78,6 +111,7 @@ class Demand:
         d = dataclasses.asdict(self)
         d["allow_hardware"] = list(self.allow_hardware) if self.allow_hardware else None
         d["acceptance_by_k"] = [list(pair) for pair in self.acceptance_by_k]
+        d["auto_methods"] = list(self.auto_methods)
         return d
 
     @classmethod
@@ -95,17 +129,25 @@ class Demand:
                     for p in pairs):
                 raise ValueError(f"demand {values.get('name')!r}: acceptance_by_k is {pairs!r}, not [[K, a], ...]")
             values["acceptance_by_k"] = tuple((int(k), float(a)) for k, a in pairs)
+        if "auto_methods" in values:
+            methods = values["auto_methods"]
+            if not isinstance(methods, (list, tuple)) or not all(isinstance(m, str) for m in methods):
+                raise ValueError(f"demand {values.get('name')!r}: auto_methods is {methods!r}, not a list of methods")
+            values["auto_methods"] = tuple(methods)
         demand = cls(**values)
+        numbers = {}
         for f in dataclasses.fields(cls):
             v = getattr(demand, f.name)
             if f.type in ("float", "float | None") and not (v is None and "None" in f.type):
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                     raise ValueError(f"demand {demand.name!r}: {f.name} is {v!r}, not a finite number")
-        return demand
+                numbers[f.name] = float(v)  # a JSON integer (10**30) would overflow the jitted kernels' int64
+        return dataclasses.replace(demand, **numbers)
 
 
 def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None) -> Demand:
-    spec = workload.speculation
+    auto = workload.speculative.method == AUTO_SPECULATIVE
+    spec = Speculation(AUTO_SPECULATIVE, "auto", 0.0) if auto else workload.speculation
     calls = workload.peak_calls_per_s
     generated = workload.generated_tokens_per_call
     prompt = workload.mean_input_tokens
@@ -122,4 +164,5 @@ def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None) -
         peak_to_mean=workload.peak_to_mean, tier=workload.tier, price_usd_per_mtok=price_usd_per_mtok,
         speculative=spec.method, draft_tokens=spec.draft_tokens, acceptance=spec.acceptance if spec.method != "none"
         else 0.0, draft_model=spec.draft_model, acceptance_by_k=spec.acceptance_by_k,
+        auto_methods=auto_methods(model) if auto else (),
     )

@@ -24,11 +24,11 @@ import numpy as np
 from planner.catalog import Hardware, Model
 from planner.fleet.demand import Demand
 from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts
-from planner.perf.pack import hardware_vector, model_vector, split_model_vectors
+from planner.perf.pack import efficiency_of, hardware_vector, model_vector, split_model_vectors
 from solvers.perf import slots as L
 
 COLUMNS = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
-           "draft_tokens", "acceptance", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
+           "speculative", "draft_tokens", "acceptance", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
            "prefill_tokens_per_s", "prefill_share", "power_w", "ffn_hardware", "ffn_chips", "ffn_precision",
            "ttft_fixed_s", "prefill_service_s", "source", "measurement")
 # Defaults for columns only some kinds fill: the FFN side of a split, and the parts of a TTFT that queues
@@ -171,7 +171,8 @@ def decode_options(demand: Demand, model: Model, sys: System, opts: Options, col
         opts.add(
             workload=demand.name, kind="colocated" if colocated else "decode", hardware=hw.id, precision=precision,
             tensor_parallel=int(g[0]), pipeline_parallel=int(g[1]), expert_parallel=bool(g[2]),
-            draft_tokens=draft, acceptance=acceptance if draft else 0.0, batch=int(res[i, L.E_BATCH]),
+            speculative=demand.drafter_of(draft), draft_tokens=draft, acceptance=acceptance if draft else 0.0,
+            batch=int(res[i, L.E_BATCH]),
             chips=int(chips[i]), tps_per_user=float(res[i, L.E_TPS_PER_USER]),
             ttft_s=float(res[i, L.E_TTFT_S]) if colocated else float("nan"), output_tokens_per_s=float(served),
             prefill_tokens_per_s=float(served * demand.prefill_tokens / demand.output_tokens) if colocated else 0.0,
@@ -202,7 +203,7 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options) ->
         opts.add(
             workload=demand.name, kind="prefill", hardware=hw.id, precision=precision,
             tensor_parallel=int(grid[i, 0]), pipeline_parallel=int(grid[i, 1]), expert_parallel=bool(grid[i, 2]),
-            draft_tokens=0, acceptance=0.0, batch=1, chips=int(chips[i]), tps_per_user=float("nan"),
+            speculative="none", draft_tokens=0, acceptance=0.0, batch=1, chips=int(chips[i]), tps_per_user=float("nan"),
             ttft_s=float(ttft[i]), output_tokens_per_s=0.0, prefill_tokens_per_s=float(capacity[i]),
             prefill_share=float(util[i]), power_w=float(replica_power_w(sys.hv, chips[i])),
             ttft_fixed_s=float(pre[i, 1] + transfer[i]), prefill_service_s=float(demand.prefill_tokens / pre[i, 0]),
@@ -226,7 +227,7 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
     prec_a, prec_f = split_precisions(demand, hw_a, hw_f)
     attn, ffn = split_model_vectors(model)
     eff = efficiency or {}
-    ha, hf = hardware_vector(hw_a, prec_a, eff.get(hw_a.family)), hardware_vector(hw_f, prec_f, eff.get(hw_f.family))
+    ha, hf = hardware_vector(hw_a, prec_a, efficiency_of(eff, hw_a)), hardware_vector(hw_f, prec_f, efficiency_of(eff, hw_f))
     grid = layouts.split(hw_a, hw_f, model)
     wl = demand.workload_vector()
     nb = len(BATCHES)
@@ -252,7 +253,7 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
     for served, g, batch, draft, acceptance, tps, power in found[:SPLIT_KEEP]:
         opts.add(
             workload=demand.name, kind="split", hardware=hw_a.id, precision=prec_a, tensor_parallel=int(g[0]),
-            pipeline_parallel=1, expert_parallel=bool(g[2]), draft_tokens=draft,
+            pipeline_parallel=1, expert_parallel=bool(g[2]), speculative=demand.drafter_of(draft), draft_tokens=draft,
             acceptance=acceptance if draft else 0.0, batch=int(batch), chips=int(g[0]), tps_per_user=float(tps),
             ttft_s=float("nan"), output_tokens_per_s=float(served), prefill_tokens_per_s=0.0, prefill_share=0.0,
             power_w=float(power), ffn_hardware=hw_f.id, ffn_chips=int(g[1]), ffn_precision=prec_f,
@@ -310,7 +311,7 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
     from solvers.perf.serving import colocated_request_s, kv_fits, resident_share, spec_tokens
 
     hw = hardware[row["hardware"]]
-    mv, hv, layout = _vectors(row, model, hw, efficiency.get(hw.family))
+    mv, hv, layout = _vectors(row, model, hw, efficiency_of(efficiency, hw))
     wl = d.workload_vector()
     k = float(row["draft_tokens"])
     _, a = spec_tokens(k, float(row["acceptance"]))
@@ -343,7 +344,7 @@ def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficien
     from solvers.perf.serving import kv_transfer_s
 
     hw = hardware[row["hardware"]]
-    mv, hv, layout = _vectors(row, model, hw, efficiency.get(hw.family))
+    mv, hv, layout = _vectors(row, model, hw, efficiency_of(efficiency, hw))
     pre = np.zeros(L.N_BREAKDOWN)
     prefill_breakdown(mv, hv, *layout, d.prefill_tokens, pre)
     rate = float(pre[L.B_TOKENS_PER_S])
@@ -366,8 +367,8 @@ def rescore_split(row: dict, d: Demand, model: Model, hardware: dict, efficiency
     _, a = spec_tokens(k, float(row["acceptance"]))
     out, side = np.zeros(L.N_SPLIT), np.zeros(L.N_BREAKDOWN)
     split_decode_breakdown(attn, ffn, drafter(d, model, models),
-                           hardware_vector(hw_a, row["precision"], efficiency.get(hw_a.family)),
-                           hardware_vector(hw_f, row["ffn_precision"], efficiency.get(hw_f.family)),
+                           hardware_vector(hw_a, row["precision"], efficiency_of(efficiency, hw_a)),
+                           hardware_vector(hw_f, row["ffn_precision"], efficiency_of(efficiency, hw_f)),
                            float(row["chips_per_replica"]), float(row["ffn_chips"]), float(int(row["expert_parallel"])),
                            float(row["batch"]), wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], k, a, MICRO_BATCHES,
                            side, out)
@@ -429,7 +430,8 @@ def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurem
         tp, pp, ep = curve.layout
         opts.add(
             workload=demand.name, kind=curve.role, hardware=hw.id, precision=curve.precision, tensor_parallel=tp,
-            pipeline_parallel=pp, expert_parallel=ep, draft_tokens=0, acceptance=0.0, batch=point.batch,
+            pipeline_parallel=pp, expert_parallel=ep, speculative=demand.speculative, draft_tokens=0, acceptance=0.0,
+            batch=point.batch,
             chips=curve.chips, tps_per_user=float("nan") if prefill else point.tps_per_user,
             ttft_s=point.ttft_s if curve.role != "decode" else float("nan"), output_tokens_per_s=served,
             prefill_tokens_per_s=prompts, prefill_share=float("nan"),
@@ -437,6 +439,52 @@ def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurem
             source="measured", measurement=curve.describe() + f", read at concurrency {point.concurrency:g}",
         )
     return covered
+
+
+def single_kinds(d: Demand, model: Model, hardware: dict[str, Hardware], singles) -> dict[str, list]:
+    """The one-system kinds of option each system the workload may use can serve for its model."""
+    out = {}
+    for hw in hardware.values():
+        kinds = [k for k in singles if all(serves(hw, model, r) for r in k.needs)]
+        if kinds and not (d.allow_hardware and hw.id not in d.allow_hardware):
+            out[hw.id] = kinds
+    return out
+
+
+def workload_options(d: Demand, models: dict[str, Model], hardware: dict[str, Hardware], singles, pairs, opts: Options,
+                     measurements, headroom: float, efficiency: dict | None, layouts: Layouts) -> None:
+    """The options of one workload on every system and pair: first from its measurements, for each drafter it
+    considers (``variants``); then from the model, for each drafter, on every (system, precision) no measurement
+    speaks for (a measured system and precision takes every option from its measurements, whichever drafter)."""
+    model = models[d.model]
+    systems = single_kinds(d, model, hardware, singles)
+    measured = {h: set() for h in systems}
+    for v in (d.variants() if measurements else ()):
+        for h, kinds in systems.items():
+            measured[h] |= measured_options(v, model, hardware[h], kinds, measurements, headroom, opts, efficiency)
+    for v in d.variants():
+        drafter_options(v, model, models, hardware, systems, measured, pairs, opts, efficiency, layouts)
+
+
+def drafter_options(d: Demand, model: Model, models: dict[str, Model], hardware: dict[str, Hardware], systems: dict,
+                    measured: dict, pairs, opts: Options, efficiency: dict | None, layouts: Layouts) -> None:
+    """The model's options of one workload under one drafter (``d`` is one of its ``variants``)."""
+    draft = drafter(d, model, models)
+    for h, kinds in systems.items():
+        hw = hardware[h]
+        for prec in precisions_for(hw, d):
+            if prec in measured[h]:
+                continue
+            sys = system_for(d, model, hw, prec, draft, efficiency_of(efficiency, hw), layouts)
+            for kind in kinds:
+                kind.generate(d, model, sys, opts)
+    for kind in pairs:
+        for hw_a in hardware.values():
+            for hw_f in hardware.values():
+                if hw_a.id != hw_f.id and serves(hw_a, model, kind.needs[0]) and serves(
+                        hw_f, model, kind.needs[1]) and (
+                        not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
+                    kind.generate(d, model, hw_a, hw_f, opts, draft, efficiency, layouts)
 
 
 def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware],
@@ -461,29 +509,7 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
                                f"done); raise --time-limit (or solver.time_limit_s)")
         if progress:
             progress(n, len(demands), f"scoring {d.name}")
-        model = models[d.model]
-        draft = drafter(d, model, models)
-        for hw in hardware.values():
-            if d.allow_hardware and hw.id not in d.allow_hardware:
-                continue
-            kinds = [k for k in singles if all(serves(hw, model, r) for r in k.needs)]
-            if not kinds:
-                continue
-            measured = (measured_options(d, model, hw, kinds, measurements, headroom, opts, efficiency)
-                        if measurements else set())
-            for prec in precisions_for(hw, d):
-                if prec in measured:
-                    continue
-                sys = system_for(d, model, hw, prec, draft, (efficiency or {}).get(hw.family), layouts)
-                for kind in kinds:
-                    kind.generate(d, model, sys, opts)
-        for kind in pairs:
-            for hw_a in hardware.values():
-                for hw_f in hardware.values():
-                    if hw_a.id != hw_f.id and serves(hw_a, model, kind.needs[0]) and serves(
-                            hw_f, model, kind.needs[1]) and (
-                            not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
-                        kind.generate(d, model, hw_a, hw_f, opts, draft, efficiency, layouts)
+        workload_options(d, models, hardware, singles, pairs, opts, measurements, headroom, efficiency, layouts)
     if progress:
         progress(len(demands), len(demands), f"{opts.candidates_scored:,} candidates scored")
     return opts.pareto_across_precisions()

@@ -159,9 +159,7 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
             "pipeline_parallel": int(cols["pipeline_parallel"][j]),
             "expert_parallel": bool(cols["expert_parallel"][j]), "batch": int(cols["batch"][j]),
             "precision": str(cols["precision"][j]),
-            "speculative": (built.demand_by_name[str(cols["workload"][j])].speculative
-                            if cols["source"][j] == "measured" else
-                            built.demand_by_name[str(cols["workload"][j])].drafter_of(int(cols["draft_tokens"][j]))),
+            "speculative": str(cols["speculative"][j]),
             "draft_tokens": int(cols["draft_tokens"][j]),
             "acceptance": float(cols["acceptance"][j]),
             "tps_per_user": finite(float(cols["tps_per_user"][j])), "ttft_s": finite(float(cols["ttft_s"][j])),

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.perf.pack import efficiency_of
+
 LENGTH_TOLERANCE = 0.10  # relative difference of prompt and output lengths within which rows are used as measured
 
 
@@ -61,8 +63,13 @@ def _close(a: float, b: float) -> bool:
 def curves_for(demand, model, hw, measurements, precisions=None, efficiency: dict | None = None) -> list[Curve]:
     """Every curve of ``demand`` on ``hw`` from ``measurements`` (``Measurement`` rows), at the workload's
     lengths (measured or scaled); ``precisions`` limits them (the workload's pinned one, the system's own);
-    ``efficiency`` (family -> parameters) is the model that scales lengths, default the calibrated one."""
-    eff = (efficiency or {}).get(hw.family)
+    ``efficiency`` (family -> parameters) is the model that scales lengths, default the calibrated one. Under
+    ``speculative: auto``, the curves of each drafter it considers (``Demand.variants``), in that order."""
+    variants = demand.variants()
+    if len(variants) > 1:
+        return [c for v in variants for c in curves_for(v, model, hw, measurements, precisions, efficiency)]
+    demand = variants[0]
+    eff = efficiency_of(efficiency, hw)
     groups: dict[tuple, list] = {}
     for m in measurements:
         if _matches(m, demand, hw.id) and (precisions is None or m.precision in precisions):

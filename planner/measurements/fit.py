@@ -95,7 +95,8 @@ def fit_to_measurements(rows, family: str | None = None, hardware_id: str | None
     fitted = fit_parameters(objective, names, bounds, before)
     at_bound = [n for n in names if math.isclose(fitted[n], bounds[n][0], rel_tol=1e-3)
                 or math.isclose(fitted[n], bounds[n][1], rel_tol=1e-3)]
-    return {"family": family, "params": names, "fitted": fitted, "before": before, "at_bound": at_bound,
+    return {"family": family, "hardware": sorted({m.hardware for m in mine}), "params": names, "fitted": fitted,
+            "before": before, "at_bound": at_bound,
             "loss_before": objective(before), "loss_after": objective(fitted),
             "rows": comparison(mine, hardware, models, before, fitted)}
 
@@ -114,9 +115,11 @@ def comparison(rows, hardware, models, before: dict, after: dict) -> list[dict]:
     return out
 
 
-def write_efficiency(result: dict, path, source: str) -> None:
-    """The fitted parameters as an efficiency file a scenario can name (``efficiency: FILE``): ``{family: {param:
-    {value, basis}}}``, the shape of planner/data/efficiency.yaml."""
+def write_efficiency(result: dict, path, source: str, scope: str = "hardware") -> None:
+    """The fitted parameters as an efficiency file a scenario can name (``efficiency: FILE``), in the shape of
+    planner/data/efficiency.yaml: ``{key: {param: {value, basis}}}``, the key each measured system's id (``scope``
+    hardware, the default: the fit speaks for the systems measured, not their whole family) or the family's
+    (``scope`` family, asked for)."""
     import yaml
 
     from planner.report.files import atomic_write
@@ -124,14 +127,17 @@ def write_efficiency(result: dict, path, source: str) -> None:
     basis = (f"fitted {_dt.date.today().isoformat()} to {len(result['rows'])} measured figures of {source} "
              f"(planner calibrate --measurements)")
     entry = {n: {"value": float(f"{result['fitted'][n]:.4g}"), "basis": basis} for n in result["params"]}
-    text = ("# Efficiencies fitted to measurements; name this file in a scenario as `efficiency: FILE`.\n"
-            + yaml.safe_dump({result["family"]: entry}, sort_keys=False, width=120))
+    keys = [result["family"]] if scope == "family" else result["hardware"]
+    what = f"family {result['family']}" if scope == "family" else "the measured systems only"
+    text = (f"# Efficiencies fitted to measurements, for {what}; name this file in a scenario as "
+            f"`efficiency: FILE`.\n" + yaml.safe_dump({k: entry for k in keys}, sort_keys=False, width=120))
     atomic_write(Path(path), text.encode())
 
 
 def read_efficiency(path) -> dict[str, dict[str, float]]:
-    """An efficiency file (``write_efficiency``'s, or entries in planner/data/efficiency.yaml's shape): family ->
-    parameter -> value, each parameter known and within the calibration's bounds."""
+    """An efficiency file (``write_efficiency``'s, or entries in planner/data/efficiency.yaml's shape): family or
+    hardware id -> parameter -> value, each parameter known and within the calibration's bounds."""
+    from planner import catalog
     from planner.perf.calibration import calibration_data
     from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table
 
@@ -142,9 +148,9 @@ def read_efficiency(path) -> dict[str, dict[str, float]]:
     bounds = calibration_data()["bounds"]
     out = {}
     for family, params in data.items():
-        if family not in efficiency_table():
-            raise InputError(f"unknown hardware family; expected one of {', '.join(sorted(efficiency_table()))}",
-                             file=str(path), field=str(family))
+        if family not in efficiency_table() and family not in catalog.hardware_catalog():
+            raise InputError(f"unknown hardware family or system; expected a hardware id or one of "
+                             f"{', '.join(sorted(efficiency_table()))}", file=str(path), field=str(family))
         if not isinstance(params, dict):
             raise InputError("expected a mapping of parameter -> value", file=str(path), field=str(family))
         out[family] = {}

@@ -113,6 +113,14 @@ def efficiency_table() -> dict[str, dict]:
     return catalog._read_yaml(catalog.DATA_DIR / "efficiency.yaml")
 
 
+def efficiency_of(efficiencies: dict | None, hw: Hardware) -> dict[str, float] | None:
+    """A system's parameters in a map of efficiencies (``Scenario.efficiencies``): its own entry where a scenario
+    scopes parameters to it (a profile ``planner calibrate --measurements`` wrote for the measured system), else its
+    family's; None where the map has neither (the calibrated values apply)."""
+    efficiencies = efficiencies or {}
+    return efficiencies.get(hw.id, efficiencies.get(hw.family))
+
+
 def family_efficiency(family: str, stack: str = DEFAULT_SERVING_STACK) -> dict[str, float]:
     """The efficiency parameters of a family under a serving stack, following ``inherits`` for families with no
     own data, with the stack's own values (an entry's ``stacks:``) over the vendor-best ones, and the neutral value

@@ -118,6 +118,24 @@ def has_published_head(model_id: str, method: str) -> bool:
     return bool(published_acceptance(model_id, method))
 
 
+def auto_words(methods, model_id: str) -> str:
+    """What ``speculative: auto`` weighs for a workload, in words: each drafter at its acceptance, chosen per
+    option with no drafting."""
+    drafters = [acceptance_words(m, model_id, DEFAULT_ACCEPTANCE, published_acceptance(model_id, m))
+                for m in methods if m != "none"]
+    if not drafters:
+        return f"{model_id} ships no drafter and has no published one, so no speculative decoding"
+    return ("the plan chooses per option between no drafting and " + "; ".join(drafters)
+            + " (speculative: auto; none stays selectable)")
+
+
+def auto_methods(model: Model) -> tuple[str, ...]:
+    """What ``speculative: auto`` considers for ``model``: no drafting, its own multi-token-prediction layers where
+    it ships them, and an EAGLE head where one is published for it (data/speculative.yaml)."""
+    return (("none",) + (("mtp",) if model.mtp_layers > 0 else ())
+            + (("eagle",) if has_published_head(model.id, "eagle") else ()))
+
+
 NONE = Speculation()
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 
-from planner.perf.speculative import acceptance_words
+from planner.perf.speculative import acceptance_words, auto_words
+from planner.vocabulary import AUTO_SPECULATIVE
 
 BINDING_SHARE = 0.995  # a limit used to this share or more is reported as binding
 
@@ -87,6 +88,7 @@ def assumptions(d: dict) -> list[str]:
     ]
     for w in d["inputs"]["demands"]:
         spec = ("no speculative decoding" if w["speculative"] == "none" else
+                auto_words(w.get("auto_methods") or (), w["model"]) if w["speculative"] == AUTO_SPECULATIVE else
                 acceptance_words(w["speculative"], w["model"], w["acceptance"], w.get("acceptance_by_k")))
         lines.append(f"{w['name']}: peak {w['peak_to_mean']:g}x the mean rate; {spec}"
                      + (f"; precision pinned to {w['precision']}" if w.get("precision") else ""))

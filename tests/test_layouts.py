@@ -127,3 +127,17 @@ def test_the_assumptions_name_each_row_no_engine_runs():
     assert "every row's layout runs on a public engine" in layout_words(d)
     d["inputs"]["scenario"]["layouts"] = "supported"
     assert layout_words(d).startswith("layouts: only those a public engine")
+
+
+def test_an_unpaired_attention_ffn_pair_is_a_clear_error():
+    """estimate and frontier on a pair no engine runs: an error naming the pairs engines do run, not a traceback
+    over an empty search."""
+    from planner.errors import InputError
+    from planner.perf.estimate import estimate
+    from planner.perf.frontier import frontier
+
+    with pytest.raises(InputError, match="no public engine runs attention on mi355x"):
+        estimate("kimi-k2", "mi355x+groq3-lpx")
+    with pytest.raises(InputError, match="nvidia-gpu with groq3-lpu"):
+        frontier("kimi-k2", ["mi355x+groq3-lpx"])
+    assert estimate("kimi-k2", "vr-nvl72+groq3-lpx").tps_per_user > 0

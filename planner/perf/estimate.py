@@ -12,7 +12,7 @@ import numpy as np
 from planner import catalog
 from planner.catalog import Hardware, Model
 from planner.errors import InputError
-from planner.perf.grid import MICRO_BATCHES, parallel_grid, split_grid, tp_options
+from planner.perf.grid import MICRO_BATCHES, pair_engines, parallel_grid, split_grid, tp_options
 from planner.perf.pack import family_efficiency, hardware_vector, model_vector, split_model_vectors, workload_vector
 from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
 from planner.vocabulary import (
@@ -74,6 +74,11 @@ def check_split(hw_a: Hardware, hw_f: Hardware, model: Model) -> None:
     for hw in (hw_a, hw_f):
         if hw.model_lock and hw.model_lock != model.id:
             raise InputError(f"{hw.id} serves only {hw.model_lock}, not {model.id}")
+    if not pair_engines(hw_a.family, hw_f.family):
+        pairs = sorted({f"{a} with {f}" for e in catalog.serving_engines().values() for a, f in e.pairs})
+        raise InputError(f"no public engine runs attention on {hw_a.id} ({hw_a.family}) with the FFN on {hw_f.id} "
+                         f"({hw_f.family}); the pairs engines run: {', '.join(pairs)} (data/engines.yaml, "
+                         f"docs/MODEL.md 2.9)", field="hardware")
 
 
 @dataclass

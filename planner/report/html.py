@@ -184,8 +184,9 @@ def summary_cards(plan) -> str:
 FLEET_COLS = ["hardware", "racks", "chips", "chips_used", "chip_utilization", "power_mw", "facility_power_mw",
               "capex_usd", "annual_cost_usd", "capex_confidence"]
 ALLOC_COLS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
-              "pipeline_parallel", "expert_parallel", "batch", "precision", "draft_tokens", "tps_per_user", "ttft_s",
-              "ttft_p90_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "source"]
+              "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "tps_per_user",
+              "ttft_s", "ttft_p90_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share",
+              "power_mw", "engines", "source"]
 WORKLOAD_COLS = ["workload", "model", "tier", "min_tps_per_user", "demand_output_tokens_per_s",
                  "served_output_tokens_per_s", "served_share", "tps_per_user", "ttft_s", "ttft_target_s",
                  "annual_cost_usd", "power_mw", "cost_usd_per_mtok", "output_tokens_per_s_per_mw",

@@ -141,3 +141,11 @@ def test_an_unpaired_attention_ffn_pair_is_a_clear_error():
     with pytest.raises(InputError, match="nvidia-gpu with groq3-lpu"):
         frontier("kimi-k2", ["mi355x+groq3-lpx"])
     assert estimate("kimi-k2", "vr-nvl72+groq3-lpx").tps_per_user > 0
+
+
+def test_every_hardware_family_has_an_engine():
+    """A family no engine lists would lose every layout (a catalog or custom system that can serve nothing)."""
+    from planner.perf.pack import efficiency_table
+
+    served = {f for e in catalog.serving_engines().values() for f in e.families}
+    assert set(efficiency_table()) <= served, set(efficiency_table()) - served

@@ -462,18 +462,21 @@ def workload_options(d: Demand, models: dict[str, Model], hardware: dict[str, Ha
     for v in (d.variants() if measurements else ()):
         for h, kinds in systems.items():
             measured[h] |= measured_options(v, model, hardware[h], kinds, measurements, headroom, opts, efficiency)
-    for v in d.variants():
-        drafter_options(v, model, models, hardware, systems, measured, pairs, opts, efficiency, layouts)
+    for i, v in enumerate(d.variants()):
+        drafter_options(v, model, models, hardware, systems, measured, pairs, opts, efficiency, layouts, i == 0)
 
 
 def drafter_options(d: Demand, model: Model, models: dict[str, Model], hardware: dict[str, Hardware], systems: dict,
-                    measured: dict, pairs, opts: Options, efficiency: dict | None, layouts: Layouts) -> None:
-    """The model's options of one workload under one drafter (``d`` is one of its ``variants``)."""
+                    measured: dict, pairs, opts: Options, efficiency: dict | None, layouts: Layouts,
+                    first: bool = True) -> None:
+    """The model's options of one workload under one drafter (``d`` is one of its ``variants``); the kinds that
+    decode nothing (prefill pools) only for the ``first``, since no drafter changes them."""
     draft = drafter(d, model, models)
     for h, kinds in systems.items():
         hw = hardware[h]
+        kinds = [k for k in kinds if first or k.covers_decode]
         for prec in precisions_for(hw, d):
-            if prec in measured[h]:
+            if prec in measured[h] or not kinds:
                 continue
             sys = system_for(d, model, hw, prec, draft, efficiency_of(efficiency, hw), layouts)
             for kind in kinds:

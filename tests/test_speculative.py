@@ -16,14 +16,13 @@ from planner.fleet.solve import solve
 from planner.perf.estimate import estimate
 from planner.scenario import scenario_from_yaml
 
-SCENARIO = """
-name: spec
-start_date: 2027-01-01
+SITE = """start_date: 2027-01-01
 horizon_years: 4
 finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
 site: {power_budget_mw: 20}
 hardware: {allow: [hgx-b200, gb200-nvl72]}
-workloads:
+"""
+SCENARIO = "name: spec\n" + SITE + """workloads:
   - {name: draft, model: llama-3.1-70b, requests_per_s: 20, input_tokens: 1000, output_tokens: 300, min_tps_per_user: 150,
      ttft_s: 1.0, speculative: {method: draft_model, draft_model: llama-3.1-8b, draft_tokens: auto, acceptance: 0.6}}
   - {name: mtp, model: deepseek-r1, requests_per_s: 5, input_tokens: 1000, output_tokens: 1000, tier: high,
@@ -125,14 +124,7 @@ def test_check_refuses_a_drafter_auto_does_not_consider(plan):
     assert any("speculative" in c["check"] and "of speculative auto: none, mtp" in c["detail"] for c in bad)
 
 
-AUTO = """
-name: auto
-start_date: 2027-01-01
-horizon_years: 4
-finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
-site: {power_budget_mw: 20}
-hardware: {allow: [hgx-b200, gb200-nvl72]}
-workloads:
+AUTO = "name: auto\n" + SITE + """workloads:
   - {name: fast, model: llama-3.1-70b, requests_per_s: 10, input_tokens: 1000, output_tokens: 300, tier: standard,
      ttft_s: 2.0SPEC}
 """

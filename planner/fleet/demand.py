@@ -74,8 +74,6 @@ class Demand:
     def for_row(self, speculative) -> Demand:
         """The one-drafter demand an allocation row of this workload was planned under (its ``speculative``):
         under ``auto`` that method's variant (``none`` for a row that drafts nothing), else itself."""
-        if self.speculative != AUTO_SPECULATIVE:
-            return self
         return self.for_method(speculative if speculative in self.auto_methods else "none")
 
     def drafter_of(self, draft_tokens: int) -> str:

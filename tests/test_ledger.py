@@ -110,14 +110,8 @@ def test_speculative_speed_ups_hold_within_a_quarter_at_every_batch(book):
     assert not far, far
 
 
-# Classes whose held-out median is not yet under 1.25x, each held to at most its current value (docs/MODEL.md 13
-# says why; issue 22 stays open while this is not empty). A class may leave this map, never join it.
-NOT_YET_UNDER = {"gpu-moe": 1.29}
-
-
 def test_every_class_median_is_under_a_quarter_on_held_out_points(book):
-    """Issue 22's done-when: every class's median error on its held-back points under 1.25x (``NOT_YET_UNDER``
-    names those not yet under it, each held to its current value)."""
+    """Issue 22's done-when: every class's median error on its held-back points under 1.25x."""
     held = {g["name"]: g["median_error"] for g in book["groups"] if g["group"] == "class" and g["split"] == "held_out"}
     assert set(held) == set(LEDGER_CLASSES)
-    assert all(m is not None and m < NOT_YET_UNDER.get(c, 1.25) for c, m in held.items()), held
+    assert all(m is not None and m < 1.25 for c, m in held.items()), held

@@ -73,11 +73,19 @@ def point_speculation(point: dict):
 
 
 def _layouts_of(point: dict, s: dict) -> dict:
-    """The sweep's points on the tensor-parallel degree the figure was measured at (``tp``), when it says one."""
-    if point.get("tp") is None:
-        return s
-    keep = s["tp"] == int(point["tp"])
+    """The sweep's points on the layout the figure was measured at: its tensor-parallel degree (``tp``) and, where
+    the point says ``ep: 0`` (experts sharded by tensor parallelism, attention not data-parallel, as vLLM's plain
+    ``-tp N`` runs), only layouts without expert parallelism."""
+    keep = np.ones(len(s["tp"]), dtype=bool)
+    if point.get("tp") is not None:
+        keep &= s["tp"] == int(point["tp"])
+    if _without_ep(point):
+        keep &= s["ep"] == 0
     return {k: (v[keep] if isinstance(v, np.ndarray) else v) for k, v in s.items()}
+
+
+def _without_ep(point: dict) -> bool:
+    return point.get("ep") is not None and int(point["ep"]) == 0
 
 
 def _predict_per_user(point, model, hw, eff) -> dict:
@@ -164,6 +172,8 @@ def _predict_ttft(point, model, hw, eff) -> dict:
     grid = Layouts(point_stack(point)).grid(hw, model, point.get("chips"))
     if point.get("tp") is not None:
         grid = grid[grid[:, 0] == int(point["tp"])]
+    if _without_ep(point):
+        grid = grid[grid[:, 2] == 0]
     prompts = float(point.get("concurrency", 1))
     if len(grid) == 0:
         return {"predicted": 0.0, "config": "does not fit"}

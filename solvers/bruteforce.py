@@ -78,12 +78,18 @@ def rack_bounds(problem, needs: np.ndarray) -> np.ndarray:
     those needs, so nothing is cut off."""
     most = needs.max(axis=0) if len(needs) else np.zeros(problem.n_hardware, dtype=np.int64)
     most = np.where(most > 0, np.maximum(most, np.ceil(problem.min_racks)), most)  # (7): a minimum purchase
-    return np.minimum(most, problem.max_racks).astype(np.int64)
+    top = np.minimum(problem.max_racks, problem.max_new_racks) + problem.installed_racks  # (9): caps bind purchases
+    return np.minimum(most, top).astype(np.int64)
 
 
 def primary_costs(problem) -> np.ndarray:
     """p_h of the problem's objective (solvers.objectives)."""
     return objective(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
+
+
+def kept_costs(problem) -> np.ndarray:
+    """p'_h of an installed rack kept in service (solvers.milp (9)): the objective's primary of its yearly cost."""
+    return objective(problem.objective).primary(problem.kept_annual_cost_usd_per_rack, problem.rack_power_w)
 
 
 def sells(problem) -> bool:
@@ -152,11 +158,12 @@ def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub, row_grou
 
 @njit
 def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs, credit,
-                      max_platforms, min_racks):
+                      max_platforms, min_racks, kept, installed, max_new_racks):
     """Step 2: (objective[t], racks[t, H], index[t] of a need the racks hold) of the cheapest feasible rack vector
     on exactly t = 0..H hardware types, its objective the racks' primary value less the largest credit among the
     needs they hold; (inf, zeros, -1) where none. Feasible includes (7): at most ``max_platforms`` types bought,
-    each bought type at least ``min_racks``."""
+    each bought type at least ``min_racks``; and (9): the first ``installed`` racks of a type cost ``kept`` each,
+    the rest ``primary``, and at most ``max_new_racks`` racks beyond the installed ones."""
     H = primary.shape[0]
     total = 1
     for h in range(H):
@@ -166,16 +173,18 @@ def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_rack
     best_r = np.zeros((H + 1, H), dtype=np.int64)
     best_k = np.full(H + 1, -1, dtype=np.int64)
     for _ in range(total):
-        obj, power, count, types, short = 0.0, 0.0, 0, 0, False
+        obj, power, count, types, short, new = 0.0, 0.0, 0, 0, False, 0.0
         for h in range(H):
-            obj += primary[h] * r[h]
+            extra = max(r[h] - installed[h], 0.0)
+            obj += kept[h] * r[h] + (primary[h] - kept[h]) * extra
+            new += extra
             power += rack_power_w[h] * r[h]
             count += r[h]
             if r[h] > 0:
                 types += 1
                 short = short or r[h] < min_racks[h]
         if (pue * power <= power_budget_w * (1.0 + 1e-9) and count <= max_total_racks + 1e-9
-                and types <= max_platforms and not short):
+                and types <= max_platforms and not short and new <= max_new_racks + 1e-9):
             for k in range(needs.shape[0]):
                 if obj - credit[k] >= best[types]:
                     continue
@@ -201,11 +210,13 @@ def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
     _check_replicas(problem, u)
     needs, xs, credit = covering_needs(problem.coverage, problem.chips, problem.chips_per_rack, problem.demand, u,
                                        problem.row_group, problem.group_value, sells(problem))
-    b = rack_bounds(problem, needs) if rack_ub is None else np.minimum(rack_ub, problem.max_racks).astype(np.int64)
+    b = rack_bounds(problem, needs) if rack_ub is None else np.minimum(
+        rack_ub, problem.max_racks + problem.installed_racks).astype(np.int64)
     _check_racks(b)
     by_types, racks, ks = cheapest_rack_mix(primary_costs(problem), problem.rack_power_w, problem.pue,
                                             problem.power_budget_w, problem.max_total_racks, b, needs, credit,
-                                            float(problem.max_platforms), problem.min_racks)
+                                            float(problem.max_platforms), problem.min_racks, kept_costs(problem),
+                                            problem.installed_racks, float(problem.max_new_racks))
     best, t = fewest_types_answer(by_types)
     if t < 0:
         return BruteForceResult(best, np.zeros(problem.n_hardware, dtype=np.int64),
@@ -221,8 +232,10 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
     shares it serves."""
     u = replica_bounds(problem) if replica_ub is None else np.asarray(replica_ub, dtype=np.int64)
     _check_replicas(problem, u)
-    b = problem.max_racks if rack_ub is None else np.minimum(rack_ub, problem.max_racks)
+    top = problem.max_racks + problem.installed_racks  # (9): the supply caps bind purchases
+    b = top if rack_ub is None else np.minimum(rack_ub, top)
     H, W = problem.n_hardware, problem.n_workloads
+    kept, installed = kept_costs(problem).tolist(), problem.installed_racks.tolist()
     chips, coverage = problem.chips.tolist(), problem.coverage.tolist()
     cpr, power, cost = problem.chips_per_rack.tolist(), problem.rack_power_w.tolist(), primary_costs(problem).tolist()
     demand, group, value = problem.demand.tolist(), problem.row_group.tolist(), problem.group_value.tolist()
@@ -245,7 +258,10 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
             continue
         if sum(need) > problem.max_total_racks + 1e-9:
             continue
-        obj = sum(c * n for c, n in zip(cost, need)) - credit
+        new = [max(n - i, 0.0) for n, i in zip(need, installed)]
+        if sum(new) > problem.max_new_racks + 1e-9:
+            continue
+        obj = sum(k * n + (c - k) * e for k, c, n, e in zip(kept, cost, need, new)) - credit
         if obj < best[types]:
             best[types], best_r[types], best_x[types] = obj, need, list(x)
     _, t = fewest_types_answer(best)

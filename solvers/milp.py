@@ -59,6 +59,16 @@ have no column.
 #       (T2) if P* is below the first plan's types: (O) again s.t. (1)-(7), the same cap, sum_h used_h <= P*.
 #       The bound reported stays (O)'s: T1 and T2 are restrictions, whose bounds say nothing of the whole.
 #
+#   (9) an installed fleet: installed_h racks already on the floor, their capex sunk, c'_h <= annual_cost_h a year to
+#       keep one in service (energy, maintenance). racks_h is then the racks in service, and
+#         new_h >= racks_h - installed_h,  new_h >= 0 integer                  (racks bought)
+#         new_h <= max_racks_h (the supply cap is on purchases: racks_h <= max_racks_h + installed_h)
+#         sum_h new_h <= max_new_racks                                         (only if finite; 0: the fleet alone)
+#       and the primary of (O) becomes sum_h p'_h racks_h + (p_h - p'_h) new_h, p'_h the primary of c'_h. It is
+#       convex in racks_h (p' <= p), so new_h = max(0, racks_h - installed_h) at every optimum, and
+#       installed_h - min(racks_h, installed_h) installed racks retire: keeping them costs more than they save.
+#       Without an installed fleet, new_h is racks_h itself (no variable; max_new_racks then bounds sum_h racks_h).
+#
 #   (6) max_revenue: share variables s_g in [0, 1] per sold good g (a workload's rows share one g); row (1)
 #       becomes sum_j coverage_jw x_j >= s_{g(w)} demand_w, and the objective subtracts the revenue:
 #       minimize  sum_h annual_cost_h racks_h - sum_g value_g s_g  (+ the tie terms), value_g = USD/year when g's
@@ -132,6 +142,9 @@ class FleetProblem:
     max_platforms: float = math.inf  # (7) most hardware types bought, inf = any number
     min_racks: np.ndarray | None = None  # [H] (7) fewest racks of a type bought if any is (0 = no minimum)
     racks_at_least: np.ndarray | None = None  # [H] (8) racks already bought, kept (0 = none): a fleet topped up
+    installed_racks: np.ndarray | None = None  # [H] (9) racks on the floor, capex sunk (0 = none)
+    installed_annual_cost_usd_per_rack: np.ndarray | None = None  # [H] (9) c'_h: a year of keeping one in service
+    max_new_racks: float = math.inf  # (9) most racks bought, all types (inf = no limit)
 
     def __post_init__(self):
         if self.coverage is None:
@@ -156,7 +169,14 @@ class FleetProblem:
         if self.racks_at_least is None:
             object.__setattr__(self, "racks_at_least", np.zeros(len(self.chips_per_rack)))
         object.__setattr__(self, "racks_at_least", _frozen(self.racks_at_least, float))
-        for name in ("pue", "power_budget_w", "max_total_racks", "max_platforms"):
+        if self.installed_racks is None:
+            object.__setattr__(self, "installed_racks", np.zeros(len(self.chips_per_rack)))
+        object.__setattr__(self, "installed_racks", _frozen(self.installed_racks, float))
+        if self.installed_annual_cost_usd_per_rack is not None:  # None: a new rack's (left None so that
+            # dataclasses.replace of the costs carries no stale copy)
+            object.__setattr__(self, "installed_annual_cost_usd_per_rack",
+                               _frozen(self.installed_annual_cost_usd_per_rack, float))
+        for name in ("pue", "power_budget_w", "max_total_racks", "max_platforms", "max_new_racks"):
             object.__setattr__(self, name, float(getattr(self, name)))
         problems = list(self._problems())
         if problems:
@@ -206,6 +226,19 @@ class FleetProblem:
                                                            & (self.racks_at_least >= 0)
                                                            & (self.racks_at_least == np.rint(self.racks_at_least))):
             yield f"racks_at_least must be {H} whole numbers >= 0"
+        if self.installed_racks.shape != (H,) or not np.all(np.isfinite(self.installed_racks)
+                                                            & (self.installed_racks >= 0)
+                                                            & (self.installed_racks == np.rint(self.installed_racks))):
+            yield f"installed_racks must be {H} whole numbers >= 0"
+        kept = self.kept_annual_cost_usd_per_rack
+        if kept.shape != (H,) or not np.all(np.isfinite(kept) & (kept >= 0)):
+            yield f"installed_annual_cost_usd_per_rack must be {H} finite values >= 0"
+        elif kept.shape == self.annual_cost_usd_per_rack.shape and np.any(kept > self.annual_cost_usd_per_rack):
+            h = int(np.argmax(kept > self.annual_cost_usd_per_rack))
+            yield (f"installed_annual_cost_usd_per_rack[{h}] = {kept[h]!r} exceeds annual_cost_usd_per_rack[{h}]: "
+                   f"keeping a rack never costs more than buying one (9)")
+        if not self.max_new_racks >= 0:
+            yield f"max_new_racks = {self.max_new_racks!r}, expected >= 0 (inf = no limit)"
         if not self.max_platforms >= 0:
             yield f"max_platforms = {self.max_platforms!r}, expected >= 0 (inf = no limit)"
         if not self.power_budget_w > 0:
@@ -214,6 +247,16 @@ class FleetProblem:
             yield f"max_total_racks = {self.max_total_racks!r}, expected >= 0 (inf = no limit)"
         if self.objective not in OBJECTIVES:
             yield f"objective = {self.objective!r}, expected one of {', '.join(OBJECTIVES)}"
+
+    @property
+    def kept_annual_cost_usd_per_rack(self) -> np.ndarray:
+        """c'_h of (9): USD/year of keeping an installed rack in service (a new rack's cost where not given)."""
+        given = self.installed_annual_cost_usd_per_rack
+        return self.annual_cost_usd_per_rack if given is None else given
+
+    @property
+    def has_installed(self) -> bool:
+        return bool(np.any(self.installed_racks > 0))
 
     @property
     def n_hardware(self) -> int:
@@ -232,6 +275,30 @@ class FleetProblem:
 def primary_coefficients(problem: FleetProblem) -> np.ndarray:
     """p_h of (O): USD/year per rack for min_cost and max_revenue, IT watts per rack for min_power."""
     return objective_named(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
+
+
+def kept_primary_coefficients(problem: FleetProblem) -> np.ndarray:
+    """p'_h of (9): the primary of keeping an installed rack in service (its capex sunk)."""
+    return objective_named(problem.objective).primary(problem.kept_annual_cost_usd_per_rack, problem.rack_power_w)
+
+
+def new_racks(problem: FleetProblem, racks) -> np.ndarray:
+    """[H] new_h of (9): the racks in service beyond the installed ones."""
+    return np.maximum(np.asarray(racks, dtype=float) - problem.installed_racks, 0.0)
+
+
+def primary_value(problem: FleetProblem, racks) -> float:
+    """The primary of (O) for racks in service: p' on every rack, p - p' more on the new ones (9)."""
+    r = np.asarray(racks, dtype=float)
+    p, kept = primary_coefficients(problem), kept_primary_coefficients(problem)
+    return float(kept @ r + (p - kept) @ new_racks(problem, r))
+
+
+def annual_cost_of(problem: FleetProblem, racks) -> float:
+    """USD/year of the racks in service: capex paid only on the new ones (9)."""
+    r = np.asarray(racks, dtype=float)
+    kept = problem.kept_annual_cost_usd_per_rack
+    return float(kept @ r + (problem.annual_cost_usd_per_rack - kept) @ new_racks(problem, r))
 
 
 def secondary_coefficients(problem: FleetProblem) -> np.ndarray:
@@ -267,7 +334,8 @@ def rack_upper_bounds(problem: FleetProblem) -> np.ndarray:
     need = problem.chips.T @ replica_upper_bounds(problem) / problem.chips_per_rack
     need = np.where(need > 0, np.maximum(need, problem.min_racks), need)  # (7): a bought type's minimum purchase
     need = np.maximum(need, problem.racks_at_least)  # (8): kept racks, within the caps
-    ub = np.minimum(problem.max_racks, np.ceil(need * (1.0 - 1e-12)))
+    ub = np.minimum(problem.max_racks + problem.installed_racks, np.ceil(need * (1.0 - 1e-12)))
+    ub = np.minimum(ub, problem.max_new_racks + problem.installed_racks)  # (9)
     ub = np.minimum(ub, problem.max_total_racks)
     if math.isfinite(problem.power_budget_w):
         ub = np.minimum(ub, problem.power_budget_w / (problem.pue * problem.rack_power_w) * (1.0 + 1e-12))
@@ -304,6 +372,7 @@ class FleetModel:
     cpsat_var_scaling: float = 1.0
     shares: list = field(default_factory=list)  # [G] max_revenue: share of each group's demand served
     used: list = field(default_factory=list)  # [H] (7)/(T): binary, 1 when any rack of type h is bought
+    new: list = field(default_factory=list)  # [H] (9): racks bought beyond the installed ones (empty: none installed)
 
 
 @dataclass
@@ -360,10 +429,30 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     _add_chip_rows(m, problem, racks, replicas)
     _add_power_row(m, problem, racks)
     _add_total_racks_row(m, problem, racks)
+    new = _add_new_racks(m, problem, racks, r_ub)
     used = _add_platform_rows(m, problem, racks, r_ub)
-    scale = _set_objective(m, problem, racks, replicas, shares)
+    scale = _set_objective(m, problem, racks, replicas, shares, new)
     return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares,
-                      used)
+                      used, new)
+
+
+def _add_new_racks(m, problem: FleetProblem, racks, r_ub) -> list:
+    """(9): new_h >= racks_h - installed_h within the supply cap, and sum_h new_h <= max_new_racks. Returns the
+    new_h variables (none without an installed fleet: new_h is racks_h, and only the sum's row is added)."""
+    new = []
+    if problem.has_installed:
+        for h, r in enumerate(racks):
+            ub = max(0.0, min(float(problem.max_racks[h]), float(r_ub[h])))
+            v = m.add_integer_variable(lb=0.0, ub=ub, name=f"new[{h}]")
+            row = m.add_linear_constraint(lb=-float(problem.installed_racks[h]), name=f"new_racks[h={h}]")
+            row.set_coefficient(v, 1.0)
+            row.set_coefficient(r, -1.0)
+            new.append(v)
+    if math.isfinite(problem.max_new_racks):
+        row = m.add_linear_constraint(ub=problem.max_new_racks, name="max_new_racks")
+        for v in new or racks:
+            row.set_coefficient(v, 1.0)
+    return new
 
 
 def cpsat_var_scaling(continuous_upper_bounds: np.ndarray) -> float:
@@ -457,15 +546,28 @@ def _add_used(m, problem: FleetProblem, racks, r_ub) -> list:
     return used
 
 
-def _set_objective(m, problem: FleetProblem, racks, replicas, shares=()) -> float:
+def _primary_terms(problem: FleetProblem, racks, new=()) -> list[tuple]:
+    """(variable, coefficient) of (O)'s primary: p_h racks_h, or with an installed fleet (9) p'_h racks_h plus
+    (p_h - p'_h) new_h."""
+    p = primary_coefficients(problem)
+    if not new:
+        return [(v, float(p[h])) for h, v in enumerate(racks)]
+    kept = kept_primary_coefficients(problem)
+    return ([(v, float(kept[h])) for h, v in enumerate(racks)]
+            + [(v, float(p[h] - kept[h])) for h, v in enumerate(new)])
+
+
+def _set_objective(m, problem: FleetProblem, racks, replicas, shares=(), new=()) -> float:
     """(O) divided by max p_h, less the revenue of the served shares under max_revenue (6); returns the divisor."""
-    rack_coef = primary_coefficients(problem) + rack_tie_coefficients(problem)
+    tie = rack_tie_coefficients(problem)
     replica_coef = replica_tie_coefficients(problem)
     scale = float(primary_coefficients(problem).max())
     m.objective.clear()
     m.objective.is_maximize = False
     for h, v in enumerate(racks):
-        m.objective.set_linear_coefficient(v, float(rack_coef[h] / scale))
+        m.objective.set_linear_coefficient(v, float(tie[h] / scale))
+    for v, c in _primary_terms(problem, racks, new):
+        m.objective.set_linear_coefficient(v, m.objective.get_linear_coefficient(v) + c / scale)
     for j, v in enumerate(replicas):
         m.objective.set_linear_coefficient(v, float(replica_coef[j] / scale))
     for g, v in enumerate(shares):
@@ -721,7 +823,7 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     row = m.add_linear_constraint(ub=float(types), name="tie_platforms")
     for u in used:
         row.set_coefficient(u, 1.0)
-    _set_objective(m, problem, built.racks, built.replicas, built.shares)
+    _set_objective(m, problem, built.racks, built.replicas, built.shares, built.new)
     left = time_limit_s - (time.perf_counter() - started)
     if left <= 0:
         return kept
@@ -746,11 +848,11 @@ def _plan_hint(built: FleetModel, used, racks, replicas) -> dict:
 def _add_objective_cap(m, problem: FleetProblem, built: FleetModel, value: float) -> None:
     """(T)'s row: the primary objective (less the revenue under max_revenue) at most ``value``, divided by max p_h
     like (O), with a relative 1e-9 of room for the solver's rounding."""
-    p, scale = primary_coefficients(problem), built.objective_scale
+    scale = built.objective_scale
     room = 1e-9 * max(abs(value), scale)
     row = m.add_linear_constraint(ub=(value + room) / scale, name="tie_objective")
-    for h, r in enumerate(built.racks):
-        row.set_coefficient(r, float(p[h] / scale))
+    for v, c in _primary_terms(problem, built.racks, built.new):
+        row.set_coefficient(v, c / scale)
     for g, s in enumerate(built.shares):
         row.set_coefficient(s, float(-problem.group_value[g] / scale))
 
@@ -773,7 +875,7 @@ class Evaluation:
     demand_slack: np.ndarray  # [W] served - demand
     chips_used: np.ndarray  # [H]
     chips_slack: np.ndarray  # [H] chips_per_rack x racks - chips used
-    supply_slack: np.ndarray  # [H] max_racks - racks (inf where no cap)
+    supply_slack: np.ndarray  # [H] max_racks - racks bought (inf where no cap; (9): new racks only)
     facility_power_w: float  # pue x rack power
     power_slack_w: float  # budget - facility power (inf where none)
     total_racks: int
@@ -815,7 +917,7 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
     chips_used = problem.chips.T @ x
     it_power = float(problem.rack_power_w @ r)
     facility = problem.pue * it_power
-    cost = float(problem.annual_cost_usd_per_rack @ r)
+    cost = annual_cost_of(problem, r)
     goal = objective_named(problem.objective)
     demand, revenue = problem.demand, 0.0
     if goal.sells_shares:
@@ -825,7 +927,7 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
         shares = np.zeros(0)
     ev = Evaluation(
         served=served, demand_slack=served - demand, chips_used=chips_used,
-        chips_slack=problem.chips_per_rack * r - chips_used, supply_slack=problem.max_racks - r,
+        chips_slack=problem.chips_per_rack * r - chips_used, supply_slack=problem.max_racks - new_racks(problem, r),
         facility_power_w=facility, power_slack_w=problem.power_budget_w - facility,
         total_racks=int(round(r.sum())), total_racks_slack=problem.max_total_racks - r.sum(),
         annual_cost_usd=cost, rack_power_w=it_power,
@@ -849,6 +951,8 @@ def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float):
         yield "power"
     if ev.total_racks_slack < -tol:
         yield "total_racks"
+    if new_racks(problem, r).sum() > problem.max_new_racks + tol:
+        yield "max_new_racks"
     for h in np.flatnonzero((r < -tol) | (np.abs(r - np.rint(r)) > tol)):
         yield f"racks_integer[h={h}]"
     bought = r > 0.5

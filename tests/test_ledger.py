@@ -115,3 +115,17 @@ def test_every_class_median_is_under_a_quarter_on_held_out_points(book):
     held = {g["name"]: g["median_error"] for g in book["groups"] if g["group"] == "class" and g["split"] == "held_out"}
     assert set(held) == set(LEDGER_CLASSES)
     assert all(m is not None and m < 1.25 for c, m in held.items()), held
+
+
+def test_a_point_measured_without_expert_parallelism_is_predicted_without_it(book):
+    """A point that says ``ep: 0`` (vLLM's plain ``-tp N``) is predicted on layouts without expert parallelism only:
+    on DeepSeek-R1 the attention-DP layouts hold each stream's MLA cache once instead of on every rank and so
+    batch several times more, which put vLLM's figures 1.4x too high."""
+    pinned = [p["id"] for p in calibration.points() if p.get("ep") is not None and int(p["ep"]) == 0]
+    assert len(pinned) >= 6
+    configs = {r["id"]: r["config"] for r in book["points"]}
+    for pid in pinned:
+        assert " ep" not in configs[pid], (pid, configs[pid])
+    free = next(p for p in calibration.points() if p["id"] == "vllm-dsr1-h200x8-tp8-fp8-2k-100-max")
+    free = {k: v for k, v in free.items() if k != "ep"}
+    assert " ep " in calibration.predict(free)["config"]  # the search alone picks expert parallelism here

@@ -413,6 +413,8 @@ def validate(scenario, settings, fmt):
                    f"{render.fmt(w['prefill_tokens_per_s'])} prompt tok/s at peak, >= "
                    f"{render.fmt(w['min_tps_per_user'])} tok/s/user, TTFT {w['ttft_s']:g} s at "
                    f"p{100 * w['ttft_quantile']:g}")
+    for hw_id, d in summary["installed"].items():
+        click.echo(f"  installed: {d['racks']:,} x {hw_id} in service (capex sunk), the first retiring {d['retire_by']}")
     for text in summary["warnings"]:
         click.echo(f"  note: {text}")
 

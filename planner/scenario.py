@@ -116,6 +116,17 @@ class Site(_Section):
         None, description="most racks the site can hold, all types, or one per period; default: no limit")
 
 
+class Installed(_Section):
+    """Racks already on the floor (docs/OPTIMIZER.md 9): their capex is sunk, their energy, maintenance and floor
+    space count, and they retire service_life_years after they were bought."""
+
+    hardware: Name = Field(description="hardware id (catalog or custom) of the racks")
+    racks: PosCount = Field(description="how many racks of it are installed")
+    bought: _dt.date = Field(description="when they were bought (on or before start_date)")
+    capex_usd: PosNumber | None = Field(
+        None, description="what one rack cost, for its maintenance (a share of capex a year); default the catalog's")
+
+
 class HardwareChoice(_Section):
     allow: list[Name] | None = Field(
         None,
@@ -131,6 +142,9 @@ class HardwareChoice(_Section):
     max_racks: dict[str, Count] = Field(
         default_factory=dict, description="supply caps: hardware id -> most racks that can be bought"
     )
+    max_new_racks: Count | None = Field(
+        None, description="most racks bought, all types together (0: serve with the installed fleet alone, as "
+        "planner solve --fleet-only does); default: no limit")
     max_platforms: Annotated[int, Ge(1)] | None = Field(
         None, description="most hardware types a plan may buy (one operations team, one software stack each); "
         "default: any number")
@@ -338,6 +352,9 @@ class Scenario(_Section):
     hardware: HardwareChoice = Field(
         default_factory=HardwareChoice, description="which hardware may be bought, caps, overrides, custom racks"
     )
+    installed: list[Installed] = Field(
+        default_factory=list, description="racks already on the floor: [{hardware, racks, bought, capex_usd}]; "
+        "their capex is sunk, and a plan keeps, adds to or retires them (docs/OPTIMIZER.md 9)")
     models: list[Model] = Field(default_factory=list, description="inline model specs, in the catalog schema")
     workloads: list[Workload] = Field(min_length=1, description="what the site must serve")
     objective: Objective = Field(
@@ -361,7 +378,8 @@ class Scenario(_Section):
         None, min_length=1, description="a build-out over time: the start date of each period (the first is "
         "start_date); per-period values of requests_per_s, power_budget_mw and max_racks follow this list")
     service_life_years: Annotated[Number, Gt(0), Le(30)] | None = Field(
-        None, description="with periods: years a rack serves before it retires; default horizon_years")
+        None, description="with periods or installed racks: years a rack serves before it retires; default "
+        "horizon_years")
     demand_scenarios: list[DemandScenario] = Field(
         default_factory=list, description="with periods: demand forecasts, each with a probability and a multiplier "
         "of every workload's rate in every period after the first; a two-stage plan (the first order shared)")
@@ -483,6 +501,12 @@ class Scenario(_Section):
         return {i: r for i, r in reasons.items() if r is not None}
 
     def _exclusion(self, hw_id: str, hw: Hardware) -> str | None:
+        if any(e.hardware == hw_id and self.retirement_of(e) > self.start_date for e in self.installed):
+            return None  # on the floor already: usable whatever may be bought
+        return self.purchase_exclusion(hw_id, hw)
+
+    def purchase_exclusion(self, hw_id: str, hw: Hardware) -> str | None:
+        """Why racks of ``hw_id`` may not be bought (None: they may)."""
         if self.hardware.allow is not None and hw_id not in self.hardware.allow:
             return "not in hardware.allow"
         if self.hardware.allow is None and hw.rack.acquisition not in self.hardware.acquisition:
@@ -493,6 +517,50 @@ class Scenario(_Section):
             when = f"the last period's start {last}" if self.periods else f"start_date {self.start_date}"
             return f"available {hw.rack.available.value}, after {when}"
         return None
+
+    # ---- the installed fleet (docs/OPTIMIZER.md 9) ---------------------------------------------------------------
+    def service_life(self) -> float:
+        """Years a rack serves before it retires: service_life_years, else horizon_years."""
+        return float(self.service_life_years or self.horizon_years)
+
+    def retirement_of(self, entry: Installed) -> _dt.date:
+        return entry.bought + _dt.timedelta(days=round(self.service_life() * 365.25))
+
+    def installed_in_service(self, on: _dt.date | None = None) -> dict[str, dict]:
+        """hardware id -> {racks, capex_usd (per rack, the racks' mean), retire_by (the earliest retirement)} of the
+        installed racks still in service on ``on`` (default start_date)."""
+        on = on or self.start_date
+        out: dict[str, dict] = {}
+        for e in self.installed:
+            if self.retirement_of(e) <= on:
+                continue
+            capex = e.capex_usd
+            if capex is None:
+                known = self.known_hardware().get(e.hardware)
+                capex = known.rack.capex_usd.value if known is not None else 0.0
+            d = out.setdefault(e.hardware, {"racks": 0, "capex_sum": 0.0, "retire_by": self.retirement_of(e)})
+            d["racks"] += e.racks
+            d["capex_sum"] += e.racks * float(capex)
+            d["retire_by"] = min(d["retire_by"], self.retirement_of(e))
+        return {h: {"racks": d["racks"], "capex_usd": d["capex_sum"] / d["racks"], "retire_by": d["retire_by"]}
+                for h, d in out.items()}
+
+    def installed_past_life(self) -> dict[str, int]:
+        """hardware id -> installed racks already past their service life on start_date (retired before the plan)."""
+        out: dict[str, int] = {}
+        for e in self.installed:
+            if self.retirement_of(e) <= self.start_date:
+                out[e.hardware] = out.get(e.hardware, 0) + e.racks
+        return out
+
+    def new_rack_caps(self) -> dict[str, float]:
+        """hardware id -> most racks that may be bought of each usable system: its supply cap, 0 for one usable only
+        because it is installed (not otherwise allowed or available)."""
+        caps = {}
+        for i, h in self.resolved_hardware().items():
+            caps[i] = 0.0 if self.purchase_exclusion(i, h) is not None else float(
+                self.hardware.max_racks.get(i, math.inf))
+        return caps
 
     def resolved_models(self) -> dict[str, Model]:
         """Every known model: the catalog plus the scenario's inline models."""
@@ -581,6 +649,12 @@ def _reference_problems(s: Scenario):
                 _apply_overrides(known_hw[hw_id], fields)
             except _OverrideError as exc:
                 yield ("hardware", "overrides", hw_id, exc.key), exc.message
+    for i, e in enumerate(s.installed):
+        if e.hardware not in known_hw:
+            yield ("installed", i, "hardware"), _unknown("hardware", e.hardware, known_hw, "hardware.custom")
+        if e.bought > s.start_date:
+            yield ("installed", i, "bought"), (f"installed racks are bought on or before start_date "
+                                               f"({s.start_date}), got {e.bought}")
     yield from _workload_problems(s.workloads, models, known_hw)
     yield from _efficiency_problems(s.efficiency, known_hw)
     for i, m in enumerate(s.measurements):
@@ -601,9 +675,10 @@ def _period_problems(s: Scenario):
         for i, w in enumerate(s.workloads):
             if w.growth_per_year is not None:
                 yield ("workloads", i, "growth_per_year"), "growth_per_year needs periods"
-        for key in ("service_life_years", "demand_scenarios"):
-            if getattr(s, key):
-                yield (key,), f"{key} needs periods"
+        if s.service_life_years and not s.installed:
+            yield ("service_life_years",), "service_life_years needs periods or installed racks"
+        if s.demand_scenarios:
+            yield ("demand_scenarios",), "demand_scenarios needs periods"
         if s.hardware.capex_usd_by_period:
             yield ("hardware", "capex_usd_by_period"), "capex_usd_by_period needs periods"
         return
@@ -1089,8 +1164,13 @@ def resolved_summary(sc: Scenario) -> dict:
     if sc.site.power_budget_mw is None:
         warnings.append("site.power_budget_mw not given: power does not limit the plan")
     warnings.extend(_measurement_notes(sc))
+    for hw_id, n in sorted(sc.installed_past_life().items()):
+        warnings.append(f"installed {hw_id}: {n} racks past their service life ({sc.service_life():g} years) at "
+                        f"start_date, left out")
     return {
         "hardware": {"allowed": sorted(sc.resolved_hardware()), "excluded": sc.excluded_hardware()},
+        "installed": {h: {"racks": d["racks"], "retire_by": d["retire_by"].isoformat()}
+                      for h, d in sc.installed_in_service().items()},
         "demands": [d.to_dict() for d in demands_of(sc)],
         "warnings": warnings,
     }

@@ -113,10 +113,13 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf) -> Built
                                   * (annuity_factor(fin["wacc"], end[t]) - annuity_factor(fin["wacc"], years[t]))
                                   for d in period_demands[s][t]] for t in range(T)] for s in range(S)])
     dates = scenario.periods
-    available = np.array([[h.rack.available.value <= dates[t] for h in hardware] for t in range(T)])
+    buyable = [scenario.purchase_exclusion(h.id, h) is None for h in hardware]  # installed-only: never bought
+    available = np.array([[ok and h.rack.available.value <= dates[t] for h, ok in zip(hardware, buyable)]
+                          for t in range(T)])
     alive = np.array([[tau <= t and years[t] < years[tau] + life - 1e-9 for t in range(T)] for tau in range(T)])
     site = [views[0][t].site for t in range(T)]  # a demand scenario changes rates only
-    caps = scenario.hardware.max_racks
+    caps = scenario.new_rack_caps()
+    existing = installed_by_period(scenario, hardware)
     relaxed = T * S * int(fp.integer_replicas.sum()) > MAX_INTEGER_REPLICA_VARIABLES
     columns = relaxed_columns(built.options, fp.coverage, fp.chips) if relaxed else list(range(fp.n_columns))
     problem = BuildOutProblem(
@@ -128,9 +131,23 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf) -> Built
         available=available, alive=alive, pue=scenario.finance.pue,
         power_budget_w=np.array([(x.power_budget_mw or math.inf) * 1e6 for x in site]),
         max_total_racks=np.array([x.max_racks or math.inf for x in site], dtype=float),
-        max_racks=np.array([caps.get(h.id, math.inf) for h in hardware], dtype=float))
+        max_racks=np.array([caps.get(h.id, math.inf) for h in hardware], dtype=float) + existing[0],
+        existing=existing)
     return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names(), relaxed, buy_cost, views,
                     period_demands)
+
+
+def installed_by_period(scenario, hardware: list) -> np.ndarray:
+    """[T, H] the scenario's installed racks still in service at each period's start (OPTIMIZER.md 9): the
+    build-out's existing racks, at no cost in its objective (their capex is sunk and their running cost the
+    same whatever is bought; a build-out keeps them until they retire)."""
+    index = {h.id: k for k, h in enumerate(hardware)}
+    out = np.zeros((len(scenario.periods), len(hardware)))
+    for t, date in enumerate(scenario.periods):
+        for hw_id, d in scenario.installed_in_service(date).items():
+            if hw_id in index:
+                out[t, index[hw_id]] += d["racks"]
+    return out
 
 
 # ---- the plans beside the optimum ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import numpy as np
 
 from planner.errors import InputError
 from planner.fleet.demand import Demand
-from planner.fleet.finance import annual_rack_cost, annual_rack_cost_parts, finance_args
+from planner.fleet.finance import annual_rack_cost, annual_rack_cost_parts, finance_args, kept_rack_cost_parts
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES
 from planner.vocabulary import DECODE_ROLES, PREFILL_ROLES, STATUSES
 from solvers.objectives import objective as objective_named
@@ -87,6 +87,8 @@ class Inputs:
             self.models = {k: Model.model_validate(v) for k, v in d["models"].items()}
             self.efficiency = {k: dict(v) for k, v in d["efficiency"].items()}
             self.rack_costs = d["rack_costs"]
+            self.installed = dict(d.get("installed") or {})  # (9), absent in plans written before it
+            self.max_new_racks = sc.get("max_new_racks")
             from planner.measurements.table import Measurement
 
             self.measurements = [Measurement.model_validate(r) for r in d.get("measurements") or []]
@@ -318,21 +320,30 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     unknown = [h for h in racks if h not in inputs.hardware]
     if unknown:
         return [result("fleet hardware", False, f"{', '.join(unknown)} not among the plan's hardware")]
+    new = {h: max(n - inputs.installed.get(h, {}).get("racks", 0), 0) for h, n in racks.items()}
     for hw_id, n in racks.items():
         hw = inputs.hardware[hw_id]
         out.append(result(f"racks {hw_id}", float(n).is_integer() and n >= 0, f"{n} racks"))
         cap = inputs.max_racks.get(hw_id)
         if cap is not None:
-            out.append(result(f"supply cap {hw_id}", n <= cap, f"{n} racks, cap {cap}"))
+            out.append(result(f"supply cap {hw_id}", new[hw_id] <= cap, f"{new[hw_id]} racks bought, cap {cap}"))
         out.append(result(f"available {hw_id}", hw.rack.available.value <= inputs.start_date,
                           f"available {hw.rack.available.value}, plan starts {inputs.start_date}"))
         parts = annual_rack_cost_parts(hw.rack.capex_usd.value, hw.rack_power_w, **inputs.finance)
         for part, value in parts.items():
             out.append(same(f"rack cost {hw_id} {part}", inputs.rack_costs.get(hw_id, {}).get(part), float(value)))
+        if hw_id in inputs.installed:
+            entry = inputs.installed[hw_id]
+            kept = kept_rack_cost_parts(entry["capex_usd"], hw.rack_power_w, **inputs.finance)
+            for part, value in kept.items():
+                out.append(same(f"installed rack cost {hw_id} {part}", entry["kept_costs"].get(part), float(value)))
+    if inputs.max_new_racks is not None:
+        out.append(result("new racks", sum(new.values()) <= inputs.max_new_racks,
+                          f"{sum(new.values())} racks bought, at most {inputs.max_new_racks}"))
     alloc = alloc if alloc is not None else allocation_table([])
     order = {h: racks.get(h, 0) for h in inputs.hardware}  # the plan's hardware order
     costs = {h: inputs.annual_cost_per_rack(h) for h in inputs.hardware}
-    fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue)
+    fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue, inputs.installed)
     for f in fleet.iter_rows(named=True):
         out.append(result(f"chips {f['hardware']}", f["chips_used"] <= f["chips"] * (1 + 1e-6) + 1e-9,
                           f"{f['chips_used']:.9g} used of {f['chips']} in {f['racks']} racks"))

@@ -11,6 +11,7 @@ import numpy as np
 
 from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS
 from planner.fleet.problem import Built, scenario_options
+from solvers.milp import new_racks
 from solvers.vocabulary import HAS_PLAN
 
 
@@ -29,11 +30,17 @@ def infeasibility_message(built: Built) -> str:
         return (f"no feasible fleet: serving every workload at its tier needs at least {need_mw:.4g} MW of facility "
                 f"power (the least-power fleet), but the site's budget is {p.power_budget_w / 1e6:.4g} MW: short by "
                 f"{need_mw - p.power_budget_w / 1e6:.4g} MW (the smallest change: raise the budget or lower demand)")
-    free = dataclasses.replace(relaxed, max_racks=np.full(p.n_hardware, math.inf), max_total_racks=math.inf)
+    free = dataclasses.replace(relaxed, max_racks=np.full(p.n_hardware, math.inf), max_total_racks=math.inf,
+                               max_new_racks=math.inf)
     needed = optimize(free, solver="highs", time_limit_s=30.0, relative_gap=1e-3, fewest_platforms=False)
     if needed.status in HAS_PLAN:
-        over = [f"{h.id}: {int(n)} racks needed, cap {int(c)}" for h, n, c in
-                zip(built.hardware, needed.racks, p.max_racks) if n > c]
+        bought = new_racks(p, needed.racks)
+        over = [f"{h.id}: {int(n)} racks bought, cap {int(c)}" for h, n, c in
+                zip(built.hardware, bought, p.max_racks) if n > c]
+        if bought.sum() > p.max_new_racks:
+            have = ", ".join(f"{int(n)} {h.id}" for h, n in zip(built.hardware, p.installed_racks) if n)
+            over.append(f"new racks: {int(bought.sum())} needed beyond the installed fleet ({have or 'none'}), "
+                        f"hardware.max_new_racks {int(p.max_new_racks)}")
         total = int(np.sum(needed.racks))
         if total > p.max_total_racks:
             over.append(f"all systems: {total} racks needed, site max_racks {int(p.max_total_racks)}")

@@ -61,6 +61,23 @@ def rack_cost_parts(scenario, hw) -> dict:
     return {k: float(v) for k, v in parts.items()}
 
 
+def kept_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh, pue,
+                         load_share=1.0) -> dict:
+    """USD per year of keeping an installed rack in service (OPTIMIZER.md 9): its maintenance and energy as
+    ``annual_rack_cost_parts`` gives them, its capex sunk (no annuity)."""
+    parts = annual_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_share,
+                                   electricity_usd_per_mwh, pue, load_share)
+    return {"capex_annuity": 0.0 * parts["capex_annuity"], "maintenance": parts["maintenance"],
+            "energy": parts["energy"]}
+
+
+def installed_rack_cost_parts(scenario, hw, capex_usd: float) -> dict:
+    """``kept_rack_cost_parts`` of one installed rack of ``hw`` bought at ``capex_usd``, under the scenario's
+    finance."""
+    parts = kept_rack_cost_parts(capex_usd, hw.rack_power_w, **finance_args(scenario.finance, scenario.horizon_years))
+    return {k: float(v) for k, v in parts.items()}
+
+
 def annual_costs(scenario, hardware: list) -> np.ndarray:
     """USD per year of one rack of each system (the MILP's cost coefficients)."""
     args = finance_args(scenario.finance, scenario.horizon_years)

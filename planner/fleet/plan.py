@@ -116,7 +116,7 @@ def extract_plan(built: Built, sol) -> Plan:
     alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(replicas > 1e-9)))
     costs = dict(zip([h.id for h in built.hardware], built.problem.annual_cost_usd_per_rack.tolist()))
     fleet = fleet_table({h.id: racks[i] for i, h in enumerate(built.hardware)}, built.hardware_by_id, costs, alloc,
-                        built.problem.pue)
+                        built.problem.pue, built.inputs["installed"])
     wl = workload_table(built.demands, alloc, fleet, shares)
     totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w)
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
@@ -221,26 +221,35 @@ def allocation_table(rows: list[dict]):
               .sort(["workload", "role", "hardware"]))
 
 
-def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, alloc, pue: float):
-    """Per system bought (``racks``: id -> racks, in the plan's order): chips, the chips the allocation uses,
-    power, capex and annual cost."""
+def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, alloc, pue: float,
+                installed: dict | None = None):
+    """Per system in service or installed (``racks``: id -> racks in service, in the plan's order): the racks kept
+    from the installed fleet, bought and retired (OPTIMIZER.md 9; ``installed``: id -> the plan inputs' installed
+    entry), chips, the chips the allocation uses, power, the capex of the racks bought and the annual cost (a kept
+    rack's capex sunk)."""
     import polars as pl
 
+    installed = installed or {}
     rows = []
     for hw_id, count in racks.items():
-        if count <= 0:
+        have = int(installed.get(hw_id, {}).get("racks", 0))
+        if count <= 0 and not have:
             continue
         hw = hardware[hw_id]
         mine = alloc.filter(pl.col("hardware") == hw_id)
         used = float((mine["replicas"] * mine["chips_per_replica"]).sum()) if len(mine) else 0.0
         n = int(round(count))
+        kept, new = min(n, have), max(n - have, 0)
+        full = float(annual_cost_usd_per_rack[hw_id])
+        keep = min(sum(installed[hw_id]["kept_costs"].values()), full) if have else full
         rows.append({
-            "hardware": hw_id, "racks": n, "chips": n * hw.chips_per_rack, "chips_used": used,
-            "chip_utilization": used / (n * hw.chips_per_rack),
+            "hardware": hw_id, "racks": n, "racks_installed": kept, "racks_new": new, "racks_retired": have - kept,
+            "chips": n * hw.chips_per_rack, "chips_used": used,
+            "chip_utilization": used / (n * hw.chips_per_rack) if n else 0.0,
             "power_mw": n * hw.rack_power_w / 1e6,
             "facility_power_mw": n * hw.rack_power_w * pue / 1e6,
-            "capex_usd": n * hw.rack.capex_usd.value,
-            "annual_cost_usd": n * float(annual_cost_usd_per_rack[hw_id]),
+            "capex_usd": new * hw.rack.capex_usd.value,
+            "annual_cost_usd": kept * keep + new * full,
             "capex_confidence": hw.rack.capex_usd.confidence,
         })
     return pl.DataFrame(rows) if rows else pl.DataFrame()

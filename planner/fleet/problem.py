@@ -13,7 +13,7 @@ import numpy as np
 
 from planner import catalog
 from planner.fleet.demand import Demand, demand_of
-from planner.fleet.finance import annual_costs, annual_revenue, rack_cost_parts
+from planner.fleet.finance import annual_costs, annual_revenue, installed_rack_cost_parts, rack_cost_parts
 from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS, options_for
 from solvers.objectives import objective as objective_named
 
@@ -55,12 +55,15 @@ class Built:
         applied), the efficiencies and each system's annual cost parts."""
         sc = self.scenario
         models = sc.resolved_models()
+        caps = sc.new_rack_caps()
         used_models = sorted({d.model for d in self.demands} | {d.draft_model for d in self.demands if d.draft_model})
         return {
             "scenario": {
                 "name": sc.name, "start_date": sc.start_date.isoformat(), "horizon_years": sc.horizon_years,
                 "objective": sc.objective, "finance": sc.finance.model_dump(mode="json"),
-                "site": sc.site.model_dump(mode="json"), "max_racks": dict(sc.hardware.max_racks),
+                "site": sc.site.model_dump(mode="json"),
+                "max_racks": {h.id: int(caps[h.id]) for h in self.hardware if math.isfinite(caps.get(h.id, math.inf))},
+                "max_new_racks": sc.hardware.max_new_racks, "installed_past_life": sc.installed_past_life(),
                 "prices_usd_per_mtok": dict(sc.prices_usd_per_mtok),
                 "solver": sc.solver.model_dump(mode="json"),
                 "acquisition": list(sc.hardware.acquisition) if sc.hardware.allow is None else None,
@@ -73,10 +76,30 @@ class Built:
             "models": {m: models[m].model_dump(mode="json") for m in used_models},
             "efficiency": sc.efficiencies({h.id: h for h in self.hardware}),
             "rack_costs": {h.id: rack_cost_parts(sc, h) for h in self.hardware},
+            "installed": installed_inputs(sc, self.hardware_by_id),
             "measurements": [m.to_row() for m in sc.measurements if m.model in used_models],
             "measurement_headroom": sc.measurement_headroom,
             "catalog_version": catalog.CATALOG_VERSION,
         }
+
+
+def installed_inputs(scenario, hardware: dict) -> dict:
+    """hardware id -> the installed racks in service at the start (racks, capex_usd per rack, retire_by, and the
+    yearly cost parts of keeping one: maintenance and energy, its capex sunk), for the MILP's (9) and for check."""
+    out = {}
+    for hw_id, d in scenario.installed_in_service().items():
+        out[hw_id] = {"racks": int(d["racks"]), "capex_usd": float(d["capex_usd"]),
+                      "retire_by": d["retire_by"].isoformat(),
+                      "kept_costs": installed_rack_cost_parts(scenario, hardware[hw_id], d["capex_usd"])}
+    return out
+
+
+def kept_annual_costs(installed: dict, hw_list: list, annual: np.ndarray) -> np.ndarray:
+    """[H] c'_h of (9): USD/year of keeping an installed rack (a new rack's where none is installed), at most a new
+    rack's (an installed rack dearer to run than a new one bought is priced as the new one: no plan keeps it)."""
+    kept = np.array([sum(installed[h.id]["kept_costs"].values()) if h.id in installed else annual[i]
+                     for i, h in enumerate(hw_list)])
+    return np.minimum(kept, annual)
 
 
 def demands_of(scenario) -> list[Demand]:
@@ -131,12 +154,18 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     demand = demand_rows(demands)
     revenue = np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
                         for d in demands])
-    caps = scenario.hardware.max_racks
+    caps = scenario.new_rack_caps()
+    annual = annual_costs(scenario, hw_list)
+    installed = installed_inputs(scenario, hardware)
+    new_cap = scenario.hardware.max_new_racks
     problem = FleetProblem(
         chips_per_rack=np.array([h.chips_per_rack for h in hw_list], dtype=float),
         rack_power_w=np.array([h.rack_power_w for h in hw_list]),
-        annual_cost_usd_per_rack=annual_costs(scenario, hw_list),
+        annual_cost_usd_per_rack=annual,
         max_racks=np.array([caps.get(h.id, math.inf) for h in hw_list], dtype=float),
+        installed_racks=np.array([installed.get(h.id, {}).get("racks", 0) for h in hw_list], dtype=float),
+        installed_annual_cost_usd_per_rack=kept_annual_costs(installed, hw_list, annual) if installed else None,
+        max_new_racks=math.inf if new_cap is None else float(new_cap),
         workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
         capacity=coverage.max(axis=1) if n else np.zeros(0),
         chips=chips, integer_replicas=integer_replicas(chips, hw_list), demand=demand, coverage=coverage,

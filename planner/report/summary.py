@@ -27,7 +27,7 @@ def people(value: float, unit: str = "") -> str:
 
 
 def binding(d: dict) -> list[dict]:
-    """The limits the plan runs into, one dict each: ``kind`` (power, floor_space, platforms, supply),
+    """The limits the plan runs into, one dict each: ``kind`` (power, floor_space, platforms, supply, new_racks),
     ``hardware`` (supply only), ``limit`` (its value) and ``text``. The one place a limit is judged binding."""
     totals, sc = d["totals"], d["inputs"]["scenario"]
     out = []
@@ -45,10 +45,14 @@ def binding(d: dict) -> list[dict]:
                     "text": f"platforms: {len(d['fleet'])} of at most {most} hardware types"})
     caps = sc.get("max_racks") or {}
     for f in d["fleet"]:
-        cap = caps.get(f["hardware"])
-        if cap is not None and f["racks"] >= cap:
+        cap, bought = caps.get(f["hardware"]), f.get("racks_new", f["racks"])
+        if cap is not None and bought >= cap and (cap > 0 or f.get("racks_retired", 0) == 0):
             out.append({"kind": "supply", "hardware": f["hardware"], "limit": cap,
-                        "text": f"supply of {f['hardware']}: {f['racks']:,} of {cap:,} racks"})
+                        "text": f"supply of {f['hardware']}: {bought:,} of {cap:,} racks bought"})
+    most_new = sc.get("max_new_racks")
+    if most_new is not None and sum(f.get("racks_new", f["racks"]) for f in d["fleet"]) >= most_new:
+        out.append({"kind": "new_racks", "hardware": None, "limit": most_new,
+                    "text": f"new racks: {most_new:,} at most (hardware.max_new_racks)"})
     return out
 
 
@@ -69,6 +73,29 @@ def layout_words(d: dict) -> str:
             + (f"no public engine runs {', '.join(alone)}" if alone else "every row's layout runs on a public engine"))
 
 
+def installed_words(d: dict) -> list[str]:
+    """The installed fleet (OPTIMIZER.md 9): what is kept, what retires and why, what retired before the plan."""
+    installed = d["inputs"].get("installed") or {}
+    lines = []
+    for f in d["fleet"]:
+        have = installed.get(f["hardware"])
+        if not have:
+            continue
+        keep = sum(have["kept_costs"].values())
+        text = (f"installed {f['hardware']}: {have['racks']:,} racks in service at the start (capex sunk; "
+                f"{people(keep, 'USD')} a year each to keep: maintenance and energy), the first retiring "
+                f"{have['retire_by']}; the plan keeps {f['racks_installed']:,}")
+        if f["racks_retired"]:
+            text += (f" and retires {f['racks_retired']:,} now: the demand is served without them, and keeping "
+                     f"them would cost {people(f['racks_retired'] * keep, 'USD')} a year")
+        lines.append(text)
+    past = d["inputs"]["scenario"].get("installed_past_life") or {}
+    for hw_id, n in sorted(past.items()):
+        lines.append(f"installed {hw_id}: {n:,} racks past their service life at the start, retired before the "
+                     f"plan")
+    return lines
+
+
 def assumptions(d: dict) -> list[str]:
     """What decides the cost and is easy to miss: load, peaks, drafters, prices, what $/Mtok includes."""
     sc = d["inputs"]["scenario"]
@@ -85,6 +112,7 @@ def assumptions(d: dict) -> list[str]:
            else f"{sc['serving_stack']}'s published figures where the corpus has them, vendor-best's elsewhere")
         + "; docs/MODEL.md 5.3)",
         layout_words(d),
+        *installed_words(d),
     ]
     for w in d["inputs"]["demands"]:
         spec = ("no speculative decoding" if w["speculative"] == "none" else
@@ -125,8 +153,14 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     lines = [f"{d['scenario']}: {d['status']} ({d['objective']}, {d['solver']['name']}, {gap_text})"]
     if d["status"] == "infeasible":
         return lines + ([f"why: {reason}"] if reason else [])
-    buy = ", ".join(f"{f['racks']:,} x {f['hardware']}" for f in d["fleet"]) or "nothing"
-    lines.append(f"buy:      {buy} ({totals['racks']:,} racks, {totals['chips']:,} chips)")
+    bought = [f for f in d["fleet"] if f.get("racks_new", f["racks"]) > 0]
+    buy = ", ".join(f"{f.get('racks_new', f['racks']):,} x {f['hardware']}" for f in bought) or "nothing"
+    owned = [f for f in d["fleet"] if f.get("racks_installed", 0) or f.get("racks_retired", 0)]
+    if owned:
+        lines.append("keep:     " + ", ".join(f"{f['racks_installed']:,} x {f['hardware']}" for f in owned)
+                     + " (installed)" + "".join(f"; retire {f['racks_retired']:,} x {f['hardware']}" for f in owned
+                                                 if f["racks_retired"]))
+    lines.append(f"buy:      {buy} ({totals['racks']:,} racks in service, {totals['chips']:,} chips)")
     lines.append(f"cost:     capex {people(totals['capex_usd'], 'USD')}; {people(totals['annual_cost_usd'], 'USD')} "
                  f"a year")
     budget = sc["site"].get("power_budget_mw")

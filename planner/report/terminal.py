@@ -44,6 +44,7 @@ def progress_display(enabled: bool):
 
 # The compact tables of the one-screen answer; --detail shows every column and the supporting tables.
 FLEET_BRIEF = ["hardware", "racks", "chips", "facility_power_mw", "capex_usd", "annual_cost_usd"]
+FLEET_INSTALLED = ["racks_installed", "racks_new", "racks_retired"]  # shown where the scenario has installed racks
 ALLOCATION_BRIEF = ["workload", "role", "hardware", "replicas", "layout", "batch", "precision", "speculative",
                     "tps_per_user", "ttft_s", "source"]
 WORKLOAD_BRIEF = ["workload", "model", "tier", "tps_per_user", "ttft_s", "ttft_target_s", "cost_usd_per_mtok",
@@ -52,7 +53,17 @@ WORKLOAD_BRIEF = ["workload", "model", "tier", "tps_per_user", "ttft_s", "ttft_t
 BRIEF_LABELS = {"facility_power_mw": "facility MW", "capex_usd": "capex USD", "annual_cost_usd": "USD/year",
                 "tps_per_user": "tok/s/user", "ttft_target_s": "TTFT target s", "ttft_s": "TTFT s",
                 "cost_usd_per_mtok": "USD/Mtok", "power_mw": "IT MW", "served_share": "served",
-                "speculative": "drafter"}
+                "speculative": "drafter", "racks_installed": "kept",
+                "racks_new": "bought", "racks_retired": "retired"}
+
+
+def fleet_columns(columns: list[str], rows: list[dict]) -> list[str]:
+    """The fleet table's columns, with the installed, bought and retired racks after ``racks`` where any rack of
+    the plan was installed."""
+    if not any(r.get("racks_installed") or r.get("racks_retired") for r in rows):
+        return columns
+    at = columns.index("racks") + 1
+    return columns[:at] + FLEET_INSTALLED + columns[at:]
 
 
 def brief_allocation(rows: list[dict]) -> tuple[list[dict], list[str]]:
@@ -103,7 +114,8 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
     if not len(plan.fleet):
         return
     if not detail:
-        render.table(plan.fleet.to_dicts(), title="what to buy", columns=FLEET_BRIEF, labels=BRIEF_LABELS)
+        fleet = plan.fleet.to_dicts()
+        render.table(fleet, title="what to buy", columns=fleet_columns(FLEET_BRIEF, fleet), labels=BRIEF_LABELS)
         render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_BRIEF, labels=BRIEF_LABELS)
         rows, cols = brief_allocation(plan.allocation.to_dicts())
         render.table(rows, title="how each workload is served (chips per replica = tensor x pipeline)",
@@ -116,7 +128,7 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
     s, t = plan.solver, plan.timings
     click.echo(f"solver: {s['candidates_scored']:,} candidates scored in {t.get('engine_s', 0):.2f} s, "
                f"{s['columns']} columns, MILP {t.get('solve_s', 0):.2f} s")
-    render.table(plan.fleet.to_dicts(), title="fleet", columns=FLEET_COLUMNS)
+    render.table(plan.fleet.to_dicts(), title="fleet", columns=fleet_columns(FLEET_COLUMNS, plan.fleet.to_dicts()))
     render.table(plan.allocation.to_dicts(), title="allocation (per workload and role)", columns=ALLOCATION_COLUMNS)
     render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_COLUMNS)
     render.table([plan.totals], title="totals")

@@ -146,6 +146,9 @@ def robust_fleet(samples: dict, hardware: list, percentile: float | None, solver
     if len(used) > MAX_ROBUST_SAMPLES:
         raise InputError(f"{len(used)} solved variants; a robust fleet takes at most {MAX_ROBUST_SAMPLES} samples "
                          f"(every sample's options are in one MILP): lower samples.n", field="samples.n")
+    if any(samples[v][0].has_installed for v in used):
+        raise InputError("a robust fleet does not yet start from installed racks (its MILP prices every rack as "
+                         "bought): solve the variants one by one, or leave installed out", field="installed")
     try:
         problem = RobustProblem([samples[v][0] for v in used], percentile=percentile, late_premium=late_premium)
     except ValueError as exc:

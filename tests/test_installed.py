@@ -1,0 +1,137 @@
+"""An installed fleet in a scenario (``installed:``, docs/OPTIMIZER.md 9): sunk capex, what is kept, bought and
+retired, the cap on new racks, build-outs that start from the fleet, and clear errors for bad entries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from planner.cli import main
+from planner.errors import InfeasibleError, InputError
+from planner.fleet.check import check
+from planner.fleet.solve import solve
+from planner.scenario import load_scenario, scenario_from_yaml
+
+pytestmark = pytest.mark.unit
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "scenarios" / "installed-h100-site.yaml"
+HOURS = 8760.0
+
+
+def scenario_from_dict(d: dict):
+    return scenario_from_yaml(yaml.safe_dump(d, sort_keys=False))
+
+
+def small(**extra) -> dict:
+    """One chat workload on Llama 3.1 70B at the standard tier, 40 H100 servers installed in mid-2024."""
+    d = {"name": "small-installed", "start_date": "2026-03-01", "horizon_years": 4, "service_life_years": 6,
+         "finance": {"wacc": 0.08, "electricity_usd_per_mwh": 70.0, "pue": 1.25},
+         "hardware": {"allow": ["hgx-h100", "hgx-b200"]},
+         "installed": [{"hardware": "hgx-h100", "racks": 40, "bought": "2024-06-01", "capex_usd": 300000.0}],
+         "workloads": [{"name": "chat", "model": "llama-3.1-70b", "requests_per_s": 40.0, "input_tokens": 2000,
+                        "output_tokens": 500, "tier": "standard"}]}
+    d.update(extra)
+    return d
+
+
+def fleet_row(plan, hw_id: str) -> dict:
+    return next(r for r in plan.fleet.to_dicts() if r["hardware"] == hw_id)
+
+
+@pytest.fixture(scope="module")
+def small_plan():
+    return solve(scenario_from_dict(small()))
+
+
+def test_a_sunk_fleet_is_not_bought_again(small_plan):
+    row = fleet_row(small_plan, "hgx-h100")
+    assert row["racks_new"] == 0 and row["capex_usd"] == 0.0
+    assert row["racks_installed"] + row["racks_retired"] == 40 and row["racks"] == row["racks_installed"]
+    # a kept server costs its maintenance (5% of the 300 k USD it cost) and its energy (10.2 kW x PUE 1.25 at
+    # 70 USD/MWh), no capex annuity
+    kept = 0.05 * 300000.0 + 10.2 * 1.25 * HOURS / 1000.0 * 70.0
+    assert row["annual_cost_usd"] == pytest.approx(row["racks_installed"] * kept, rel=1e-9)
+    assert small_plan.totals["capex_usd"] == sum(r["capex_usd"] for r in small_plan.fleet.to_dicts())
+    assert all(c["ok"] for c in check(small_plan.to_dict())), [c for c in check(small_plan.to_dict()) if not c["ok"]]
+
+
+def test_a_small_demand_keeps_a_few_servers_and_says_why_the_rest_retire(small_plan):
+    row = fleet_row(small_plan, "hgx-h100")
+    assert 0 < row["racks_installed"] < 40 and row["racks_retired"] > 0
+    assert not any(r["racks_new"] for r in small_plan.fleet.to_dicts())  # the fleet serves it alone
+    words = [a for a in small_plan.to_dict()["assumptions"] if a.startswith("installed hgx-h100")]
+    assert words and f"retires {row['racks_retired']}" in words[0] and "capex sunk" in words[0]
+
+
+def test_the_same_demand_without_the_fleet_buys_racks(small_plan):
+    d = small(installed=[])
+    d.pop("service_life_years")
+    fresh = solve(scenario_from_dict(d))
+    assert sum(r["racks_new"] for r in fresh.fleet.to_dicts()) > 0
+    assert fresh.objective_usd_per_year > small_plan.objective_usd_per_year  # sunk capex is not charged again
+
+
+def test_no_new_racks_serves_with_the_fleet_or_is_infeasible():
+    more = small(hardware={"allow": ["hgx-h100", "hgx-b200"], "max_new_racks": 0})
+    more["workloads"][0]["requests_per_s"] = 200.0
+    plan = solve(scenario_from_dict(more))
+    assert plan.status == "optimal" and not any(r["racks_new"] for r in plan.fleet.to_dicts())
+    few = dict(more, installed=[{"hardware": "hgx-h100", "racks": 2, "bought": "2024-06-01"}])
+    with pytest.raises(InfeasibleError, match="hardware.max_new_racks 0"):
+        solve(scenario_from_dict(few))
+
+
+def test_racks_past_their_service_life_are_retired_before_the_plan():
+    old = small(installed=[{"hardware": "hgx-h100", "racks": 40, "bought": "2019-01-01"}])
+    sc = scenario_from_dict(old)
+    assert sc.installed_in_service() == {} and sc.installed_past_life() == {"hgx-h100": 40}
+    plan = solve(sc)
+    assert any("past their service life" in a for a in plan.to_dict()["assumptions"])
+
+
+def test_installed_hardware_is_usable_though_it_may_not_be_bought():
+    only_b200 = small(hardware={"allow": ["hgx-b200"]})
+    sc = scenario_from_dict(only_b200)
+    assert "hgx-h100" in sc.resolved_hardware() and sc.new_rack_caps()["hgx-h100"] == 0.0
+    plan = solve(sc)
+    assert fleet_row(plan, "hgx-h100")["racks_new"] == 0
+
+
+@pytest.mark.parametrize(("patch", "field", "words"), [
+    ({"installed": [{"hardware": "hgx-h1000", "racks": 4, "bought": "2024-06-01"}]}, "installed", "hgx-h1000"),
+    ({"installed": [{"hardware": "hgx-h100", "racks": 4, "bought": "2027-06-01"}]}, "installed", "on or before"),
+    ({"installed": [{"hardware": "hgx-h100", "racks": 0, "bought": "2024-06-01"}]}, "installed", "racks"),
+    ({"installed": [], "service_life_years": 6}, "service_life_years", "needs periods or installed"),
+])
+def test_bad_installed_entries_name_the_field(patch, field, words):
+    with pytest.raises(InputError) as err:
+        scenario_from_dict(small(**patch))
+    assert field in str(err.value) and words in str(err.value)
+
+
+def test_a_build_out_starts_from_the_installed_fleet():
+    base = small()
+    base.update(periods=["2026-03-01", "2027-03-01"], horizon_years=4)
+    base["workloads"][0]["growth_per_year"] = 2.0
+    with_fleet = solve(scenario_from_dict(base)).to_dict()
+    without = solve(scenario_from_dict(dict(base, installed=[]))).to_dict()
+    first = {r["hardware"]: r["racks_installed"] for r in with_fleet["periods"][0]["fleet"]}
+    assert first.get("hgx-h100", 0) >= 40  # the installed servers are in service from the first period
+    assert with_fleet["net_present_cost_usd"] < without["net_present_cost_usd"]
+
+
+def test_the_shipped_installed_site_keeps_part_of_its_fleet_and_adds_to_it():
+    runner = CliRunner()
+    res = runner.invoke(main, ["solve", str(SHIPPED), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    h100 = next(r for r in d["fleet"] if r["hardware"] == "hgx-h100")
+    assert h100["racks_installed"] > 0 and h100["racks_new"] == 0
+    assert sum(r["racks_new"] for r in d["fleet"]) > 0
+    lib = solve(load_scenario(SHIPPED)).to_dict()
+    assert {r["hardware"]: (r["racks_installed"], r["racks_new"], r["racks_retired"]) for r in d["fleet"]} == \
+        {r["hardware"]: (r["racks_installed"], r["racks_new"], r["racks_retired"]) for r in lib["fleet"]}

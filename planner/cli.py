@@ -111,13 +111,16 @@ def main() -> None:
 @click.option("--objective", type=click.Choice(OBJECTIVES), default=None,
               help="what the plan optimises [default: the scenario's, else min_cost]")
 @click.option("--detail", is_flag=True, help="every column, the totals, the tiers and why these systems")
+@click.option("--fleet-only", is_flag=True,
+              help="buy nothing: what the installed fleet serves (the most demand, then the least cost; max_revenue "
+                   "scenarios keep their objective), and what one more rack of each system would add")
 @click.option("--robust", "robust", default=None, metavar="mean|pNN",
               help="the fleet of least mean (or NN-th percentile) objective over the samples of --samples, "
                    "operated on this scenario")
 @click.option("--samples", "samples_file", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="--robust: a sweep file whose axes and samples vary this scenario (its base is ignored)")
-def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings, objective, detail, robust,
-          samples_file):
+def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings, objective, detail, fleet_only,
+          robust, samples_file):
     """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
     each workload is served, cost and power; with --robust, the one fleet that holds up best over samples."""
     from planner.errors import InfeasibleError, InputError
@@ -129,6 +132,10 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
 
     settings = [*settings, *([f"objective={objective}"] if objective else [])]
     sc = load_scenario(scenario, settings).with_solver(solver, time_limit)  # validated like the file's fields
+    if fleet_only:
+        if robust is not None:
+            raise InputError("--fleet-only and --robust do not go together", field="--fleet-only")
+        sc = sc.fleet_only()
     if (robust is None) != (samples_file is None):
         raise InputError("--robust and --samples go together: --robust mean|pNN --samples SWEEP.yaml",
                          field="--samples" if samples_file is None else "--robust")

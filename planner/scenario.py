@@ -63,7 +63,7 @@ from planner.vocabulary import (
 from solvers.objectives import objective as objective_named
 
 Tier = Literal["standard", "high", "premium", "ultra"]
-Objective = Literal["min_cost", "min_power", "max_revenue"]
+Objective = Literal["min_cost", "min_power", "max_revenue", "max_served"]
 SolverName = Literal["scip", "highs", "cp-sat"]
 # The Literals pydantic needs, held to the vocabulary's one definition of each word.
 assert get_args(Tier) == tuple(TIERS) and get_args(Objective) == OBJECTIVES and get_args(SolverName) == SOLVERS
@@ -359,7 +359,9 @@ class Scenario(_Section):
     workloads: list[Workload] = Field(min_length=1, description="what the site must serve")
     objective: Objective = Field(
         DEFAULT_OBJECTIVE, description="min_cost: annual cost (capex annualized + energy + maintenance); min_power: power; "
-        "max_revenue: revenue minus annual cost, serving each workload up to its demand"
+        "max_revenue: revenue minus annual cost, serving each workload up to its demand; max_served: the most demand "
+        "served (output tokens, each workload up to its demand), then the least annual cost (what a fleet can serve: "
+        "planner solve --fleet-only)"
     )
     prices_usd_per_mtok: dict[Tier, NonNegNumber] = Field(
         default_factory=dict, description="price of a million output tokens per tier, e.g. {standard: 0.6, "
@@ -403,7 +405,10 @@ class Scenario(_Section):
             raise _problem(message, *loc)
         for loc, message in _reference_problems(self):
             raise _problem(message, *loc)
-        if objective_named(self.objective).sells_shares:
+        if self.periods and objective_named(self.objective).serves_most:
+            raise _problem(f"a build-out does not take {self.objective}: it serves every period's demand whole",
+                           "objective")
+        if objective_named(self.objective).needs_prices:
             unpriced = [(i, w) for i, w in enumerate(self.workloads) if self.price_of(w) is None]
             if unpriced:
                 i, w = unpriced[0]
@@ -588,6 +593,18 @@ class Scenario(_Section):
             return Scenario.model_validate(data)
         except ValidationError as exc:
             raise _validation_error(exc, f"scenario {self.name!r}", None, set_paths=paths) from None
+
+    def fleet_only(self) -> Scenario:
+        """What the installed fleet serves (``planner solve --fleet-only``): no new racks, and the objective
+        max_served (the most demand served, then the least cost) unless the scenario sells by price
+        (max_revenue, kept). InputError without installed racks in service, or for a build-out."""
+        if not self.installed_in_service():
+            raise InputError("--fleet-only needs installed racks in service at start_date (installed: [{hardware, "
+                             "racks, bought}])", field="installed")
+        if self.periods:
+            raise InputError("--fleet-only plans one period: a build-out buys over time", field="periods")
+        goal = self.objective if objective_named(self.objective).needs_prices else "max_served"
+        return self.with_({"hardware.max_new_racks": 0, "objective": goal})
 
     def with_solver(self, name: str | None = None, time_limit_s: float | None = None) -> Scenario:
         """A copy with command-line solver settings applied; a bad value raises InputError."""

@@ -74,6 +74,11 @@ have no column.
 #       minimize  sum_h annual_cost_h racks_h - sum_g value_g s_g  (+ the tie terms), value_g = USD/year when g's
 #       whole demand is served. Demand is then a ceiling on what is sold, and the power budget still binds.
 #
+#  (10) max_served (OPTIMIZER.md 1.4): two stages. (10a) (6) with value_g = SERVED_WEIGHT x C x weight_g / sum weight,
+#       weight_g = group_value_g (the demand each group stands for) and C = sum_h p_h R_h, more than any plan costs:
+#       every served unit is worth more than the whole fleet, so (10a) serves the most it can, cost aside.
+#       (10b) min_cost on the demand (10a) serves (served_problem): the cheapest fleet that serves as much.
+#
 # Scaling (section 2): row (1) is divided by demand_w (coefficients coverage_jw / demand_w, right side 1); row (2)
 # by chips_per_rack_h (coefficients are rack shares, racks_h's is -1); row (3) by pue * max_h rack_power_w_h
 # (coefficients in (0, 1]); the objective by max_h p_h.
@@ -97,6 +102,7 @@ from solvers.vocabulary import HAS_PLAN, NO_PLAN, OBJECTIVES, SOLVERS
 RACK_TIE = 1e-7  # D_R in (O)
 REPLICA_TIE = 1e-8  # D_X in (O)
 TIE_FACTOR = 1.0 + RACK_TIE + REPLICA_TIE
+SERVED_WEIGHT = 1e3  # (10a): the whole demand is worth this many times the most any plan can cost
 TIE_TIME_FACTOR = 2.0  # (T1) may take this many times the first solve's time ...
 TIE_MIN_SECONDS = 1.0  # ... or this, whichever is longer (within the time limit)
 EVAL_TOL = 1e-6  # evaluate(): a row is violated when its scaled slack is below -EVAL_TOL
@@ -779,6 +785,8 @@ def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 
              relative_gap: float = 1e-4, fewest_platforms: bool = True) -> FleetSolution:
     """build -> solve -> extract, then (``fewest_platforms``) the tie-break (T): the plan on the fewest hardware
     types among those no worse than the first."""
+    if objective_named(problem.objective).serves_most:
+        return most_served(problem, solver, time_limit_s, relative_gap, fewest_platforms)
     started = time.perf_counter()
     built = build(problem, solver)
     first = extract(problem, solve(built, time_limit_s, relative_gap))
@@ -788,6 +796,39 @@ def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 
         return dataclasses.replace(first, tie_break="the first plan is on one hardware type")
     left = time_limit_s - (time.perf_counter() - started)
     return fewest_platforms_plan(problem, built, first, left, relative_gap)
+
+
+def served_values(problem: FleetProblem) -> np.ndarray:
+    """[G] value_g of (10a): SERVED_WEIGHT x the most any plan can cost (racks at their bounds R_h, each at its
+    primary p_h), shared among the groups by their weights (group_value)."""
+    most = float(rack_upper_bounds(problem) @ primary_coefficients(problem))
+    weights = np.maximum(problem.group_value, 0.0)
+    total = float(weights.sum())
+    share = weights / total if total > 0 else np.full(len(weights), 1.0 / max(len(weights), 1))
+    return SERVED_WEIGHT * max(most, 1.0) * share
+
+
+def most_served(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 60.0,
+                relative_gap: float = 1e-4, fewest_platforms: bool = True) -> FleetSolution:
+    """(10): the plan that serves the most demand (max_served), then costs the least. The solution's ``shares``
+    are what it serves of each group, its objective the annual cost, its bound and gap those of (10b)."""
+    started = time.perf_counter()
+    first = optimize(dataclasses.replace(problem, objective="max_revenue", group_value=served_values(problem)),
+                     solver, time_limit_s, relative_gap, fewest_platforms=False)
+    if first.status not in HAS_PLAN:
+        return dataclasses.replace(first, objective=math.nan, revenue=0.0)
+    served = served_shares(problem, problem.coverage.T @ first.replicas)
+    left = max(0.0, time_limit_s - (time.perf_counter() - started))
+    # a hair below the served share: the replicas that served it serve it again, whatever the rounding
+    second = optimize(served_problem(problem, served * (1.0 - 1e-9)), solver, left, relative_gap, fewest_platforms)
+    if second.status not in HAS_PLAN:  # (10b) ran out of time: the first stage's plan stands
+        second = dataclasses.replace(first, objective=evaluate(served_problem(problem, served), first.racks,
+                                                               first.replicas).objective, best_bound=0.0)
+    shares = served_shares(problem, problem.coverage.T @ second.replicas)
+    ev = evaluate(problem, second.racks, second.replicas)
+    return dataclasses.replace(second, shares=shares, revenue=0.0, violations=ev.violations,
+                               solve_seconds=time.perf_counter() - started,
+                               detail=f"(10a) {first.detail}; (10b) {second.detail}")
 
 
 def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: FleetSolution, time_limit_s: float,

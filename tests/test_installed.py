@@ -135,3 +135,55 @@ def test_the_shipped_installed_site_keeps_part_of_its_fleet_and_adds_to_it():
     lib = solve(load_scenario(SHIPPED)).to_dict()
     assert {r["hardware"]: (r["racks_installed"], r["racks_new"], r["racks_retired"]) for r in d["fleet"]} == \
         {r["hardware"]: (r["racks_installed"], r["racks_new"], r["racks_retired"]) for r in lib["fleet"]}
+
+
+@pytest.fixture(scope="module")
+def fleet_only_plan():
+    return solve(load_scenario(SHIPPED).fleet_only())
+
+
+def test_fleet_only_buys_nothing_and_serves_the_most_it_can(fleet_only_plan):
+    d = fleet_only_plan.to_dict()
+    assert d["objective"] == "max_served" and d["inputs"]["scenario"]["max_new_racks"] == 0
+    assert not any(r["racks_new"] for r in d["fleet"])
+    shares = {w["workload"]: w["served_share"] for w in d["workloads"]}
+    assert 0.0 <= min(shares.values()) < 1.0 and max(shares.values()) == pytest.approx(1.0)
+    assert all(c["ok"] for c in check(d))
+    json.dumps(d, allow_nan=False)  # nothing unserved turns into NaN
+
+
+def test_cost_per_token_counts_only_the_tokens_served(fleet_only_plan):
+    d = fleet_only_plan.to_dict()
+    peak_to_mean = {x["name"]: x["peak_to_mean"] for x in d["inputs"]["demands"]}
+    for w in d["workloads"]:
+        if w["served_share"] == 0:
+            assert w["cost_usd_per_mtok"] is None and w["output_tokens_per_s_per_mw"] is None
+            continue
+        served = w["demand_output_tokens_per_s"] * w["served_share"]
+        mtok_a_year = served / peak_to_mean[w["workload"]] * 365.0 * 86400 / 1e6  # SECONDS_PER_YEAR
+        assert w["cost_usd_per_mtok"] * mtok_a_year == pytest.approx(w["annual_cost_usd"], rel=1e-9)
+        assert w["output_tokens_per_s_per_mw"] == pytest.approx(served / w["power_mw"], rel=1e-9)
+
+
+def test_one_more_rack_of_each_system_adds_what_a_re_solve_serves(fleet_only_plan):
+    more = fleet_only_plan.to_dict()["one_more_rack"]
+    assert more and [r["served_output_tokens_per_s"] for r in more] == \
+        sorted((r["served_output_tokens_per_s"] for r in more), reverse=True)
+    assert all(r["served_output_tokens_per_s"] > 0 and r["annual_cost_usd"] > 0 for r in more)
+    best = more[0]["hardware"]
+    again = solve(load_scenario(SHIPPED).fleet_only().with_({"hardware.max_new_racks": 1,
+                                                            "hardware.allow": [best, "hgx-h100"]}))
+    base = sum(w["demand_output_tokens_per_s"] * w["served_share"] for w in fleet_only_plan.to_dict()["workloads"])
+    served = sum(w["demand_output_tokens_per_s"] * w["served_share"] for w in again.to_dict()["workloads"])
+    assert served - base == pytest.approx(more[0]["served_output_tokens_per_s"], rel=1e-3)
+
+
+def test_fleet_only_on_the_cli_is_the_library_and_needs_an_installed_fleet(fleet_only_plan):
+    res = CliRunner().invoke(main, ["solve", str(SHIPPED), "--fleet-only", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert [w["served_share"] for w in d["workloads"]] == pytest.approx(
+        [w["served_share"] for w in fleet_only_plan.to_dict()["workloads"]], rel=1e-9)
+    bare = ROOT / "scenarios" / "bank-2mw.yaml"
+    res = CliRunner().invoke(main, ["solve", str(bare), "--fleet-only"])
+    assert res.exit_code == 2 and "installed" in res.output

@@ -61,6 +61,7 @@ class Plan:
     timings: dict = field(default_factory=dict)  # seconds spent; shown, never serialized (plans are reproducible)
     solution: object = field(default=None, repr=False)  # solvers.milp.FleetSolution, in memory only
     robust: dict | None = None  # solve --robust: the robust fleet's summary over the samples (INTERFACE.md 2.9)
+    one_more_rack: list | None = None  # a fleet-only plan: what one more rack of each system adds (whatif)
 
     def to_dict(self) -> dict:
         from planner.report.summary import assumptions
@@ -68,6 +69,8 @@ class Plan:
         d = self._as_dict()
         if self.robust is not None:
             d["robust"] = self.robust
+        if self.one_more_rack is not None:
+            d["one_more_rack"] = self.one_more_rack
         ready = isinstance(d["inputs"], dict) and {"scenario", "demands"} <= set(d["inputs"])
         d["assumptions"] = assumptions(d) if ready else []  # what decides the cost, in words
         return d
@@ -267,6 +270,7 @@ def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
         decode = mine.filter(pl.col("role").is_in(DECODE_ROLES))
         cost = share_cost.get(d.name, 0.0)
         power_mw = share_power.get(d.name, 0.0)
+        served = float(shares[w]) * d.output_tokens_per_s  # at peak: what a plan that sells shares serves
         rows.append({
             "workload": d.name, "model": d.model, "min_tps_per_user": d.min_tps_per_user,
             "demand_output_tokens_per_s": d.output_tokens_per_s,
@@ -278,8 +282,8 @@ def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
             "ttft_percentile": d.ttft_quantile * 100.0, "ttft_target_s": d.ttft_s,
             "concurrent_streams": d.concurrent_streams, "resident_sessions": d.resident_sessions,
             "annual_cost_usd": cost, "power_mw": power_mw,
-            "cost_usd_per_mtok": usd_per_mtok(cost, mean_tokens_per_year(d.output_tokens_per_s, d.peak_to_mean)),
-            "output_tokens_per_s_per_mw": d.output_tokens_per_s / power_mw if power_mw > 0 else None,
+            "cost_usd_per_mtok": usd_per_mtok(cost, mean_tokens_per_year(served, d.peak_to_mean)),
+            "output_tokens_per_s_per_mw": served / power_mw if power_mw > 0 else None,
             "tier": d.tier,
             "served_share": float(shares[w]),
             "price_usd_per_mtok": d.price_usd_per_mtok,
@@ -320,8 +324,8 @@ def tier_table(workloads):
     return (wl.group_by("tier", maintain_order=True)
               .agg(pl.col("min_tps_per_user").min(), pl.col("output_tokens_per_s").sum(), pl.col("power_mw").sum(),
                    pl.col("revenue_usd_per_year").sum())
-              .with_columns((pl.col("output_tokens_per_s") / pl.col("power_mw")).alias("output_tokens_per_s_per_mw"),
-                            (pl.col("revenue_usd_per_year") / pl.col("power_mw")).alias("revenue_usd_per_year_per_mw"))
+              .with_columns(*(pl.when(pl.col("power_mw") > 0).then(pl.col(c) / pl.col("power_mw")).otherwise(None)
+                              .alias(f"{c}_per_mw") for c in ("output_tokens_per_s", "revenue_usd_per_year")))
               .sort("min_tps_per_user"))
 
 

@@ -176,7 +176,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         min_racks=np.array([scenario.hardware.min_racks.get(h.id, 0) for h in hw_list], dtype=float),
         objective=scenario.objective,
         row_group=np.repeat(np.arange(len(demands)), 2),
-        group_value=revenue if objective_named(scenario.objective).sells_shares else None,
+        group_value=group_values(scenario.objective, demands, revenue),
     )
     check_resolvable(problem, demands)
     return Built(scenario, problem, demands, hw_list, cols, candidates, engine_s, unserved_workloads(demands, cols))
@@ -185,6 +185,17 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
 # The smallest share of a demand row one replica may serve: below it the scaled row's coefficients fall under the
 # solvers' feasibility tolerances (~1e-9) and a coverable demand looks infeasible.
 MIN_ROW_COEFFICIENT = 1e-7
+
+
+def group_values(objective: str, demands: list[Demand], revenue: np.ndarray) -> np.ndarray | None:
+    """Each workload's value when served whole, for the objectives that sell shares: its revenue a year
+    (max_revenue, USD), or the output tokens it generates a year (max_served's weights, OPTIMIZER.md 1.4)."""
+    goal = objective_named(objective)
+    if not goal.sells_shares:
+        return None
+    if goal.needs_prices:
+        return revenue
+    return np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, 1e6) for d in demands])
 
 
 def check_resolvable(problem, demands) -> None:

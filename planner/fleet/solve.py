@@ -11,6 +11,7 @@ from planner.fleet.check import check
 from planner.fleet.diagnose import infeasibility_message
 from planner.fleet.plan import Plan, extract_plan
 from planner.fleet.problem import build_problem
+from planner.fleet.whatif import one_more_rack
 from planner.vocabulary import SOLVERS
 from solvers.vocabulary import NO_PLAN
 
@@ -55,4 +56,6 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     if failed:
         raise PlannerError("bug: the plan fails its own check: " + "; ".join(c["check"] + ": " + c["detail"]
                                                                              for c in failed[:5]))
+    if scenario.hardware.max_new_racks == 0 and scenario.installed_in_service():
+        plan.one_more_rack = one_more_rack(plan, max(1.0, deadline - time.monotonic()))
     return plan

@@ -1,11 +1,17 @@
 """What a limit costs: the plan re-solved with one more MW of facility power, one more rack of floor space, or
-one more rack of each system at its supply cap, for each limit that binds (``planner.report.summary``). Re-solves,
-not duals: the MILP's integer racks make duals meaningless, and each re-solve is checked like any plan."""
+one more rack of each system at its supply cap, for each limit that binds (``planner.report.summary``); and for a
+plan that buys nothing, what one more rack of each system would add (``one_more_rack``). Re-solves, not duals: the MILP's integer racks make duals meaningless, and each re-solve is checked like any plan."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
 from planner.errors import PlannerError
 from planner.report.summary import binding
+from solvers.milp import optimize
+from solvers.vocabulary import HAS_PLAN
 
 
 def limit_changes(plan) -> list[tuple[str, dict]]:
@@ -94,3 +100,36 @@ def single_family_fleets(plan) -> list[dict]:
                    vs_plan_pct=100.0 * (alone.objective_usd_per_year / plan.objective_usd_per_year - 1.0))
         rows.append(row)
     return sorted(rows, key=lambda r: (r["annual_cost_usd"] is None, r["annual_cost_usd"] or 0.0))
+
+
+def one_more_rack(plan, time_limit_s: float = 60.0) -> list[dict]:
+    """For a plan that buys nothing (``hardware.max_new_racks: 0``, ``solve --fleet-only``): what one more rack of
+    each system that may be bought adds, re-solved with the same objective and the racks in service free to change.
+    One row per system: ``served_output_tokens_per_s`` more than the plan serves at peak, the ``annual_cost_usd``
+    more, and ``objective`` of the re-solve; the largest gain first, systems that add nothing left out."""
+    built, sol = plan.built, plan.solution
+    if built is None or sol is None:
+        return []
+    p, sc = built.problem, built.scenario
+    output_rows = p.demand[0::2]  # the decode rows: each workload's output tokens/s at peak
+    base_served = float(output_rows @ _shares(sol, len(output_rows)))
+    rows = []
+    for k, hw in enumerate(built.hardware):
+        if sc.purchase_exclusion(hw.id, hw) is not None or p.max_racks[k] < 1:
+            continue
+        caps = np.where(np.arange(p.n_hardware) == k, 1.0, 0.0)
+        one = dataclasses.replace(p, max_racks=caps, max_new_racks=1.0)
+        more = optimize(one, sc.solver.name, time_limit_s, sc.solver.relative_gap, fewest_platforms=False)
+        if more.status not in HAS_PLAN or more.violations:
+            continue
+        gain = float(output_rows @ _shares(more, len(output_rows))) - base_served
+        if gain <= 1e-6 * max(base_served, 1.0):
+            continue
+        rows.append({"hardware": hw.id, "served_output_tokens_per_s": gain,
+                     "annual_cost_usd": float(more.objective - sol.objective) if p.objective == "max_served"
+                     else None, "objective": float(more.objective)})
+    return sorted(rows, key=lambda r: -r["served_output_tokens_per_s"])
+
+
+def _shares(sol, n: int) -> np.ndarray:
+    return np.asarray(sol.shares, dtype=float) if len(sol.shares) else np.ones(n)

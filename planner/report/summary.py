@@ -182,11 +182,19 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     if d["objective"] == "max_revenue":
         lines.append(f"revenue:  {people(totals['revenue_usd_per_year'], 'USD')} a year; profit "
                      f"{people(totals['profit_usd_per_year'], 'USD')}")
+    more = d.get("one_more_rack")
+    if more is not None:
+        lines.append("add one:  " + ("; ".join(
+            f"{r['hardware']} +{people(r['served_output_tokens_per_s'])} tok/s"
+            + (f" for {people(r['annual_cost_usd'], 'USD')} a year" if r.get("annual_cost_usd") is not None else "")
+            for r in more[:3]) if more else "no single rack serves more")
+            + " (one more rack of a system, the fleet re-planned around it)")
     return lines
 
 
 OBJECTIVE_WORDS = {"min_cost": "the cheapest fleet a year", "min_power": "the fleet that draws the least power",
-                   "max_revenue": "the fleet that earns the most over its cost"}
+                   "max_revenue": "the fleet that earns the most over its cost",
+                   "max_served": "the most of the demand served, then the cheapest such fleet"}
 
 
 def headline(d: dict) -> str:

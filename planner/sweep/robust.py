@@ -17,7 +17,7 @@ import numpy as np
 from planner.errors import InputError
 
 MAX_ROBUST_SAMPLES = 400  # the robust MILP holds every sample's columns at once
-UNITS = {"min_cost": "usd_per_year", "max_revenue": "usd_per_year", "min_power": "w"}
+UNITS = {"min_cost": "usd_per_year", "max_revenue": "usd_per_year", "min_power": "w", "max_served": "usd_per_year"}
 
 
 def objective_unit(objective: str) -> str:
@@ -146,6 +146,9 @@ def robust_fleet(samples: dict, hardware: list, percentile: float | None, solver
     if len(used) > MAX_ROBUST_SAMPLES:
         raise InputError(f"{len(used)} solved variants; a robust fleet takes at most {MAX_ROBUST_SAMPLES} samples "
                          f"(every sample's options are in one MILP): lower samples.n", field="samples.n")
+    if any(samples[v][0].objective == "max_served" for v in used):
+        raise InputError("a robust fleet needs a cost objective (min_cost, min_power or max_revenue), not max_served",
+                         field="objective")
     if any(samples[v][0].has_installed for v in used):
         raise InputError("a robust fleet does not yet start from installed racks (its MILP prices every rack as "
                          "bought): solve the variants one by one, or leave installed out", field="installed")

@@ -114,6 +114,9 @@ class Site(_Section):
     )
     max_racks: PosCount | list[PosCount] | None = Field(
         None, description="most racks the site can hold, all types, or one per period; default: no limit")
+    capacity_headroom: Annotated[Number, Ge(0), Le(10)] = Field(
+        0.0, description="share of capacity held above the peak: every pool sized for peak x (1 + this), as "
+        "operators keep for bursts and failures (default 0: sized for the peak at 100% of modelled throughput)")
 
 
 class Installed(_Section):
@@ -230,7 +233,10 @@ class Workload(_Section):
     )
     requests_per_s: Annotated[PosNumber, Le(1e12)] | list[Annotated[PosNumber, Le(1e12)]] = Field(
         description="mean arrival rate: requests (chat) or sessions (agentic) per s, at most 1e12; with periods, "
-        "one per period")
+        "one per period (or give peak_requests_per_s)")
+    peak_requests_per_s: Annotated[PosNumber, Le(1e12)] | list[Annotated[PosNumber, Le(1e12)]] | None = Field(
+        None, exclude=True, description="the peak arrival rate instead of requests_per_s: the mean is it / "
+        "peak_to_mean (default 1: the fleet sized for this rate, energy and revenue on it too)")
     growth_per_year: Annotated[Number, Gt(0), Le(100)] | None = Field(
         None, description="with periods and one requests_per_s: the rate multiplies by this each year (3 = three "
         "times a year)")
@@ -281,6 +287,25 @@ class Workload(_Section):
         default_factory=Speculative, description="speculative decoding: {method: auto|none|mtp|eagle|draft_model, "
         "draft_tokens: K|auto, acceptance: A, draft_model: id} (default method auto: none or the model's own "
         "drafters, chosen per option)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mean_from_peak(cls, data):
+        """peak_requests_per_s in place of requests_per_s: the mean rate is the peak / peak_to_mean."""
+        if not isinstance(data, dict) or data.get("peak_requests_per_s") is None:
+            return data
+        if data.get("requests_per_s") is not None:
+            raise _problem("give requests_per_s (the mean rate) or peak_requests_per_s, not both",
+                           "peak_requests_per_s")
+        peak, ratio = data["peak_requests_per_s"], data.get("peak_to_mean", 1.0)
+        if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio > 0:
+            mean = ([p / ratio if isinstance(p, (int, float)) and not isinstance(p, bool) else p for p in peak]
+                    if isinstance(peak, list) else peak / ratio if isinstance(peak, (int, float))
+                    and not isinstance(peak, bool) else peak)
+            data = {**data, "requests_per_s": [float(x) for x in mean] if isinstance(mean, list)
+                    and all(isinstance(x, (int, float)) for x in mean) else
+                    float(mean) if isinstance(mean, (int, float)) else mean}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:

@@ -304,10 +304,12 @@ def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs
         mine = [i for i, r in enumerate(rows) if r.get("workload") == d.name]
         served = sum(capacity[i][0] for i in mine if rows[i].get("role") in DECODE_ROLES)
         prefilled = sum(capacity[i][1] for i in mine if rows[i].get("role") in PREFILL_ROLES)
-        out.append(result(f"demand {d.name} decode", served >= share * d.output_tokens_per_s * (1 - REL),
-                          f"served {served:.6g} of {share:.4g} x {d.output_tokens_per_s:.6g} output tokens/s"))
-        out.append(result(f"demand {d.name} prefill", prefilled >= share * d.prefill_tokens_per_s * (1 - REL),
-                          f"prefilled {prefilled:.6g} of {share:.4g} x {d.prefill_tokens_per_s:.6g} prompt tokens/s"))
+        out.append(result(f"demand {d.name} decode", served >= share * d.sized_output_tokens_per_s * (1 - REL),
+                          f"served {served:.6g} of {share:.4g} x {d.sized_output_tokens_per_s:.6g} output tokens/s"
+                          + (f" (the peak + {100 * d.headroom:.3g}% headroom)" if d.headroom else "")))
+        out.append(result(f"demand {d.name} prefill", prefilled >= share * d.sized_prefill_tokens_per_s * (1 - REL),
+                          f"prefilled {prefilled:.6g} of {share:.4g} x {d.sized_prefill_tokens_per_s:.6g} prompt "
+                          f"tokens/s"))
     return out
 
 

@@ -42,6 +42,16 @@ class Demand:
     draft_model: str | None = None
     acceptance_by_k: tuple = ()  # published per-token acceptance at each listed draft length: ((K, a), ...)
     auto_methods: tuple = ()  # speculative auto: the drafters it considers (none first)
+    headroom: float = 0.0  # site.capacity_headroom: pools sized for the peak x (1 + this)
+
+    @property
+    def sized_output_tokens_per_s(self) -> float:
+        """The decode capacity the fleet holds for this workload: its peak plus the site's headroom."""
+        return self.output_tokens_per_s * (1.0 + self.headroom)
+
+    @property
+    def sized_prefill_tokens_per_s(self) -> float:
+        return self.prefill_tokens_per_s * (1.0 + self.headroom)
 
     def speculation(self) -> Speculation:
         """The performance model's speculative setting of one drafter (never ``auto``: see ``variants``)."""
@@ -143,7 +153,7 @@ class Demand:
         return dataclasses.replace(demand, **numbers)
 
 
-def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None) -> Demand:
+def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None, headroom: float = 0.0) -> Demand:
     auto = workload.speculative.method == AUTO_SPECULATIVE
     spec = Speculation(AUTO_SPECULATIVE, "auto", 0.0) if auto else workload.speculation
     calls = workload.peak_calls_per_s
@@ -162,5 +172,5 @@ def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None) -
         peak_to_mean=workload.peak_to_mean, tier=workload.tier, price_usd_per_mtok=price_usd_per_mtok,
         speculative=spec.method, draft_tokens=spec.draft_tokens, acceptance=spec.acceptance if spec.method != "none"
         else 0.0, draft_model=spec.draft_model, acceptance_by_k=spec.acceptance_by_k,
-        auto_methods=auto_methods(model) if auto else (),
+        auto_methods=auto_methods(model) if auto else (), headroom=float(headroom),
     )

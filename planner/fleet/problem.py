@@ -106,12 +106,13 @@ def demands_of(scenario) -> list[Demand]:
     """Each workload at its peak (a build-out: in its first period)."""
     if scenario.periods:
         scenario = scenario.at_period(0)
-    return [demand_of(w, scenario.model_for(w), scenario.price_of(w)) for w in scenario.workloads]
+    return [demand_of(w, scenario.model_for(w), scenario.price_of(w), scenario.site.capacity_headroom)
+            for w in scenario.workloads]
 
 
 def demand_rows(demands: list[Demand]) -> np.ndarray:
     """[2W] the MILP's demand rows: per workload its decode output tokens/s, then its prefill prompt tokens/s."""
-    return np.array([x for d in demands for x in (d.output_tokens_per_s, d.prefill_tokens_per_s)])
+    return np.array([x for d in demands for x in (d.sized_output_tokens_per_s, d.sized_prefill_tokens_per_s)])
 
 
 def scenario_options(scenario, demands: list[Demand], hardware: dict, progress=None, deadline: float = math.inf):

@@ -111,7 +111,7 @@ def one_more_rack(plan, time_limit_s: float = 60.0) -> list[dict]:
     if built is None or sol is None:
         return []
     p, sc = built.problem, built.scenario
-    output_rows = p.demand[0::2]  # the decode rows: each workload's output tokens/s at peak
+    output_rows = np.array([d.output_tokens_per_s for d in built.demands])  # each workload's at peak
     base_served = float(output_rows @ _shares(sol, len(output_rows)))
     rows = []
     for k, hw in enumerate(built.hardware):

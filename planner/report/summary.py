@@ -105,8 +105,10 @@ def assumptions(d: dict) -> list[str]:
         f"maintenance {100 * fin['maintenance_share_of_capex_per_year']:.3g}% of capex a year, energy at "
         f"{fin['electricity_usd_per_mwh']:g} USD/MWh x PUE {fin['pue']:g}) / tokens generated a year at the mean "
         f"rate (peak / peak_to_mean); no software, staff or network",
-        f"racks draw {100 * fin['average_load_share']:.3g}% of their rated power on average; decode replicas are "
-        f"sized for the peak at 100% of their modelled throughput",
+        f"racks draw {100 * fin['average_load_share']:.3g}% of their rated power on average; every pool is sized for "
+        f"the peak" + (f" plus {100 * sc['site']['capacity_headroom']:.3g}% headroom (site.capacity_headroom)"
+                       if sc["site"].get("capacity_headroom") else " at 100% of its modelled throughput (no headroom: "
+                       "site.capacity_headroom)"),
         f"serving stack: {sc.get('serving_stack', 'vendor-best')} (efficiencies fitted to "
         + ("the vendors' best published figures" if sc.get("serving_stack", "vendor-best") == "vendor-best"
            else f"{sc['serving_stack']}'s published figures where the corpus has them, vendor-best's elsewhere")

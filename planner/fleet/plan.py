@@ -264,6 +264,7 @@ def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
     import polars as pl
 
     share_cost, share_power = chip_shares(alloc, fleet)
+    prefill_cost = chip_shares(alloc, fleet, prefill_share)[0]
     rows = []
     for w, d in enumerate(demands):
         mine = alloc.filter(pl.col("workload") == d.name)
@@ -271,6 +272,8 @@ def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
         cost = share_cost.get(d.name, 0.0)
         power_mw = share_power.get(d.name, 0.0)
         served = float(shares[w]) * d.output_tokens_per_s  # at peak: what a plan that sells shares serves
+        calls = float(shares[w]) * d.calls_per_s  # served model calls/s at peak
+        prefill = prefill_cost.get(d.name, 0.0)
         rows.append({
             "workload": d.name, "model": d.model, "min_tps_per_user": d.min_tps_per_user,
             "demand_output_tokens_per_s": d.output_tokens_per_s,
@@ -283,6 +286,12 @@ def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
             "concurrent_streams": d.concurrent_streams, "resident_sessions": d.resident_sessions,
             "annual_cost_usd": cost, "power_mw": power_mw,
             "cost_usd_per_mtok": usd_per_mtok(cost, mean_tokens_per_year(served, d.peak_to_mean)),
+            # split by the resources each kind of token uses (OPTIMIZER.md 1.5): prompt tokens prefilled pay the
+            # prefill pools (and colocated replicas' prefill time), cached ones skip that compute, output pays the rest
+            "cost_usd_per_mtok_input": usd_per_mtok(prefill, mean_tokens_per_year(calls * d.prefill_tokens,
+                                                                                  d.peak_to_mean)),
+            "cost_usd_per_mtok_cached_input": (0.0 if d.input_tokens > d.prefill_tokens and calls > 0 else None),
+            "cost_usd_per_mtok_output": usd_per_mtok(cost - prefill, mean_tokens_per_year(served, d.peak_to_mean)),
             "output_tokens_per_s_per_mw": served / power_mw if power_mw > 0 else None,
             "tier": d.tier,
             "served_share": float(shares[w]),
@@ -293,8 +302,19 @@ def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
     return pl.DataFrame(rows)
 
 
-def chip_shares(alloc, fleet) -> tuple[dict, dict]:
-    """Annual cost and power (MW) per workload: each system's split by the chips each workload uses on it."""
+def prefill_share(row: dict) -> float:
+    """The share of an allocation row's chips that prefill: all of a prefill pool's, a colocated replica's time
+    in prefill (its ``prefill_share``), none of a decode, attention or FFN row's."""
+    if row["role"] == "prefill":
+        return 1.0
+    if row["role"] == "colocated":
+        return float(row.get("prefill_share") or 0.0)
+    return 0.0
+
+
+def chip_shares(alloc, fleet, part=lambda row: 1.0) -> tuple[dict, dict]:
+    """Annual cost and power (MW) per workload: each system's split by the chips each workload uses on it (times
+    ``part(row)`` of each allocation row: 1, or e.g. the share that prefills)."""
     import polars as pl
 
     cost, power = {}, {}
@@ -303,7 +323,7 @@ def chip_shares(alloc, fleet) -> tuple[dict, dict]:
     for f in fleet.iter_rows(named=True):
         mine = alloc.filter(pl.col("hardware") == f["hardware"])
         for r in mine.iter_rows(named=True):
-            share = r["replicas"] * r["chips_per_replica"] / f["chips_used"]
+            share = r["replicas"] * r["chips_per_replica"] / f["chips_used"] * part(r)
             cost[r["workload"]] = cost.get(r["workload"], 0.0) + share * f["annual_cost_usd"]
             power[r["workload"]] = power.get(r["workload"], 0.0) + share * f["power_mw"]
     return cost, power

@@ -189,7 +189,8 @@ ALLOC_COLS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "
               "power_mw", "engines", "source"]
 WORKLOAD_COLS = ["workload", "model", "tier", "min_tps_per_user", "demand_output_tokens_per_s",
                  "served_output_tokens_per_s", "served_share", "tps_per_user", "ttft_s", "ttft_target_s",
-                 "annual_cost_usd", "power_mw", "cost_usd_per_mtok", "output_tokens_per_s_per_mw",
+                 "annual_cost_usd", "power_mw", "cost_usd_per_mtok", "cost_usd_per_mtok_input",
+                 "cost_usd_per_mtok_cached_input", "cost_usd_per_mtok_output", "output_tokens_per_s_per_mw",
                  "price_usd_per_mtok", "revenue_usd_per_year"]
 
 

@@ -16,7 +16,8 @@ ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_rep
                       "ttft_s", "ttft_p50_s", "ttft_p99_s", "output_tokens_per_s", "prefill_tokens_per_s", "utilization", "prefill_share"]
 WORKLOAD_COLUMNS = ["workload", "model", "min_tps_per_user", "demand_output_tokens_per_s",
                     "served_output_tokens_per_s", "tps_per_user", "ttft_s", "ttft_target_s", "ttft_percentile",
-                    "cost_usd_per_mtok", "output_tokens_per_s_per_mw", "power_mw", "annual_cost_usd",
+                    "cost_usd_per_mtok", "cost_usd_per_mtok_input", "cost_usd_per_mtok_cached_input",
+                    "cost_usd_per_mtok_output", "output_tokens_per_s_per_mw", "power_mw", "annual_cost_usd",
                     "served_share", "revenue_usd_per_year"]
 
 

@@ -223,6 +223,19 @@ class DemandScenario(_Section):
         "after the first, times this")
 
 
+class ApiOffer(_Section):
+    """A hosted API that can serve a workload (capacity without racks, priced per token)."""
+
+    name: Name = Field(description="the offer's name (provider and model), unique within the workload")
+    usd_per_mtok_input: NonNegNumber = Field(description="USD per million prompt tokens")
+    usd_per_mtok_cached_input: NonNegNumber | None = Field(
+        None, description="USD per million prompt tokens its prefix cache holds (the workload's prefix_cache_hit "
+        "share); default the input price")
+    usd_per_mtok_output: NonNegNumber = Field(description="USD per million output tokens (reasoning included)")
+    max_tps_per_user: PosNumber = Field(
+        description="output tokens/s per user it reaches: it serves the workload only at or above its tier")
+
+
 class Workload(_Section):
     """One stream of requests (chat) or of sessions of several model calls (agentic)."""
 
@@ -283,6 +296,10 @@ class Workload(_Section):
     allow_hardware: list[Name] | None = Field(
         None, description="hardware ids this workload may run on; default: any resolved hardware"
     )
+    api: list[ApiOffer] = Field(
+        default_factory=list, description="hosted API offers that may serve this workload beside the fleet: "
+        "[{name, usd_per_mtok_input, usd_per_mtok_cached_input, usd_per_mtok_output, max_tps_per_user}] "
+        "(docs/OPTIMIZER.md 10)")
     speculative: Speculative = Field(
         default_factory=Speculative, description="speculative decoding: {method: auto|none|mtp|eagle|draft_model, "
         "draft_tokens: K|auto, acceptance: A, draft_model: id} (default method auto: none or the model's own "
@@ -318,6 +335,9 @@ class Workload(_Section):
                 raise _problem(f"{field} needs turns > 1 (a session of several model calls)", field)
         if self.turns > 1 and self.kind != "agentic":
             raise _problem("turns > 1 describes sessions of several model calls: give kind: agentic", "turns")
+        names = [a.name for a in self.api]
+        if len(set(names)) != len(names):
+            raise _problem(f"api offer names must be unique within a workload, got {names}", "api")
         if self.allow_hardware is not None and not self.allow_hardware:
             raise _problem("an empty list allows no hardware; leave allow_hardware out to allow any", "allow_hardware")
         return self
@@ -430,6 +450,10 @@ class Scenario(_Section):
             raise _problem(message, *loc)
         for loc, message in _reference_problems(self):
             raise _problem(message, *loc)
+        if self.periods and any(w.api for w in self.workloads):
+            i = next(k for k, w in enumerate(self.workloads) if w.api)
+            raise _problem("a build-out does not take api offers yet: plan one period with them", "workloads", i,
+                           "api")
         if self.periods and objective_named(self.objective).serves_most:
             raise _problem(f"a build-out does not take {self.objective}: it serves every period's demand whole",
                            "objective")

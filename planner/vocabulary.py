@@ -10,13 +10,20 @@ TIERS: dict[str, float] = {"standard": 100.0, "high": 200.0, "premium": 400.0, "
 # Serving precisions, fastest first (``Hardware.precision_or_best`` picks the first a system supports).
 PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
 
+# A hosted API offer as an option (OPTIMIZER.md 10): one "replica" serves its workload's whole (sized) demand with
+# no chips, at the offer's prices on the tokens it serves; its allocation row's role is API_KIND and its hardware
+# API_PREFIX + the offer's name.
+API_KIND = "api"
+API_PREFIX = "api:"
+
 # Roles a catalog system can take, and the roles of allocation rows in a plan.
 HARDWARE_ROLES: tuple[str, ...] = ("prefill", "decode", "attention", "ffn")
-ALLOCATION_ROLES: tuple[str, ...] = ("prefill", "decode", "colocated", "attention", "ffn")
-# Roles whose rows carry a workload's output tokens (the ffn half of a split counts them on its attention row).
-DECODE_ROLES: tuple[str, ...] = ("decode", "colocated", "attention")
+ALLOCATION_ROLES: tuple[str, ...] = ("prefill", "decode", "colocated", "attention", "ffn", "api")
+# Roles whose rows carry a workload's output tokens (the ffn half of a split counts them on its attention row; a
+# hosted API's row, its share of the workload, carries both).
+DECODE_ROLES: tuple[str, ...] = ("decode", "colocated", "attention", "api")
 # Roles whose rows carry prompt tokens.
-PREFILL_ROLES: tuple[str, ...] = ("prefill", "colocated")
+PREFILL_ROLES: tuple[str, ...] = ("prefill", "colocated", "api")
 
 # How a system can be obtained: racks anyone can buy, capacity rented from one cloud only, or racks sold to a few
 # customers. A plan buys merchant systems unless the scenario allows more (hardware.acquisition, hardware.allow).

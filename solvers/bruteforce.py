@@ -87,6 +87,11 @@ def primary_costs(problem) -> np.ndarray:
     return objective(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
 
 
+def column_costs(problem) -> np.ndarray:
+    """c_j of (11): each replica's own cost in the objective's primary (0 under min_power)."""
+    return np.zeros(problem.n_columns) if objective(problem.objective).prices_by_power else problem.own_cost_usd
+
+
 def kept_costs(problem) -> np.ndarray:
     """p'_h of an installed rack kept in service (solvers.milp (9)): the objective's primary of its yearly cost."""
     return objective(problem.objective).primary(problem.kept_annual_cost_usd_per_rack, problem.rack_power_w)
@@ -210,6 +215,7 @@ def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
     _check_replicas(problem, u)
     needs, xs, credit = covering_needs(problem.coverage, problem.chips, problem.chips_per_rack, problem.demand, u,
                                        problem.row_group, problem.group_value, sells(problem))
+    credit = credit - xs @ column_costs(problem)  # (11): a replica vector's own cost is a negative credit
     b = rack_bounds(problem, needs) if rack_ub is None else np.minimum(
         rack_ub, problem.max_racks + problem.installed_racks).astype(np.int64)
     _check_racks(b)
@@ -236,6 +242,7 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
     b = top if rack_ub is None else np.minimum(rack_ub, top)
     H, W = problem.n_hardware, problem.n_workloads
     kept, installed = kept_costs(problem).tolist(), problem.installed_racks.tolist()
+    own = column_costs(problem).tolist()
     chips, coverage = problem.chips.tolist(), problem.coverage.tolist()
     cpr, power, cost = problem.chips_per_rack.tolist(), problem.rack_power_w.tolist(), primary_costs(problem).tolist()
     demand, group, value = problem.demand.tolist(), problem.row_group.tolist(), problem.group_value.tolist()
@@ -261,7 +268,8 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
         new = [max(n - i, 0.0) for n, i in zip(need, installed)]
         if sum(new) > problem.max_new_racks + 1e-9:
             continue
-        obj = sum(k * n + (c - k) * e for k, c, n, e in zip(kept, cost, need, new)) - credit
+        obj = (sum(k * n + (c - k) * e for k, c, n, e in zip(kept, cost, need, new))
+               + sum(c * n for c, n in zip(own, x)) - credit)
         if obj < best[types]:
             best[types], best_r[types], best_x[types] = obj, need, list(x)
     _, t = fewest_types_answer(best)

@@ -69,6 +69,10 @@ have no column.
 #       installed_h - min(racks_h, installed_h) installed racks retire: keeping them costs more than they save.
 #       Without an installed fleet, new_h is racks_h itself (no variable; max_new_racks then bounds sum_h racks_h).
 #
+#  (11) columns with a cost of their own (a hosted API: capacity without racks): column_cost_j USD/year per replica,
+#       chips_jh = 0 for all h. (O)'s primary adds sum_j c_j x_j with c_j = column_cost_j for the cost objectives
+#       and 0 for min_power (such a column draws no site power). A column with neither chips nor a cost is invalid.
+#
 #   (6) max_revenue: share variables s_g in [0, 1] per sold good g (a workload's rows share one g); row (1)
 #       becomes sum_j coverage_jw x_j >= s_{g(w)} demand_w, and the objective subtracts the revenue:
 #       minimize  sum_h annual_cost_h racks_h - sum_g value_g s_g  (+ the tie terms), value_g = USD/year when g's
@@ -151,6 +155,7 @@ class FleetProblem:
     installed_racks: np.ndarray | None = None  # [H] (9) racks on the floor, capex sunk (0 = none)
     installed_annual_cost_usd_per_rack: np.ndarray | None = None  # [H] (9) c'_h: a year of keeping one in service
     max_new_racks: float = math.inf  # (9) most racks bought, all types (inf = no limit)
+    column_cost_usd: np.ndarray | None = None  # [J] (11) USD/year per replica beyond racks (0 = none)
 
     def __post_init__(self):
         if self.coverage is None:
@@ -175,6 +180,8 @@ class FleetProblem:
         if self.racks_at_least is None:
             object.__setattr__(self, "racks_at_least", np.zeros(len(self.chips_per_rack)))
         object.__setattr__(self, "racks_at_least", _frozen(self.racks_at_least, float))
+        if self.column_cost_usd is not None:  # None: no column has a cost of its own (left None, as (9)'s costs)
+            object.__setattr__(self, "column_cost_usd", _frozen(self.column_cost_usd, float))
         if self.installed_racks is None:
             object.__setattr__(self, "installed_racks", np.zeros(len(self.chips_per_rack)))
         object.__setattr__(self, "installed_racks", _frozen(self.installed_racks, float))
@@ -222,8 +229,13 @@ class FleetProblem:
                 yield f"{name}{list(bad[0])} = {arr[tuple(bad[0])]!r}, expected {what}"
         if J and (self.workload.min() < 0 or self.workload.max() >= W):
             yield f"workload indices must lie in 0..{W - 1}"
-        if J and np.any(self.chips.sum(axis=1) <= 0):
-            yield f"column {int(np.argmax(self.chips.sum(axis=1) <= 0))} uses no chips"
+        own = self.own_cost_usd
+        if own.shape != (J,) or not np.all(np.isfinite(own) & (own >= 0)):
+            yield f"column_cost_usd must be {J} finite values >= 0"
+            return
+        idle = (self.chips.sum(axis=1) <= 0) & (own <= 0)
+        if J and np.any(idle):
+            yield f"column {int(np.argmax(idle))} uses no chips and costs nothing (11)"
         if not (math.isfinite(self.pue) and self.pue > 0):
             yield f"pue = {self.pue!r}, expected finite and > 0"
         if self.min_racks.shape != (H,) or not np.all(np.isfinite(self.min_racks) & (self.min_racks >= 0)):
@@ -253,6 +265,11 @@ class FleetProblem:
             yield f"max_total_racks = {self.max_total_racks!r}, expected >= 0 (inf = no limit)"
         if self.objective not in OBJECTIVES:
             yield f"objective = {self.objective!r}, expected one of {', '.join(OBJECTIVES)}"
+
+    @property
+    def own_cost_usd(self) -> np.ndarray:
+        """[J] (11): each column's own USD/year per replica (zeros where not given)."""
+        return np.zeros(len(self.workload)) if self.column_cost_usd is None else self.column_cost_usd
 
     @property
     def kept_annual_cost_usd_per_rack(self) -> np.ndarray:
@@ -316,6 +333,12 @@ def rack_tie_coefficients(problem: FleetProblem) -> np.ndarray:
     """D_R q_h / M of (O), with M = max q/p, so every coefficient is at most D_R p_h."""
     p, q = primary_coefficients(problem), secondary_coefficients(problem)
     return RACK_TIE * q / np.max(q / p)
+
+
+def column_primary_coefficients(problem: FleetProblem) -> np.ndarray:
+    """c_j of (11): each replica's own cost in the objective's primary (0 under min_power: no site power)."""
+    goal = objective_named(problem.objective)
+    return np.zeros(problem.n_columns) if goal.prices_by_power else problem.own_cost_usd
 
 
 def replica_tie_coefficients(problem: FleetProblem) -> np.ndarray:
@@ -552,15 +575,17 @@ def _add_used(m, problem: FleetProblem, racks, r_ub) -> list:
     return used
 
 
-def _primary_terms(problem: FleetProblem, racks, new=()) -> list[tuple]:
+def _primary_terms(problem: FleetProblem, racks, new=(), replicas=()) -> list[tuple]:
     """(variable, coefficient) of (O)'s primary: p_h racks_h, or with an installed fleet (9) p'_h racks_h plus
-    (p_h - p'_h) new_h."""
+    (p_h - p'_h) new_h; and (11) c_j x_j for the columns with a cost of their own."""
     p = primary_coefficients(problem)
+    own = column_primary_coefficients(problem)
+    columns = [(v, float(own[j])) for j, v in enumerate(replicas) if own[j] > 0]
     if not new:
-        return [(v, float(p[h])) for h, v in enumerate(racks)]
+        return [(v, float(p[h])) for h, v in enumerate(racks)] + columns
     kept = kept_primary_coefficients(problem)
     return ([(v, float(kept[h])) for h, v in enumerate(racks)]
-            + [(v, float(p[h] - kept[h])) for h, v in enumerate(new)])
+            + [(v, float(p[h] - kept[h])) for h, v in enumerate(new)] + columns)
 
 
 def _set_objective(m, problem: FleetProblem, racks, replicas, shares=(), new=()) -> float:
@@ -572,10 +597,10 @@ def _set_objective(m, problem: FleetProblem, racks, replicas, shares=(), new=())
     m.objective.is_maximize = False
     for h, v in enumerate(racks):
         m.objective.set_linear_coefficient(v, float(tie[h] / scale))
-    for v, c in _primary_terms(problem, racks, new):
-        m.objective.set_linear_coefficient(v, m.objective.get_linear_coefficient(v) + c / scale)
     for j, v in enumerate(replicas):
         m.objective.set_linear_coefficient(v, float(replica_coef[j] / scale))
+    for v, c in _primary_terms(problem, racks, new, replicas):
+        m.objective.set_linear_coefficient(v, m.objective.get_linear_coefficient(v) + c / scale)
     for g, v in enumerate(shares):
         m.objective.set_linear_coefficient(v, float(-problem.group_value[g] / scale))
     return scale
@@ -771,7 +796,8 @@ def repair_replicas(problem: FleetProblem, racks, replicas) -> np.ndarray:
         row = m.add_linear_constraint(ub=float(residual_racks[h]), name=f"chips[h={h}]")
         for j in cont[share[cont, h] > 0].tolist():
             row.set_coefficient(y[j], float(share[j, h]))
-    weight = replica_tie_coefficients(problem) / REPLICA_TIE / primary_coefficients(problem).max()
+    weight = (replica_tie_coefficients(problem) / REPLICA_TIE
+              + column_primary_coefficients(problem)) / primary_coefficients(problem).max()
     m.minimize(sum(float(weight[j]) * v for j, v in y.items()))
     with solver_output_to_stderr():
         result = mathopt.solve(m, mathopt.SolverType.GLOP)
@@ -801,7 +827,8 @@ def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 
 def served_values(problem: FleetProblem) -> np.ndarray:
     """[G] value_g of (10a): SERVED_WEIGHT x the most any plan can cost (racks at their bounds R_h, each at its
     primary p_h), shared among the groups by their weights (group_value)."""
-    most = float(rack_upper_bounds(problem) @ primary_coefficients(problem))
+    most = float(rack_upper_bounds(problem) @ primary_coefficients(problem)
+                 + replica_upper_bounds(problem) @ column_primary_coefficients(problem))
     weights = np.maximum(problem.group_value, 0.0)
     total = float(weights.sum())
     share = weights / total if total > 0 else np.full(len(weights), 1.0 / max(len(weights), 1))
@@ -892,7 +919,7 @@ def _add_objective_cap(m, problem: FleetProblem, built: FleetModel, value: float
     scale = built.objective_scale
     room = 1e-9 * max(abs(value), scale)
     row = m.add_linear_constraint(ub=(value + room) / scale, name="tie_objective")
-    for v, c in _primary_terms(problem, built.racks, built.new):
+    for v, c in _primary_terms(problem, built.racks, built.new, built.replicas):
         row.set_coefficient(v, c / scale)
     for g, s in enumerate(built.shares):
         row.set_coefficient(s, float(-problem.group_value[g] / scale))
@@ -958,7 +985,7 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
     chips_used = problem.chips.T @ x
     it_power = float(problem.rack_power_w @ r)
     facility = problem.pue * it_power
-    cost = annual_cost_of(problem, r)
+    cost = annual_cost_of(problem, r) + float(problem.own_cost_usd @ x)  # (11): the columns' own costs
     goal = objective_named(problem.objective)
     demand, revenue = problem.demand, 0.0
     if goal.sells_shares:

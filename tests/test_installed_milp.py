@@ -140,3 +140,37 @@ def test_max_served_serves_what_the_brute_force_serves_and_costs_what_it_costs()
             assert sol.objective == pytest.approx(F.evaluate(p, sol.racks, sol.replicas).annual_cost_usd, rel=1e-9)
         partial += bool(np.any(want_shares < 1 - 1e-9))
     assert partial >= 6  # the caps leave demand unserved often enough to mean something
+
+
+def with_api(p: F.FleetProblem, seed: int) -> F.FleetProblem:
+    """The tiny problem with one more column per workload that needs no chips (a hosted API, (11)): it covers the
+    workload's row whole at a yearly cost of 0.3-3 times what the cheapest rack costs."""
+    rng = np.random.default_rng(40_000 + seed)
+    W = p.n_workloads
+    coverage = np.vstack([p.coverage, np.diag(p.demand)])
+    cost = rng.uniform(0.3, 3.0, W) * float(p.annual_cost_usd_per_rack.min())
+    return dataclasses.replace(
+        p, workload=np.concatenate([p.workload, np.arange(W)]), capacity=np.concatenate([p.capacity, p.demand]),
+        chips=np.vstack([p.chips, np.zeros((W, p.n_hardware))]), coverage=coverage,
+        integer_replicas=np.concatenate([p.integer_replicas, np.ones(W, bool)]),
+        column_cost_usd=np.concatenate([np.zeros(p.n_columns), cost]))
+
+
+def test_columns_with_their_own_cost_brute_force_twins_and_solvers_agree():
+    """(11): a column that needs no racks and costs per replica; the jitted brute force, its twin, SCIP and HiGHS
+    agree, and such a column is taken exactly when it is cheaper than the racks it saves."""
+    used = skipped = 0
+    for seed in range(50):
+        p = with_api(tiny_problem(seed), seed)
+        jit, py = bf.brute_force(p), bf.brute_force_python(p)
+        assert jit.feasible and py.feasible and same_objective(jit.objective, py.objective), seed
+        for name in ("scip", "highs"):
+            sol = F.optimize(p, name, relative_gap=TIGHT)
+            assert same_objective(objective_or_inf(sol), jit.objective), (seed, name, sol.objective, jit.objective)
+            assert F.evaluate(p, sol.racks, sol.replicas).feasible
+        api = jit.replicas[-p.n_workloads:]
+        used += bool(api.any())
+        skipped += bool(not api.all())
+        if p.objective == "min_power":  # an API draws no site power: under min_power it serves everything
+            assert jit.objective == pytest.approx(0.0, abs=1e-9)
+    assert used >= 10 and skipped >= 10

@@ -21,7 +21,7 @@ from planner.errors import InputError
 from planner.fleet.demand import Demand
 from planner.fleet.finance import annual_rack_cost, annual_rack_cost_parts, finance_args, kept_rack_cost_parts
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES
-from planner.vocabulary import DECODE_ROLES, PREFILL_ROLES, STATUSES
+from planner.vocabulary import API_KIND, API_PREFIX, DECODE_ROLES, PREFILL_ROLES, STATUSES
 from solvers.objectives import objective as objective_named
 
 REL = 1e-6  # relative tolerance of a recomputed figure against the reported one
@@ -195,6 +195,8 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
     if workload is None:
         return [result(name, False, f"no workload {row['workload']!r} in the plan's demands")], (0.0, 0.0)
     demand = workload.for_row(row.get("speculative"))  # under speculative auto, the row's drafter's variant
+    if role == API_KIND:
+        return api_checks(name, row, workload)
     if hw_id not in inputs.hardware:
         return [result(name, False, f"{hw_id!r} is not among the plan's hardware")], (0.0, 0.0)
     if role == "ffn":
@@ -290,6 +292,24 @@ def eligibility_checks(name: str, row: dict, demand: Demand, kind, inputs: Input
     return out
 
 
+def api_checks(name: str, row: dict, demand) -> tuple[list[dict], tuple]:
+    """A hosted API row (OPTIMIZER.md 10): its offer is the workload's and reaches its tier, its share of the
+    workload lies in [0, 1], and its tokens and cost are that share of the workload's at the offer's prices."""
+    offer = next((o for o in demand.api_offers() if o["name"] == row.get("measurement")), None)
+    if offer is None or row["hardware"] != API_PREFIX + str(row.get("measurement")):
+        return [result(name, False, f"{row.get('measurement')!r} is not an api offer of {demand.name} that reaches "
+                                    f"its {demand.min_tps_per_user:g} tok/s per user")], (0.0, 0.0)
+    share = float(row["replicas"])
+    out = [result(name + " share", 0.0 <= share <= 1.0 + 1e-9, f"{share:.6g} of the workload")]
+    output, prefill = share * demand.sized_output_tokens_per_s, share * demand.sized_prefill_tokens_per_s
+    out.append(same(name + " output_tokens_per_s", row.get("output_tokens_per_s"), output))
+    out.append(same(name + " prefill_tokens_per_s", row.get("prefill_tokens_per_s"), prefill))
+    out.append(same(name + " tps_per_user", row.get("tps_per_user"), offer["max_tps_per_user"]))
+    out.append(same(name + " api_cost_usd", row.get("api_cost_usd"),
+                    share * sum(demand.api_cost_parts(offer).values())))
+    return out, (output, prefill)
+
+
 def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs) -> list[dict]:
     """Each workload's decode and prefill demand covered by re-scored capacity, at the served share (1 unless the
     objective sells shares of demand)."""
@@ -316,6 +336,8 @@ def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs
 def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     """Racks, chips, limits, cost and every figure of the fleet, workload and totals tables, recomputed with the
     builders ``solve`` used."""
+    import polars as pl
+
     from planner.fleet.plan import allocation_table, fleet_table, totals_of, workload_table
 
     out = []
@@ -350,7 +372,8 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
         out.append(result(f"chips {f['hardware']}", f["chips_used"] <= f["chips"] * (1 + 1e-6) + 1e-9,
                           f"{f['chips_used']:.9g} used of {f['chips']} in {f['racks']} racks"))
     out.extend(table_checks("fleet", d["fleet"], fleet.to_dicts(), "hardware"))
-    for hw_id in sorted(set(alloc["hardware"].to_list()) - set(racks)) if len(alloc) else []:
+    on_racks = alloc.filter(pl.col("role") != API_KIND) if len(alloc) else alloc
+    for hw_id in sorted(set(on_racks["hardware"].to_list()) - set(racks)) if len(on_racks) else []:
         out.append(result(f"chips {hw_id}", False, "allocated on a system the fleet does not buy"))
     shares = np.array([next((w.get("served_share") for w in d["workloads"] if w.get("workload") == x.name), 0.0)
                        or 0.0 for x in inputs.demands], dtype=float)

@@ -12,7 +12,7 @@ import numpy as np
 
 from planner.catalog import Model
 from planner.perf.speculative import Speculation, auto_methods, published_acceptance
-from planner.vocabulary import AUTO_SPECULATIVE, DEFAULT_ACCEPTANCE
+from planner.vocabulary import AUTO_SPECULATIVE, DEFAULT_ACCEPTANCE, SECONDS_PER_YEAR
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Demand:
     acceptance_by_k: tuple = ()  # published per-token acceptance at each listed draft length: ((K, a), ...)
     auto_methods: tuple = ()  # speculative auto: the drafters it considers (none first)
     headroom: float = 0.0  # site.capacity_headroom: pools sized for the peak x (1 + this)
+    api: tuple = ()  # hosted offers: ((name, usd/Mtok input, cached input, output, max tok/s per user), ...)
 
     @property
     def sized_output_tokens_per_s(self) -> float:
@@ -120,7 +121,21 @@ class Demand:
         d["allow_hardware"] = list(self.allow_hardware) if self.allow_hardware else None
         d["acceptance_by_k"] = [list(pair) for pair in self.acceptance_by_k]
         d["auto_methods"] = list(self.auto_methods)
+        d["api"] = [list(o) for o in self.api]
         return d
+
+    def api_offers(self) -> list[dict]:
+        """The hosted offers that reach this workload's tier, as mappings."""
+        keys = ("name", "usd_per_mtok_input", "usd_per_mtok_cached_input", "usd_per_mtok_output", "max_tps_per_user")
+        return [dict(zip(keys, o)) for o in self.api if o[4] >= self.min_tps_per_user * (1 - 1e-12)]
+
+    def api_cost_parts(self, offer: dict) -> dict:
+        """USD a year of sending this whole workload (its mean rate) to ``offer``: prompt tokens it prefills,
+        prompt tokens its prefix cache holds, output tokens."""
+        mtok = self.calls_per_s / self.peak_to_mean * SECONDS_PER_YEAR / 1e6  # mega-calls a year
+        return {"input": mtok * self.prefill_tokens * offer["usd_per_mtok_input"],
+                "cached_input": mtok * (self.input_tokens - self.prefill_tokens) * offer["usd_per_mtok_cached_input"],
+                "output": mtok * self.output_tokens * offer["usd_per_mtok_output"]}
 
     @classmethod
     def from_dict(cls, d: dict) -> Demand:
@@ -137,6 +152,15 @@ class Demand:
                     for p in pairs):
                 raise ValueError(f"demand {values.get('name')!r}: acceptance_by_k is {pairs!r}, not [[K, a], ...]")
             values["acceptance_by_k"] = tuple((int(k), float(a)) for k, a in pairs)
+        if "api" in values:
+            offers = values["api"]
+            if not isinstance(offers, (list, tuple)) or not all(
+                    isinstance(o, (list, tuple)) and len(o) == 5 and isinstance(o[0], str) and all(
+                        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+                        for x in o[1:]) for o in offers):
+                raise ValueError(f"demand {values.get('name')!r}: api is {offers!r}, not [[name, in, cached, out, "
+                                 f"tok/s], ...]")
+            values["api"] = tuple((str(o[0]), *(float(x) for x in o[1:])) for o in offers)
         if "auto_methods" in values:
             methods = values["auto_methods"]
             if not isinstance(methods, (list, tuple)) or not all(isinstance(m, str) for m in methods):
@@ -173,4 +197,7 @@ def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None, h
         speculative=spec.method, draft_tokens=spec.draft_tokens, acceptance=spec.acceptance if spec.method != "none"
         else 0.0, draft_model=spec.draft_model, acceptance_by_k=spec.acceptance_by_k,
         auto_methods=auto_methods(model) if auto else (), headroom=float(headroom),
+        api=tuple((a.name, float(a.usd_per_mtok_input), float(a.usd_per_mtok_input if a.usd_per_mtok_cached_input
+                                                              is None else a.usd_per_mtok_cached_input),
+                   float(a.usd_per_mtok_output), float(a.max_tps_per_user)) for a in workload.api),
     )

@@ -18,16 +18,17 @@ from planner.fleet.finance import annual_revenue, mean_tokens_per_year, usd_per_
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, ttft_percentiles
 from planner.fleet.problem import Built
 from planner.perf.grid import engines_running, pair_engines
-from planner.vocabulary import DECODE_ROLES
+from planner.vocabulary import API_KIND, DECODE_ROLES
 from solvers.vocabulary import HAS_PLAN
 
 ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
                       "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "acceptance",
                       "tps_per_user", "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
                       "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "ffn_hardware",
-                      "ffn_chips", "ffn_precision", "engines", "source", "measurement", "column"]
+                      "ffn_chips", "ffn_precision", "engines", "source", "measurement", "acquisition",
+                      "api_cost_usd", "column"]
 TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "speculative", "ffn_hardware", "ffn_precision", "engines",
-                "source", "measurement"}
+                "source", "measurement", "acquisition"}
 INT_COLUMNS = {"chips_per_replica", "tensor_parallel", "pipeline_parallel", "batch", "draft_tokens", "ffn_chips",
                "column"}
 
@@ -134,9 +135,11 @@ def timings_of(built: Built, sol) -> dict:
 def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray) -> np.ndarray:
     """Continuous replica counts rounded up to whole replicas where the racks bought hold the extra chips (the
     smallest fractions first); the rest stay fractional (a share of one replica's capacity). Rounding up only
-    adds capacity, so demand stays covered and racks, power and cost do not change."""
+    adds capacity, so demand stays covered and racks, power and cost do not change (columns with a cost of their
+    own stay as solved)."""
     x = replicas.copy()
-    frac = np.flatnonzero(~problem.integer_replicas & (np.abs(x - np.rint(x)) > 1e-9))
+    # a column with a cost of its own (a hosted API, priced on what it serves) is never rounded up: it would pay
+    frac = np.flatnonzero(~problem.integer_replicas & (np.abs(x - np.rint(x)) > 1e-9) & (problem.own_cost_usd <= 0))
     room = problem.chips_per_rack * racks - problem.chips.T @ x
     for j in frac[np.argsort(np.ceil(x[frac]) - x[frac])]:
         extra = (np.ceil(x[j]) - x[j]) * problem.chips[j]
@@ -153,6 +156,9 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
     for j in np.flatnonzero(replicas > 1e-9):
         kind = str(cols["kind"][j])
         n = float(round(replicas[j], 9))
+        if kind == API_KIND:
+            rows.append(api_row(built, j, n))
+            continue
         ttft = ttft_percentiles(float(cols["ttft_fixed_s"][j]), float(cols["prefill_service_s"][j]),
                                 float(cols["prefill_share"][j]), 0.5)
         rows.append({
@@ -178,11 +184,33 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
             "engines": row_engines(built, j),
             "source": str(cols["source"][j]),
             "measurement": str(cols["measurement"][j]) or None,
+            "acquisition": "owned", "api_cost_usd": None,
             "column": int(j),
         })
         if kind == "split":
             rows.append(ffn_row(rows[-1], built.hardware_by_id))
     return rows
+
+
+def api_row(built: Built, j: int, share: float) -> dict:
+    """The allocation row of a hosted API column (OPTIMIZER.md 10): ``replicas`` is the share of the workload's
+    (sized) demand it serves, ``api_cost_usd`` what that costs a year at the offer's prices."""
+    cols = built.options
+    demand = built.demand_by_name[str(cols["workload"][j])]
+    name = str(cols["measurement"][j])
+    offer = next(o for o in demand.api_offers() if o["name"] == name)
+    return {
+        "workload": demand.name, "role": API_KIND, "hardware": str(cols["hardware"][j]), "replicas": share,
+        "chips_per_replica": 0, "tensor_parallel": 0, "pipeline_parallel": 0, "expert_parallel": False, "batch": 0,
+        "precision": "", "speculative": "none", "draft_tokens": 0, "acceptance": 0.0,
+        "tps_per_user": offer["max_tps_per_user"], "ttft_s": None,
+        **{f"ttft_p{p}_s": None for p in TTFT_PERCENTILES},
+        "output_tokens_per_s": share * demand.sized_output_tokens_per_s,
+        "prefill_tokens_per_s": share * demand.sized_prefill_tokens_per_s,
+        "utilization": None, "prefill_share": None, "power_mw": 0.0, "ffn_hardware": None, "ffn_chips": None,
+        "ffn_precision": None, "engines": "", "source": API_KIND, "measurement": name, "acquisition": API_KIND,
+        "api_cost_usd": share * sum(demand.api_cost_parts(offer).values()), "column": int(j),
+    }
 
 
 def row_engines(built: Built, j: int) -> str:
@@ -269,11 +297,13 @@ def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
     for w, d in enumerate(demands):
         mine = alloc.filter(pl.col("workload") == d.name)
         decode = mine.filter(pl.col("role").is_in(DECODE_ROLES))
-        cost = share_cost.get(d.name, 0.0)
+        api = api_costs(d, mine)
+        cost = share_cost.get(d.name, 0.0) + sum(api.values())
         power_mw = share_power.get(d.name, 0.0)
         served = float(shares[w]) * d.output_tokens_per_s  # at peak: what a plan that sells shares serves
         calls = float(shares[w]) * d.calls_per_s  # served model calls/s at peak
-        prefill = prefill_cost.get(d.name, 0.0)
+        prefill = prefill_cost.get(d.name, 0.0) + api["input"]
+        decode_cost = cost - prefill - api["cached_input"]
         rows.append({
             "workload": d.name, "model": d.model, "min_tps_per_user": d.min_tps_per_user,
             "demand_output_tokens_per_s": d.output_tokens_per_s,
@@ -290,8 +320,10 @@ def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
             # prefill pools (and colocated replicas' prefill time), cached ones skip that compute, output pays the rest
             "cost_usd_per_mtok_input": usd_per_mtok(prefill, mean_tokens_per_year(calls * d.prefill_tokens,
                                                                                   d.peak_to_mean)),
-            "cost_usd_per_mtok_cached_input": (0.0 if d.input_tokens > d.prefill_tokens and calls > 0 else None),
-            "cost_usd_per_mtok_output": usd_per_mtok(cost - prefill, mean_tokens_per_year(served, d.peak_to_mean)),
+            "cost_usd_per_mtok_cached_input": usd_per_mtok(api["cached_input"], mean_tokens_per_year(
+                calls * (d.input_tokens - d.prefill_tokens), d.peak_to_mean)),
+            "cost_usd_per_mtok_output": usd_per_mtok(decode_cost, mean_tokens_per_year(served, d.peak_to_mean)),
+            "api_cost_usd": sum(api.values()),
             "output_tokens_per_s_per_mw": served / power_mw if power_mw > 0 else None,
             "tier": d.tier,
             "served_share": float(shares[w]),
@@ -300,6 +332,20 @@ def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
                                                                       d.price_usd_per_mtok),
         })
     return pl.DataFrame(rows)
+
+
+def api_costs(demand, rows) -> dict:
+    """USD a year a workload pays its hosted API offers (its ``api`` allocation rows), by kind of token."""
+    import polars as pl
+
+    out = {"input": 0.0, "cached_input": 0.0, "output": 0.0}
+    for r in rows.filter(pl.col("role") == API_KIND).iter_rows(named=True):
+        offer = next((o for o in demand.api_offers() if o["name"] == r["measurement"]), None)
+        if offer is None:  # a row naming no offer of the workload (a tampered plan): check's row check says so
+            continue
+        for part, usd in demand.api_cost_parts(offer).items():
+            out[part] += r["replicas"] * usd
+    return out
 
 
 def prefill_share(row: dict) -> float:
@@ -353,7 +399,8 @@ def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
     demand = float((workloads["demand_output_tokens_per_s"] * workloads["served_share"]).sum())
     revenue = float(workloads["revenue_usd_per_year"].sum())
     power = float(fleet["power_mw"].sum()) if len(fleet) else 0.0
-    cost = float(fleet["annual_cost_usd"].sum()) if len(fleet) else 0.0
+    api = float(workloads["api_cost_usd"].sum()) if len(workloads) else 0.0
+    cost = (float(fleet["annual_cost_usd"].sum()) if len(fleet) else 0.0) + api
     return {
         "racks": int(fleet["racks"].sum()) if len(fleet) else 0,
         "chips": int(fleet["chips"].sum()) if len(fleet) else 0,
@@ -362,6 +409,7 @@ def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
         "power_budget_mw": finite(power_budget_w / 1e6),
         "capex_usd": float(fleet["capex_usd"].sum()) if len(fleet) else 0.0,
         "annual_cost_usd": cost,
+        "api_cost_usd": api,
         "output_tokens_per_s": demand,
         "output_tokens_per_s_per_mw": demand / power if power > 0 else None,
         "revenue_usd_per_year": revenue,
@@ -380,9 +428,10 @@ def alternatives_table(built: Built, chosen_columns: set[int]):
         return pl.DataFrame()
     cost_per_chip = {h.id: c / h.chips_per_rack for h, c in zip(built.hardware, built.problem.annual_cost_usd_per_rack)}
     capacity = np.where(cols["kind"] == "prefill", cols["prefill_tokens_per_s"], cols["output_tokens_per_s"])
-    cost = [(cost_per_chip[h] * c + (cost_per_chip[fh] * fc if fh else 0.0)) / cap * 1e3
-            for h, c, fh, fc, cap in zip(cols["hardware"], cols["chips"], cols["ffn_hardware"], cols["ffn_chips"],
-                                         capacity)]
+    own = built.problem.own_cost_usd  # an API column's cost is its own (no chips)
+    cost = [(cost_per_chip.get(h, 0.0) * c + (cost_per_chip[fh] * fc if fh else 0.0) + own[j]) / cap * 1e3
+            for j, (h, c, fh, fc, cap) in enumerate(zip(cols["hardware"], cols["chips"], cols["ffn_hardware"],
+                                                        cols["ffn_chips"], capacity))]
     df = pl.DataFrame({
         "workload": cols["workload"], "role": [{"split": "attention+ffn"}.get(k, k) for k in cols["kind"]],
         "hardware": [f"{h}+{fh}" if fh else h for h, fh in zip(cols["hardware"], cols["ffn_hardware"])],

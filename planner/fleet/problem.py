@@ -14,7 +14,8 @@ import numpy as np
 from planner import catalog
 from planner.fleet.demand import Demand, demand_of
 from planner.fleet.finance import annual_costs, annual_revenue, installed_rack_cost_parts, rack_cost_parts
-from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS, options_for
+from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for
+from planner.vocabulary import API_KIND, API_PREFIX
 from solvers.objectives import objective as objective_named
 
 # A replica of at least this share of a rack is an integer in the MILP, so that packing is real; smaller ones are
@@ -134,11 +135,12 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     demands = demands_of(scenario)
     t0 = time.perf_counter()
     if options_from is not None and [h.id for h in options_from.hardware] == list(hardware):
-        cols, candidates = options_from.options, 0
+        cols, candidates = without_api(options_from.options), 0
     else:
         opts = scenario_options(scenario, demands, hardware, progress, deadline)
         cols, candidates = opts.arrays(), opts.candidates_scored
     engine_s = time.perf_counter() - t0
+    cols = with_api(cols, demands)
     hw_list = list(hardware.values())
     hw_index = {h.id: i for i, h in enumerate(hw_list)}
     wl_index = {d.name: i for i, d in enumerate(demands)}
@@ -149,6 +151,8 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         w = wl_index[cols["workload"][j]]
         coverage[j, 2 * w] = cols["output_tokens_per_s"][j]
         coverage[j, 2 * w + 1] = cols["prefill_tokens_per_s"][j]
+        if cols["kind"][j] == API_KIND:  # capacity without racks (OPTIMIZER.md 10)
+            continue
         chips[j, hw_index[cols["hardware"][j]]] = cols["chips"][j]
         if cols["ffn_hardware"][j]:
             chips[j, hw_index[cols["ffn_hardware"][j]]] = cols["ffn_chips"][j]
@@ -167,6 +171,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         installed_racks=np.array([installed.get(h.id, {}).get("racks", 0) for h in hw_list], dtype=float),
         installed_annual_cost_usd_per_rack=kept_annual_costs(installed, hw_list, annual) if installed else None,
         max_new_racks=math.inf if new_cap is None else float(new_cap),
+        column_cost_usd=api_column_costs(cols, demands) if np.any(cols["kind"] == API_KIND) else None,
         workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
         capacity=coverage.max(axis=1) if n else np.zeros(0),
         chips=chips, integer_replicas=integer_replicas(chips, hw_list), demand=demand, coverage=coverage,
@@ -214,6 +219,43 @@ def check_resolvable(problem, demands) -> None:
                          f"(a site of its size) instead", field=f"workloads.{d.name}.requests_per_s")
 
 
+def without_api(cols: dict) -> dict:
+    """The engine's options alone (a reused Built's options carry its API columns, which the demands rebuild)."""
+    keep = cols["kind"] != API_KIND if len(cols["kind"]) else np.zeros(0, dtype=bool)
+    return {c: v[keep] for c, v in cols.items()}
+
+
+def with_api(cols: dict, demands: list[Demand]) -> dict:
+    """``cols`` with one column per hosted offer that reaches its workload's tier."""
+    rows = [(d, o) for d in demands for o in d.api_offers()]
+    if not rows:
+        return cols
+    extra = {c: [] for c in cols}
+    for d, o in rows:
+        values = dict(NOT_SPLIT, workload=d.name, kind=API_KIND, hardware=API_PREFIX + o["name"], precision="",
+                      tensor_parallel=0, pipeline_parallel=0, expert_parallel=False, speculative="none",
+                      draft_tokens=0, acceptance=0.0, batch=0, chips=0, tps_per_user=o["max_tps_per_user"],
+                      ttft_s=float("nan"), output_tokens_per_s=d.sized_output_tokens_per_s,
+                      prefill_tokens_per_s=d.sized_prefill_tokens_per_s, prefill_share=float("nan"), power_w=0.0,
+                      source=API_KIND, measurement=o["name"])
+        for c in cols:
+            extra[c].append(values[c])
+    # strings keep their full length (numpy widens the dtype); an empty engine table takes the offers' own types
+    return {c: np.concatenate([cols[c], np.asarray(extra[c])]) if len(cols[c]) else np.asarray(extra[c])
+            for c in cols}
+
+
+def api_column_costs(cols: dict, demands: list[Demand]) -> np.ndarray:
+    """[J] (11): USD a year of each API column's replica (the whole workload at the offer's prices), 0 elsewhere."""
+    by_name = {d.name: d for d in demands}
+    out = np.zeros(len(cols["kind"]))
+    for j in np.flatnonzero(cols["kind"] == API_KIND):
+        d = by_name[str(cols["workload"][j])]
+        offer = next(o for o in d.api_offers() if API_PREFIX + o["name"] == cols["hardware"][j])
+        out[j] = sum(d.api_cost_parts(offer).values())
+    return out
+
+
 def integer_replicas(chips: np.ndarray, hw_list: list) -> np.ndarray:
     per_rack = np.array([h.chips_per_rack for h in hw_list], dtype=float)
     share = (chips / per_rack).max(axis=1) if len(chips) else np.zeros(0)
@@ -226,9 +268,9 @@ def unserved_workloads(demands, cols) -> dict[str, str]:
     for d in demands:
         mine = cols["workload"] == d.name if len(cols["workload"]) else np.zeros(0, dtype=bool)
         kinds = set(cols["kind"][mine].tolist()) if mine.any() else set()
-        if not kinds & set(DECODE_KINDS):
+        if not kinds & {*DECODE_KINDS, API_KIND}:
             out[d.name] = (f"no available hardware reaches {d.min_tps_per_user:g} tok/s per user on {d.model} "
                            f"(with its {d.context_max:g}-token context fitting in memory)")
-        elif not kinds & set(PREFILL_KINDS):
+        elif not kinds & {*PREFILL_KINDS, API_KIND}:
             out[d.name] = f"no available hardware prefills {d.input_tokens:g}-token prompts within {d.ttft_s:g} s"
     return out

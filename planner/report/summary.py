@@ -122,6 +122,10 @@ def assumptions(d: dict) -> list[str]:
                 acceptance_words(w["speculative"], w["model"], w["acceptance"], w.get("acceptance_by_k")))
         lines.append(f"{w['name']}: peak {w['peak_to_mean']:g}x the mean rate; {spec}"
                      + (f"; precision pinned to {w['precision']}" if w.get("precision") else ""))
+        if w.get("api"):
+            lines.append(f"{w['name']}: hosted api offers ({', '.join(o[0] for o in w['api'])}) taken at their stated "
+                         f"speed (max_tps_per_user) with no rate limit and their TTFT unchecked, priced on the tokens "
+                         f"they serve at the mean rate; an offer below the tier is left out")
     if d["objective"] == "max_revenue":
         prices = sc.get("prices_usd_per_mtok") or {}
         lines.append("prices: " + (", ".join(f"{k} {v:g} USD/Mtok" for k, v in prices.items()) or "per workload"))
@@ -184,6 +188,10 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     if d["objective"] == "max_revenue":
         lines.append(f"revenue:  {people(totals['revenue_usd_per_year'], 'USD')} a year; profit "
                      f"{people(totals['profit_usd_per_year'], 'USD')}")
+    hosted = [r for r in d.get("allocation", []) if r.get("acquisition") == "api"]
+    if hosted:
+        lines.append("api:      " + "; ".join(f"{r['workload']} {100 * r['replicas']:.3g}% to {r['measurement']} "
+                                             f"({people(r['api_cost_usd'], 'USD')} a year)" for r in hosted))
     more = d.get("one_more_rack")
     if more is not None:
         lines.append("add one:  " + ("; ".join(

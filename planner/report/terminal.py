@@ -75,6 +75,8 @@ def brief_allocation(rows: list[dict]) -> tuple[list[dict], list[str]]:
         layout = f"{r['chips_per_replica']:g} = tp{r['tensor_parallel']} pp{r['pipeline_parallel']}{ep}"
         if r.get("attention_chips") is not None:  # an attention/FFN pair: chips of each side
             layout = f"{r['attention_chips']:g}+{r['ffn_chips']:g} split"
+        if r.get("acquisition") == "api":  # a hosted offer: its share of the workload, no chips
+            layout = f"hosted: {100 * r['replicas']:.3g}% of the workload"
         out.append({**r, "layout": layout})
     optional = {"speculative": (None, "none"), "source": (None, "model")}  # shown only where some row differs
     cols = [c for c in ALLOCATION_BRIEF if c not in optional or any(r.get(c) not in optional[c] for r in rows)]
@@ -112,7 +114,7 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
         for line in robust_lines(d["robust"]):
             click.echo(line)
         click.echo(f"  this scenario adds {d['robust']['racks_added_for_this_scenario']} racks to the robust fleet")
-    if not len(plan.fleet):
+    if not len(plan.fleet) and not len(plan.allocation):
         return
     if not detail:
         fleet = plan.fleet.to_dicts()

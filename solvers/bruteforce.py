@@ -87,6 +87,12 @@ def primary_costs(problem) -> np.ndarray:
     return objective(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
 
 
+def rent_costs(problem) -> np.ndarray:
+    """(12): a rented chip's cost in the objective's primary (0 under min_power)."""
+    return np.zeros(problem.n_rentals) if objective(problem.objective).prices_by_power else \
+        problem.rent_cost_usd_per_chip
+
+
 def column_costs(problem) -> np.ndarray:
     """c_j of (11): each replica's own cost in the objective's primary (0 under min_power)."""
     return np.zeros(problem.n_columns) if objective(problem.objective).prices_by_power else problem.own_cost_usd
@@ -163,12 +169,15 @@ def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub, row_grou
 
 @njit
 def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs, credit,
-                      max_platforms, min_racks, kept, installed, max_new_racks):
+                      max_platforms, min_racks, kept, installed, max_new_racks, used, chips_per_rack, rent_hw,
+                      rent_cost, rent_max):
     """Step 2: (objective[t], racks[t, H], index[t] of a need the racks hold) of the cheapest feasible rack vector
     on exactly t = 0..H hardware types, its objective the racks' primary value less the largest credit among the
     needs they hold; (inf, zeros, -1) where none. Feasible includes (7): at most ``max_platforms`` types bought,
-    each bought type at least ``min_racks``; and (9): the first ``installed`` racks of a type cost ``kept`` each,
-    the rest ``primary``, and at most ``max_new_racks`` racks beyond the installed ones."""
+    each bought type at least ``min_racks``; (9): the first ``installed`` racks of a type cost ``kept`` each,
+    the rest ``primary``, and at most ``max_new_racks`` racks beyond the installed ones; (12): a need's chips
+    (``used``) beyond its racks may be rented, from the offers (``rent_hw``, ``rent_cost`` per chip, ``rent_max``,
+    cheapest first) of its type."""
     H = primary.shape[0]
     total = 1
     for h in range(H):
@@ -193,13 +202,21 @@ def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_rack
             for k in range(needs.shape[0]):
                 if obj - credit[k] >= best[types]:
                     continue
-                holds = True
+                holds, rent = True, 0.0
                 for h in range(H):
-                    if needs[k, h] > r[h]:
+                    if needs[k, h] <= r[h]:
+                        continue
+                    short = used[k, h] - chips_per_rack[h] * r[h]
+                    for o in range(rent_hw.shape[0]):
+                        if rent_hw[o] == h and short > 1e-9:
+                            take = min(short, rent_max[o])
+                            rent += take * rent_cost[o]
+                            short -= take
+                    if short > 1e-9:
                         holds = False
                         break
-                if holds:
-                    best[types], best_k[types] = obj - credit[k], k
+                if holds and obj + rent - credit[k] < best[types]:
+                    best[types], best_k[types] = obj + rent - credit[k], k
                     best_r[types, :] = r
         for h in range(H):  # odometer, h = 0 fastest
             r[h] += 1
@@ -219,10 +236,14 @@ def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
     b = rack_bounds(problem, needs) if rack_ub is None else np.minimum(
         rack_ub, problem.max_racks + problem.installed_racks).astype(np.int64)
     _check_racks(b)
+    order = np.argsort(rent_costs(problem), kind="stable")  # (12): the cheapest offer of a type first
     by_types, racks, ks = cheapest_rack_mix(primary_costs(problem), problem.rack_power_w, problem.pue,
                                             problem.power_budget_w, problem.max_total_racks, b, needs, credit,
                                             float(problem.max_platforms), problem.min_racks, kept_costs(problem),
-                                            problem.installed_racks, float(problem.max_new_racks))
+                                            problem.installed_racks, float(problem.max_new_racks),
+                                            (xs @ problem.chips).astype(float), problem.chips_per_rack,
+                                            problem.rent_hardware[order], rent_costs(problem)[order],
+                                            problem.rent_max_chips[order])
     best, t = fewest_types_answer(by_types)
     if t < 0:
         return BruteForceResult(best, np.zeros(problem.n_hardware, dtype=np.int64),
@@ -243,6 +264,9 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
     H, W = problem.n_hardware, problem.n_workloads
     kept, installed = kept_costs(problem).tolist(), problem.installed_racks.tolist()
     own = column_costs(problem).tolist()
+    offers = [sorted((float(c), float(m)) for hh, c, m in zip(problem.rent_hardware.tolist(), rent_costs(problem).tolist(),
+                                                          problem.rent_max_chips.tolist()) if hh == h)
+              for h in range(problem.n_hardware)]
     chips, coverage = problem.chips.tolist(), problem.coverage.tolist()
     cpr, power, cost = problem.chips_per_rack.tolist(), problem.rack_power_w.tolist(), primary_costs(problem).tolist()
     demand, group, value = problem.demand.tolist(), problem.row_group.tolist(), problem.group_value.tolist()
@@ -256,22 +280,34 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
         share = {g: min([1.0] + [served[w] / demand[w] for w in short if group[w] == g]) for g in range(len(value))}
         credit = sum(value[g] * share[g] for g in share) if sells(problem) else 0.0
         covering += 1
-        need = [math.ceil(sum(chips[j][h] * n for j, n in enumerate(x)) / cpr[h] - 1e-9) for h in range(H)]
-        need = [max(n, math.ceil(problem.min_racks[h])) if n > 0 else 0 for h, n in enumerate(need)]  # (7)
-        types = sum(n > 0 for n in need)
-        if any(n > b[h] for h, n in enumerate(need)) or types > problem.max_platforms:
-            continue
-        if problem.pue * sum(p * n for p, n in zip(power, need)) > problem.power_budget_w * (1.0 + 1e-9):
-            continue
-        if sum(need) > problem.max_total_racks + 1e-9:
-            continue
-        new = [max(n - i, 0.0) for n, i in zip(need, installed)]
-        if sum(new) > problem.max_new_racks + 1e-9:
-            continue
-        obj = (sum(k * n + (c - k) * e for k, c, n, e in zip(kept, cost, need, new))
-               + sum(c * n for c, n in zip(own, x)) - credit)
-        if obj < best[types]:
-            best[types], best_r[types], best_x[types] = obj, need, list(x)
+        use = [sum(chips[j][h] * n for j, n in enumerate(x)) for h in range(H)]
+        full = [math.ceil(u / cpr[h] - 1e-9) for h, u in enumerate(use)]
+        # (12): a type with rental offers may hold fewer racks than its chips need and rent the rest
+        choices = [range(n + 1) if offers[h] else [n] for h, n in enumerate(full)]
+        for racks in itertools.product(*choices):
+            need = [max(n, math.ceil(problem.min_racks[h])) if n > 0 else 0 for h, n in enumerate(racks)]  # (7)
+            rent = 0.0
+            for h in range(H):
+                short = use[h] - cpr[h] * need[h]
+                for price, most in offers[h]:
+                    take = min(max(short, 0.0), most)
+                    rent, short = rent + take * price, short - take
+                if short > 1e-9:
+                    rent = math.inf
+            types = sum(n > 0 for n in need)
+            if math.isinf(rent) or any(n > b[h] for h, n in enumerate(need)) or types > problem.max_platforms:
+                continue
+            if problem.pue * sum(p * n for p, n in zip(power, need)) > problem.power_budget_w * (1.0 + 1e-9):
+                continue
+            if sum(need) > problem.max_total_racks + 1e-9:
+                continue
+            new = [max(n - i, 0.0) for n, i in zip(need, installed)]
+            if sum(new) > problem.max_new_racks + 1e-9:
+                continue
+            obj = (sum(k * n + (c - k) * e for k, c, n, e in zip(kept, cost, need, new))
+                   + sum(c * n for c, n in zip(own, x)) + rent - credit)
+            if obj < best[types]:
+                best[types], best_r[types], best_x[types] = obj, need, list(x)
     _, t = fewest_types_answer(best)
     if t < 0:
         return BruteForceResult(math.inf, np.zeros(H, dtype=np.int64), np.zeros(problem.n_columns, dtype=np.int64),

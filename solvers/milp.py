@@ -73,6 +73,12 @@ have no column.
 #       chips_jh = 0 for all h. (O)'s primary adds sum_j c_j x_j with c_j = column_cost_j for the cost objectives
 #       and 0 for min_power (such a column draws no site power). A column with neither chips nor a cost is invalid.
 #
+#  (12) rented capacity: offers r = 0..R-1, each on hardware h_r at rent_cost_r USD per chip-year, at most
+#       rent_max_r chips. rent_r >= 0 (continuous chips, <= rent_max_r) adds to (2)'s right side:
+#         sum_j chips_jh x_j <= chips_per_rack_h racks_h + sum_{r: h_r = h} rent_r
+#       and sum_r rent_cost_r rent_r to (O)'s primary (0 under min_power: rented chips draw no site power, hold no
+#       floor space and are no platform bought).
+#
 #   (6) max_revenue: share variables s_g in [0, 1] per sold good g (a workload's rows share one g); row (1)
 #       becomes sum_j coverage_jw x_j >= s_{g(w)} demand_w, and the objective subtracts the revenue:
 #       minimize  sum_h annual_cost_h racks_h - sum_g value_g s_g  (+ the tie terms), value_g = USD/year when g's
@@ -156,6 +162,9 @@ class FleetProblem:
     installed_annual_cost_usd_per_rack: np.ndarray | None = None  # [H] (9) c'_h: a year of keeping one in service
     max_new_racks: float = math.inf  # (9) most racks bought, all types (inf = no limit)
     column_cost_usd: np.ndarray | None = None  # [J] (11) USD/year per replica beyond racks (0 = none)
+    rent_hardware: np.ndarray | None = None  # [R] (12) the hardware type each rental offer rents
+    rent_cost_usd_per_chip: np.ndarray | None = None  # [R] (12) USD a year per chip rented
+    rent_max_chips: np.ndarray | None = None  # [R] (12) most chips each offer rents (inf = no limit)
 
     def __post_init__(self):
         if self.coverage is None:
@@ -182,6 +191,9 @@ class FleetProblem:
         object.__setattr__(self, "racks_at_least", _frozen(self.racks_at_least, float))
         if self.column_cost_usd is not None:  # None: no column has a cost of its own (left None, as (9)'s costs)
             object.__setattr__(self, "column_cost_usd", _frozen(self.column_cost_usd, float))
+        for name, dtype in (("rent_hardware", np.int64), ("rent_cost_usd_per_chip", float), ("rent_max_chips", float)):
+            value = getattr(self, name)
+            object.__setattr__(self, name, _frozen(np.zeros(0) if value is None else value, dtype))
         if self.installed_racks is None:
             object.__setattr__(self, "installed_racks", np.zeros(len(self.chips_per_rack)))
         object.__setattr__(self, "installed_racks", _frozen(self.installed_racks, float))
@@ -255,6 +267,13 @@ class FleetProblem:
             h = int(np.argmax(kept > self.annual_cost_usd_per_rack))
             yield (f"installed_annual_cost_usd_per_rack[{h}] = {kept[h]!r} exceeds annual_cost_usd_per_rack[{h}]: "
                    f"keeping a rack never costs more than buying one (9)")
+        R = len(self.rent_hardware)
+        if self.rent_cost_usd_per_chip.shape != (R,) or self.rent_max_chips.shape != (R,):
+            yield f"rent_cost_usd_per_chip and rent_max_chips must have one value per rental offer ({R})"
+        elif R and (self.rent_hardware.min() < 0 or self.rent_hardware.max() >= H
+                    or not np.all(np.isfinite(self.rent_cost_usd_per_chip) & (self.rent_cost_usd_per_chip > 0))
+                    or not np.all(self.rent_max_chips >= 0)):
+            yield f"rental offers need a hardware index in 0..{H - 1}, a cost > 0 and a chip limit >= 0"
         if not self.max_new_racks >= 0:
             yield f"max_new_racks = {self.max_new_racks!r}, expected >= 0 (inf = no limit)"
         if not self.max_platforms >= 0:
@@ -265,6 +284,10 @@ class FleetProblem:
             yield f"max_total_racks = {self.max_total_racks!r}, expected >= 0 (inf = no limit)"
         if self.objective not in OBJECTIVES:
             yield f"objective = {self.objective!r}, expected one of {', '.join(OBJECTIVES)}"
+
+    @property
+    def n_rentals(self) -> int:
+        return int(len(self.rent_hardware))
 
     @property
     def own_cost_usd(self) -> np.ndarray:
@@ -341,6 +364,27 @@ def column_primary_coefficients(problem: FleetProblem) -> np.ndarray:
     return np.zeros(problem.n_columns) if goal.prices_by_power else problem.own_cost_usd
 
 
+def rent_primary_coefficients(problem: FleetProblem) -> np.ndarray:
+    """(12): a rented chip's cost in the objective's primary (0 under min_power: no site power)."""
+    goal = objective_named(problem.objective)
+    return np.zeros(problem.n_rentals) if goal.prices_by_power else problem.rent_cost_usd_per_chip
+
+
+def rent_upper_bounds(problem: FleetProblem) -> np.ndarray:
+    """[R] (12): an offer never rents more than its limit, nor more chips of its type than every column at its
+    bound X_j would use."""
+    need = problem.chips.T @ replica_upper_bounds(problem)
+    return np.minimum(problem.rent_max_chips, need[problem.rent_hardware]) if problem.n_rentals else np.zeros(0)
+
+
+def rented_chips(problem: FleetProblem, rented) -> np.ndarray:
+    """[H] the chips each hardware type rents, from the offers' rented chips [R]."""
+    out = np.zeros(problem.n_hardware)
+    if problem.n_rentals:
+        np.add.at(out, problem.rent_hardware, np.asarray(rented, dtype=float))
+    return out
+
+
 def replica_tie_coefficients(problem: FleetProblem) -> np.ndarray:
     """D_X sum_h p_h chips_jh / chips_per_rack_h of (O): the primary value of the rack shares a replica occupies."""
     p = primary_coefficients(problem)
@@ -402,6 +446,7 @@ class FleetModel:
     shares: list = field(default_factory=list)  # [G] max_revenue: share of each group's demand served
     used: list = field(default_factory=list)  # [H] (7)/(T): binary, 1 when any rack of type h is bought
     new: list = field(default_factory=list)  # [H] (9): racks bought beyond the installed ones (empty: none installed)
+    rented: list = field(default_factory=list)  # [R] (12): chips rented from each offer
 
 
 @dataclass
@@ -434,6 +479,7 @@ class FleetSolution:
     shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # max_revenue: served share per group
     revenue: float = 0.0  # max_revenue: USD/year of the served shares
     tie_break: str = ""  # what (T) did, in words; empty when it did not run
+    rented: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [R] (12): chips rented from each offer
 
 
 def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
@@ -455,14 +501,16 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     shares = ([m.add_variable(lb=0.0, ub=1.0, name=f"share[g={g}]") for g in range(len(problem.group_value))]
               if objective_named(problem.objective).sells_shares else [])
     _add_demand_rows(m, problem, replicas, shares)
-    _add_chip_rows(m, problem, racks, replicas)
+    rent_ub = rent_upper_bounds(problem)
+    rented = [m.add_variable(lb=0.0, ub=float(rent_ub[r]), name=f"rent[{r}]") for r in range(problem.n_rentals)]
+    _add_chip_rows(m, problem, racks, replicas, rented=rented)
     _add_power_row(m, problem, racks)
     _add_total_racks_row(m, problem, racks)
     new = _add_new_racks(m, problem, racks, r_ub)
     used = _add_platform_rows(m, problem, racks, r_ub)
-    scale = _set_objective(m, problem, racks, replicas, shares, new)
+    scale = _set_objective(m, problem, racks, replicas, shares, new, rented)
     return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares,
-                      used, new)
+                      used, new, rented)
 
 
 def _add_new_racks(m, problem: FleetProblem, racks, r_ub) -> list:
@@ -510,13 +558,16 @@ def _installed(racks, late=()) -> list[list]:
     return [[r] + ([late[h]] if late else []) for h, r in enumerate(racks)]
 
 
-def _add_chip_rows(m, problem: FleetProblem, racks, replicas, tag: str = "", late=()) -> None:
-    """(2), divided by chips_per_rack_h, on the installed racks."""
+def _add_chip_rows(m, problem: FleetProblem, racks, replicas, tag: str = "", late=(), rented=()) -> None:
+    """(2), divided by chips_per_rack_h, on the installed racks and (12) the chips rented."""
     share = problem.chips / problem.chips_per_rack
     for h, installed in enumerate(_installed(racks, late)):
         row = m.add_linear_constraint(ub=0.0, name=f"chips[{tag}h={h}]")
         for v in installed:
             row.set_coefficient(v, -1.0)
+        for r, v in enumerate(rented):
+            if problem.rent_hardware[r] == h:
+                row.set_coefficient(v, -1.0 / float(problem.chips_per_rack[h]))
         for j in np.flatnonzero(share[:, h]).tolist():
             row.set_coefficient(replicas[j], float(share[j, h]))
 
@@ -575,12 +626,14 @@ def _add_used(m, problem: FleetProblem, racks, r_ub) -> list:
     return used
 
 
-def _primary_terms(problem: FleetProblem, racks, new=(), replicas=()) -> list[tuple]:
+def _primary_terms(problem: FleetProblem, racks, new=(), replicas=(), rented=()) -> list[tuple]:
     """(variable, coefficient) of (O)'s primary: p_h racks_h, or with an installed fleet (9) p'_h racks_h plus
-    (p_h - p'_h) new_h; and (11) c_j x_j for the columns with a cost of their own."""
+    (p_h - p'_h) new_h; (11) c_j x_j for the columns with a cost of their own; (12) the chips rented."""
     p = primary_coefficients(problem)
     own = column_primary_coefficients(problem)
-    columns = [(v, float(own[j])) for j, v in enumerate(replicas) if own[j] > 0]
+    rent = rent_primary_coefficients(problem)
+    columns = ([(v, float(own[j])) for j, v in enumerate(replicas) if own[j] > 0]
+               + [(v, float(rent[r])) for r, v in enumerate(rented)])
     if not new:
         return [(v, float(p[h])) for h, v in enumerate(racks)] + columns
     kept = kept_primary_coefficients(problem)
@@ -588,7 +641,7 @@ def _primary_terms(problem: FleetProblem, racks, new=(), replicas=()) -> list[tu
             + [(v, float(p[h] - kept[h])) for h, v in enumerate(new)] + columns)
 
 
-def _set_objective(m, problem: FleetProblem, racks, replicas, shares=(), new=()) -> float:
+def _set_objective(m, problem: FleetProblem, racks, replicas, shares=(), new=(), rented=()) -> float:
     """(O) divided by max p_h, less the revenue of the served shares under max_revenue (6); returns the divisor."""
     tie = rack_tie_coefficients(problem)
     replica_coef = replica_tie_coefficients(problem)
@@ -599,7 +652,7 @@ def _set_objective(m, problem: FleetProblem, racks, replicas, shares=(), new=())
         m.objective.set_linear_coefficient(v, float(tie[h] / scale))
     for j, v in enumerate(replicas):
         m.objective.set_linear_coefficient(v, float(replica_coef[j] / scale))
-    for v, c in _primary_terms(problem, racks, new, replicas):
+    for v, c in _primary_terms(problem, racks, new, replicas, rented):
         m.objective.set_linear_coefficient(v, m.objective.get_linear_coefficient(v) + c / scale)
     for g, v in enumerate(shares):
         m.objective.set_linear_coefficient(v, float(-problem.group_value[g] / scale))
@@ -728,16 +781,18 @@ def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
         return FleetSolution(np.zeros(H, dtype=np.int64), np.zeros(J), status, math.nan, bound, math.nan,
                              built.solver, raw.wall_seconds, built.build_seconds, detail)
     racks, replicas = _plan_values(problem, built, result)
+    rented = (np.clip(np.asarray(result.variable_values(built.rented), dtype=float), 0.0, problem.rent_max_chips)
+              if built.rented else np.zeros(0))
     shares, revenue = np.zeros(0), 0.0
     original = problem
     if built.shares:
         shares = np.clip(np.asarray(result.variable_values(built.shares), dtype=float), 0.0, 1.0)
         revenue = float(problem.group_value @ shares)
         problem = served_problem(problem, shares)
-    ev = evaluate(problem, racks, replicas)
+    ev = evaluate(problem, racks, replicas, rented=rented)
     if ev.violations and not problem.integer_replicas.all():
-        repaired = repair_replicas(problem, racks, replicas)
-        ev_repaired = evaluate(problem, racks, repaired)
+        repaired = repair_replicas(problem, racks, replicas, rented)
+        ev_repaired = evaluate(problem, racks, repaired, rented=rented)
         if len(ev_repaired.violations) < len(ev.violations):
             detail += f"; continuous replicas re-solved after rounding (had {', '.join(ev.violations)})"
             replicas, ev = repaired, ev_repaired
@@ -750,11 +805,11 @@ def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
         bound = min(dual * TIE_FACTOR, objective) if math.isfinite(dual) else -math.inf
         gap = (objective - bound) / max(abs(objective), 1.0)
         return FleetSolution(racks, replicas, status, objective, bound, gap, built.solver, raw.wall_seconds,
-                             built.build_seconds, detail, ev.violations, shares, revenue)
+                             built.build_seconds, detail, ev.violations, shares, revenue, rented=rented)
     bound = min(bound, ev.objective)  # a bound above the plan's value is solver tolerance, not information
     gap = (ev.objective - bound) / ev.objective if ev.objective > 0 else 0.0
     return FleetSolution(racks, replicas, status, ev.objective, bound, gap, built.solver, raw.wall_seconds,
-                         built.build_seconds, detail, ev.violations)
+                         built.build_seconds, detail, ev.violations, rented=rented)
 
 
 def served_problem(problem: FleetProblem, shares: np.ndarray) -> FleetProblem:
@@ -771,7 +826,7 @@ def _plan_values(problem: FleetProblem, built: FleetModel, result):
     return np.maximum(racks, 0), x
 
 
-def repair_replicas(problem: FleetProblem, racks, replicas) -> np.ndarray:
+def repair_replicas(problem: FleetProblem, racks, replicas, rented=None) -> np.ndarray:
     """Continuous replicas re-solved by an LP (GLOP) with the racks and integer replicas held as given.
 
     Solvers accept integers within ~1e-6: an 'integer' replica of 1.6e-7 can cover the last sliver of a demand that
@@ -785,7 +840,9 @@ def repair_replicas(problem: FleetProblem, racks, replicas) -> np.ndarray:
     fixed = np.where(problem.integer_replicas, x, 0.0)
     residual_demand = problem.demand - problem.coverage.T @ fixed
     share = problem.chips / problem.chips_per_rack
-    residual_racks = np.asarray(racks, dtype=float) - share.T @ fixed
+    residual_racks = (np.asarray(racks, dtype=float) + rented_chips(problem, rented if rented is not None else
+                                                                    np.zeros(problem.n_rentals)) / problem.chips_per_rack
+                      - share.T @ fixed)
     m = mathopt.Model(name="repair")
     y = {j: m.add_variable(lb=0.0, name=f"x[{j}]") for j in cont.tolist()}
     for w in np.flatnonzero(residual_demand > 0).tolist():
@@ -828,7 +885,8 @@ def served_values(problem: FleetProblem) -> np.ndarray:
     """[G] value_g of (10a): SERVED_WEIGHT x the most any plan can cost (racks at their bounds R_h, each at its
     primary p_h), shared among the groups by their weights (group_value)."""
     most = float(rack_upper_bounds(problem) @ primary_coefficients(problem)
-                 + replica_upper_bounds(problem) @ column_primary_coefficients(problem))
+                 + replica_upper_bounds(problem) @ column_primary_coefficients(problem)
+                 + rent_upper_bounds(problem) @ rent_primary_coefficients(problem))
     weights = np.maximum(problem.group_value, 0.0)
     total = float(weights.sum())
     share = weights / total if total > 0 else np.full(len(weights), 1.0 / max(len(weights), 1))
@@ -850,9 +908,10 @@ def most_served(problem: FleetProblem, solver: str = "scip", time_limit_s: float
     second = optimize(served_problem(problem, served * (1.0 - 1e-9)), solver, left, relative_gap, fewest_platforms)
     if second.status not in HAS_PLAN:  # (10b) ran out of time: the first stage's plan stands
         second = dataclasses.replace(first, objective=evaluate(served_problem(problem, served), first.racks,
-                                                               first.replicas).objective, best_bound=0.0)
+                                                               first.replicas, rented=first.rented).objective,
+                                     best_bound=0.0)
     shares = served_shares(problem, problem.coverage.T @ second.replicas)
-    ev = evaluate(problem, second.racks, second.replicas)
+    ev = evaluate(problem, second.racks, second.replicas, rented=second.rented)
     return dataclasses.replace(second, shares=shares, revenue=0.0, violations=ev.violations,
                                solve_seconds=time.perf_counter() - started,
                                detail=f"(10a) {first.detail}; (10b) {second.detail}")
@@ -891,7 +950,7 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     row = m.add_linear_constraint(ub=float(types), name="tie_platforms")
     for u in used:
         row.set_coefficient(u, 1.0)
-    _set_objective(m, problem, built.racks, built.replicas, built.shares, built.new)
+    _set_objective(m, problem, built.racks, built.replicas, built.shares, built.new, built.rented)
     left = time_limit_s - (time.perf_counter() - started)
     if left <= 0:
         return kept
@@ -919,7 +978,7 @@ def _add_objective_cap(m, problem: FleetProblem, built: FleetModel, value: float
     scale = built.objective_scale
     room = 1e-9 * max(abs(value), scale)
     row = m.add_linear_constraint(ub=(value + room) / scale, name="tie_objective")
-    for v, c in _primary_terms(problem, built.racks, built.new, built.replicas):
+    for v, c in _primary_terms(problem, built.racks, built.new, built.replicas, built.rented):
         row.set_coefficient(v, c / scale)
     for g, s in enumerate(built.shares):
         row.set_coefficient(s, float(-problem.group_value[g] / scale))
@@ -969,7 +1028,7 @@ def served_shares(problem: FleetProblem, served: np.ndarray) -> np.ndarray:
     return np.clip(shares, 0.0, 1.0)
 
 
-def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = EVAL_TOL) -> Evaluation:
+def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = EVAL_TOL, rented=None) -> Evaluation:
     """Recompute (1)-(4), the bounds, integrality and the objective of a plan; no solver involved.
 
     A row counts as violated when its slack, scaled as the MILP scales it, is below ``-tol``. Under max_revenue
@@ -981,11 +1040,15 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
     if r.shape != (problem.n_hardware,) or x.shape != (problem.n_columns,):
         raise ValueError(f"plan shapes {r.shape}, {x.shape}; expected ({problem.n_hardware},), "
                          f"({problem.n_columns},)")
+    rent = np.zeros(problem.n_rentals) if rented is None else np.asarray(rented, dtype=float).reshape(-1)
+    if rent.shape != (problem.n_rentals,):
+        raise ValueError(f"rented has shape {rent.shape}; expected ({problem.n_rentals},)")
     served = problem.coverage.T @ x
     chips_used = problem.chips.T @ x
     it_power = float(problem.rack_power_w @ r)
     facility = problem.pue * it_power
-    cost = annual_cost_of(problem, r) + float(problem.own_cost_usd @ x)  # (11): the columns' own costs
+    # (11) the columns' own costs, (12) the chips rented
+    cost = annual_cost_of(problem, r) + float(problem.own_cost_usd @ x) + float(problem.rent_cost_usd_per_chip @ rent)
     goal = objective_named(problem.objective)
     demand, revenue = problem.demand, 0.0
     if goal.sells_shares:
@@ -995,12 +1058,14 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
         shares = np.zeros(0)
     ev = Evaluation(
         served=served, demand_slack=served - demand, chips_used=chips_used,
-        chips_slack=problem.chips_per_rack * r - chips_used, supply_slack=problem.max_racks - new_racks(problem, r),
+        chips_slack=problem.chips_per_rack * r + rented_chips(problem, rent) - chips_used,
+        supply_slack=problem.max_racks - new_racks(problem, r),
         facility_power_w=facility, power_slack_w=problem.power_budget_w - facility,
         total_racks=int(round(r.sum())), total_racks_slack=problem.max_total_racks - r.sum(),
         annual_cost_usd=cost, rack_power_w=it_power,
         objective=goal.value(cost, it_power, revenue), violations=(), shares=shares, revenue_usd=revenue)
-    violations = tuple(_violations(problem, r, x, ev, tol))
+    violations = tuple(_violations(problem, r, x, ev, tol)) + tuple(
+        f"rent[{k}]" for k in np.flatnonzero((rent < -tol) | (rent > problem.rent_max_chips + tol)))
     object.__setattr__(ev, "violations", violations)
     return ev
 

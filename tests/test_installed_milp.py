@@ -174,3 +174,37 @@ def test_columns_with_their_own_cost_brute_force_twins_and_solvers_agree():
         if p.objective == "min_power":  # an API draws no site power: under min_power it serves everything
             assert jit.objective == pytest.approx(0.0, abs=1e-9)
     assert used >= 10 and skipped >= 10
+
+
+def with_rentals(p: F.FleetProblem, seed: int) -> F.FleetProblem:
+    """The tiny problem with one or two rental offers (12) on its types, at 0.05-0.4 of a rack's yearly cost per
+    chip, some with a chip limit."""
+    rng = np.random.default_rng(50_000 + seed)
+    R = int(rng.integers(1, 3))
+    hw = rng.integers(0, p.n_hardware, R)
+    per_chip = p.annual_cost_usd_per_rack[hw] / p.chips_per_rack[hw]
+    return dataclasses.replace(p, rent_hardware=hw, rent_cost_usd_per_chip=per_chip * rng.uniform(0.4, 3.0, R),
+                               rent_max_chips=np.where(rng.random(R) < 0.5, rng.integers(0, 12, R), INF))
+
+
+def test_rentals_brute_force_twins_and_solvers_agree():
+    """(12): rented chips beside racks; the jitted brute force, its twin, SCIP and HiGHS agree; a plan's rented
+    chips hold under evaluate, within each offer's limit; renting never makes a plan dearer."""
+    rented = cheaper = 0
+    for seed in range(50):
+        base = tiny_problem(seed, multi_row=seed % 2 == 1)
+        p = with_rentals(base, seed)
+        jit, py = bf.brute_force(p), bf.brute_force_python(p)
+        assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), (seed, jit.objective,
+                                                                                             py.objective)
+        for name in ("scip", "highs"):
+            sol = F.optimize(p, name, relative_gap=TIGHT)
+            assert same_objective(objective_or_inf(sol), jit.objective), (seed, name, sol.objective, jit.objective)
+            if sol.status == "optimal":
+                assert F.evaluate(p, sol.racks, sol.replicas, rented=sol.rented).feasible
+                assert np.all(sol.rented <= p.rent_max_chips + 1e-9)
+                rented += bool(sol.rented.sum() > 1e-9)
+        plain = bf.brute_force(base).objective
+        assert jit.objective <= plain * (1 + REL) or math.isinf(plain)
+        cheaper += jit.objective < plain * (1 - REL)
+    assert rented >= 10 and cheaper >= 10

@@ -174,6 +174,17 @@ class Rack(Strict):
         return self
 
 
+class RentalOffer(Strict):
+    """Capacity of a system rented by the chip-hour (OPTIMIZER.md 11): paid for every hour of the term, no site
+    power, no floor space."""
+
+    name: str = Field(description="the offer: provider, instance and term")
+    usd_per_chip_hour: float = Field(gt=0, description="USD per chip-hour")
+    term_months: int = Field(0, ge=0, description="commitment in months (0: on demand)")
+    max_chips: int | None = Field(None, ge=0, description="most chips the offer rents (null: no limit)")
+    source: str | None = Field(None, description="where the price was read, with its date")
+
+
 class Hardware(Strict):
     id: str
     name: str
@@ -185,6 +196,7 @@ class Hardware(Strict):
     roles: list[Role] = Field(min_length=1)
     model_lock: str | None = Field(None, description="model id wired into the silicon; serves nothing else")
     notes: str | None = None
+    rental: list[RentalOffer] = Field(default_factory=list, description="offers to rent it by the chip-hour")
 
     @model_validator(mode="after")
     def _precisions_have_flops(self) -> "Hardware":

@@ -557,7 +557,16 @@ class Scenario(_Section):
     def _exclusion(self, hw_id: str, hw: Hardware) -> str | None:
         if any(e.hardware == hw_id and self.retirement_of(e) > self.start_date for e in self.installed):
             return None  # on the floor already: usable whatever may be bought
-        return self.purchase_exclusion(hw_id, hw)
+        why = self.purchase_exclusion(hw_id, hw)
+        if why is not None and hw.rental and self._rentable(hw_id, hw):
+            return None  # rented by the chip-hour though not bought (a cloud-only system, OPTIMIZER.md 11)
+        return why
+
+    def _rentable(self, hw_id: str, hw: Hardware) -> bool:
+        """Rental offers count where the system is available by the plan's start, and hardware.allow (if given)
+        names it."""
+        last = self.periods[-1] if self.periods else self.start_date
+        return hw.rack.available.value <= last and (self.hardware.allow is None or hw_id in self.hardware.allow)
 
     def purchase_exclusion(self, hw_id: str, hw: Hardware) -> str | None:
         """Why racks of ``hw_id`` may not be bought (None: they may)."""

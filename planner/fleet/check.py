@@ -310,6 +310,27 @@ def api_checks(name: str, row: dict, demand) -> tuple[list[dict], tuple]:
     return out, (output, prefill)
 
 
+def rental_checks(rentals: list, inputs: Inputs) -> list[dict]:
+    """Each rented row (OPTIMIZER.md 11): an offer of its system, within the offer's chips, at its price."""
+    from planner.fleet.plan import rental_cost
+
+    out = []
+    for r in rentals:
+        hw = inputs.hardware.get(r.get("hardware"))
+        offer = next((o for o in hw.rental if o.name == r.get("offer")), None) if hw is not None else None
+        name = f"rental {r.get('hardware')}/{r.get('offer')}"
+        if offer is None:
+            out.append(result(name, False, "no such rental offer among the plan's hardware"))
+            continue
+        chips = float(r["chips"])
+        out.append(result(name + " chips", 0.0 <= chips <= (offer.max_chips if offer.max_chips is not None
+                                                            else math.inf) * (1 + 1e-9) + 1e-9,
+                          f"{chips:.6g} chips, at most {offer.max_chips}"))
+        out.append(same(name + " usd_per_chip_hour", r.get("usd_per_chip_hour"), offer.usd_per_chip_hour))
+        out.append(same(name + " usd_per_year", r.get("usd_per_year"), rental_cost(chips, offer.usd_per_chip_hour)))
+    return out
+
+
 def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs) -> list[dict]:
     """Each workload's decode and prefill demand covered by re-scored capacity, at the served share (1 unless the
     objective sells shares of demand)."""
@@ -338,7 +359,7 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     builders ``solve`` used."""
     import polars as pl
 
-    from planner.fleet.plan import allocation_table, fleet_table, totals_of, workload_table
+    from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
 
     out = []
     unknown = [h for h in racks if h not in inputs.hardware]
@@ -367,10 +388,20 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     alloc = alloc if alloc is not None else allocation_table([])
     order = {h: racks.get(h, 0) for h in inputs.hardware}  # the plan's hardware order
     costs = {h: inputs.annual_cost_per_rack(h) for h in inputs.hardware}
-    fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue, inputs.installed)
+    rentals = d.get("rentals") or []
+    out.extend(rental_checks(rentals, inputs))
+    fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue, inputs.installed, rentals)
     for f in fleet.iter_rows(named=True):
-        out.append(result(f"chips {f['hardware']}", f["chips_used"] <= f["chips"] * (1 + 1e-6) + 1e-9,
-                          f"{f['chips_used']:.9g} used of {f['chips']} in {f['racks']} racks"))
+        held = f["chips"] + f.get("chips_rented", 0.0)
+        out.append(result(f"chips {f['hardware']}", f["chips_used"] <= held * (1 + 1e-6) + 1e-9,
+                          f"{f['chips_used']:.9g} used of {f['chips']} in {f['racks']} racks"
+                          + (f" and {f['chips_rented']:.6g} rented" if f.get("chips_rented") else "")))
+    if len(alloc):
+        owned = {h: racks.get(h, 0) * inputs.hardware[h].chips_per_rack for h in inputs.hardware}
+        marks = mark_rented([dict(r) for r in d["allocation"]], owned)
+        wrong = [i for i, (a, b) in enumerate(zip(marks, d["allocation"])) if a.get("acquisition") != b.get("acquisition")]
+        out.append(result("allocation acquisition", not wrong, "each row's owned, rented or api as its system's owned "
+                          "chips fill in row order" + (f"; rows {wrong} differ" if wrong else "")))
     out.extend(table_checks("fleet", d["fleet"], fleet.to_dicts(), "hardware"))
     on_racks = alloc.filter(pl.col("role") != API_KIND) if len(alloc) else alloc
     for hw_id in sorted(set(on_racks["hardware"].to_list()) - set(racks)) if len(on_racks) else []:

@@ -16,9 +16,9 @@ import numpy as np
 from planner import __version__, catalog
 from planner.fleet.finance import annual_revenue, mean_tokens_per_year, usd_per_mtok
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, ttft_percentiles
-from planner.fleet.problem import Built
+from planner.fleet.problem import Built, rental_offers
 from planner.perf.grid import engines_running, pair_engines
-from planner.vocabulary import API_KIND, DECODE_ROLES
+from planner.vocabulary import API_KIND, DECODE_ROLES, HOURS_PER_YEAR
 from solvers.vocabulary import HAS_PLAN
 
 ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
@@ -63,6 +63,7 @@ class Plan:
     solution: object = field(default=None, repr=False)  # solvers.milp.FleetSolution, in memory only
     robust: dict | None = None  # solve --robust: the robust fleet's summary over the samples (INTERFACE.md 2.9)
     one_more_rack: list | None = None  # a fleet-only plan: what one more rack of each system adds (whatif)
+    rentals: list = field(default_factory=list)  # chips rented per offer (OPTIMIZER.md 11)
 
     def to_dict(self) -> dict:
         from planner.report.summary import assumptions
@@ -72,6 +73,7 @@ class Plan:
             d["robust"] = self.robust
         if self.one_more_rack is not None:
             d["one_more_rack"] = self.one_more_rack
+        d["rentals"] = self.rentals
         ready = isinstance(d["inputs"], dict) and {"scenario", "demands"} <= set(d["inputs"])
         d["assumptions"] = assumptions(d) if ready else []  # what decides the cost, in words
         return d
@@ -114,25 +116,67 @@ def extract_plan(built: Built, sol) -> Plan:
         return Plan(sc.name, sol.status, sc.objective, float("nan"), solver, empty, empty, empty, {}, provenance(),
                     built.unserved, inputs=built.inputs, built=built, timings=timings_of(built, sol))
     racks = np.asarray(sol.racks, dtype=float)
-    replicas = round_up_small(built.problem, racks, np.asarray(sol.replicas, dtype=float))
-    alloc = allocation_table(allocation_rows(built, replicas))
+    rentals = rentals_of(built, sol)
+    rented = rented_by_hardware(rentals)
+    replicas = round_up_small(built.problem, racks, np.asarray(sol.replicas, dtype=float),
+                              np.array([rented.get(h.id, 0.0) for h in built.hardware]))
+    owned = {h.id: racks[i] * h.chips_per_rack for i, h in enumerate(built.hardware)}
+    # in the table's own (sorted) order, as check reads it back
+    alloc = allocation_table(mark_rented(allocation_table(allocation_rows(built, replicas)).to_dicts(), owned))
     shares = np.asarray(sol.shares) if len(sol.shares) else np.ones(len(built.demands))
     alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(replicas > 1e-9)))
     costs = dict(zip([h.id for h in built.hardware], built.problem.annual_cost_usd_per_rack.tolist()))
     fleet = fleet_table({h.id: racks[i] for i, h in enumerate(built.hardware)}, built.hardware_by_id, costs, alloc,
-                        built.problem.pue, built.inputs["installed"])
+                        built.problem.pue, built.inputs["installed"], rentals)
     wl = workload_table(built.demands, alloc, fleet, shares)
     totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w)
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
                 provenance(), built.unserved, alternatives=alternatives, tiers=tier_table(wl), inputs=built.inputs,
-                built=built, timings=timings_of(built, sol), solution=sol)
+                built=built, timings=timings_of(built, sol), solution=sol, rentals=rentals)
+
+
+def rentals_of(built: Built, sol) -> list[dict]:
+    """The chips the plan rents, one row per offer used: hardware, offer, chips, its price and USD a year (every
+    hour of the year paid; OPTIMIZER.md 11)."""
+    rows = []
+    for (k, offer), chips in zip(rental_offers(built.hardware), np.asarray(sol.rented, dtype=float)):
+        if chips > 1e-9:
+            rows.append({"hardware": built.hardware[k].id, "offer": offer.name, "chips": float(chips),
+                         "usd_per_chip_hour": offer.usd_per_chip_hour, "term_months": offer.term_months,
+                         "usd_per_year": rental_cost(chips, offer.usd_per_chip_hour)})
+    return rows
+
+
+def rental_cost(chips: float, usd_per_chip_hour: float) -> float:
+    return float(chips) * usd_per_chip_hour * HOURS_PER_YEAR
+
+
+def rented_by_hardware(rentals: list[dict]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for r in rentals:
+        out[r["hardware"]] = out.get(r["hardware"], 0.0) + float(r["chips"])
+    return out
+
+
+def mark_rented(rows: list[dict], owned_chips: dict[str, float]) -> list[dict]:
+    """Each allocation row's ``acquisition``: rows of a system fill its owned chips first, in row order; a row
+    that needs chips beyond them runs on rented ones (``rented``). API rows stay ``api``."""
+    left = dict(owned_chips)
+    for r in rows:
+        if r["acquisition"] == API_KIND:
+            continue
+        need = float(r["replicas"]) * float(r["chips_per_replica"])
+        have = left.get(r["hardware"], 0.0)
+        r["acquisition"] = "owned" if need <= have + 1e-6 else "rented"
+        left[r["hardware"]] = max(have - need, 0.0)
+    return rows
 
 
 def timings_of(built: Built, sol) -> dict:
     return {"engine_s": built.engine_seconds, "solve_s": sol.solve_seconds}
 
 
-def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray, rented: np.ndarray | None = None) -> np.ndarray:
     """Continuous replica counts rounded up to whole replicas where the racks bought hold the extra chips (the
     smallest fractions first); the rest stay fractional (a share of one replica's capacity). Rounding up only
     adds capacity, so demand stays covered and racks, power and cost do not change (columns with a cost of their
@@ -140,7 +184,7 @@ def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray) -> np.ndarr
     x = replicas.copy()
     # a column with a cost of its own (a hosted API, priced on what it serves) is never rounded up: it would pay
     frac = np.flatnonzero(~problem.integer_replicas & (np.abs(x - np.rint(x)) > 1e-9) & (problem.own_cost_usd <= 0))
-    room = problem.chips_per_rack * racks - problem.chips.T @ x
+    room = problem.chips_per_rack * racks + (0.0 if rented is None else rented) - problem.chips.T @ x
     for j in frac[np.argsort(np.ceil(x[frac]) - x[frac])]:
         extra = (np.ceil(x[j]) - x[j]) * problem.chips[j]
         if np.all(extra <= room + 1e-9):
@@ -253,18 +297,23 @@ def allocation_table(rows: list[dict]):
 
 
 def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, alloc, pue: float,
-                installed: dict | None = None):
-    """Per system in service or installed (``racks``: id -> racks in service, in the plan's order): the racks kept
-    from the installed fleet, bought and retired (OPTIMIZER.md 9; ``installed``: id -> the plan inputs' installed
-    entry), chips, the chips the allocation uses, power, the capex of the racks bought and the annual cost (a kept
-    rack's capex sunk)."""
+                installed: dict | None = None, rentals: list | None = None):
+    """Per system in service, installed or rented (``racks``: id -> racks in service, in the plan's order): the
+    racks kept from the installed fleet, bought and retired (OPTIMIZER.md 9; ``installed``: id -> the plan inputs'
+    installed entry), the chips rented (11; ``rentals``: the plan's rows), chips, the chips the allocation uses,
+    power (rented chips draw none at the site), the capex of the racks bought, the annual cost (a kept rack's capex
+    sunk, rented chips at their price) and the utilisation above which owning a chip beats renting it."""
     import polars as pl
 
     installed = installed or {}
+    rented = rented_by_hardware(rentals or [])
+    rent_usd: dict[str, float] = {}
+    for r in rentals or []:
+        rent_usd[r["hardware"]] = rent_usd.get(r["hardware"], 0.0) + float(r["usd_per_year"])
     rows = []
     for hw_id, count in racks.items():
         have = int(installed.get(hw_id, {}).get("racks", 0))
-        if count <= 0 and not have:
+        if count <= 0 and not have and not rented.get(hw_id):
             continue
         hw = hardware[hw_id]
         mine = alloc.filter(pl.col("hardware") == hw_id)
@@ -273,14 +322,22 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
         kept, new = min(n, have), max(n - have, 0)
         full = float(annual_cost_usd_per_rack[hw_id])
         keep = min(sum(installed[hw_id]["kept_costs"].values()), full) if have else full
+        chips_rented = rented.get(hw_id, 0.0)
+        held = n * hw.chips_per_rack + chips_rented
+        cheapest = min((o.usd_per_chip_hour for o in hw.rental), default=None)
         rows.append({
             "hardware": hw_id, "racks": n, "racks_installed": kept, "racks_new": new, "racks_retired": have - kept,
-            "chips": n * hw.chips_per_rack, "chips_used": used,
-            "chip_utilization": used / (n * hw.chips_per_rack) if n else 0.0,
+            "chips": n * hw.chips_per_rack, "chips_rented": chips_rented, "chips_used": used,
+            "chip_utilization": used / held if held else 0.0,
             "power_mw": n * hw.rack_power_w / 1e6,
             "facility_power_mw": n * hw.rack_power_w * pue / 1e6,
             "capex_usd": new * hw.rack.capex_usd.value,
-            "annual_cost_usd": kept * keep + new * full,
+            "rental_usd_per_year": rent_usd.get(hw_id, 0.0),
+            "annual_cost_usd": kept * keep + new * full + rent_usd.get(hw_id, 0.0),
+            # owning a chip costs full / chips a year whatever it does; renting by the hour costs the offer's price
+            # for the hours it is needed: owning is cheaper above this share of hours in use
+            "breakeven_utilization": (full / hw.chips_per_rack / rental_cost(1.0, cheapest)
+                                      if cheapest is not None else None),
             "capex_confidence": hw.rack.capex_usd.confidence,
         })
     return pl.DataFrame(rows) if rows else pl.DataFrame()
@@ -400,6 +457,7 @@ def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
     revenue = float(workloads["revenue_usd_per_year"].sum())
     power = float(fleet["power_mw"].sum()) if len(fleet) else 0.0
     api = float(workloads["api_cost_usd"].sum()) if len(workloads) else 0.0
+    rent = float(fleet["rental_usd_per_year"].sum()) if len(fleet) else 0.0
     cost = (float(fleet["annual_cost_usd"].sum()) if len(fleet) else 0.0) + api
     return {
         "racks": int(fleet["racks"].sum()) if len(fleet) else 0,
@@ -410,6 +468,7 @@ def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
         "capex_usd": float(fleet["capex_usd"].sum()) if len(fleet) else 0.0,
         "annual_cost_usd": cost,
         "api_cost_usd": api,
+        "rental_usd_per_year": rent,
         "output_tokens_per_s": demand,
         "output_tokens_per_s_per_mw": demand / power if power > 0 else None,
         "revenue_usd_per_year": revenue,

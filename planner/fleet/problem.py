@@ -15,7 +15,7 @@ from planner import catalog
 from planner.fleet.demand import Demand, demand_of
 from planner.fleet.finance import annual_costs, annual_revenue, installed_rack_cost_parts, rack_cost_parts
 from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for
-from planner.vocabulary import API_KIND, API_PREFIX
+from planner.vocabulary import API_KIND, API_PREFIX, HOURS_PER_YEAR
 from solvers.objectives import objective as objective_named
 
 # A replica of at least this share of a rack is an integer in the MILP, so that packing is real; smaller ones are
@@ -172,6 +172,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         installed_annual_cost_usd_per_rack=kept_annual_costs(installed, hw_list, annual) if installed else None,
         max_new_racks=math.inf if new_cap is None else float(new_cap),
         column_cost_usd=api_column_costs(cols, demands) if np.any(cols["kind"] == API_KIND) else None,
+        **rental_arrays(hw_list),
         workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
         capacity=coverage.max(axis=1) if n else np.zeros(0),
         chips=chips, integer_replicas=integer_replicas(chips, hw_list), demand=demand, coverage=coverage,
@@ -202,6 +203,19 @@ def group_values(objective: str, demands: list[Demand], revenue: np.ndarray) -> 
     if goal.needs_prices:
         return revenue
     return np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, 1e6) for d in demands])
+
+
+def rental_offers(hw_list: list) -> list[tuple[int, object]]:
+    """(hardware index, offer) of every rental offer of the problem's systems, in catalog order (the MILP's r)."""
+    return [(k, o) for k, h in enumerate(hw_list) for o in h.rental]
+
+
+def rental_arrays(hw_list: list) -> dict:
+    """(12)'s arrays: each offer's hardware, its cost a year per chip (every hour of the year paid) and its limit."""
+    offers = rental_offers(hw_list)
+    return {"rent_hardware": np.array([k for k, _ in offers], dtype=np.int64),
+            "rent_cost_usd_per_chip": np.array([o.usd_per_chip_hour * HOURS_PER_YEAR for _, o in offers]),
+            "rent_max_chips": np.array([math.inf if o.max_chips is None else float(o.max_chips) for _, o in offers])}
 
 
 def check_resolvable(problem, demands) -> None:

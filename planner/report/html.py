@@ -181,7 +181,8 @@ def summary_cards(plan) -> str:
     return '<div class="cards">' + "".join(cards) + "</div>"
 
 
-FLEET_COLS = ["hardware", "racks", "racks_installed", "racks_new", "racks_retired", "chips", "chips_used", "chip_utilization", "power_mw", "facility_power_mw",
+FLEET_COLS = ["hardware", "racks", "racks_installed", "racks_new", "racks_retired", "chips", "chips_rented",
+              "rental_usd_per_year", "breakeven_utilization", "chips_used", "chip_utilization", "power_mw", "facility_power_mw",
               "capex_usd", "annual_cost_usd", "capex_confidence"]
 ALLOC_COLS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
               "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "tps_per_user",

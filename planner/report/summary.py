@@ -188,6 +188,9 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     if d["objective"] == "max_revenue":
         lines.append(f"revenue:  {people(totals['revenue_usd_per_year'], 'USD')} a year; profit "
                      f"{people(totals['profit_usd_per_year'], 'USD')}")
+    if d.get("rentals"):
+        lines.append("rent:     " + "; ".join(f"{r['chips']:,.4g} x {r['hardware']} chips ({r['offer']}, "
+                                             f"{people(r['usd_per_year'], 'USD')} a year)" for r in d["rentals"]))
     hosted = [r for r in d.get("allocation", []) if r.get("acquisition") == "api"]
     if hosted:
         lines.append("api:      " + "; ".join(f"{r['workload']} {100 * r['replicas']:.3g}% to {r['measurement']} "

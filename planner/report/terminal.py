@@ -55,16 +55,21 @@ BRIEF_LABELS = {"facility_power_mw": "facility MW", "capex_usd": "capex USD", "a
                 "tps_per_user": "tok/s/user", "ttft_target_s": "TTFT target s", "ttft_s": "TTFT s",
                 "cost_usd_per_mtok": "USD/Mtok", "power_mw": "IT MW", "served_share": "served",
                 "speculative": "drafter", "racks_installed": "kept",
-                "racks_new": "bought", "racks_retired": "retired"}
+                "racks_new": "bought", "racks_retired": "retired", "chips_rented": "rented chips",
+                "rental_usd_per_year": "rent USD/year", "breakeven_utilization": "own above"}
 
 
 def fleet_columns(columns: list[str], rows: list[dict]) -> list[str]:
     """The fleet table's columns, with the installed, bought and retired racks after ``racks`` where any rack of
-    the plan was installed."""
-    if not any(r.get("racks_installed") or r.get("racks_retired") for r in rows):
-        return columns
-    at = columns.index("racks") + 1
-    return columns[:at] + FLEET_INSTALLED + columns[at:]
+    the plan was installed, and the chips rented after ``chips`` where any is."""
+    out = list(columns)
+    if any(r.get("racks_installed") or r.get("racks_retired") for r in rows):
+        at = out.index("racks") + 1
+        out = out[:at] + FLEET_INSTALLED + out[at:]
+    if any(r.get("chips_rented") for r in rows):
+        at = out.index("chips") + 1
+        out = out[:at] + ["chips_rented", "rental_usd_per_year", "breakeven_utilization"] + out[at:]
+    return out
 
 
 def brief_allocation(rows: list[dict]) -> tuple[list[dict], list[str]]:

@@ -149,6 +149,9 @@ def robust_fleet(samples: dict, hardware: list, percentile: float | None, solver
     if any(samples[v][0].objective == "max_served" for v in used):
         raise InputError("a robust fleet needs a cost objective (min_cost, min_power or max_revenue), not max_served",
                          field="objective")
+    if any(samples[v][0].n_rentals for v in used):
+        raise InputError("a robust fleet does not yet rent capacity (hardware rental offers): leave them out",
+                         field="hardware.overrides")
     if any(np.any(samples[v][0].own_cost_usd > 0) for v in used):
         raise InputError("a robust fleet does not yet take hosted API offers (workloads' api): leave them out",
                          field="workloads.api")

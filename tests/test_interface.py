@@ -144,7 +144,8 @@ def test_every_estimate_frontier_catalog_and_calibrate_column_is_in_its_section(
 UNITLESS = {"racks", "chips", "replicas", "batch", "chips_per_replica", "tensor_parallel", "pipeline_parallel",
             "draft_tokens", "ffn_chips", "chips_used", "column", "concurrent_streams", "resident_sessions", "candidates_scored",
             "columns", "acceptance", "chip_utilization", "utilization", "prefill_share", "served_share",
-            "relative_gap", "ttft_percentile", "best_bound"}
+            "relative_gap", "ttft_percentile", "best_bound",
+            "racks_installed", "racks_new", "racks_retired", "chips_rented", "breakeven_utilization"}
 UNIT_MARKS = ("_usd", "_mw", "_w", "_s", "_kw", "tps_", "_bytes", "_mtok", "_tokens", "_pct")
 
 

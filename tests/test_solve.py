@@ -367,8 +367,11 @@ def test_the_answer_fits_one_screen_at_120_columns(plans, name, monkeypatch, cap
     lines = summary_lines(d)
     assert lines[1].startswith("buy:") and any(x.startswith("binding:") for x in lines)
     assert any(x.startswith("unserved:") for x in lines) and len(lines) <= 10
-    for f in d["fleet"]:
-        assert f"{f['racks']:,} x {f['hardware']}" in lines[1]
+    for f in d["fleet"]:  # what is bought on the buy line, what is kept of an installed fleet on the keep line
+        if f["racks_new"]:
+            assert f"{f['racks_new']:,} x {f['hardware']}" in lines[1]
+        if f["racks_installed"]:
+            assert f"{f['racks_installed']:,} x {f['hardware']}" in lines[2] and lines[2].startswith("keep:")
     monkeypatch.setenv("COLUMNS", "120")
     show_tables(plan)
     out = capsys.readouterr().out

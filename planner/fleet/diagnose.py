@@ -35,7 +35,7 @@ def infeasibility_message(built: Built) -> str:
     needed = optimize(free, solver="highs", time_limit_s=30.0, relative_gap=1e-3, fewest_platforms=False)
     if needed.status in HAS_PLAN:
         bought = new_racks(p, needed.racks)
-        over = [f"{h.id}: {int(n)} racks bought, cap {int(c)}" for h, n, c in
+        over = [f"{h.id}: {int(n)} racks needed, cap {int(c)}" for h, n, c in
                 zip(built.hardware, bought, p.max_racks) if n > c]
         if bought.sum() > p.max_new_racks:
             have = ", ".join(f"{int(n)} {h.id}" for h, n in zip(built.hardware, p.installed_racks) if n)

@@ -161,12 +161,12 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
         return lines + ([f"why: {reason}"] if reason else [])
     bought = [f for f in d["fleet"] if f.get("racks_new", f["racks"]) > 0]
     buy = ", ".join(f"{f.get('racks_new', f['racks']):,} x {f['hardware']}" for f in bought) or "nothing"
+    lines.append(f"buy:      {buy} ({totals['racks']:,} racks in service, {totals['chips']:,} chips)")
     owned = [f for f in d["fleet"] if f.get("racks_installed", 0) or f.get("racks_retired", 0)]
     if owned:
         lines.append("keep:     " + ", ".join(f"{f['racks_installed']:,} x {f['hardware']}" for f in owned)
                      + " (installed)" + "".join(f"; retire {f['racks_retired']:,} x {f['hardware']}" for f in owned
                                                  if f["racks_retired"]))
-    lines.append(f"buy:      {buy} ({totals['racks']:,} racks in service, {totals['chips']:,} chips)")
     lines.append(f"cost:     capex {people(totals['capex_usd'], 'USD')}; {people(totals['annual_cost_usd'], 'USD')} "
                  f"a year")
     budget = sc["site"].get("power_budget_mw")

@@ -662,7 +662,11 @@ class Scenario(_Section):
         if self.periods:
             raise InputError("--fleet-only plans one period: a build-out buys over time", field="periods")
         goal = self.objective if objective_named(self.objective).needs_prices else "max_served"
-        return self.with_({"hardware.max_new_racks": 0, "objective": goal})
+        # the fleet alone: nothing bought, nothing rented, nothing sent to a hosted API
+        settings = {"hardware.max_new_racks": 0, "objective": goal}
+        settings.update({f"hardware.overrides.{i}.rental": [] for i, h in self.known_hardware().items() if h.rental})
+        settings.update({f"workloads.{w.name}.api": [] for w in self.workloads if w.api})
+        return self.with_(settings)
 
     def with_solver(self, name: str | None = None, time_limit_s: float | None = None) -> Scenario:
         """A copy with command-line solver settings applied; a bad value raises InputError."""

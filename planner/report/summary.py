@@ -46,7 +46,7 @@ def binding(d: dict) -> list[dict]:
     caps = sc.get("max_racks") or {}
     for f in d["fleet"]:
         cap, bought = caps.get(f["hardware"]), f.get("racks_new", f["racks"])
-        if cap is not None and bought >= cap and (cap > 0 or f.get("racks_retired", 0) == 0):
+        if cap is not None and cap > 0 and bought >= cap:  # a system that cannot be bought binds no supply
             out.append({"kind": "supply", "hardware": f["hardware"], "limit": cap,
                         "text": f"supply of {f['hardware']}: {bought:,} of {cap:,} racks bought"})
     most_new = sc.get("max_new_racks")
@@ -68,7 +68,8 @@ def layout_words(d: dict) -> str:
         return ("layouts: only those a public engine of the serving stack runs (each allocation row's engines; "
                 "data/engines.yaml)")
     alone = sorted({f"{r['workload']} on {r['hardware']} (tp{r['tensor_parallel']} pp{r['pipeline_parallel']}"
-                    f"{' ep' if r['expert_parallel'] else ''})" for r in d.get("allocation", []) if not r.get("engines")})
+                    f"{' ep' if r['expert_parallel'] else ''})" for r in d.get("allocation", [])
+                    if not r.get("engines") and r.get("role") != "api"})
     return ("layouts: any the model can cost (layouts: any); "
             + (f"no public engine runs {', '.join(alone)}" if alone else "every row's layout runs on a public engine"))
 
@@ -182,7 +183,7 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     limits = binding_limits(d)
     lines.append("binding:  " + ("; ".join(limits) if limits else "no limit binds: demand sets the size"))
     short = [f"{w['workload']} ({100 * w['served_share']:.3g}% served)" for w in d["workloads"]
-             if w.get("served_share") is not None and w["served_share"] < 1.0 - 1e-9]
+             if w.get("served_share") is not None and w["served_share"] < 1.0 - 1e-6]
     short += [f"{name} ({why})" for name, why in (d.get("unserved") or {}).items()]
     lines.append("unserved: " + (", ".join(short) if short else "none: every workload is served whole"))
     if d["objective"] == "max_revenue":

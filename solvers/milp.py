@@ -333,13 +333,6 @@ def new_racks(problem: FleetProblem, racks) -> np.ndarray:
     return np.maximum(np.asarray(racks, dtype=float) - problem.installed_racks, 0.0)
 
 
-def primary_value(problem: FleetProblem, racks) -> float:
-    """The primary of (O) for racks in service: p' on every rack, p - p' more on the new ones (9)."""
-    r = np.asarray(racks, dtype=float)
-    p, kept = primary_coefficients(problem), kept_primary_coefficients(problem)
-    return float(kept @ r + (p - kept) @ new_racks(problem, r))
-
-
 def annual_cost_of(problem: FleetProblem, racks) -> float:
     """USD/year of the racks in service: capex paid only on the new ones (9)."""
     r = np.asarray(racks, dtype=float)

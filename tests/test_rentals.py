@@ -83,3 +83,14 @@ def test_a_cloud_only_system_is_rentable_though_it_cannot_be_bought():
 def test_a_bad_offer_names_the_field():
     with pytest.raises(InputError, match="usd_per_chip_hour"):
         scenario(10.0, offer=dict(OFFER, usd_per_chip_hour=-1.0))
+
+
+def test_out_writes_the_rentals_table(tmp_path):
+    from planner.report.files import write_files
+
+    plan = solve(scenario(100.0))
+    write_files(plan, tmp_path)
+    text = (tmp_path / "rentals.csv").read_text().splitlines()
+    assert text[0] == "hardware,offer,chips,usd_per_chip_hour,term_months,usd_per_year"
+    assert text[1].startswith("hgx-b200,neocloud-1y,7.0,")
+    assert (tmp_path / "rentals.parquet").exists()

@@ -75,7 +75,11 @@ def plan_file_contents(plan, reason: str | None = None) -> dict[str, bytes]:
 
         tables = frames(plan)
     else:
+        import polars as pl
+
         tables = {name: getattr(plan, name) for name in PLAN_TABLES}
+        if getattr(plan, "rentals", None):  # the chips rented per offer, where the plan rents any
+            tables["rentals"] = pl.DataFrame(plan.rentals)
     for name, df in tables.items():
         if df is None:
             continue

@@ -19,7 +19,8 @@ import numpy as np
 
 from planner.errors import InputError
 from planner.fleet.demand import Demand
-from planner.fleet.finance import annual_rack_cost, annual_rack_cost_parts, finance_args, kept_rack_cost_parts
+from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, finance_args, kept_rack_cost_parts,
+                                   rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES
 from planner.vocabulary import API_KIND, API_PREFIX, DECODE_ROLES, PREFILL_ROLES, STATUSES
 from solvers.objectives import objective as objective_named
@@ -312,8 +313,6 @@ def api_checks(name: str, row: dict, demand) -> tuple[list[dict], tuple]:
 
 def rental_checks(rentals: list, inputs: Inputs) -> list[dict]:
     """Each rented row (OPTIMIZER.md 11): an offer of its system, within the offer's chips, at its price."""
-    from planner.fleet.plan import rental_cost
-
     out = []
     for r in rentals:
         hw = inputs.hardware.get(r.get("hardware"))

@@ -78,6 +78,11 @@ def installed_rack_cost_parts(scenario, hw, capex_usd: float) -> dict:
     return {k: float(v) for k, v in parts.items()}
 
 
+def rental_cost(chips: float, usd_per_chip_hour: float) -> float:
+    """USD a year of rented chips: every hour of the year paid (OPTIMIZER.md 11)."""
+    return float(chips) * usd_per_chip_hour * HOURS_PER_YEAR
+
+
 def annual_costs(scenario, hardware: list) -> np.ndarray:
     """USD per year of one rack of each system (the MILP's cost coefficients)."""
     args = finance_args(scenario.finance, scenario.horizon_years)

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner import __version__, catalog
-from planner.fleet.finance import annual_revenue, mean_tokens_per_year, usd_per_mtok
+from planner.fleet.finance import annual_revenue, mean_tokens_per_year, rental_cost, usd_per_mtok
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, ttft_percentiles
 from planner.fleet.problem import Built, rental_offers
 from planner.perf.grid import engines_running, pair_engines
-from planner.vocabulary import API_KIND, DECODE_ROLES, HOURS_PER_YEAR
+from planner.vocabulary import API_KIND, DECODE_ROLES
 from solvers.vocabulary import HAS_PLAN
 
 ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
@@ -145,10 +145,6 @@ def rentals_of(built: Built, sol) -> list[dict]:
                          "usd_per_chip_hour": offer.usd_per_chip_hour, "term_months": offer.term_months,
                          "usd_per_year": rental_cost(chips, offer.usd_per_chip_hour)})
     return rows
-
-
-def rental_cost(chips: float, usd_per_chip_hour: float) -> float:
-    return float(chips) * usd_per_chip_hour * HOURS_PER_YEAR
 
 
 def rented_by_hardware(rentals: list[dict]) -> dict[str, float]:

@@ -13,9 +13,10 @@ import numpy as np
 
 from planner import catalog
 from planner.fleet.demand import Demand, demand_of
-from planner.fleet.finance import annual_costs, annual_revenue, installed_rack_cost_parts, rack_cost_parts
+from planner.fleet.finance import (annual_costs, annual_revenue, installed_rack_cost_parts, rack_cost_parts,
+                                   rental_cost)
 from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for
-from planner.vocabulary import API_KIND, API_PREFIX, HOURS_PER_YEAR
+from planner.vocabulary import API_KIND, API_PREFIX
 from solvers.objectives import objective as objective_named
 
 # A replica of at least this share of a rack is an integer in the MILP, so that packing is real; smaller ones are
@@ -214,7 +215,7 @@ def rental_arrays(hw_list: list) -> dict:
     """(12)'s arrays: each offer's hardware, its cost a year per chip (every hour of the year paid) and its limit."""
     offers = rental_offers(hw_list)
     return {"rent_hardware": np.array([k for k, _ in offers], dtype=np.int64),
-            "rent_cost_usd_per_chip": np.array([o.usd_per_chip_hour * HOURS_PER_YEAR for _, o in offers]),
+            "rent_cost_usd_per_chip": np.array([rental_cost(1.0, o.usd_per_chip_hour) for _, o in offers]),
             "rent_max_chips": np.array([math.inf if o.max_chips is None else float(o.max_chips) for _, o in offers])}
 
 

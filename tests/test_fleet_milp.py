@@ -299,6 +299,19 @@ def objective_or_inf(sol) -> float:
     return sol.objective if sol.status == "optimal" else INF
 
 
+def brute_force_and_solvers(p: F.FleetProblem, seed: int):
+    """(the jitted brute force, {solver: plan}): the kernel held to its Python twin, and SCIP's and HiGHS's plans
+    held to the kernel's optimum."""
+    jit, py = bf.brute_force(p), bf.brute_force_python(p)
+    assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), (seed, jit.objective,
+                                                                                         py.objective)
+    plans = {}
+    for name in ("scip", "highs"):
+        plans[name] = sol = F.optimize(p, name, relative_gap=TIGHT)
+        assert same_objective(objective_or_inf(sol), jit.objective), (seed, name, sol.objective, jit.objective)
+    return jit, plans
+
+
 def test_brute_force_kernel_matches_python_twin():
     for seed in range(60):
         p = tiny_problem(seed, multi_row=seed % 2 == 1)
@@ -440,14 +453,11 @@ def test_platform_limits_brute_force_twins_and_solvers_agree():
     for seed in range(60):
         base = tiny_problem(seed, multi_row=seed % 2 == 1)
         p = with_platform_limits(base, seed)
-        jit, py = bf.brute_force(p), bf.brute_force_python(p)
-        assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), seed
+        jit, plans = brute_force_and_solvers(p, seed)
         if jit.feasible:
             ev = F.evaluate(p, jit.racks, jit.replicas)
             assert ev.feasible, (seed, ev.violations)
-        for name in ("scip", "highs"):
-            sol = F.optimize(p, name, relative_gap=TIGHT)
-            assert same_objective(objective_or_inf(sol), jit.objective), (seed, name, sol.objective, jit.objective)
+        for name, sol in plans.items():
             if sol.status == "optimal":
                 assert F.evaluate(p, sol.racks, sol.replicas).feasible
                 assert (sol.racks > 0).sum() == jit.types <= p.max_platforms, (seed, name)

@@ -11,7 +11,7 @@ import pytest
 
 from solvers import bruteforce as bf
 from solvers import milp as F
-from tests.test_fleet_milp import REL, TIGHT, objective_or_inf, same_objective, tiny_problem
+from tests.test_fleet_milp import REL, TIGHT, brute_force_and_solvers, tiny_problem
 
 pytestmark = pytest.mark.unit
 INF = math.inf
@@ -99,14 +99,11 @@ def test_installed_fleets_brute_force_twins_and_solvers_agree():
     for seed in range(60):
         base = tiny_problem(seed, multi_row=seed % 2 == 1)
         p = with_installed(base, seed)
-        jit, py = bf.brute_force(p), bf.brute_force_python(p)
-        assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), seed
+        jit, plans = brute_force_and_solvers(p, seed)
         if jit.feasible:
             ev = F.evaluate(p, jit.racks, jit.replicas)
             assert ev.feasible and ev.objective == pytest.approx(jit.objective, rel=1e-12), (seed, ev.violations)
-        for name in ("scip", "highs"):
-            sol = F.optimize(p, name, relative_gap=TIGHT)
-            assert same_objective(objective_or_inf(sol), jit.objective), (seed, name, sol.objective, jit.objective)
+        for sol in plans.values():
             if sol.status == "optimal":
                 assert F.evaluate(p, sol.racks, sol.replicas).feasible
                 assert F.new_racks(p, sol.racks).sum() <= p.max_new_racks
@@ -162,11 +159,9 @@ def test_columns_with_their_own_cost_brute_force_twins_and_solvers_agree():
     used = skipped = 0
     for seed in range(50):
         p = with_api(tiny_problem(seed), seed)
-        jit, py = bf.brute_force(p), bf.brute_force_python(p)
-        assert jit.feasible and py.feasible and same_objective(jit.objective, py.objective), seed
-        for name in ("scip", "highs"):
-            sol = F.optimize(p, name, relative_gap=TIGHT)
-            assert same_objective(objective_or_inf(sol), jit.objective), (seed, name, sol.objective, jit.objective)
+        jit, plans = brute_force_and_solvers(p, seed)
+        assert jit.feasible, seed
+        for sol in plans.values():
             assert F.evaluate(p, sol.racks, sol.replicas).feasible
         api = jit.replicas[-p.n_workloads:]
         used += bool(api.any())
@@ -194,12 +189,8 @@ def test_rentals_brute_force_twins_and_solvers_agree():
     for seed in range(50):
         base = tiny_problem(seed, multi_row=seed % 2 == 1)
         p = with_rentals(base, seed)
-        jit, py = bf.brute_force(p), bf.brute_force_python(p)
-        assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), (seed, jit.objective,
-                                                                                             py.objective)
-        for name in ("scip", "highs"):
-            sol = F.optimize(p, name, relative_gap=TIGHT)
-            assert same_objective(objective_or_inf(sol), jit.objective), (seed, name, sol.objective, jit.objective)
+        jit, plans = brute_force_and_solvers(p, seed)
+        for sol in plans.values():
             if sol.status == "optimal":
                 assert F.evaluate(p, sol.racks, sol.replicas, rented=sol.rented).feasible
                 assert np.all(sol.rented <= p.rent_max_chips + 1e-9)

@@ -22,7 +22,7 @@ from planner.vocabulary import ACQUISITIONS, HARDWARE_ROLES, PRECISIONS
 DATA_DIR = Path(__file__).parent / "data"
 CATALOG_VERSION = "2026.11.30"
 
-Confidence = Literal["official", "press", "estimate"]
+Confidence = Literal["official", "measured", "press", "estimate"]
 Precision = Literal["fp4", "fp8", "bf16"]
 Role = Literal["prefill", "decode", "attention", "ffn"]
 TierKind = Literal["sram", "hbm", "gddr", "ddr", "lpddr"]

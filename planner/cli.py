@@ -535,14 +535,32 @@ def schema():
                    "whole family")
 @click.option("--ledger", "show_ledger", is_flag=True,
               help="the error per class and per vendor, fitted and held-back points apart (docs/MODEL.md 13)")
+@click.option("--power", "show_power", is_flag=True,
+              help="the power curves against measured chip power (docs/MODEL.md 14); with --write, refit them")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger, fmt):
+def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger, show_power, fmt):
     """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies; with
     --measurements, fit them to your own measured points; with --ledger, the errors by class and vendor."""
     from planner.errors import InputError
     from planner.perf import calibration
     from planner.report import render
 
+    if show_power:
+        if measured is not None or show_ledger:
+            raise InputError("--power reads data/power_points.yaml alone", field="--power")
+        from planner.perf import power
+
+        if write:
+            power.write_fit()
+        book = power.power_ledger()
+        if fmt == "json":
+            click.echo(render.to_json(book))
+        elif fmt == "markdown":
+            click.echo(render.to_markdown(book["groups"]), nl=False)
+        else:
+            render.table(book["groups"], title="power curve: error factor exp(|ln(predicted / measured)|)")
+            render.table(book["points"], title="power curve: every point")
+        return
     if show_ledger:
         if measured is not None:
             raise InputError("the ledger is of the shipped corpus; it does not take --measurements", field="--ledger")

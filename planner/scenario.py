@@ -101,10 +101,11 @@ class Finance(_Section):
     maintenance_share_of_capex_per_year: Share = Field(
         0.05, description="yearly support, spares and maintenance as a share of capex (default 0.05)"
     )
-    average_load_share: Annotated[Number, Gt(0), Le(1)] = Field(
-        1.0,
-        description="average rack power over the year as a share of design power, for the energy bill only; "
-        "the power budget always uses design power (default 1.0: bill at design power)",
+    average_load_share: Annotated[Number, Gt(0), Le(1)] | None = Field(
+        None,
+        description="bill energy at this flat share of design power and hold the budget to design power, instead "
+        "of the power curves (default: the curves, docs/MODEL.md 14: the budget at the peak draw, energy at the "
+        "mean draw)",
     )
 
 

@@ -84,7 +84,7 @@ def rack_bounds(problem, needs: np.ndarray) -> np.ndarray:
 
 def primary_costs(problem) -> np.ndarray:
     """p_h of the problem's objective (solvers.objectives)."""
-    return objective(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
+    return objective(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.floor_power_w)
 
 
 def rent_costs(problem) -> np.ndarray:
@@ -94,13 +94,16 @@ def rent_costs(problem) -> np.ndarray:
 
 
 def column_costs(problem) -> np.ndarray:
-    """c_j of (11): each replica's own cost in the objective's primary (0 under min_power)."""
-    return np.zeros(problem.n_columns) if objective(problem.objective).prices_by_power else problem.own_cost_usd
+    """c_j of (11) and (13): each replica's own cost and energy in the objective's primary (its peak watts beyond
+    the racks' floor under min_power)."""
+    if objective(problem.objective).prices_by_power:
+        return problem.replica_power_w
+    return problem.own_cost_usd + problem.replica_energy_usd
 
 
 def kept_costs(problem) -> np.ndarray:
     """p'_h of an installed rack kept in service (solvers.milp (9)): the objective's primary of its yearly cost."""
-    return objective(problem.objective).primary(problem.kept_annual_cost_usd_per_rack, problem.rack_power_w)
+    return objective(problem.objective).primary(problem.kept_annual_cost_usd_per_rack, problem.floor_power_w)
 
 
 def sells(problem) -> bool:
@@ -170,14 +173,15 @@ def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub, row_grou
 @njit
 def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs, credit,
                       max_platforms, min_racks, kept, installed, max_new_racks, used, chips_per_rack, rent_hw,
-                      rent_cost, rent_max):
+                      rent_cost, rent_max, above):
     """Step 2: (objective[t], racks[t, H], index[t] of a need the racks hold) of the cheapest feasible rack vector
     on exactly t = 0..H hardware types, its objective the racks' primary value less the largest credit among the
     needs they hold; (inf, zeros, -1) where none. Feasible includes (7): at most ``max_platforms`` types bought,
     each bought type at least ``min_racks``; (9): the first ``installed`` racks of a type cost ``kept`` each,
     the rest ``primary``, and at most ``max_new_racks`` racks beyond the installed ones; (12): a need's chips
     (``used``) beyond its racks may be rented, from the offers (``rent_hw``, ``rent_cost`` per chip, ``rent_max``,
-    cheapest first) of its type."""
+    cheapest first) of its type; (13): ``rack_power_w`` is each rack's floor and a need's replicas draw ``above``
+    beyond it at peak."""
     H = primary.shape[0]
     total = 1
     for h in range(H):
@@ -200,7 +204,7 @@ def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_rack
         if (pue * power <= power_budget_w * (1.0 + 1e-9) and count <= max_total_racks + 1e-9
                 and types <= max_platforms and not short and new <= max_new_racks + 1e-9):
             for k in range(needs.shape[0]):
-                if obj - credit[k] >= best[types]:
+                if obj - credit[k] >= best[types] or pue * (power + above[k]) > power_budget_w * (1.0 + 1e-9):
                     continue
                 holds, rent = True, 0.0
                 for h in range(H):
@@ -237,13 +241,13 @@ def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
         rack_ub, problem.max_racks + problem.installed_racks).astype(np.int64)
     _check_racks(b)
     order = np.argsort(rent_costs(problem), kind="stable")  # (12): the cheapest offer of a type first
-    by_types, racks, ks = cheapest_rack_mix(primary_costs(problem), problem.rack_power_w, problem.pue,
+    by_types, racks, ks = cheapest_rack_mix(primary_costs(problem), problem.floor_power_w, problem.pue,
                                             problem.power_budget_w, problem.max_total_racks, b, needs, credit,
                                             float(problem.max_platforms), problem.min_racks, kept_costs(problem),
                                             problem.installed_racks, float(problem.max_new_racks),
                                             (xs @ problem.chips).astype(float), problem.chips_per_rack,
                                             problem.rent_hardware[order], rent_costs(problem)[order],
-                                            problem.rent_max_chips[order])
+                                            problem.rent_max_chips[order], (xs @ problem.replica_power_w).astype(float))
     best, t = fewest_types_answer(by_types)
     if t < 0:
         return BruteForceResult(best, np.zeros(problem.n_hardware, dtype=np.int64),
@@ -268,7 +272,8 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
                                                           problem.rent_max_chips.tolist()) if hh == h)
               for h in range(problem.n_hardware)]
     chips, coverage = problem.chips.tolist(), problem.coverage.tolist()
-    cpr, power, cost = problem.chips_per_rack.tolist(), problem.rack_power_w.tolist(), primary_costs(problem).tolist()
+    cpr, power, cost = problem.chips_per_rack.tolist(), problem.floor_power_w.tolist(), primary_costs(problem).tolist()
+    above = problem.replica_power_w.tolist()
     demand, group, value = problem.demand.tolist(), problem.row_group.tolist(), problem.group_value.tolist()
     best = [math.inf] * (H + 1)
     best_r, best_x, covering = [[0] * H] * (H + 1), [[0] * problem.n_columns] * (H + 1), 0
@@ -297,7 +302,8 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
             types = sum(n > 0 for n in need)
             if math.isinf(rent) or any(n > b[h] for h, n in enumerate(need)) or types > problem.max_platforms:
                 continue
-            if problem.pue * sum(p * n for p, n in zip(power, need)) > problem.power_budget_w * (1.0 + 1e-9):
+            drawn = sum(p * n for p, n in zip(power, need)) + sum(a * n for a, n in zip(above, x))  # (13) at peak
+            if problem.pue * drawn > problem.power_budget_w * (1.0 + 1e-9):
                 continue
             if sum(need) > problem.max_total_racks + 1e-9:
                 continue

@@ -79,6 +79,14 @@ have no column.
 #       and sum_r rent_cost_r rent_r to (O)'s primary (0 under min_power: rented chips draw no site power, hold no
 #       floor space and are no platform bought).
 #
+#  (13) load-dependent power (OPTIMIZER.md 12, MODEL.md 14): a rack at rest draws idle_h <= rack_power_w_h, and
+#       a replica of j at its peak operating point draws above_j more than its chips' share of that floor.
+#       Row (3) holds the peak draw: pue * (sum_h idle_h racks_h + sum_j above_j x_j) <= power_budget_w, and R_h
+#       divides the budget by pue idle_h. The energy bill follows the mean draw: annual_cost_h charges the floor's
+#       energy, and energy_j USD/year per replica (its draw beyond the floor at the mean load) joins (11)'s c_j in
+#       (O)'s primary; under min_power p_h = idle_h and c_j = above_j. Without idle_h (None) racks draw
+#       rack_power_w_h always and above_j = energy_j = 0: the design-power model.
+#
 #   (6) max_revenue: share variables s_g in [0, 1] per sold good g (a workload's rows share one g); row (1)
 #       becomes sum_j coverage_jw x_j >= s_{g(w)} demand_w, and the objective subtracts the revenue:
 #       minimize  sum_h annual_cost_h racks_h - sum_g value_g s_g  (+ the tie terms), value_g = USD/year when g's
@@ -165,6 +173,9 @@ class FleetProblem:
     rent_hardware: np.ndarray | None = None  # [R] (12) the hardware type each rental offer rents
     rent_cost_usd_per_chip: np.ndarray | None = None  # [R] (12) USD a year per chip rented
     rent_max_chips: np.ndarray | None = None  # [R] (12) most chips each offer rents (inf = no limit)
+    rack_idle_power_w: np.ndarray | None = None  # [H] (13) IT watts of a rack doing no work (None: rack_power_w)
+    column_power_w: np.ndarray | None = None  # [J] (13) IT watts a replica draws at peak beyond its chips' idle
+    column_energy_usd: np.ndarray | None = None  # [J] (13) USD/year of that draw's energy at the mean load
 
     def __post_init__(self):
         if self.coverage is None:
@@ -189,8 +200,9 @@ class FleetProblem:
         if self.racks_at_least is None:
             object.__setattr__(self, "racks_at_least", np.zeros(len(self.chips_per_rack)))
         object.__setattr__(self, "racks_at_least", _frozen(self.racks_at_least, float))
-        if self.column_cost_usd is not None:  # None: no column has a cost of its own (left None, as (9)'s costs)
-            object.__setattr__(self, "column_cost_usd", _frozen(self.column_cost_usd, float))
+        for name in ("column_cost_usd", "rack_idle_power_w", "column_power_w", "column_energy_usd"):
+            if getattr(self, name) is not None:  # None: the default (left None, as (9)'s costs)
+                object.__setattr__(self, name, _frozen(getattr(self, name), float))
         for name, dtype in (("rent_hardware", np.int64), ("rent_cost_usd_per_chip", float), ("rent_max_chips", float)):
             value = getattr(self, name)
             object.__setattr__(self, name, _frozen(np.zeros(0) if value is None else value, dtype))
@@ -245,6 +257,14 @@ class FleetProblem:
         if own.shape != (J,) or not np.all(np.isfinite(own) & (own >= 0)):
             yield f"column_cost_usd must be {J} finite values >= 0"
             return
+        for name, arr, size in (("column_power_w", self.replica_power_w, J), ("column_energy_usd",
+                                                                              self.replica_energy_usd, J),
+                                ("rack_idle_power_w", self.floor_power_w, H)):
+            if arr.shape != (size,) or not np.all(np.isfinite(arr) & (arr >= 0)):
+                yield f"{name} must be {size} finite values >= 0"
+                return
+        if np.any(self.floor_power_w > self.rack_power_w * (1 + 1e-12)):
+            yield "rack_idle_power_w exceeds rack_power_w: a rack at rest draws no more than its design power (13)"
         idle = (self.chips.sum(axis=1) <= 0) & (own <= 0)
         if J and np.any(idle):
             yield f"column {int(np.argmax(idle))} uses no chips and costs nothing (11)"
@@ -295,6 +315,22 @@ class FleetProblem:
         return np.zeros(len(self.workload)) if self.column_cost_usd is None else self.column_cost_usd
 
     @property
+    def floor_power_w(self) -> np.ndarray:
+        """[H] (13): IT watts a rack draws doing no work (its design power where no curve is given)."""
+        return self.rack_power_w if self.rack_idle_power_w is None else self.rack_idle_power_w
+
+    @property
+    def replica_power_w(self) -> np.ndarray:
+        """[J] (13): IT watts a replica draws at peak beyond its chips' share of the racks' floor (zeros where not
+        given)."""
+        return np.zeros(len(self.workload)) if self.column_power_w is None else self.column_power_w
+
+    @property
+    def replica_energy_usd(self) -> np.ndarray:
+        """[J] (13): USD/year of a replica's energy beyond the racks' floor (zeros where not given)."""
+        return np.zeros(len(self.workload)) if self.column_energy_usd is None else self.column_energy_usd
+
+    @property
     def kept_annual_cost_usd_per_rack(self) -> np.ndarray:
         """c'_h of (9): USD/year of keeping an installed rack in service (a new rack's cost where not given)."""
         given = self.installed_annual_cost_usd_per_rack
@@ -320,12 +356,12 @@ class FleetProblem:
 # ---- derived data (pure functions of the problem) -------------------------------------------------------------
 def primary_coefficients(problem: FleetProblem) -> np.ndarray:
     """p_h of (O): USD/year per rack for min_cost and max_revenue, IT watts per rack for min_power."""
-    return objective_named(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
+    return objective_named(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.floor_power_w)
 
 
 def kept_primary_coefficients(problem: FleetProblem) -> np.ndarray:
     """p'_h of (9): the primary of keeping an installed rack in service (its capex sunk)."""
-    return objective_named(problem.objective).primary(problem.kept_annual_cost_usd_per_rack, problem.rack_power_w)
+    return objective_named(problem.objective).primary(problem.kept_annual_cost_usd_per_rack, problem.floor_power_w)
 
 
 def new_racks(problem: FleetProblem, racks) -> np.ndarray:
@@ -342,7 +378,7 @@ def annual_cost_of(problem: FleetProblem, racks) -> float:
 
 def secondary_coefficients(problem: FleetProblem) -> np.ndarray:
     """q_h of (O): the tie-break measure between racks of equal primary value."""
-    return objective_named(problem.objective).secondary(problem.annual_cost_usd_per_rack, problem.rack_power_w)
+    return objective_named(problem.objective).secondary(problem.annual_cost_usd_per_rack, problem.floor_power_w)
 
 
 def rack_tie_coefficients(problem: FleetProblem) -> np.ndarray:
@@ -352,9 +388,12 @@ def rack_tie_coefficients(problem: FleetProblem) -> np.ndarray:
 
 
 def column_primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """c_j of (11): each replica's own cost in the objective's primary (0 under min_power: no site power)."""
+    """c_j of (11) and (13): each replica's own cost and energy beyond the racks' floor in the objective's primary
+    (under min_power its peak IT watts beyond the floor: an API column draws none)."""
     goal = objective_named(problem.objective)
-    return np.zeros(problem.n_columns) if goal.prices_by_power else problem.own_cost_usd
+    if goal.prices_by_power:
+        return problem.replica_power_w
+    return problem.own_cost_usd + problem.replica_energy_usd
 
 
 def rent_primary_coefficients(problem: FleetProblem) -> np.ndarray:
@@ -404,7 +443,8 @@ def rack_upper_bounds(problem: FleetProblem) -> np.ndarray:
     ub = np.minimum(ub, problem.max_new_racks + problem.installed_racks)  # (9)
     ub = np.minimum(ub, problem.max_total_racks)
     if math.isfinite(problem.power_budget_w):
-        ub = np.minimum(ub, problem.power_budget_w / (problem.pue * problem.rack_power_w) * (1.0 + 1e-12))
+        with np.errstate(divide="ignore"):  # a rack at rest drawing nothing is bounded by the rest alone
+            ub = np.minimum(ub, problem.power_budget_w / (problem.pue * problem.floor_power_w) * (1.0 + 1e-12))
     return np.floor(ub * (1.0 + 1e-12))
 
 
@@ -497,7 +537,7 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     rent_ub = rent_upper_bounds(problem)
     rented = [m.add_variable(lb=0.0, ub=float(rent_ub[r]), name=f"rent[{r}]") for r in range(problem.n_rentals)]
     _add_chip_rows(m, problem, racks, replicas, rented=rented)
-    _add_power_row(m, problem, racks)
+    _add_power_row(m, problem, racks, replicas=replicas)
     _add_total_racks_row(m, problem, racks)
     new = _add_new_racks(m, problem, racks, r_ub)
     used = _add_platform_rows(m, problem, racks, r_ub)
@@ -565,15 +605,20 @@ def _add_chip_rows(m, problem: FleetProblem, racks, replicas, tag: str = "", lat
             row.set_coefficient(replicas[j], float(share[j, h]))
 
 
-def _add_power_row(m, problem: FleetProblem, racks, tag: str = "", late=()) -> None:
-    """(3), divided by pue * max rack power, on the installed racks."""
+def _add_power_row(m, problem: FleetProblem, racks, tag: str = "", late=(), replicas=()) -> None:
+    """(3) at the peak draw (13): the installed racks' floor plus each replica's draw beyond it, divided by pue *
+    max rack power."""
     if not math.isfinite(problem.power_budget_w):
         return
     unit = problem.pue * float(problem.rack_power_w.max())
     row = m.add_linear_constraint(ub=problem.power_budget_w / unit, name=f"power[{tag}]" if tag else "power")
     for h, installed in enumerate(_installed(racks, late)):
         for v in installed:
-            row.set_coefficient(v, float(problem.pue * problem.rack_power_w[h] / unit))
+            row.set_coefficient(v, float(problem.pue * problem.floor_power_w[h] / unit))
+    above = problem.replica_power_w
+    for j, v in enumerate(replicas):
+        if above[j] > 0:
+            row.set_coefficient(v, float(problem.pue * above[j] / unit))
 
 
 def _add_total_racks_row(m, problem: FleetProblem, racks, tag: str = "", late=()) -> None:
@@ -996,12 +1041,12 @@ class Evaluation:
     chips_used: np.ndarray  # [H]
     chips_slack: np.ndarray  # [H] chips_per_rack x racks - chips used
     supply_slack: np.ndarray  # [H] max_racks - racks bought (inf where no cap; (9): new racks only)
-    facility_power_w: float  # pue x rack power
+    facility_power_w: float  # pue x the peak IT draw
     power_slack_w: float  # budget - facility power (inf where none)
     total_racks: int
     total_racks_slack: float
     annual_cost_usd: float
-    rack_power_w: float  # IT power
+    rack_power_w: float  # IT power at the peak draw (13): the racks' floor plus the replicas' draw beyond it
     objective: float  # what the objective minimises (solvers.objectives): cost, IT power, or cost less revenue
     violations: tuple  # names like "demand[w=2]", empty when the plan is feasible
     shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # max_revenue: served share per group
@@ -1038,10 +1083,11 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
         raise ValueError(f"rented has shape {rent.shape}; expected ({problem.n_rentals},)")
     served = problem.coverage.T @ x
     chips_used = problem.chips.T @ x
-    it_power = float(problem.rack_power_w @ r)
+    it_power = float(problem.floor_power_w @ r + problem.replica_power_w @ x)  # (13) the peak draw
     facility = problem.pue * it_power
-    # (11) the columns' own costs, (12) the chips rented
-    cost = annual_cost_of(problem, r) + float(problem.own_cost_usd @ x) + float(problem.rent_cost_usd_per_chip @ rent)
+    # (11) the columns' own costs, (13) their energy beyond the floor, (12) the chips rented
+    cost = (annual_cost_of(problem, r) + float((problem.own_cost_usd + problem.replica_energy_usd) @ x)
+            + float(problem.rent_cost_usd_per_chip @ rent))
     goal = objective_named(problem.objective)
     demand, revenue = problem.demand, 0.0
     if goal.sells_shares:

@@ -179,7 +179,7 @@ def hard_caps(p) -> np.ndarray:
     """K_sh of one sample: its supply cap, rack limit and power budget, in racks of each type."""
     cap = np.minimum(p.max_racks, p.max_total_racks)
     if math.isfinite(p.power_budget_w):
-        cap = np.minimum(cap, p.power_budget_w / (p.pue * p.rack_power_w) * (1.0 + 1e-12))
+        cap = np.minimum(cap, p.power_budget_w / (p.pue * p.floor_power_w) * (1.0 + 1e-12))
     return np.floor(cap * (1.0 + 1e-12))
 
 
@@ -242,7 +242,7 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
         tag = f"s={s},"
         milp._add_demand_rows(m, p, x, v, tag)
         milp._add_chip_rows(m, p, racks, x, tag, y)
-        milp._add_power_row(m, p, racks, tag, y)
+        milp._add_power_row(m, p, racks, tag, y, x)
         milp._add_total_racks_row(m, p, racks, tag, y)
         _add_cap_rows(m, p, s, racks, y, r_ub)
         replicas.append(x)
@@ -250,7 +250,8 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
         late_racks.append(y)
         f_terms.append([(racks[h], primary[s, h] / scale) for h in range(problem.n_hardware)]
                        + [(y[h], late_factor * primary[s, h] / scale) for h in range(len(y))]
-                       + [(v[g], -float(p.group_value[g]) / scale) for g in range(len(v))])
+                       + [(v[g], -float(p.group_value[g]) / scale) for g in range(len(v))]
+                       + [(x[j], float(c) / scale) for j, c in enumerate(milp.column_primary_coefficients(p)) if c > 0])
     milp._add_platform_rows(m, problem.samples[0], racks, r_ub)
     t, exceeds = None, []
     if problem.percentile is not None:

@@ -114,6 +114,9 @@ def random_hw(rng):
     h[L.H_MAX_STREAMS_PER_RANK] = float(rng.choice([np.inf, rng.uniform(16, 4096)]))
     h[L.H_PREFILL_TOKENS_PER_PASS] = float(rng.choice([0.0, rng.uniform(512, 16384)]))
     h[L.H_GROUPED_GEMM_FACTOR] = float(rng.choice([1.0, rng.uniform(0.2, 1.0)]))
+    h[L.H_IDLE_POWER_SHARE] = float(rng.choice([1.0, rng.uniform(0.1, 0.9)]))
+    h[L.H_MEMORY_POWER_SHARE] = rng.uniform(0.0, 0.9)
+    h[L.H_COMPUTE_POWER_SHARE] = rng.uniform(0.0, 0.9)
     return h
 
 

@@ -193,7 +193,8 @@ def test_one_period_is_todays_solve():
     from planner.fleet.solve import solve
 
     text = (ROOT / "scenarios" / "bank-2mw.yaml").read_text()
-    single = scenario(text)
+    # build-outs hold design power (OPTIMIZER.md 12): the single solve too, at a flat load share
+    single = scenario(text).with_({"finance.average_load_share": 1.0})
     plan = solve(single)
     staged = solve(single.with_({"periods": [str(single.start_date)]}))
     racks = {r["hardware"]: r["racks_installed"] for r in staged.to_dict()["periods"][0]["fleet"]}

@@ -71,6 +71,7 @@ def hardware(tiers=((1e11, 1e12),), **slots) -> np.ndarray:
     v = np.zeros(L.N_HW)
     v[L.H_MAX_STREAMS_PER_RANK] = np.inf  # no scheduler bound unless a test sets one
     v[L.H_GROUPED_GEMM_FACTOR] = 1.0  # grouped expert matmuls at the dense rate unless a test sets one
+    v[L.H_IDLE_POWER_SHARE] = 1.0  # design power at every load unless a test sets a curve
     v[L.H_N_TIERS] = len(tiers)
     v[L.H_SERVING_TIERS] = len(tiers)
     for i, (cap, bw) in enumerate(tiers):

@@ -51,10 +51,14 @@ def test_a_sunk_fleet_is_not_bought_again(small_plan):
     row = fleet_row(small_plan, "hgx-h100")
     assert row["racks_new"] == 0 and row["capex_usd"] == 0.0
     assert row["racks_installed"] + row["racks_retired"] == 40 and row["racks"] == row["racks_installed"]
-    # a kept server costs its maintenance (5% of the 300 k USD it cost) and its energy (10.2 kW x PUE 1.25 at
-    # 70 USD/MWh), no capex annuity
-    kept = 0.05 * 300000.0 + 10.2 * 1.25 * HOURS / 1000.0 * 70.0
-    assert row["annual_cost_usd"] == pytest.approx(row["racks_installed"] * kept, rel=1e-9)
+    # a kept server costs its maintenance (5% of the 300 k USD it cost) and the energy of its idle floor (MODEL.md
+    # 14: 10.2 kW less 8 x 700 W of GPUs held at design, the GPUs at 15%: 5.44 kW, x PUE 1.25 at 70 USD/MWh), no
+    # capex annuity; what its replicas draw above the floor, at the mean, is billed beside it
+    floor_kw = 10.2 - 8 * 0.7 + 8 * 0.7 * 0.15
+    kept = 0.05 * 300000.0 + floor_kw * 1.25 * HOURS / 1000.0 * 70.0
+    above = (row["mean_power_mw"] - row["racks"] * floor_kw / 1000.0) * 1.25 * HOURS * 70.0
+    assert row["energy_above_floor_usd_per_year"] == pytest.approx(above, rel=1e-9) and above > 0
+    assert row["annual_cost_usd"] == pytest.approx(row["racks_installed"] * kept + above, rel=1e-9)
     assert small_plan.totals["capex_usd"] == sum(r["capex_usd"] for r in small_plan.fleet.to_dicts())
     assert all(c["ok"] for c in check(small_plan.to_dict())), [c for c in check(small_plan.to_dict()) if not c["ok"]]
 

@@ -23,7 +23,9 @@ def scenario(rate: float, offer=OFFER, allow=("hgx-b200",), rented="hgx-b200", *
     if allow is not None:
         hardware["allow"] = list(allow)
     d = {"name": "rent-site", "start_date": "2026-03-01", "horizon_years": 4,
-         "finance": {"wacc": 0.08, "electricity_usd_per_mwh": 70.0, "pue": 1.25}, "hardware": hardware,
+         "finance": {"wacc": 0.08, "electricity_usd_per_mwh": 70.0, "pue": 1.25,
+                     "average_load_share": 1.0},  # design power: the hand figures are the rack's own
+         "hardware": hardware,
          "workloads": [{"name": "chat", "model": "llama-3.1-70b", "requests_per_s": rate, "input_tokens": 2000,
                         "output_tokens": 500, "tier": "standard"}]}
     d.update(extra)

@@ -19,8 +19,8 @@ import numpy as np
 
 from planner.errors import InputError
 from planner.fleet.demand import Demand
-from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, finance_args, kept_rack_cost_parts,
-                                   rental_cost)
+from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, billed_power_w, finance_args,
+                                   kept_rack_cost_parts, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES
 from planner.vocabulary import API_KIND, API_PREFIX, DECODE_ROLES, PREFILL_ROLES, STATUSES
 from solvers.objectives import objective as objective_named
@@ -75,6 +75,7 @@ class Inputs:
             self.objective = objective_named(sc["objective"])
             self.start_date = _dt.date.fromisoformat(sc["start_date"])
             self.finance = finance_args(sc["finance"], sc["horizon_years"])
+            self.scenario_finance = sc["finance"]
             self.pue = float(sc["finance"]["pue"])
             budget = sc["site"].get("power_budget_mw")
             self.power_budget_w = float(budget) * 1e6 if budget else math.inf
@@ -106,7 +107,7 @@ class Inputs:
 
     def annual_cost_per_rack(self, hw_id: str) -> float:
         hw = self.hardware[hw_id]
-        return float(annual_rack_cost(hw.rack.capex_usd.value, hw.rack_power_w, **self.finance))
+        return float(annual_rack_cost(hw.rack.capex_usd.value, billed_power_w(hw, self.scenario_finance), **self.finance))
 
 
 # ---- the checks -------------------------------------------------------------------------------------------------
@@ -249,6 +250,10 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
                     and x.get("workload") == row["workload"]), {})
         power += ffn.get("power_mw") or 0.0
     out.append(same(name + " power_mw", power, replicas * r.power_w / 1e6))
+    if row.get("mean_power_mw") is not None:  # its chips' floor and its draw above it for the share of time it works
+        from planner.fleet.plan import mean_power_mw  # plan imports check's neighbours: read at call time
+        out.append(same(name + " mean_power_mw", row["mean_power_mw"],
+                        mean_power_mw(row, inputs.hardware[row["hardware"]], demand, inputs.scenario_finance)))
     capped = (min(served, replicas * r.output_tokens_per_s), min(prefilled, replicas * r.prefill_tokens_per_s))
     return out, capped
 
@@ -373,12 +378,14 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
             out.append(result(f"supply cap {hw_id}", new[hw_id] <= cap, f"{new[hw_id]} racks bought, cap {cap}"))
         out.append(result(f"available {hw_id}", hw.rack.available.value <= inputs.start_date,
                           f"available {hw.rack.available.value}, plan starts {inputs.start_date}"))
-        parts = annual_rack_cost_parts(hw.rack.capex_usd.value, hw.rack_power_w, **inputs.finance)
+        parts = annual_rack_cost_parts(hw.rack.capex_usd.value, billed_power_w(hw, inputs.scenario_finance),
+                                       **inputs.finance)
         for part, value in parts.items():
             out.append(same(f"rack cost {hw_id} {part}", inputs.rack_costs.get(hw_id, {}).get(part), float(value)))
         if hw_id in inputs.installed:
             entry = inputs.installed[hw_id]
-            kept = kept_rack_cost_parts(entry["capex_usd"], hw.rack_power_w, **inputs.finance)
+            kept = kept_rack_cost_parts(entry["capex_usd"], billed_power_w(hw, inputs.scenario_finance),
+                                        **inputs.finance)
             for part, value in kept.items():
                 out.append(same(f"installed rack cost {hw_id} {part}", entry["kept_costs"].get(part), float(value)))
     if inputs.max_new_racks is not None:
@@ -389,7 +396,8 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     costs = {h: inputs.annual_cost_per_rack(h) for h in inputs.hardware}
     rentals = d.get("rentals") or []
     out.extend(rental_checks(rentals, inputs))
-    fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue, inputs.installed, rentals)
+    fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue, inputs.installed, rentals,
+                        inputs.scenario_finance)
     for f in fleet.iter_rows(named=True):
         held = f["chips"] + f.get("chips_rented", 0.0)
         out.append(result(f"chips {f['hardware']}", f["chips_used"] <= held * (1 + 1e-6) + 1e-9,

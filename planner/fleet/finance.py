@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.perf.pack import rack_power_shares
 from planner.vocabulary import HOURS_PER_YEAR, SECONDS_PER_YEAR
 
 
@@ -45,18 +46,47 @@ def annual_rack_cost(capex_usd, power_w, wacc, horizon_years, maintenance_share,
     return cost if np.ndim(cost) else float(cost)
 
 
+def _get(finance):
+    return finance.get if isinstance(finance, dict) else lambda k: getattr(finance, k)
+
+
+def uses_power_curves(finance) -> bool:
+    """Whether racks draw by the power curves (MODEL.md 14): unless the scenario bills a flat
+    ``average_load_share`` of design power."""
+    return _get(finance)("average_load_share") is None
+
+
 def finance_args(finance, horizon_years: float) -> dict:
-    """The finance terms of ``annual_rack_cost_parts`` from a scenario's finance section (or its dict)."""
-    get = finance.get if isinstance(finance, dict) else lambda k: getattr(finance, k)
+    """The finance terms of ``annual_rack_cost_parts`` from a scenario's finance section (or its dict); with the
+    power curves the rack's floor is billed whole (``load_share`` 1: ``billed_power_w`` gives that floor)."""
+    get = _get(finance)
     return {"wacc": get("wacc"), "horizon_years": horizon_years,
             "maintenance_share": get("maintenance_share_of_capex_per_year"),
             "electricity_usd_per_mwh": get("electricity_usd_per_mwh"), "pue": get("pue"),
-            "load_share": get("average_load_share")}
+            "load_share": 1.0 if uses_power_curves(finance) else get("average_load_share")}
+
+
+def idle_power_w(hw) -> float:
+    """IT watts of a rack of ``hw`` doing no work, its models loaded (MODEL.md 14)."""
+    return rack_power_shares(hw)[0] * hw.rack_power_w
+
+
+def billed_power_w(hw, finance) -> float:
+    """The power a rack's own energy bill is charged on: its idle floor under the power curves (each replica's
+    draw above it is billed with the replica, OPTIMIZER.md 12), else its design power (at ``average_load_share``)."""
+    return idle_power_w(hw) if uses_power_curves(finance) else hw.rack_power_w
+
+
+def replica_energy_usd(above_w, mean_load, finance) -> float:
+    """USD/year of a replica's draw ``above_w`` beyond its chips' floor, working ``mean_load`` of the year (its
+    workload's mean over the capacity it holds: 1 / (peak_to_mean x (1 + headroom)))."""
+    get = _get(finance)
+    return float(above_w) * mean_load * get("pue") * HOURS_PER_YEAR / 1e6 * get("electricity_usd_per_mwh")
 
 
 def rack_cost_parts(scenario, hw) -> dict:
     """USD per year of one rack of ``hw`` under the scenario's finance: capex annuity, maintenance, energy."""
-    parts = annual_rack_cost_parts(hw.rack.capex_usd.value, hw.rack_power_w,
+    parts = annual_rack_cost_parts(hw.rack.capex_usd.value, billed_power_w(hw, scenario.finance),
                                    **finance_args(scenario.finance, scenario.horizon_years))
     return {k: float(v) for k, v in parts.items()}
 
@@ -74,7 +104,8 @@ def kept_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_sh
 def installed_rack_cost_parts(scenario, hw, capex_usd: float) -> dict:
     """``kept_rack_cost_parts`` of one installed rack of ``hw`` bought at ``capex_usd``, under the scenario's
     finance."""
-    parts = kept_rack_cost_parts(capex_usd, hw.rack_power_w, **finance_args(scenario.finance, scenario.horizon_years))
+    parts = kept_rack_cost_parts(capex_usd, billed_power_w(hw, scenario.finance),
+                                 **finance_args(scenario.finance, scenario.horizon_years))
     return {k: float(v) for k, v in parts.items()}
 
 
@@ -86,7 +117,8 @@ def rental_cost(chips: float, usd_per_chip_hour: float) -> float:
 def annual_costs(scenario, hardware: list) -> np.ndarray:
     """USD per year of one rack of each system (the MILP's cost coefficients)."""
     args = finance_args(scenario.finance, scenario.horizon_years)
-    return np.array([annual_rack_cost(hw.rack.capex_usd.value, hw.rack_power_w, **args) for hw in hardware])
+    return np.array([annual_rack_cost(hw.rack.capex_usd.value, billed_power_w(hw, scenario.finance), **args)
+                     for hw in hardware])
 
 
 def mean_tokens_per_year(peak_output_tokens_per_s: float, peak_to_mean: float) -> float:

@@ -123,7 +123,7 @@ class System:
     mv: np.ndarray
     hv: np.ndarray
     wl: np.ndarray  # the workload vector (slots W_*)
-    prefill: np.ndarray  # (layouts, 2): prompt tokens/s (0 if it does not fit), one prompt's prefill seconds
+    prefill: np.ndarray  # (layouts, 3): prompt tokens/s (0 if it does not fit), one prompt's prefill seconds, draw W
     pps: np.ndarray  # the grid's distinct pipeline depths
     touched: np.ndarray  # experts touched per (depth, speculative setting, batch): sweep.touched_experts_table
     draft: np.ndarray  # the drafter's model vector (zeros without speculation)
@@ -148,7 +148,6 @@ def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft
 def decode_options(demand: Demand, model: Model, sys: System, opts: Options, colocated: bool = False) -> None:
     """Score every layout x speculative setting x batch of one system; add the Pareto options."""
     from solvers.perf import sweep
-    from solvers.perf.serving import replica_power_w
 
     grid, hw, precision = sys.grid, sys.hw, sys.precision
     if colocated:
@@ -176,10 +175,30 @@ def decode_options(demand: Demand, model: Model, sys: System, opts: Options, col
             chips=int(chips[i]), tps_per_user=float(res[i, L.E_TPS_PER_USER]),
             ttft_s=float(res[i, L.E_TTFT_S]) if colocated else float("nan"), output_tokens_per_s=float(served),
             prefill_tokens_per_s=float(served * demand.prefill_tokens / demand.output_tokens) if colocated else 0.0,
-            prefill_share=float(res[i, L.E_PREFILL_SHARE]), power_w=float(replica_power_w(sys.hv, chips[i])),
+            prefill_share=float(res[i, L.E_PREFILL_SHARE]),
+            power_w=decode_draw_w(sys, layout_of[i], float(res[i, L.E_BATCH]), draft, acceptance,
+                                  float(res[i, L.E_PREFILL_SHARE]) if colocated else 0.0),
             ttft_fixed_s=float(single[layout_of[i]]) if colocated else float("nan"),
             prefill_service_s=float(demand.prefill_tokens / rate[layout_of[i]]) if colocated else float("nan"),
         )
+
+
+def decode_draw_w(sys: System, row: int, batch: float, draft_tokens: int, acceptance: float,
+                  prefill_share: float) -> float:
+    """What one replica draws at its operating point (MODEL.md 14): the decode breakdown's draw at its batch, and
+    for the ``prefill_share`` of its time a colocated replica spends prefilling, its prefill pass's draw."""
+    from solvers.perf.kernels import speculative_decode_breakdown
+    from solvers.perf.serving import spec_tokens
+
+    tp, pp, ep = (float(v) for v in sys.grid[row])
+    _, a = spec_tokens(float(draft_tokens), acceptance)
+    dec, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
+    speculative_decode_breakdown(sys.mv, sys.draft, sys.hv, tp, pp, ep, batch, sys.wl[L.W_CONTEXT_AVG],
+                                 sys.wl[L.W_CONTEXT_MAX], float(draft_tokens), a, scratch, dec)
+    if prefill_share <= 0.0:
+        return float(dec[L.B_POWER_W])
+    share = min(1.0, prefill_share)
+    return float(share * sys.prefill[row, 2] + (1.0 - share) * dec[L.B_POWER_W])
 
 
 def colocated_options(demand: Demand, model: Model, sys: System, opts: Options) -> None:
@@ -190,7 +209,8 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options) ->
     """Prefill-only replicas of every layout, each run at the highest utilization that keeps the TTFT percentile
     (including the KV transfer to the decode pool)."""
     from solvers.perf import sweep
-    from solvers.perf.serving import kv_transfer_s, replica_power_w
+    from solvers.perf.kernels import idle_power_w, loaded_power_w
+    from solvers.perf.serving import kv_transfer_s
 
     grid, pre, hw, precision = sys.grid, sys.prefill, sys.hw, sys.precision
     opts.candidates_scored += len(grid)
@@ -205,7 +225,8 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options) ->
             tensor_parallel=int(grid[i, 0]), pipeline_parallel=int(grid[i, 1]), expert_parallel=bool(grid[i, 2]),
             speculative="none", draft_tokens=0, acceptance=0.0, batch=1, chips=int(chips[i]), tps_per_user=float("nan"),
             ttft_s=float(ttft[i]), output_tokens_per_s=0.0, prefill_tokens_per_s=float(capacity[i]),
-            prefill_share=float(util[i]), power_w=float(replica_power_w(sys.hv, chips[i])),
+            prefill_share=float(util[i]),  # busy util[i] of the time at its pass's draw, idle the rest
+            power_w=float(loaded_power_w(idle_power_w(sys.hv, float(chips[i])), pre[i, 2], util[i])),
             ttft_fixed_s=float(pre[i, 1] + transfer[i]), prefill_service_s=float(demand.prefill_tokens / pre[i, 0]),
         )
 
@@ -320,6 +341,7 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
     speculative_decode_breakdown(mv, drafter(d, model, models), hv, *layout, batch, wl[L.W_CONTEXT_AVG],
                                  wl[L.W_CONTEXT_MAX], k, a, scratch, dec)
     served, ttft, share, prefilled = float(dec[L.B_TOKENS_PER_S]), {}, None, 0.0
+    power = float(dec[L.B_POWER_W])
     if row["role"] == "colocated":
         pre = np.zeros(L.N_BREAKDOWN)
         prefill_breakdown(mv, hv, *layout, d.prefill_tokens, pre)
@@ -329,18 +351,19 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
         share = prefill_s * served / d.output_tokens
         prefilled = served * d.prefill_tokens / d.output_tokens
         ttft = ttft_percentiles(float(pre[L.B_TIME_S]), prefill_s, share, d.ttft_quantile)
+        power = min(1.0, share) * float(pre[L.B_POWER_W]) + (1.0 - min(1.0, share)) * power
     tps = served / batch
     kv_per_stream = float(dec[L.B_KV_BYTES_PER_CHIP]) / batch
     fits = bool(kv_fits(float(dec[L.B_WEIGHT_BYTES_PER_CHIP]), kv_per_stream, batch,
                         resident_share(d.resident_s_per_token, tps), float(dec[L.B_USABLE_BYTES_PER_CHIP]) * (1 + 1e-9)))
-    return Rescore(fits, tps, served, prefilled, float(dec[L.B_POWER_W]), ttft, share)
+    return Rescore(fits, tps, served, prefilled, power, ttft, share)
 
 
 def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,
                     models: dict | None = None) -> Rescore:
     """A prefill row at its utilization: the prompt's prefill on its layout, the KV transfer to the decode pool,
     and the queue's wait (MODEL.md 4, 7)."""
-    from solvers.perf.kernels import prefill_breakdown
+    from solvers.perf.kernels import idle_power_w, loaded_power_w, prefill_breakdown
     from solvers.perf.serving import kv_transfer_s
 
     hw = hardware[row["hardware"]]
@@ -351,7 +374,8 @@ def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficien
     fixed = float(pre[L.B_TIME_S]) + kv_transfer_s(mv, hv, float(row["chips_per_replica"]), d.input_tokens)
     util = float(row["utilization"])
     ttft = ttft_percentiles(fixed, d.prefill_tokens / rate, util, d.ttft_quantile)
-    return Rescore(bool(pre[L.B_FITS] > 0.5), None, 0.0, rate * util, float(pre[L.B_POWER_W]), ttft)
+    power = loaded_power_w(idle_power_w(hv, float(row["chips_per_replica"])), float(pre[L.B_POWER_W]), util)
+    return Rescore(bool(pre[L.B_FITS] > 0.5), None, 0.0, rate * util, float(power), ttft)
 
 
 def rescore_split(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,

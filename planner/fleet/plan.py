@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner import __version__, catalog
-from planner.fleet.finance import annual_revenue, mean_tokens_per_year, rental_cost, usd_per_mtok
+from planner.fleet.finance import (annual_revenue, idle_power_w, mean_tokens_per_year, rental_cost,
+                                   replica_energy_usd, usd_per_mtok, uses_power_curves)
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, ttft_percentiles
 from planner.fleet.problem import Built, rental_offers
 from planner.perf.grid import engines_running, pair_engines
@@ -24,7 +25,8 @@ from solvers.vocabulary import HAS_PLAN
 ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
                       "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "acceptance",
                       "tps_per_user", "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
-                      "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "ffn_hardware",
+                      "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "mean_power_mw",
+                      "ffn_hardware",
                       "ffn_chips", "ffn_precision", "engines", "source", "measurement", "acquisition",
                       "api_cost_usd", "column"]
 TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "speculative", "ffn_hardware", "ffn_precision", "engines",
@@ -127,7 +129,7 @@ def extract_plan(built: Built, sol) -> Plan:
     alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(replicas > 1e-9)))
     costs = dict(zip([h.id for h in built.hardware], built.problem.annual_cost_usd_per_rack.tolist()))
     fleet = fleet_table({h.id: racks[i] for i, h in enumerate(built.hardware)}, built.hardware_by_id, costs, alloc,
-                        built.problem.pue, built.inputs["installed"], rentals)
+                        built.problem.pue, built.inputs["installed"], rentals, sc.finance)
     wl = workload_table(built.demands, alloc, fleet, shares)
     totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w)
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
@@ -229,7 +231,25 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
         })
         if kind == "split":
             rows.append(ffn_row(rows[-1], built.hardware_by_id))
+        for row in rows[-2 if kind == "split" else -1:]:
+            row["mean_power_mw"] = mean_power_mw(row, built.hardware_by_id[row["hardware"]],
+                                                 built.demand_by_name[row["workload"]], built.scenario.finance)
     return rows
+
+
+def row_idle_mw(row: dict, hw) -> float:
+    """MW the row's chips draw at rest (MODEL.md 14)."""
+    return float(row["replicas"]) * row["chips_per_replica"] * idle_power_w(hw) / hw.chips_per_rack / 1e6
+
+
+def mean_power_mw(row: dict, hw, demand, finance) -> float:
+    """A row's mean draw (OPTIMIZER.md 12): its chips' floor, and its peak draw beyond it for the share of the year
+    its replicas work (1 / (peak_to_mean x (1 + headroom))); at ``average_load_share`` of its peak draw where the
+    scenario bills a flat share."""
+    if not uses_power_curves(finance):
+        return row["power_mw"] * float(_finance_get(finance, "average_load_share"))
+    idle = row_idle_mw(row, hw)
+    return idle + (row["power_mw"] - idle) / (demand.peak_to_mean * (1.0 + demand.headroom))
 
 
 def api_row(built: Built, j: int, share: float) -> dict:
@@ -247,7 +267,8 @@ def api_row(built: Built, j: int, share: float) -> dict:
         **{f"ttft_p{p}_s": None for p in TTFT_PERCENTILES},
         "output_tokens_per_s": share * demand.sized_output_tokens_per_s,
         "prefill_tokens_per_s": share * demand.sized_prefill_tokens_per_s,
-        "utilization": None, "prefill_share": None, "power_mw": 0.0, "ffn_hardware": None, "ffn_chips": None,
+        "utilization": None, "prefill_share": None, "power_mw": 0.0, "mean_power_mw": 0.0, "ffn_hardware": None,
+        "ffn_chips": None,
         "ffn_precision": None, "engines": "", "source": API_KIND, "measurement": name, "acquisition": API_KIND,
         "api_cost_usd": share * sum(demand.api_cost_parts(offer).values()), "column": int(j),
     }
@@ -267,16 +288,19 @@ def row_engines(built: Built, j: int) -> str:
 
 def ffn_row(attention: dict, hardware: dict) -> dict:
     """The FFN half of an attention/FFN split replica: same replicas, batch and speed; its chips, power and
-    precision; the output tokens are counted once, on the attention row (whose power becomes its own side's)."""
-    from planner.perf.pack import hardware_vector
-    from solvers.perf.serving import replica_power_w
-
+    precision; the output tokens are counted once, on the attention row (whose power becomes its own side's). The
+    replica's draw (both sides) is split as each side's floor plus a share of the rest in proportion to the side's
+    range above its floor (MODEL.md 14)."""
     hw_a, hw_f = hardware[attention["hardware"]], hardware[attention["ffn_hardware"]]
-    n = attention["replicas"]
-    attention["power_mw"] = n * replica_power_w(hardware_vector(hw_a, attention["precision"]),
-                                                float(attention["chips_per_replica"])) / 1e6
-    ffn_power = n * replica_power_w(hardware_vector(hw_f, attention["ffn_precision"]),
-                                    float(attention["ffn_chips"])) / 1e6
+    n = float(attention["replicas"])
+    chips_a, chips_f = float(attention["chips_per_replica"]), float(attention["ffn_chips"])
+    idle_a, idle_f = (n * c * idle_power_w(h) / h.chips_per_rack / 1e6 for c, h in ((chips_a, hw_a), (chips_f, hw_f)))
+    range_a, range_f = (n * c * h.rack_power_w / h.chips_per_rack / 1e6 - i
+                        for c, h, i in ((chips_a, hw_a, idle_a), (chips_f, hw_f, idle_f)))
+    above = max(attention["power_mw"] - idle_a - idle_f, 0.0)
+    part_a = range_a / (range_a + range_f) if range_a + range_f > 0 else 0.5
+    attention["power_mw"] = idle_a + above * part_a
+    ffn_power = idle_f + above * (1.0 - part_a)
     return {**attention, "role": "ffn", "hardware": hw_f.id, "chips_per_replica": attention["ffn_chips"],
             "tensor_parallel": attention["ffn_chips"], "expert_parallel": True,
             "precision": attention["ffn_precision"], "output_tokens_per_s": 0.0, "power_mw": ffn_power}
@@ -293,7 +317,7 @@ def allocation_table(rows: list[dict]):
 
 
 def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, alloc, pue: float,
-                installed: dict | None = None, rentals: list | None = None):
+                installed: dict | None = None, rentals: list | None = None, finance=None):
     """Per system in service, installed or rented (``racks``: id -> racks in service, in the plan's order): the
     racks kept from the installed fleet, bought and retired (OPTIMIZER.md 9; ``installed``: id -> the plan inputs'
     installed entry), the chips rented (11; ``rentals``: the plan's rows), chips, the chips the allocation uses,
@@ -321,15 +345,19 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
         chips_rented = rented.get(hw_id, 0.0)
         held = n * hw.chips_per_rack + chips_rented
         cheapest = min((o.usd_per_chip_hour for o in hw.rental), default=None)
+        draw = site_draw(hw, n, mine, finance)
         rows.append({
             "hardware": hw_id, "racks": n, "racks_installed": kept, "racks_new": new, "racks_retired": have - kept,
             "chips": n * hw.chips_per_rack, "chips_rented": chips_rented, "chips_used": used,
             "chip_utilization": used / held if held else 0.0,
-            "power_mw": n * hw.rack_power_w / 1e6,
-            "facility_power_mw": n * hw.rack_power_w * pue / 1e6,
+            "power_mw": draw["peak"],
+            "facility_power_mw": draw["peak"] * pue,
+            "mean_power_mw": draw["mean"],
+            "design_power_mw": n * hw.rack_power_w / 1e6,
             "capex_usd": new * hw.rack.capex_usd.value,
             "rental_usd_per_year": rent_usd.get(hw_id, 0.0),
-            "annual_cost_usd": kept * keep + new * full + rent_usd.get(hw_id, 0.0),
+            "energy_above_floor_usd_per_year": draw["energy_usd"],
+            "annual_cost_usd": kept * keep + new * full + rent_usd.get(hw_id, 0.0) + draw["energy_usd"],
             # owning a chip costs full / chips a year whatever it does; renting by the hour costs the offer's price
             # for the hours it is needed: owning is cheaper above this share of hours in use
             "breakeven_utilization": (full / hw.chips_per_rack / rental_cost(1.0, cheapest)
@@ -337,6 +365,29 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
             "capex_confidence": hw.rack.capex_usd.confidence,
         })
     return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+def site_draw(hw, racks: int, rows, finance) -> dict:
+    """MW of one system's racks at the peak and on average, and USD a year of the energy its replicas draw above the
+    racks' floor (OPTIMIZER.md 12, the MILP's (13)): the floor of every rack in service plus each row's draw beyond
+    its chips' floor (a row on rented chips counted as if at the site). Design power (at average_load_share on
+    average) where the scenario bills a flat share, or without a finance section."""
+    design = racks * hw.rack_power_w / 1e6
+    if finance is None or not uses_power_curves(finance):
+        share = 1.0 if finance is None else float(_finance_get(finance, "average_load_share"))
+        return {"peak": design, "mean": design * share, "energy_usd": 0.0}
+    floor = racks * idle_power_w(hw) / 1e6
+    peak, mean = floor, floor
+    for r in rows.iter_rows(named=True) if len(rows) else ():
+        idle = row_idle_mw(r, hw)
+        peak += r["power_mw"] - idle
+        mean += r["mean_power_mw"] - idle
+    return {"peak": peak, "mean": mean,
+            "energy_usd": replica_energy_usd((mean - floor) * 1e6, 1.0, finance) if mean > floor else 0.0}
+
+
+def _finance_get(finance, key):
+    return finance.get(key) if isinstance(finance, dict) else getattr(finance, key)
 
 
 def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
@@ -452,6 +503,8 @@ def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
     demand = float((workloads["demand_output_tokens_per_s"] * workloads["served_share"]).sum())
     revenue = float(workloads["revenue_usd_per_year"].sum())
     power = float(fleet["power_mw"].sum()) if len(fleet) else 0.0
+    mean = float(fleet["mean_power_mw"].sum()) if len(fleet) else 0.0
+    design = float(fleet["design_power_mw"].sum()) if len(fleet) else 0.0
     api = float(workloads["api_cost_usd"].sum()) if len(workloads) else 0.0
     rent = float(fleet["rental_usd_per_year"].sum()) if len(fleet) else 0.0
     cost = (float(fleet["annual_cost_usd"].sum()) if len(fleet) else 0.0) + api
@@ -460,6 +513,8 @@ def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
         "chips": int(fleet["chips"].sum()) if len(fleet) else 0,
         "power_mw": power,
         "facility_power_mw": power * pue,
+        "mean_power_mw": mean,
+        "design_power_mw": design,
         "power_budget_mw": finite(power_budget_w / 1e6),
         "capex_usd": float(fleet["capex_usd"].sum()) if len(fleet) else 0.0,
         "annual_cost_usd": cost,

@@ -13,7 +13,8 @@ import numpy as np
 
 from planner import catalog
 from planner.fleet.demand import Demand, demand_of
-from planner.fleet.finance import (annual_costs, annual_revenue, installed_rack_cost_parts, rack_cost_parts,
+from planner.fleet.finance import (annual_costs, annual_revenue, idle_power_w, installed_rack_cost_parts,
+                                   rack_cost_parts, replica_energy_usd, uses_power_curves,
                                    rental_cost)
 from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for
 from planner.vocabulary import API_KIND, API_PREFIX
@@ -174,6 +175,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         max_new_racks=math.inf if new_cap is None else float(new_cap),
         column_cost_usd=api_column_costs(cols, demands) if np.any(cols["kind"] == API_KIND) else None,
         **rental_arrays(hw_list),
+        **power_arrays(scenario, cols, chips, hw_list, demands),
         workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
         capacity=coverage.max(axis=1) if n else np.zeros(0),
         chips=chips, integer_replicas=integer_replicas(chips, hw_list), demand=demand, coverage=coverage,
@@ -193,6 +195,28 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
 # The smallest share of a demand row one replica may serve: below it the scaled row's coefficients fall under the
 # solvers' feasibility tolerances (~1e-9) and a coverable demand looks infeasible.
 MIN_ROW_COEFFICIENT = 1e-7
+
+
+def column_mean_load(cols: dict, demands: list[Demand]) -> np.ndarray:
+    """[J] the share of the year each column's replicas work (OPTIMIZER.md 12): its workload's mean over the
+    capacity the fleet holds for it, 1 / (peak_to_mean x (1 + headroom)); the rest of the time they rest."""
+    by_name = {d.name: d for d in demands}
+    return np.array([1.0 / (by_name[str(w)].peak_to_mean * (1.0 + by_name[str(w)].headroom))
+                     for w in cols["workload"]], dtype=float)
+
+
+def power_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demands: list[Demand]) -> dict:
+    """(13)'s arrays under the power curves: each rack's idle floor, each replica's peak draw beyond its chips'
+    share of it (the engine's ``power_w``) and that draw's energy a year at the mean load; none (design power) where
+    the scenario bills a flat ``average_load_share``."""
+    if not uses_power_curves(scenario.finance):
+        return {}
+    idle = np.array([idle_power_w(h) for h in hw_list])
+    per_chip = idle / np.array([h.chips_per_rack for h in hw_list], dtype=float)
+    above = np.maximum(np.asarray(cols["power_w"], dtype=float) - chips @ per_chip, 0.0) if len(chips) else np.zeros(0)
+    load = column_mean_load(cols, demands) if len(chips) else np.zeros(0)
+    energy = np.array([replica_energy_usd(a, m, scenario.finance) for a, m in zip(above, load)])
+    return {"rack_idle_power_w": idle, "column_power_w": above, "column_energy_usd": energy}
 
 
 def group_values(objective: str, demands: list[Demand], revenue: np.ndarray) -> np.ndarray | None:

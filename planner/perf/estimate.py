@@ -139,12 +139,13 @@ def breakdown_dict(row: np.ndarray) -> dict:
 
 
 def evaluate_config(model, hw, precision, tp, pp, ep, batch, input_tokens, output_tokens, k=0,
-                    spec: Speculation = NONE, efficiency: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    spec: Speculation = NONE, efficiency: dict | None = None,
+                    power: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Decode (with ``k`` draft tokens of ``spec``'s drafter) and prefill breakdown vectors of one configuration,
-    with the family's efficiencies (or ``efficiency``)."""
+    with the family's efficiencies (or ``efficiency``) and power curve (or ``power``)."""
     from solvers.perf.kernels import prefill_breakdown, speculative_decode_breakdown
 
-    mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
+    mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency, power)
     wl = workload_vector(input_tokens, output_tokens)
     _, a = spec_tokens(k, spec.acceptance_at(k))
     dec, pre, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)

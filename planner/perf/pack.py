@@ -113,6 +113,42 @@ def efficiency_table() -> dict[str, dict]:
     return catalog._read_yaml(catalog.DATA_DIR / "efficiency.yaml")
 
 
+@functools.lru_cache(maxsize=None)
+def power_table() -> dict[str, dict]:
+    return catalog._read_yaml(catalog.DATA_DIR / "power.yaml")
+
+
+POWER_SHARES = ("idle_share", "memory_share", "compute_share")
+
+
+def power_curve(family: str) -> dict[str, dict]:
+    """The family's chip power curve (data/power.yaml, MODEL.md 14): {idle_share, memory_share, compute_share} as
+    sourced figures, following ``like:``."""
+    table = power_table()
+    entry = table.get(family)
+    if entry is None:
+        raise InputError(f"hardware family {family!r} has no power curve in data/power.yaml")
+    if "like" in entry:
+        return power_curve(entry["like"])
+    return {k: entry[k] for k in POWER_SHARES}
+
+
+def chip_power_fraction(hw: Hardware) -> float:
+    """Share of the rack's design power its chips are rated for (chips x chip power / rack power, at most 1); 1
+    where the catalog gives no chip power (the whole rack then follows the curve)."""
+    if hw.chip.power_w is None:
+        return 1.0
+    return min(1.0, hw.chips_per_rack * hw.chip.power_w.value / hw.rack_power_w)
+
+
+def rack_power_shares(hw: Hardware, curve: dict[str, float] | None = None) -> tuple[float, float, float]:
+    """(idle, memory, compute) shares of the rack's design power (slots H_*_POWER_SHARE): the chips' curve scaled by
+    their part of the rack, the rest of the rack at its design draw. ``curve`` (plain numbers) replaces the family's."""
+    shares = curve or {k: float(v["value"]) for k, v in power_curve(hw.family).items()}
+    c = chip_power_fraction(hw)
+    return (1.0 - c + c * shares["idle_share"], c * shares["memory_share"], c * shares["compute_share"])
+
+
 def efficiency_of(efficiencies: dict | None, hw: Hardware) -> dict[str, float] | None:
     """A system's parameters in a map of efficiencies (``Scenario.efficiencies``): its own entry where a scenario
     scopes parameters to it (a profile ``planner calibrate --measurements`` wrote for the measured system), else its
@@ -142,8 +178,10 @@ def family_efficiency(family: str, stack: str = DEFAULT_SERVING_STACK) -> dict[s
     return merged
 
 
-def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] | None = None) -> np.ndarray:
-    """One system at one precision, with its family's calibrated efficiencies (or the ones given)."""
+def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] | None = None,
+                    power: dict[str, float] | None = None) -> np.ndarray:
+    """One system at one precision, with its family's calibrated efficiencies (or the ones given) and its family's
+    power curve (or ``power``'s shares)."""
     eff = efficiency if efficiency is not None else family_efficiency(hw.family)
     chip = hw.chip
     if len(chip.memory) > L.MAX_TIERS:
@@ -178,6 +216,7 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     v[L.H_SPEC_STREAM_S] = eff.get("speculative_stream_s", 0.0)
     v[L.H_MAX_STREAMS_PER_RANK] = eff.get("max_streams_per_rank", UNBOUNDED_STREAMS)
     v[L.H_PREFILL_TOKENS_PER_PASS] = eff.get("prefill_tokens_per_pass", 0.0)
+    v[L.H_IDLE_POWER_SHARE], v[L.H_MEMORY_POWER_SHARE], v[L.H_COMPUTE_POWER_SHARE] = rack_power_shares(hw, power)
     return v
 
 

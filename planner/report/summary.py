@@ -106,7 +106,11 @@ def assumptions(d: dict) -> list[str]:
         f"maintenance {100 * fin['maintenance_share_of_capex_per_year']:.3g}% of capex a year, energy at "
         f"{fin['electricity_usd_per_mwh']:g} USD/MWh x PUE {fin['pue']:g}) / tokens generated a year at the mean "
         f"rate (peak / peak_to_mean); no software, staff or network",
-        f"racks draw {100 * fin['average_load_share']:.3g}% of their rated power on average; every pool is sized for "
+        (f"racks draw {100 * fin['average_load_share']:.3g}% of their rated power on average and the budget holds "
+         f"design power (finance.average_load_share)" if fin.get("average_load_share") is not None else
+         "racks draw by their power curves (docs/MODEL.md 14): the budget holds the peak draw, energy is billed at "
+         "the mean draw (replicas working 1 / peak_to_mean of the time, resting at their idle floor otherwise)")
+        + "; every pool is sized for "
         f"the peak" + (f" plus {100 * sc['site']['capacity_headroom']:.3g}% headroom (site.capacity_headroom)"
                        if sc["site"].get("capacity_headroom") else " at 100% of its modelled throughput (no headroom: "
                        "site.capacity_headroom)"),

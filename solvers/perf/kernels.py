@@ -43,13 +43,16 @@ from solvers.perf.slots import (
     H_CAP,
     H_CHIPS_PER_RACK,
     H_COLL_LAT_S,
+    H_COMPUTE_POWER_SHARE,
     H_FLOPS_EFF,
     H_GEMM_PAD_ROWS,
     H_GROUPED_GEMM_FACTOR,
+    H_IDLE_POWER_SHARE,
     H_MAX_STREAMS_PER_RANK,
     H_KV_BYTES,
     H_KERNEL_S,
     H_MEM_USABLE,
+    H_MEMORY_POWER_SHARE,
     H_N_TIERS,
     H_PEAK_FLOPS,
     H_PREFILL_TOKENS_PER_PASS,
@@ -427,8 +430,30 @@ def stage_fixed_time(model, hw, pp):
 
 @njit
 def replica_power_w(hw, chips):
-    """Rack power share of a replica of ``chips`` chips: chips x rack power / chips per rack."""
+    """Design (rated) rack power share of a replica of ``chips`` chips: chips x rack power / chips per rack."""
     return chips * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
+
+
+@njit
+def idle_power_w(hw, chips):
+    """What a replica of ``chips`` chips draws with its model loaded and no work (MODEL.md 14)."""
+    return replica_power_w(hw, chips) * hw[H_IDLE_POWER_SHARE]
+
+
+@njit
+def draw_share(hw, memory, compute, step):
+    """Share of design power drawn by a step of ``step`` seconds whose memory reads take ``memory`` and matmuls
+    ``compute`` (MODEL.md 14): idle + memory share x memory / step + compute share x compute / step, at most 1."""
+    if step <= 0.0:
+        return hw[H_IDLE_POWER_SHARE]
+    busy = hw[H_MEMORY_POWER_SHARE] * memory / step + hw[H_COMPUTE_POWER_SHARE] * compute / step
+    return min(1.0, hw[H_IDLE_POWER_SHARE] + busy)
+
+
+@njit
+def loaded_power_w(idle_w, busy_w, busy_share):
+    """Draw of chips busy ``busy_share`` of the time at ``busy_w`` and idle the rest at ``idle_w``."""
+    return idle_w + (busy_w - idle_w) * min(1.0, max(0.0, busy_share))
 
 
 @njit
@@ -462,7 +487,7 @@ def write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, held_
     out[B_KV_BYTES_PER_CHIP] = held_kv
     out[B_USABLE_BYTES_PER_CHIP] = usable
     out[B_BOUND] = bound_of(memory, compute, comm, floor)
-    out[B_POWER_W] = replica_power_w(hw, tp * pp)
+    out[B_POWER_W] = replica_power_w(hw, tp * pp) * draw_share(hw, memory, compute, roofline + comm + floor)
     out[B_BYTES_READ_PER_CHIP] = bytes_read
     out[B_FLOPS_PER_CHIP] = flops
     out[B_DRAFT_S] = 0.0
@@ -517,13 +542,15 @@ def prompts_per_pass(hw, input_tokens):
 def prefill_breakdown(model, hw, tp, pp, ep, input_tokens, out):
     """Prefill of one prompt of ``input_tokens`` tokens alone on a replica (MODEL.md 4): ``batch_prefill_breakdown``
     of one prompt, whose time is the lone prompt's TTFT; the rate (``B_TOKENS_PER_S``) is that of a loaded
-    replica, whose passes each take ``prompts_per_pass`` prompts (MODEL.md 4.2)."""
+    replica, whose passes each take ``prompts_per_pass`` prompts (MODEL.md 4.2), and so is the draw
+    (``B_POWER_W``)."""
     batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, 1.0, out)
     prompts = prompts_per_pass(hw, input_tokens)
     if prompts > 1.0:
         full = np.empty(out.shape[0])
         batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, prompts, full)
         out[B_TOKENS_PER_S] = full[B_TOKENS_PER_S]
+        out[B_POWER_W] = full[B_POWER_W]
 
 
 @njit
@@ -578,6 +605,11 @@ def speculative_decode_breakdown(model, draft, hw, tp, pp, ep, streams, context_
     b = max(streams / pp, 1.0)
     decode_breakdown(draft, hw, tp, 1.0, ep, b, context_avg, context_max, 1.0, 1.0, scratch)
     draft_s = pp * (draft_tokens * scratch[B_TIME_S] + b * hw[H_SPEC_STREAM_S])
+    # the interval's draw: the verify step's for its part, the drafter's (on the same chips) for the rest
+    drafter_share = scratch[B_POWER_W] / replica_power_w(hw, tp)
+    verify_s = out[B_TIME_S]
+    out[B_POWER_W] = (out[B_POWER_W] * verify_s + replica_power_w(hw, tp * pp) * drafter_share * draft_s) / (
+        verify_s + draft_s)
     out[B_TIME_S] += draft_s
     out[B_DRAFT_S] = draft_s
     out[B_WEIGHT_BYTES_PER_CHIP] += scratch[B_WEIGHT_BYTES_PER_CHIP]

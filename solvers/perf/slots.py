@@ -59,7 +59,11 @@ H_SPEC_STREAM_S = 29  # speculative decoding: seconds of per-stream work each ve
 H_MAX_STREAMS_PER_RANK = 30  # the serving stack's scheduler bound on streams per rank (inf: none) (MODEL.md 3.5)
 H_PREFILL_TOKENS_PER_PASS = 31  # the stack's prompt-token budget of one prefill pass (0: one prompt a pass) (MODEL.md 4)
 H_GROUPED_GEMM_FACTOR = 32  # share of the dense matmuls' achieved rate the routed experts' grouped matmuls reach (2.6)
-N_HW = 33
+# power curve (MODEL.md 14): draw = design power x min(1, idle + memory x memory-busy share + compute x compute-busy share)
+H_IDLE_POWER_SHARE = 33  # share of design power drawn with the model loaded and no work
+H_MEMORY_POWER_SHARE = 34  # share added when memory reads fill the whole step
+H_COMPUTE_POWER_SHARE = 35  # share added when matmuls fill the whole step
+N_HW = 36
 
 # ---- decode / prefill breakdown -----------------------------------------------------------------------------
 # Times are per token interval of one stream (decode) or for one prompt (prefill), summed over pipeline stages.
@@ -76,7 +80,7 @@ B_WEIGHT_BYTES_PER_CHIP = 9  # weights held per chip
 B_KV_BYTES_PER_CHIP = 10  # KV cache held per chip at the longest context
 B_USABLE_BYTES_PER_CHIP = 11
 B_BOUND = 12  # the binding term: 0 memory, 1 compute, 2 communication, 3 floor
-B_POWER_W = 13  # rack power share of the replica's chips
+B_POWER_W = 13  # what the replica's chips draw while it works (their rack power share on the power curve)
 B_BYTES_READ_PER_CHIP = 14  # per stage step
 B_FLOPS_PER_CHIP = 15  # per stage step
 B_DRAFT_S = 16  # speculative decoding: the drafter's part of B_TIME_S (K draft steps per interval)

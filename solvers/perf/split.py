@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from solvers.jit import njit
 from solvers.perf import slots as L
-from solvers.perf.kernels import decode_breakdown, replica_power_w
+from solvers.perf.kernels import decode_breakdown, idle_power_w, loaded_power_w
 
 
 @njit
@@ -35,11 +35,14 @@ def split_decode_breakdown(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, ch
     b = max(streams / micro_batches, 1.0)
     query_tokens = draft_tokens + 1.0
     t_draft = 0.0
+    draft_w = 0.0
     if draft_tokens > 0.0:
         decode_breakdown(draft, hw_a, chips_a, 1.0, ep_a, b, context_avg, context_max, 1.0, 1.0, side)
         t_draft = draft_tokens * side[L.B_TIME_S] + b * hw_a[L.H_SPEC_STREAM_S]
+        draft_w = side[L.B_POWER_W]
     decode_breakdown(attn_model, hw_a, chips_a, 1.0, ep_a, b, context_avg, context_max, query_tokens, 1.0, side)
     t_attn = side[L.B_TIME_S] + t_draft  # A also runs the drafter
+    busy_a_w = (side[L.B_POWER_W] * side[L.B_TIME_S] + draft_w * t_draft) / t_attn
     fits_a = side[L.B_FITS]
     # every micro-batch's KV stays resident on A: the fit is for all streams
     decode_breakdown(attn_model, hw_a, chips_a, 1.0, ep_a, streams, context_avg, context_max, query_tokens, 1.0,
@@ -47,6 +50,7 @@ def split_decode_breakdown(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, ch
     fits_a = min(fits_a, side[L.B_FITS])
     decode_breakdown(ffn_model, hw_f, chips_f, 1.0, 1.0, b, context_avg, context_max, query_tokens, 1.0, side)
     t_ffn = side[L.B_ROOFLINE_S] + side[L.B_FLOOR_S]
+    busy_f_w = side[L.B_POWER_W]
     fits_f = side[L.B_FITS]
     t_cross = crossing_time(attn_model, hw_a, hw_f, chips_a, chips_f, b * query_tokens)
     round_trip = t_attn + t_ffn + t_cross
@@ -60,7 +64,9 @@ def split_decode_breakdown(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, ch
     out[L.S_TOKENS_PER_S] = streams * accepted_tokens / cycle
     out[L.S_FITS_ATTENTION] = fits_a
     out[L.S_FITS_FFN] = fits_f
-    out[L.S_POWER_W] = replica_power_w(hw_a, chips_a) + replica_power_w(hw_f, chips_f)
+    # each side works m micro-batches' turns a cycle and idles the rest (MODEL.md 14)
+    out[L.S_POWER_W] = (loaded_power_w(idle_power_w(hw_a, chips_a), busy_a_w, micro_batches * t_attn / cycle)
+                        + loaded_power_w(idle_power_w(hw_f, chips_f), busy_f_w, micro_batches * t_ffn / cycle))
     if round_trip >= busiest:
         out[L.S_BOUND] = 3
     elif t_attn >= t_ffn and t_attn >= 0.5 * t_cross:

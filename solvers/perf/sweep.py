@@ -319,15 +319,16 @@ def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dr
 
 @njit
 def prefill_per_layout(model, hw, layouts, prefill_tokens):
-    """(prompt tokens/s with stages pipelined, one prompt's prefill time) for each (tp, pp, ep) layout. Serial:
-    about 0.1 us a layout, less than a parallel region costs to start."""
+    """(prompt tokens/s with stages pipelined, one prompt's prefill time, the replica's draw while it prefills) for
+    each (tp, pp, ep) layout. Serial: about 0.1 us a layout, less than a parallel region costs to start."""
     n = layouts.shape[0]
-    out = np.zeros((n, 2))
+    out = np.zeros((n, 3))
     b = np.empty(L.N_BREAKDOWN)
     for i in range(n):
         prefill_breakdown(model, hw, layouts[i, 0], layouts[i, 1], layouts[i, 2], prefill_tokens, b)
         out[i, 0] = b[L.B_TOKENS_PER_S] if b[L.B_FITS] > 0.5 else 0.0
         out[i, 1] = b[L.B_TIME_S]
+        out[i, 2] = b[L.B_POWER_W]
     return out
 
 
@@ -407,7 +408,9 @@ def _colocated_points(model, draft, hw, wl, layouts, batches, draft_tokens, acce
                 row[L.P_TTFT_S] = pre[i, 1]
                 row[L.P_DECODE_TPS_PER_USER] = dec[t, L.B_TPS_PER_USER]
                 row[L.P_DECODE_TOKENS_PER_S] = dec[t, L.B_TOKENS_PER_S]
-                row[L.P_POWER_W] = dec[t, L.B_POWER_W]
+                # the share of its time spent prefilling draws the prefill pass's power
+                share = min(1.0, prefill_s * served / wl[L.W_OUTPUT_TOKENS]) if served > 0.0 else 0.0
+                row[L.P_POWER_W] = share * pre[i, 2] + (1.0 - share) * dec[t, L.B_POWER_W]
                 row[L.P_FITS] = dec[t, L.B_FITS]
                 row[L.P_BOUND] = dec[t, L.B_BOUND]
     return out

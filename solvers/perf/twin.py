@@ -233,7 +233,7 @@ def decode(m, h, tp, pp, ep, streams, context_avg, context_max, query_tokens, ac
         "floor_s": pp * floor, "tps_per_user": accepted_tokens / interval,
         "tokens_per_s": streams * accepted_tokens / interval,
         "fits": held_w + held_kv <= r.usable() and streams <= r.stream_cap(),
-        "bound": bound, "power_w": tp * pp * h[L.H_RACK_POWER_W] / h[L.H_CHIPS_PER_RACK],
+        "bound": bound, "power_w": replica_power_w(h, tp * pp) * draw_share(h, memory, compute, step),
     }
 
 
@@ -243,7 +243,8 @@ def loaded_prefill(m, h, tp, pp, ep, input_tokens) -> dict:
     out = prefill(m, h, tp, pp, ep, input_tokens)
     prompts = max(1.0, math.floor(h[L.H_PREFILL_TOKENS_PER_PASS] / input_tokens)) if input_tokens > 0 else 1.0
     if prompts > 1.0:
-        out["tokens_per_s"] = prefill(m, h, tp, pp, ep, input_tokens, prompts)["tokens_per_s"]
+        loaded = prefill(m, h, tp, pp, ep, input_tokens, prompts)
+        out["tokens_per_s"], out["power_w"] = loaded["tokens_per_s"], loaded["power_w"]
     return out
 
 
@@ -266,6 +267,7 @@ def prefill(m, h, tp, pp, ep, input_tokens, prompts=1.0) -> dict:
         "time_s": pp * step - last_hop, "memory_s": pp * memory, "compute_s": pp * compute,
         "comm_s": pp * comm - last_hop,
         "floor_s": pp * floor, "tokens_per_s": tokens / step, "fits": held_w + kv <= r.usable(), "bound": bound,
+        "power_w": replica_power_w(h, tp * pp) * draw_share(h, memory, compute, step),
     }
 
 
@@ -282,6 +284,9 @@ def speculative_decode(m, draft, h, tp, pp, ep, streams, context_avg, context_ma
     held = (target.weights_held() + drafter.weights_held() + target.kv_bytes(streams, context_max)
             + drafter.kv_bytes(streams, context_max))
     out["draft_s"] = pp * (draft_tokens * d["time_s"] + micro * h[L.H_SPEC_STREAM_S])
+    drafter_share = d["power_w"] / replica_power_w(h, tp)  # the drafter's draw, on the same chips
+    out["power_w"] = (out["power_w"] * out["time_s"] + replica_power_w(h, tp * pp) * drafter_share * out["draft_s"]) / (
+        out["time_s"] + out["draft_s"])
     out["time_s"] += out["draft_s"]
     out["tps_per_user"] = accepted / out["time_s"]
     out["tokens_per_s"] = streams * accepted / out["time_s"]
@@ -296,9 +301,13 @@ def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg
     b = max(streams / micro_batches, 1.0)
     query_tokens = draft_tokens + 1.0
     a_side = decode(attn, ha, chips_a, 1.0, ep_a, b, context_avg, context_max, query_tokens, 1.0)
+    busy_a = a_side["power_w"] * a_side["time_s"]  # joules of one turn, divided by its length below
     if draft_tokens > 0:
-        a_side["time_s"] += draft_tokens * decode(draft, ha, chips_a, 1.0, ep_a, b, context_avg, context_max, 1.0,
-                                                  1.0)["time_s"] + b * ha[L.H_SPEC_STREAM_S]
+        d = decode(draft, ha, chips_a, 1.0, ep_a, b, context_avg, context_max, 1.0, 1.0)
+        t_draft = draft_tokens * d["time_s"] + b * ha[L.H_SPEC_STREAM_S]
+        a_side["time_s"] += t_draft
+        busy_a += d["power_w"] * t_draft
+    busy_a /= a_side["time_s"]
     a_all = decode(attn, ha, chips_a, 1.0, ep_a, streams, context_avg, context_max, query_tokens, 1.0)
     f_side = decode(ffn, hf, chips_f, 1.0, 1.0, b, context_avg, context_max, query_tokens, 1.0)
     t_attn = a_side["time_s"]
@@ -311,8 +320,8 @@ def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg
         "time_s": cycle, "attention_s": t_attn, "ffn_s": t_ffn, "crossing_s": t_cross,
         "tps_per_user": accepted_tokens / cycle, "tokens_per_s": streams * accepted_tokens / cycle,
         "fits": a_side["fits"] and a_all["fits"] and f_side["fits"],
-        "power_w": chips_a * ha[L.H_RACK_POWER_W] / ha[L.H_CHIPS_PER_RACK]
-        + chips_f * hf[L.H_RACK_POWER_W] / hf[L.H_CHIPS_PER_RACK],
+        "power_w": loaded_power_w(idle_power_w(ha, chips_a), busy_a, micro_batches * t_attn / cycle)
+        + loaded_power_w(idle_power_w(hf, chips_f), f_side["power_w"], micro_batches * t_ffn / cycle),
     }
 
 
@@ -326,6 +335,22 @@ def spec_tokens(draft_tokens, acceptance) -> tuple[float, float]:
 
 def replica_power_w(h, chips) -> float:
     return h[L.H_RACK_POWER_W] * (chips / h[L.H_CHIPS_PER_RACK])
+
+
+def idle_power_w(h, chips) -> float:
+    return replica_power_w(h, chips) * h[L.H_IDLE_POWER_SHARE]
+
+
+def draw_share(h, memory, compute, step) -> float:
+    """Twin of ``kernels.draw_share`` (MODEL.md 14)."""
+    if step <= 0:
+        return h[L.H_IDLE_POWER_SHARE]
+    return min(1.0, h[L.H_IDLE_POWER_SHARE] + (h[L.H_MEMORY_POWER_SHARE] * memory
+                                              + h[L.H_COMPUTE_POWER_SHARE] * compute) / step)
+
+
+def loaded_power_w(idle_w, busy_w, busy_share) -> float:
+    return idle_w + (busy_w - idle_w) * min(1.0, max(0.0, busy_share))
 
 
 def colocated_tokens_per_s(output_tokens, interval_s, streams, accepted_tokens, prefill_s) -> float:

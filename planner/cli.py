@@ -522,6 +522,20 @@ def schema():
     click.echo(render.to_json(scenario_json_schema()))
 
 
+def _show_book(book: dict, fmt: str, groups_title: str, points_title: str, point_keys: tuple | None = None) -> None:
+    """An error book (``groups`` and ``points``) as JSON, its groups as markdown, or both as tables."""
+    from planner.report import render
+
+    if fmt == "json":
+        click.echo(render.to_json(book))
+    elif fmt == "markdown":
+        click.echo(render.to_markdown(book["groups"]), nl=False)
+    else:
+        render.table(book["groups"], title=groups_title)
+        points = book["points"] if point_keys is None else [{k: r[k] for k in point_keys} for r in book["points"]]
+        render.table(points, title=points_title)
+
+
 @main.command()
 @click.option("--write", is_flag=True, help="write the fitted parameters to data/efficiency.yaml")
 @click.option("--measurements", "measured", type=click.Path(dir_okay=False, path_type=str), default=None,
@@ -552,14 +566,8 @@ def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger
 
         if write:
             power.write_fit()
-        book = power.power_ledger()
-        if fmt == "json":
-            click.echo(render.to_json(book))
-        elif fmt == "markdown":
-            click.echo(render.to_markdown(book["groups"]), nl=False)
-        else:
-            render.table(book["groups"], title="power curve: error factor exp(|ln(predicted / measured)|)")
-            render.table(book["points"], title="power curve: every point")
+        _show_book(power.power_ledger(), fmt, "power curve: error factor exp(|ln(predicted / measured)|)",
+                   "power curve: every point")
         return
     if show_ledger:
         if measured is not None:
@@ -568,16 +576,9 @@ def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger
 
         if write:
             calibration.write_fit()
-        book = ledger.ledger()
-        if fmt == "json":
-            click.echo(render.to_json(book))
-        elif fmt == "markdown":
-            click.echo(render.to_markdown(book["groups"]), nl=False)
-        else:
-            render.table(book["groups"], title="accuracy ledger: error factor exp(|ln(predicted / published)|)")
-            render.table([{k: r[k] for k in ("id", "class", "vendor", "split", "kind", "published", "predicted",
-                                             "error_factor", "config")} for r in book["points"]],
-                         title="accuracy ledger: every point")
+        _show_book(ledger.ledger(), fmt, "accuracy ledger: error factor exp(|ln(predicted / published)|)",
+                   "accuracy ledger: every point", ("id", "class", "vendor", "split", "kind", "published",
+                                                    "predicted", "error_factor", "config"))
         return
     if measured is None:
         for flag, value in (("--hardware", hardware_id), ("--family", family), ("--out", out_path),

@@ -11,7 +11,7 @@ import pytest
 
 from planner import catalog
 from planner.perf import power
-from planner.perf.pack import chip_power_fraction, hardware_vector, power_curve, rack_power_shares
+from planner.perf.pack import chip_power_fraction, hardware_vector, power_curve_values, rack_power_shares
 from solvers import bruteforce as bf
 from solvers import milp as F
 from solvers.perf import kernels
@@ -37,7 +37,7 @@ def test_rack_shares_hold_the_rest_of_the_rack_at_design():
     hw = catalog.get_hardware("hgx-h100")  # 8 x 700 W GPUs in a 10.2 kW rack
     c = 8 * 700 / 10_200
     assert chip_power_fraction(hw) == pytest.approx(c)
-    curve = {k: float(v["value"]) for k, v in power_curve("nvidia-gpu").items()}
+    curve = power_curve_values("nvidia-gpu")
     idle, mem, comp = rack_power_shares(hw)
     assert idle == pytest.approx(1 - c + c * curve["idle_share"])
     assert (mem, comp) == (pytest.approx(c * curve["memory_share"]), pytest.approx(c * curve["compute_share"]))
@@ -64,7 +64,7 @@ def test_decode_at_batch_one_draws_less_than_prefill_or_a_big_batch():
 
 def test_the_shipped_curve_is_the_fit_and_holds_out_of_sample():
     fit = power.fit_curve("nvidia-gpu")
-    curve = power.family_values("nvidia-gpu")
+    curve = power_curve_values("nvidia-gpu")
     assert (fit["memory_share"], fit["compute_share"]) == (curve["memory_share"], curve["compute_share"])
     book = power.power_ledger("nvidia-gpu")
     held = next(g for g in book["groups"] if g["split"] == "held-out")

@@ -46,6 +46,12 @@ class Demand:
     api: tuple = ()  # hosted offers: ((name, usd/Mtok input, cached input, output, max tok/s per user), ...)
 
     @property
+    def working_share(self) -> float:
+        """Share of the year the replicas held for this workload work (OPTIMIZER.md 12): its mean rate over the
+        capacity held, 1 / (peak_to_mean x (1 + headroom)); they rest the rest."""
+        return 1.0 / (self.peak_to_mean * (1.0 + self.headroom))
+
+    @property
     def sized_output_tokens_per_s(self) -> float:
         """The decode capacity the fleet holds for this workload: its peak plus the site's headroom."""
         return self.output_tokens_per_s * (1.0 + self.headroom)

@@ -46,20 +46,24 @@ def annual_rack_cost(capex_usd, power_w, wacc, horizon_years, maintenance_share,
     return cost if np.ndim(cost) else float(cost)
 
 
-def _get(finance):
-    return finance.get if isinstance(finance, dict) else lambda k: getattr(finance, k)
+def finance_value(finance, key: str):
+    """A field of a scenario's finance section, or of its dict (a plan file's)."""
+    return finance.get(key) if isinstance(finance, dict) else getattr(finance, key)
+
 
 
 def uses_power_curves(finance) -> bool:
     """Whether racks draw by the power curves (MODEL.md 14): unless the scenario bills a flat
     ``average_load_share`` of design power."""
-    return _get(finance)("average_load_share") is None
+    return finance_value(finance, "average_load_share") is None
 
 
 def finance_args(finance, horizon_years: float) -> dict:
     """The finance terms of ``annual_rack_cost_parts`` from a scenario's finance section (or its dict); with the
     power curves the rack's floor is billed whole (``load_share`` 1: ``billed_power_w`` gives that floor)."""
-    get = _get(finance)
+    def get(key):
+        return finance_value(finance, key)
+
     return {"wacc": get("wacc"), "horizon_years": horizon_years,
             "maintenance_share": get("maintenance_share_of_capex_per_year"),
             "electricity_usd_per_mwh": get("electricity_usd_per_mwh"), "pue": get("pue"),
@@ -80,8 +84,8 @@ def billed_power_w(hw, finance) -> float:
 def replica_energy_usd(above_w, mean_load, finance) -> float:
     """USD/year of a replica's draw ``above_w`` beyond its chips' floor, working ``mean_load`` of the year (its
     workload's mean over the capacity it holds: 1 / (peak_to_mean x (1 + headroom)))."""
-    get = _get(finance)
-    return float(above_w) * mean_load * get("pue") * HOURS_PER_YEAR / 1e6 * get("electricity_usd_per_mwh")
+    return (float(above_w) * mean_load * finance_value(finance, "pue") * HOURS_PER_YEAR / 1e6
+            * finance_value(finance, "electricity_usd_per_mwh"))
 
 
 def rack_cost_parts(scenario, hw) -> dict:

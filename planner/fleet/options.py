@@ -187,7 +187,7 @@ def decode_draw_w(sys: System, row: int, batch: float, draft_tokens: int, accept
                   prefill_share: float) -> float:
     """What one replica draws at its operating point (MODEL.md 14): the decode breakdown's draw at its batch, and
     for the ``prefill_share`` of its time a colocated replica spends prefilling, its prefill pass's draw."""
-    from solvers.perf.kernels import speculative_decode_breakdown
+    from solvers.perf.kernels import loaded_power_w, speculative_decode_breakdown
     from solvers.perf.serving import spec_tokens
 
     tp, pp, ep = (float(v) for v in sys.grid[row])
@@ -195,10 +195,7 @@ def decode_draw_w(sys: System, row: int, batch: float, draft_tokens: int, accept
     dec, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
     speculative_decode_breakdown(sys.mv, sys.draft, sys.hv, tp, pp, ep, batch, sys.wl[L.W_CONTEXT_AVG],
                                  sys.wl[L.W_CONTEXT_MAX], float(draft_tokens), a, scratch, dec)
-    if prefill_share <= 0.0:
-        return float(dec[L.B_POWER_W])
-    share = min(1.0, prefill_share)
-    return float(share * sys.prefill[row, 2] + (1.0 - share) * dec[L.B_POWER_W])
+    return float(loaded_power_w(float(dec[L.B_POWER_W]), float(sys.prefill[row, 2]), prefill_share))
 
 
 def colocated_options(demand: Demand, model: Model, sys: System, opts: Options) -> None:
@@ -328,7 +325,7 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
                    models: dict | None = None) -> Rescore:
     """A decode or colocated row: decode and prefill breakdowns of its layout at its batch and speculative setting,
     the colocated time share, the TTFT queue, the residency of agentic sessions (MODEL.md 3, 6, 7, 9.6)."""
-    from solvers.perf.kernels import prefill_breakdown, speculative_decode_breakdown
+    from solvers.perf.kernels import loaded_power_w, prefill_breakdown, speculative_decode_breakdown
     from solvers.perf.serving import colocated_request_s, kv_fits, resident_share, spec_tokens
 
     hw = hardware[row["hardware"]]
@@ -351,7 +348,7 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
         share = prefill_s * served / d.output_tokens
         prefilled = served * d.prefill_tokens / d.output_tokens
         ttft = ttft_percentiles(float(pre[L.B_TIME_S]), prefill_s, share, d.ttft_quantile)
-        power = min(1.0, share) * float(pre[L.B_POWER_W]) + (1.0 - min(1.0, share)) * power
+        power = float(loaded_power_w(power, float(pre[L.B_POWER_W]), share))
     tps = served / batch
     kv_per_stream = float(dec[L.B_KV_BYTES_PER_CHIP]) / batch
     fits = bool(kv_fits(float(dec[L.B_WEIGHT_BYTES_PER_CHIP]), kv_per_stream, batch,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner import __version__, catalog
-from planner.fleet.finance import (annual_revenue, idle_power_w, mean_tokens_per_year, rental_cost,
+from planner.fleet.finance import (annual_revenue, finance_value, idle_power_w, mean_tokens_per_year, rental_cost,
                                    replica_energy_usd, usd_per_mtok, uses_power_curves)
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, ttft_percentiles
 from planner.fleet.problem import Built, rental_offers
@@ -247,9 +247,9 @@ def mean_power_mw(row: dict, hw, demand, finance) -> float:
     its replicas work (1 / (peak_to_mean x (1 + headroom))); at ``average_load_share`` of its peak draw where the
     scenario bills a flat share."""
     if not uses_power_curves(finance):
-        return row["power_mw"] * float(_finance_get(finance, "average_load_share"))
+        return row["power_mw"] * float(finance_value(finance, "average_load_share"))
     idle = row_idle_mw(row, hw)
-    return idle + (row["power_mw"] - idle) / (demand.peak_to_mean * (1.0 + demand.headroom))
+    return idle + (row["power_mw"] - idle) * demand.working_share
 
 
 def api_row(built: Built, j: int, share: float) -> dict:
@@ -374,7 +374,7 @@ def site_draw(hw, racks: int, rows, finance) -> dict:
     average) where the scenario bills a flat share, or without a finance section."""
     design = racks * hw.rack_power_w / 1e6
     if finance is None or not uses_power_curves(finance):
-        share = 1.0 if finance is None else float(_finance_get(finance, "average_load_share"))
+        share = 1.0 if finance is None else float(finance_value(finance, "average_load_share"))
         return {"peak": design, "mean": design * share, "energy_usd": 0.0}
     floor = racks * idle_power_w(hw) / 1e6
     peak, mean = floor, floor
@@ -384,10 +384,6 @@ def site_draw(hw, racks: int, rows, finance) -> dict:
         mean += r["mean_power_mw"] - idle
     return {"peak": peak, "mean": mean,
             "energy_usd": replica_energy_usd((mean - floor) * 1e6, 1.0, finance) if mean > floor else 0.0}
-
-
-def _finance_get(finance, key):
-    return finance.get(key) if isinstance(finance, dict) else getattr(finance, key)
 
 
 def workload_table(demands: list, alloc, fleet, shares: np.ndarray):

@@ -201,8 +201,7 @@ def column_mean_load(cols: dict, demands: list[Demand]) -> np.ndarray:
     """[J] the share of the year each column's replicas work (OPTIMIZER.md 12): its workload's mean over the
     capacity the fleet holds for it, 1 / (peak_to_mean x (1 + headroom)); the rest of the time they rest."""
     by_name = {d.name: d for d in demands}
-    return np.array([1.0 / (by_name[str(w)].peak_to_mean * (1.0 + by_name[str(w)].headroom))
-                     for w in cols["workload"]], dtype=float)
+    return np.array([by_name[str(w)].working_share for w in cols["workload"]], dtype=float)
 
 
 def power_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demands: list[Demand]) -> dict:

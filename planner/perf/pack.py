@@ -133,6 +133,11 @@ def power_curve(family: str) -> dict[str, dict]:
     return {k: entry[k] for k in POWER_SHARES}
 
 
+def power_curve_values(family: str) -> dict[str, float]:
+    """``power_curve``'s shares as plain numbers."""
+    return {k: float(v["value"]) for k, v in power_curve(family).items()}
+
+
 def chip_power_fraction(hw: Hardware) -> float:
     """Share of the rack's design power its chips are rated for (chips x chip power / rack power, at most 1); 1
     where the catalog gives no chip power (the whole rack then follows the curve)."""
@@ -144,7 +149,7 @@ def chip_power_fraction(hw: Hardware) -> float:
 def rack_power_shares(hw: Hardware, curve: dict[str, float] | None = None) -> tuple[float, float, float]:
     """(idle, memory, compute) shares of the rack's design power (slots H_*_POWER_SHARE): the chips' curve scaled by
     their part of the rack, the rest of the rack at its design draw. ``curve`` (plain numbers) replaces the family's."""
-    shares = curve or {k: float(v["value"]) for k, v in power_curve(hw.family).items()}
+    shares = curve or power_curve_values(hw.family)
     c = chip_power_fraction(hw)
     return (1.0 - c + c * shares["idle_share"], c * shares["memory_share"], c * shares["compute_share"])
 

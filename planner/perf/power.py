@@ -17,8 +17,9 @@ import numpy as np
 from planner import catalog
 from planner.errors import InputError
 from planner.perf.estimate import colocated, evaluate_config
-from planner.perf.pack import POWER_SHARES, chip_power_fraction, power_curve, power_table
+from planner.perf.pack import POWER_SHARES, chip_power_fraction, power_curve, power_curve_values, power_table
 from solvers.perf import slots as L
+from solvers.perf.kernels import loaded_power_w
 
 HOLD_OUT_EVERY = 4  # points i with i % 4 == 3 are held back from the fit
 GRID_STEP = 0.01  # of the shares' grid search
@@ -47,7 +48,7 @@ def predicted_chip_share(point: dict, curve: dict[str, float]) -> float:
     _, served = colocated(dec, pre, batch, inp, out, 1.0)
     prefill_share = min(1.0, inp / float(pre[L.B_TOKENS_PER_S]) * served / out)
     design = tp * hw.rack_power_w / hw.chips_per_rack
-    rack_share = (prefill_share * pre[L.B_POWER_W] + (1.0 - prefill_share) * dec[L.B_POWER_W]) / design
+    rack_share = loaded_power_w(float(dec[L.B_POWER_W]), float(pre[L.B_POWER_W]), prefill_share) / design
     c = chip_power_fraction(hw)
     return float((rack_share - (1.0 - c)) / c)
 
@@ -81,14 +82,10 @@ def fit_curve(family: str = "nvidia-gpu") -> dict:
             "compute_share": round(float(cc[i, j]), 4), "points": len(pts), "fitted_points": int(train.sum())}
 
 
-def family_values(family: str) -> dict[str, float]:
-    return {k: float(v["value"]) for k, v in power_curve(family).items()}
-
-
 def power_ledger(family: str = "nvidia-gpu") -> dict:
     """Every point of the family predicted by the kernels with the shipped curve, and the median error factor
     exp(median |ln(predicted / measured)|) of the fitted and the held-back points."""
-    curve = family_values(family)
+    curve = power_curve_values(family)
     rows = []
     for i, p in enumerate(power_points()):
         if catalog.get_hardware(p["hardware"]).family != family:

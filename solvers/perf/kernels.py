@@ -452,7 +452,8 @@ def draw_share(hw, memory, compute, step):
 
 @njit
 def loaded_power_w(idle_w, busy_w, busy_share):
-    """Draw of chips busy ``busy_share`` of the time at ``busy_w`` and idle the rest at ``idle_w``."""
+    """Draw of chips busy ``busy_share`` of the time at ``busy_w`` and idle the rest at ``idle_w`` (any two
+    states' time-weighted draw: a colocated replica's decode steps and prefill passes too)."""
     return idle_w + (busy_w - idle_w) * min(1.0, max(0.0, busy_share))
 
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from solvers.jit import njit
-from solvers.perf.kernels import kv_bytes_per_chip, replica_power_w  # noqa: F401 - replica power is a serving figure too
+from solvers.perf.kernels import kv_bytes_per_chip, loaded_power_w, replica_power_w  # noqa: F401 - serving figures too
 from solvers.perf.slots import H_SO_BW, H_SO_LAT
 
 MAX_PREFILL_UTILIZATION = 0.95  # a prefill server is never planned busier than this

@@ -42,6 +42,7 @@ from solvers.perf.serving import (
     decode_tokens_per_s,
     kv_fits,
     max_prefill_utilization,
+    loaded_power_w,
     replica_power_w,
     resident_share,
     wait_quantile_s,
@@ -409,8 +410,8 @@ def _colocated_points(model, draft, hw, wl, layouts, batches, draft_tokens, acce
                 row[L.P_DECODE_TPS_PER_USER] = dec[t, L.B_TPS_PER_USER]
                 row[L.P_DECODE_TOKENS_PER_S] = dec[t, L.B_TOKENS_PER_S]
                 # the share of its time spent prefilling draws the prefill pass's power
-                share = min(1.0, prefill_s * served / wl[L.W_OUTPUT_TOKENS]) if served > 0.0 else 0.0
-                row[L.P_POWER_W] = share * pre[i, 2] + (1.0 - share) * dec[t, L.B_POWER_W]
+                share = prefill_s * served / wl[L.W_OUTPUT_TOKENS] if served > 0.0 else 0.0
+                row[L.P_POWER_W] = loaded_power_w(dec[t, L.B_POWER_W], pre[i, 2], share)
                 row[L.P_FITS] = dec[t, L.B_FITS]
                 row[L.P_BOUND] = dec[t, L.B_BOUND]
     return out

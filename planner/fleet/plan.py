@@ -177,11 +177,13 @@ def timings_of(built: Built, sol) -> dict:
 def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray, rented: np.ndarray | None = None) -> np.ndarray:
     """Continuous replica counts rounded up to whole replicas where the racks bought hold the extra chips (the
     smallest fractions first); the rest stay fractional (a share of one replica's capacity). Rounding up only
-    adds capacity, so demand stays covered and racks, power and cost do not change (columns with a cost of their
-    own stay as solved)."""
+    adds capacity, so demand stays covered and racks, power and cost do not change (columns that pay per replica
+    stay as solved)."""
     x = replicas.copy()
-    # a column with a cost of its own (a hosted API, priced on what it serves) is never rounded up: it would pay
-    frac = np.flatnonzero(~problem.integer_replicas & (np.abs(x - np.rint(x)) > 1e-9) & (problem.own_cost_usd <= 0))
+    # a column that pays per replica is never rounded up: a hosted API (priced on what it serves) and, under the
+    # power curves, every replica drawing above its racks' floor (its draw and energy, OPTIMIZER.md 12)
+    pays = (problem.own_cost_usd + problem.replica_energy_usd + problem.replica_power_w) > 0
+    frac = np.flatnonzero(~problem.integer_replicas & (np.abs(x - np.rint(x)) > 1e-9) & ~pays)
     room = problem.chips_per_rack * racks + (0.0 if rented is None else rented) - problem.chips.T @ x
     for j in frac[np.argsort(np.ceil(x[frac]) - x[frac])]:
         extra = (np.ceil(x[j]) - x[j]) * problem.chips[j]

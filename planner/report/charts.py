@@ -144,7 +144,8 @@ def cost_breakdown(plan) -> list[dict]:
         rows.append({
             "hardware": r["hardware"],
             "capex_annuity_usd_per_year": r["racks"] * parts["capex_annuity"],
-            "energy_usd_per_year": r["racks"] * parts["energy"],
+            # the racks' floor, and what their replicas draw above it (OPTIMIZER.md 12)
+            "energy_usd_per_year": r["racks"] * parts["energy"] + (r.get("energy_above_floor_usd_per_year") or 0.0),
             "maintenance_usd_per_year": r["racks"] * parts["maintenance"],
         })
     for row in rows:

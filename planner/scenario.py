@@ -51,7 +51,9 @@ from planner.perf.pack import family_efficiency
 from planner.perf.speculative import acceptance_words, auto_methods, auto_words, speculation
 from planner.vocabulary import (
     AUTO_SPECULATIVE,
+    CURTAILMENT_ORDERS,
     DEFAULT_ACQUISITION,
+    DEFAULT_CURTAILMENT_ORDER,
     DEFAULT_OBJECTIVE,
     DEFAULT_SOLVER,
     LAYOUT_POLICIES,
@@ -67,6 +69,8 @@ Objective = Literal["min_cost", "min_power", "max_revenue", "max_served"]
 SolverName = Literal["scip", "highs", "cp-sat"]
 # The Literals pydantic needs, held to the vocabulary's one definition of each word.
 assert get_args(Tier) == tuple(TIERS) and get_args(Objective) == OBJECTIVES and get_args(SolverName) == SOLVERS
+CurtailmentOrder = Literal["tier", "revenue"]
+assert get_args(CurtailmentOrder) == CURTAILMENT_ORDERS
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000  # YAML nodes after alias expansion: stops "billion laughs" files
 
@@ -118,6 +122,10 @@ class Site(_Section):
     capacity_headroom: Annotated[Number, Ge(0), Le(10)] = Field(
         0.0, description="share of capacity held above the peak: every pool sized for peak x (1 + this), as "
         "operators keep for bursts and failures (default 0: sized for the peak at 100% of modelled throughput)")
+    curtailment_order: CurtailmentOrder = Field(
+        DEFAULT_CURTAILMENT_ORDER, description="the order in which the plan's curtailment table sheds workloads at "
+        "the peak (docs/OPTIMIZER.md 13): tier (the slowest tier first; the default) or revenue (the least revenue "
+        "lost per MW shed first)")
 
 
 class Installed(_Section):

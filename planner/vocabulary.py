@@ -58,6 +58,11 @@ ENGINE_STACKS: dict[str, str] = {"sglang": "sglang", "vllm": "vllm", "trtllm": "
 # the model can cost (each plan row then names the engines that run it, none where none does).
 LAYOUT_POLICIES: tuple[str, ...] = ("supported", "any")
 
+# The order in which the curtailment table sheds workloads at the peak (OPTIMIZER.md 13; the sort keys:
+# ``planner.fleet.curtail.CURTAILMENT_ORDERS``): the slowest tier first, or the least revenue lost per MW first.
+CURTAILMENT_ORDERS: tuple[str, ...] = ("tier", "revenue")
+DEFAULT_CURTAILMENT_ORDER = "tier"
+
 # The accuracy ledger (MODEL.md 13): its classes of published figure, the splits of its corpus, the share of each
 # class kept out of every fit, the weight of a vendor's claim beside a measurement in the fit's loss, and how far a
 # class's median error may grow against the committed ledger before CI fails.

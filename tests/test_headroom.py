@@ -56,3 +56,26 @@ def test_a_peak_rate_and_a_mean_rate_together_is_an_error(plans):
         base.with_({f"workloads.{base.workloads[0].name}.peak_requests_per_s": 10.0})
     with pytest.raises(InputError, match="capacity_headroom"):
         base.with_({"site.capacity_headroom": -0.1})
+
+
+def test_the_headroom_is_what_the_site_sheds_first_and_check_recomputes_it(plans):
+    _, plain, roomy = plans
+    d = roomy.to_dict()
+    shed = d["curtailment"]
+    assert shed[0]["workload"] is None and shed[0]["shed_power_mw"] > 0  # the headroom's draw, every workload kept
+    assert shed[0]["shed_power_mw"] > plain.to_dict()["curtailment"][0]["shed_power_mw"]
+    assert {r["workload"] for r in shed[1:]} == {w["workload"] for w in d["workloads"]}
+    assert shed[-1]["shed_power_mw"] == pytest.approx(d["totals"]["power_mw"], rel=1e-9)
+    tiers = [r["min_tps_per_user"] for r in shed[1:]]
+    assert tiers == sorted(tiers)  # the slowest tier first
+    assert all(c["ok"] for c in check(d) if c["check"].startswith("curtailment"))
+    d["curtailment"][1]["shed_facility_power_mw"] *= 1.01
+    failed = {c["check"] for c in check(d) if not c["ok"]}
+    assert failed == {"curtailment 1 shed_facility_power_mw"}
+
+
+def test_the_curtailment_order_is_a_site_setting(plans):
+    base, _, _ = plans
+    assert base.site.curtailment_order == "tier"
+    with pytest.raises(InputError, match="curtailment_order"):
+        base.with_({"site.curtailment_order": "random"})

@@ -97,7 +97,7 @@ def documented_sections() -> dict[str, set[str]]:
 
 
 def section(prefix: str) -> set[str]:
-    found = [keys for heading, keys in documented_sections().items() if heading.startswith(prefix)]
+    found = [keys for heading, keys in documented_sections().items() if heading.split(" ")[0] == prefix.strip()]
     assert len(found) == 1, f"docs/INTERFACE.md has {len(found)} sections starting {prefix!r}"
     return found[0]
 
@@ -114,7 +114,8 @@ def test_every_plan_column_is_defined_in_its_own_table():
     tables = {"4.3.1": lambda d: set(d["solver"]), "4.3.2": lambda d: row_keys(d["fleet"]),
               "4.3.3": lambda d: row_keys(d["allocation"]), "4.3.4": lambda d: row_keys(d["workloads"]),
               "4.3.5": lambda d: set(d["totals"]), "4.3.6": lambda d: row_keys(d["tiers"]),
-              "4.3.7": lambda d: row_keys(d["alternatives"]), "4.3.8": lambda d: set(d["provenance"])}
+              "4.3.7": lambda d: row_keys(d["alternatives"]), "4.3.8": lambda d: set(d["provenance"]),
+              "4.3.10": lambda d: row_keys(d["curtailment"])}
     for number, keys_of in tables.items():
         emitted = set().union(*(keys_of(d) for d in plans))
         documented = section(number)
@@ -145,8 +146,9 @@ UNITLESS = {"racks", "chips", "replicas", "batch", "chips_per_replica", "tensor_
             "draft_tokens", "ffn_chips", "chips_used", "column", "concurrent_streams", "resident_sessions", "candidates_scored",
             "columns", "acceptance", "chip_utilization", "utilization", "prefill_share", "served_share",
             "relative_gap", "ttft_percentile", "best_bound",
-            "racks_installed", "racks_new", "racks_retired", "chips_rented", "breakeven_utilization"}
-UNIT_MARKS = ("_usd", "_mw", "_w", "_s", "_kw", "tps_", "_bytes", "_mtok", "_tokens", "_pct")
+            "racks_installed", "racks_new", "racks_retired", "chips_rented", "breakeven_utilization",
+            "step", "racks_powered_off", "shed_share_of_peak"}
+UNIT_MARKS = ("_usd", "_mw", "_w", "_s", "_kw", "tps_", "_bytes", "_mtok", "_tokens", "_pct", "_hours")
 
 
 def test_every_numeric_plan_column_carries_its_unit_in_its_name():
@@ -154,7 +156,7 @@ def test_every_numeric_plan_column_carries_its_unit_in_its_name():
     best_bound is in the objective's unit, which the plan's `objective` names."""
     d = run("solve", str(ROOT / "scenarios" / "gtc-2026-tiers.yaml"), "--format", "json")
     numeric = {k for rows in (d["fleet"], d["allocation"], d["workloads"], d["tiers"], d["alternatives"],
-                              [d["totals"]], [d["solver"]]) for r in rows for k, v in r.items()
+                              d["curtailment"], [d["totals"]], [d["solver"]]) for r in rows for k, v in r.items()
                if isinstance(v, (int, float)) and not isinstance(v, bool)}
     bare = sorted(k for k in numeric - UNITLESS if not any(m in k or k.endswith(m.strip("_")) for m in UNIT_MARKS))
     assert not bare, f"numeric columns without a unit in the name: {bare}"

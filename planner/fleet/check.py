@@ -18,11 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import InputError
+from planner.fleet.curtail import curtailment_table
 from planner.fleet.demand import Demand
+from planner.fleet.draw import mean_power_mw
 from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, billed_power_w, finance_args,
                                    kept_rack_cost_parts, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES
-from planner.vocabulary import API_KIND, API_PREFIX, DECODE_ROLES, PREFILL_ROLES, STATUSES
+from planner.vocabulary import API_KIND, API_PREFIX, DECODE_ROLES, DEFAULT_CURTAILMENT_ORDER, PREFILL_ROLES, STATUSES
 from solvers.objectives import objective as objective_named
 
 REL = 1e-6  # relative tolerance of a recomputed figure against the reported one
@@ -251,7 +253,6 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
         power += ffn.get("power_mw") or 0.0
     out.append(same(name + " power_mw", power, replicas * r.power_w / 1e6))
     if row.get("mean_power_mw") is not None:  # its chips' floor and its draw above it for the share of time it works
-        from planner.fleet.plan import mean_power_mw  # plan imports check's neighbours: read at call time
         out.append(same(name + " mean_power_mw", row["mean_power_mw"],
                         mean_power_mw(row, inputs.hardware[row["hardware"]], demand, inputs.scenario_finance)))
     capped = (min(served, replicas * r.output_tokens_per_s), min(prefilled, replicas * r.prefill_tokens_per_s))
@@ -420,6 +421,11 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     totals = totals_of(fleet, workloads, inputs.pue, inputs.power_budget_w)
     for key, value in totals.items():
         out.append(same(f"totals {key}", d["totals"].get(key), value))
+    if "curtailment" in d:  # (13), absent in plans written before it
+        order = inputs.scenario["site"].get("curtailment_order", DEFAULT_CURTAILMENT_ORDER)
+        shed = curtailment_table(fleet, alloc, workloads, inputs.demands, inputs.hardware, inputs.scenario_finance,
+                                 inputs.pue, order)
+        out.extend(table_checks("curtailment", d["curtailment"], shed.to_dicts(), "step"))
     if math.isfinite(inputs.power_budget_w):
         out.append(result("power budget", totals["facility_power_mw"] <= inputs.power_budget_w / 1e6 * (1 + 1e-9),
                           f"{totals['facility_power_mw']:.6g} MW facility of {inputs.power_budget_w / 1e6:g} MW"))

@@ -51,7 +51,6 @@ def finance_value(finance, key: str):
     return finance.get(key) if isinstance(finance, dict) else getattr(finance, key)
 
 
-
 def uses_power_curves(finance) -> bool:
     """Whether racks draw by the power curves (MODEL.md 14): unless the scenario bills a flat
     ``average_load_share`` of design power."""

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner import __version__, catalog
-from planner.fleet.finance import (annual_revenue, finance_value, idle_power_w, mean_tokens_per_year, rental_cost,
-                                   replica_energy_usd, usd_per_mtok, uses_power_curves)
+from planner.fleet.curtail import curtailment_table, tier_label
+from planner.fleet.draw import mean_power_mw, site_draw
+from planner.fleet.finance import annual_revenue, idle_power_w, mean_tokens_per_year, rental_cost, usd_per_mtok
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, ttft_percentiles
 from planner.fleet.problem import Built, rental_offers
 from planner.perf.grid import engines_running, pair_engines
@@ -59,6 +60,7 @@ class Plan:
     checks: list = field(default_factory=list)
     alternatives: object = None  # polars.DataFrame: the cheapest option per system, workload and role
     tiers: object = None  # polars.DataFrame: served tokens, power, tokens/s per MW and revenue per MW by tier
+    curtailment: object = None  # polars.DataFrame: what the site can shed at its peak, step by step (curtail.py)
     inputs: dict = field(default_factory=dict)  # Built.inputs: what check needs without the scenario
     built: Built | None = field(default=None, repr=False)  # the solver's inputs, in memory only
     timings: dict = field(default_factory=dict)  # seconds spent; shown, never serialized (plans are reproducible)
@@ -95,6 +97,7 @@ class Plan:
             "checks": self.checks,
             "alternatives": self.alternatives.to_dicts() if self.alternatives is not None else [],
             "tiers": self.tiers.to_dicts() if self.tiers is not None else [],
+            "curtailment": self.curtailment.to_dicts() if self.curtailment is not None else [],
             "provenance": self.provenance,
             "inputs": self.inputs,
         }
@@ -132,9 +135,12 @@ def extract_plan(built: Built, sol) -> Plan:
                         built.problem.pue, built.inputs["installed"], rentals, sc.finance)
     wl = workload_table(built.demands, alloc, fleet, shares)
     totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w)
+    curtailment = curtailment_table(fleet, alloc, wl, built.demands, built.hardware_by_id, sc.finance,
+                                    built.problem.pue, sc.site.curtailment_order)
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
-                provenance(), built.unserved, alternatives=alternatives, tiers=tier_table(wl), inputs=built.inputs,
-                built=built, timings=timings_of(built, sol), solution=sol, rentals=rentals)
+                provenance(), built.unserved, alternatives=alternatives, tiers=tier_table(wl),
+                curtailment=curtailment, inputs=built.inputs, built=built, timings=timings_of(built, sol),
+                solution=sol, rentals=rentals)
 
 
 def rentals_of(built: Built, sol) -> list[dict]:
@@ -239,19 +245,8 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
     return rows
 
 
-def row_idle_mw(row: dict, hw) -> float:
-    """MW the row's chips draw at rest (MODEL.md 14)."""
-    return float(row["replicas"]) * row["chips_per_replica"] * idle_power_w(hw) / hw.chips_per_rack / 1e6
 
 
-def mean_power_mw(row: dict, hw, demand, finance) -> float:
-    """A row's mean draw (OPTIMIZER.md 12): its chips' floor, and its peak draw beyond it for the share of the year
-    its replicas work (1 / (peak_to_mean x (1 + headroom))); at ``average_load_share`` of its peak draw where the
-    scenario bills a flat share."""
-    if not uses_power_curves(finance):
-        return row["power_mw"] * float(finance_value(finance, "average_load_share"))
-    idle = row_idle_mw(row, hw)
-    return idle + (row["power_mw"] - idle) * demand.working_share
 
 
 def api_row(built: Built, j: int, share: float) -> dict:
@@ -369,23 +364,6 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
-def site_draw(hw, racks: int, rows, finance) -> dict:
-    """MW of one system's racks at the peak and on average, and USD a year of the energy its replicas draw above the
-    racks' floor (OPTIMIZER.md 12, the MILP's (13)): the floor of every rack in service plus each row's draw beyond
-    its chips' floor (a row on rented chips counted as if at the site). Design power (at average_load_share on
-    average) where the scenario bills a flat share, or without a finance section."""
-    design = racks * hw.rack_power_w / 1e6
-    if finance is None or not uses_power_curves(finance):
-        share = 1.0 if finance is None else float(finance_value(finance, "average_load_share"))
-        return {"peak": design, "mean": design * share, "energy_usd": 0.0}
-    floor = racks * idle_power_w(hw) / 1e6
-    peak, mean = floor, floor
-    for r in rows.iter_rows(named=True) if len(rows) else ():
-        idle = row_idle_mw(r, hw)
-        peak += r["power_mw"] - idle
-        mean += r["mean_power_mw"] - idle
-    return {"peak": peak, "mean": mean,
-            "energy_usd": replica_energy_usd((mean - floor) * 1e6, 1.0, finance) if mean > floor else 0.0}
 
 
 def workload_table(demands: list, alloc, fleet, shares: np.ndarray):
@@ -484,8 +462,7 @@ def tier_table(workloads):
     if not len(workloads):
         return pl.DataFrame()
     # a workload given by its own speed is its own tier, named by it: two custom speeds are two rows
-    labels = [t if t is not None else f"custom-{m:g}"
-              for t, m in zip(workloads["tier"].to_list(), workloads["min_tps_per_user"].to_list())]
+    labels = [tier_label(t, m) for t, m in zip(workloads["tier"].to_list(), workloads["min_tps_per_user"].to_list())]
     wl = workloads.with_columns(
         (pl.col("demand_output_tokens_per_s") * pl.col("served_share")).alias("output_tokens_per_s"),
         pl.Series("tier", labels, dtype=pl.Utf8))

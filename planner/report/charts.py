@@ -188,6 +188,27 @@ def cost_figure(plan):
     return fig
 
 
+def curtailment_figure(rows: list[dict], title: str):
+    """The curtailment table (OPTIMIZER.md 13) as horizontal bars: facility MW shed at the peak after each step
+    (cumulative), step 0 (every workload kept) on top, each bar labelled with its share of the peak and the hours a
+    day its shed traffic could wait."""
+    plt = _plt()
+    labels = ["0 every workload kept"] + [f"{r['step']} shed {r['workload']} ({r['tier']})" for r in rows[1:]]
+    values = [float(r["shed_facility_power_mw"]) for r in rows]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * max(len(rows), 2) + 1.2), layout="constrained")
+    ax.barh(labels, values, color=["#2ca02c"] + ["#d62728"] * (len(rows) - 1), height=0.6)
+    for i, r in enumerate(rows):
+        ax.annotate(f"{_si(round(values[i], 3))} MW, {100 * r['shed_share_of_peak']:.3g}%, "
+                    f"{r['deferrable_hours_per_day']:.2g} h/day", (values[i], i), xytext=(4, 0),
+                    textcoords="offset points", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.margins(x=0.35)
+    ax.set_xlabel("facility MW shed at the peak (cumulative)")
+    ax.set_title(title)
+    ax.grid(axis="y", visible=False)
+    return fig
+
+
 # ---- output -----------------------------------------------------------------------------------------------------
 def _atomic_write(path, data: bytes) -> None:
     from planner.report.files import atomic_write

@@ -57,7 +57,7 @@ def plan_json(plan, reason: str | None = None) -> str:
     return to_json(d)
 
 
-PLAN_TABLES = ("fleet", "allocation", "workloads", "alternatives", "tiers")
+PLAN_TABLES = ("fleet", "allocation", "workloads", "alternatives", "tiers", "curtailment")
 LOCK_NAME = ".planner.lock"
 
 

@@ -243,6 +243,8 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
                     f"{table_html(_rows(plan.workloads), WORKLOAD_COLS)}</section>")
         if plan.tiers is not None and len(plan.tiers):
             body.append(f'<section id="tiers"><h2>Speed tiers</h2>{table_html(_rows(plan.tiers))}</section>')
+        if plan.curtailment is not None and len(plan.curtailment):
+            body.append(curtailment_html(plan))
         if frontier_points_by_model:
             parts = ['<section id="frontiers"><h2>Frontiers</h2><p class="muted">Output tokens/s per MW of rack '
                      "power (prefill included) against tokens/s per user, per hardware in the fleet; dashed lines are "
@@ -279,6 +281,22 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
                     f"{table_html([{'key': k, 'value': v} for k, v in (plan.provenance or {}).items()])}</section>")
     subtitle = f"fleet plan, status: {status}"
     return _document(f"planner report: {name}", subtitle, body)
+
+
+def curtailment_html(plan) -> str:
+    """What the site can shed at its peak (OPTIMIZER.md 13): the chart and the table."""
+    from planner.report import charts
+
+    rows = _rows(plan.curtailment)
+    order = plan.inputs["scenario"]["site"].get("curtailment_order", "tier") if plan.inputs else "tier"
+    return ('<section id="curtailment"><h2>What the site can shed at its peak</h2><p class="muted">Step 0 keeps '
+            "every workload at its tier: the pools run at the peak's share of the capacity they hold (1 / (1 + "
+            "headroom)), packed onto as few racks as their chips need, the rest powered off. Each later step sheds "
+            f"one more workload whole (by {_e(order)}: site.curtailment_order). Figures are cumulative; "
+            "deferrable_hours_per_day is how long a day the shed traffic could wait for its pools' spare capacity "
+            "later that day (0: it is lost while the step lasts, at forgone_revenue_usd_per_hour).</p>"
+            f"{_chart(charts.curtailment_figure(rows, 'facility MW the site can shed at its peak'))}"
+            f"{table_html(rows)}</section>")
 
 
 def alternatives_html(alternatives) -> str:

@@ -114,6 +114,11 @@ def assumptions(d: dict) -> list[str]:
         f"the peak" + (f" plus {100 * sc['site']['capacity_headroom']:.3g}% headroom (site.capacity_headroom)"
                        if sc["site"].get("capacity_headroom") else " at 100% of its modelled throughput (no headroom: "
                        "site.capacity_headroom)"),
+        f"curtailment: at the peak every pool runs at 1 / (1 + headroom) of its capacity, packed onto as few racks as "
+        f"its chips need, the emptied racks powered off; workloads are then shed whole, "
+        + ("the slowest tier first" if sc["site"].get("curtailment_order", "tier") == "tier" else
+           "the least revenue lost per MW first") + " (site.curtailment_order); shed traffic can wait only for "
+        "the hours its own pools' spare capacity at the mean rate works it off the same day (docs/OPTIMIZER.md 13)",
         f"serving stack: {sc.get('serving_stack', 'vendor-best')} (efficiencies fitted to "
         + ("the vendors' best published figures" if sc.get("serving_stack", "vendor-best") == "vendor-best"
            else f"{sc['serving_stack']}'s published figures where the corpus has them, vendor-best's elsewhere")
@@ -190,6 +195,9 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
              if w.get("served_share") is not None and w["served_share"] < 1.0 - 1e-6]
     short += [f"{name} ({why})" for name, why in (d.get("unserved") or {}).items()]
     lines.append("unserved: " + (", ".join(short) if short else "none: every workload is served whole"))
+    shed = curtailment_words(d)
+    if shed:
+        lines.append("curtail:  " + shed)
     if d["objective"] == "max_revenue":
         lines.append(f"revenue:  {people(totals['revenue_usd_per_year'], 'USD')} a year; profit "
                      f"{people(totals['profit_usd_per_year'], 'USD')}")
@@ -208,6 +216,26 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
             for r in more[:3]) if more else "no single rack serves more")
             + " (one more rack of a system, the fleet re-planned around it)")
     return lines
+
+
+def curtailment_words(d: dict) -> str | None:
+    """What the site can shed at its peak (the plan's ``curtailment`` table, OPTIMIZER.md 13), in a line: with every
+    workload kept, and with the first workload the order sheds."""
+    rows = d.get("curtailment") or []
+    if not rows:
+        return None
+    kept = rows[0]
+    text = (f"{people(kept['shed_facility_power_mw'])} MW at the peak with every workload kept at its tier"
+            + (f" ({kept['racks_powered_off']:,} racks off)" if kept["racks_powered_off"] else "")
+            if kept["shed_facility_power_mw"] > 0 else
+            "nothing at the peak with every workload kept at its tier (no headroom, no spare racks)")
+    if len(rows) > 1:
+        first = rows[1]
+        order = d["inputs"]["scenario"]["site"].get("curtailment_order", "tier")
+        text += (f"; {people(first['shed_facility_power_mw'])} MW ({100 * first['shed_share_of_peak']:.3g}%) "
+                 f"shedding {first['workload']} first (by {order}), deferrable "
+                 f"{first['deferrable_hours_per_day']:.2g} h a day")
+    return text + " (facility MW; every step: --detail)"
 
 
 OBJECTIVE_WORDS = {"min_cost": "the cheapest fleet a year", "min_power": "the fleet that draws the least power",

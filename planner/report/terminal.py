@@ -51,6 +51,9 @@ ALLOCATION_BRIEF = ["workload", "role", "hardware", "replicas", "layout", "batch
 WORKLOAD_BRIEF = ["workload", "model", "tier", "tps_per_user", "ttft_s", "ttft_target_s", "cost_usd_per_mtok",
                   "power_mw", "served_share"]
 # Short headers for the compact tables (the interface's names stay in JSON, CSV, Parquet and --detail).
+CURTAILMENT_BRIEF = ["step", "workload", "tier", "step_power_mw", "shed_facility_power_mw", "shed_share_of_peak",
+                     "racks_powered_off", "shed_output_tokens_per_s", "forgone_revenue_usd_per_hour",
+                     "deferrable_hours_per_day"]
 BRIEF_LABELS = {"facility_power_mw": "facility MW", "capex_usd": "capex USD", "annual_cost_usd": "USD/year",
                 "tps_per_user": "tok/s/user", "ttft_target_s": "TTFT target s", "ttft_s": "TTFT s",
                 "cost_usd_per_mtok": "USD/Mtok", "power_mw": "IT MW", "served_share": "served",
@@ -142,6 +145,9 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
     render.table([plan.totals], title="totals")
     if plan.tiers is not None and len(plan.tiers):
         render.table(plan.tiers.to_dicts(), title="by speed tier")
+    if plan.curtailment is not None and len(plan.curtailment):
+        render.table(plan.curtailment.to_dicts(), title="what the site can shed at its peak (cumulative; step 0 "
+                                                        "keeps every workload)", columns=CURTAILMENT_BRIEF)
     if plan.alternatives is not None and len(plan.alternatives):
         render.table(plan.alternatives.to_dicts(),
                      title="why these systems: the cheapest option on each system per workload and role "

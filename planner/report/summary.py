@@ -182,8 +182,9 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     budget = sc["site"].get("power_budget_mw")
     against = (f" of a {people(budget)} MW budget ({100 * totals['facility_power_mw'] / budget:.3g}%)"
                if budget else " (no budget)")
+    shed = curtailment_words(d)
     lines.append(f"power:    {people(totals['facility_power_mw'])} MW at the facility{against}; "
-                 f"{people(totals['power_mw'])} MW IT")
+                 f"{people(totals['power_mw'])} MW IT" + (f"; {shed}" if shed else ""))
     lines.append(f"serves:   {people(totals['output_tokens_per_s'])} output tok/s at peak; "
                  f"{people(totals['output_tokens_per_s_per_mw'])} tok/s per MW (IT)")
     per = "; ".join(f"{w['workload']} {people(w['cost_usd_per_mtok'])}" for w in d["workloads"]
@@ -195,9 +196,6 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
              if w.get("served_share") is not None and w["served_share"] < 1.0 - 1e-6]
     short += [f"{name} ({why})" for name, why in (d.get("unserved") or {}).items()]
     lines.append("unserved: " + (", ".join(short) if short else "none: every workload is served whole"))
-    shed = curtailment_words(d)
-    if shed:
-        lines.append("curtail:  " + shed)
     if d["objective"] == "max_revenue":
         lines.append(f"revenue:  {people(totals['revenue_usd_per_year'], 'USD')} a year; profit "
                      f"{people(totals['profit_usd_per_year'], 'USD')}")
@@ -219,23 +217,21 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
 
 
 def curtailment_words(d: dict) -> str | None:
-    """What the site can shed at its peak (the plan's ``curtailment`` table, OPTIMIZER.md 13), in a line: with every
-    workload kept, and with the first workload the order sheds."""
+    """What the site can shed at its peak (the plan's ``curtailment`` table, OPTIMIZER.md 13), as a clause of the
+    power line: what comes off with every workload kept (headroom, spare racks), and with the first workload the
+    order sheds. Every step and the hours shed traffic could wait are in ``--detail``."""
     rows = d.get("curtailment") or []
     if not rows:
         return None
+    parts = []
     kept = rows[0]
-    text = (f"{people(kept['shed_facility_power_mw'])} MW at the peak with every workload kept at its tier"
-            + (f" ({kept['racks_powered_off']:,} racks off)" if kept["racks_powered_off"] else "")
-            if kept["shed_facility_power_mw"] > 0 else
-            "nothing at the peak with every workload kept at its tier (no headroom, no spare racks)")
+    if kept["shed_facility_power_mw"] > 0:
+        parts.append(f"{people(kept['shed_facility_power_mw'])} MW with every tier kept")
     if len(rows) > 1:
         first = rows[1]
-        order = d["inputs"]["scenario"]["site"].get("curtailment_order", "tier")
-        text += (f"; {people(first['shed_facility_power_mw'])} MW ({100 * first['shed_share_of_peak']:.3g}%) "
-                 f"shedding {first['workload']} first (by {order}), deferrable "
-                 f"{first['deferrable_hours_per_day']:.2g} h a day")
-    return text + " (facility MW; every step: --detail)"
+        parts.append(f"{people(first['shed_facility_power_mw'])} MW ({100 * first['shed_share_of_peak']:.3g}%) "
+                     f"without {first['workload']}")
+    return "sheds " + ", ".join(parts) if parts else "nothing to shed at the peak"
 
 
 OBJECTIVE_WORDS = {"min_cost": "the cheapest fleet a year", "min_power": "the fleet that draws the least power",

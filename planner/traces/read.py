@@ -8,7 +8,6 @@ import functools
 import gzip
 import io
 import json
-import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,11 @@ AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 GENERIC_COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
 GENERIC_OPTIONAL = ("session", "prefix_hit_tokens")
 MOONCAKE_FIELDS = ("timestamp", "input_length", "output_length")
+# what a value may be: (least, most, the words for it); the scenario takes at most 1e8 tokens a request
+TOKENS = (1.0, 1e8, "a number of tokens from 1 to 1e8")
+CACHED = (0.0, 1e8, "a number of tokens from 0 to 1e8")
+SECONDS = (0.0, 1e10, "seconds from 0 to 1e10")
+MILLISECONDS = (0.0, 1e13, "milliseconds from 0 to 1e13")
 EXPECTED = "a request trace (Azure LLM inference CSV, Mooncake JSONL, or CSV/Parquet with columns " \
            "arrival_s, input_tokens, output_tokens), optionally .gz"
 
@@ -168,6 +172,10 @@ def _csv_frame(text: str, file: str) -> tuple[pl.DataFrame, np.ndarray]:
     except BaseException as exc:  # noqa: BLE001 - see _polars_failure
         if not _polars_failure(exc):
             raise
+        ragged = _ragged_line(lines, header)
+        if ragged is not None:
+            raise InputError(f"has {ragged[1]} fields, the header's {ragged[2]}; expected one value a column",
+                             file=file, line=ragged[0]) from None
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise InputError(f"is not a CSV table ({first}); expected {EXPECTED}", file=file) from None
     frame = frame.rename({c: c.strip() for c in frame.columns})
@@ -177,6 +185,16 @@ def _csv_frame(text: str, file: str) -> tuple[pl.DataFrame, np.ndarray]:
     if blank is not None and blank.any():
         frame, row_lines = frame.filter(~pl.Series(blank)), row_lines[~blank]
     return frame, row_lines
+
+
+def _ragged_line(lines: list[str], header: int) -> tuple[int, int, int] | None:
+    """The first line (1-based) with more fields than the header, its count and the header's (quotes not
+    parsed: a hint for the usual fault, a row with an extra comma)."""
+    width = lines[header].count(",") + 1
+    for i in range(header + 1, len(lines)):
+        if lines[i].count(",") + 1 > width:
+            return i + 1, lines[i].count(",") + 1, width
+    return None
 
 
 def _parquet_frame(raw: bytes, file: str) -> pl.DataFrame:
@@ -199,16 +217,22 @@ def _require(frame: pl.DataFrame, columns, file: str, line) -> None:
         raise InputError(f"has a header but no requests; expected {EXPECTED}", file=file)
 
 
-def _numbers(series: pl.Series, field: str, file: str, lines, minimum: float, what: str) -> np.ndarray:
-    """A column as float64, or InputError at the first value that is missing, not a number, not finite or below
-    ``minimum``."""
-    values = series.cast(pl.Float64, strict=False).to_numpy().astype(np.float64)
-    bad = ~np.isfinite(values) | (values < minimum)
-    bad[np.isnan(values)] = True
+def _numbers(series: pl.Series, field: str, file: str, lines, allowed: tuple) -> np.ndarray:
+    """A column as float64, or InputError at the first value that is missing, not a number, or outside
+    ``allowed`` (least, most, words)."""
+    least, most, what = allowed
+    where = field if lines is not None else f"{field} (row 1)"
+    try:
+        values = series.cast(pl.Float64, strict=False).to_numpy().astype(np.float64)
+    except BaseException as exc:  # noqa: BLE001 - a column of lists or structs does not cast
+        if not _polars_failure(exc):
+            raise
+        raise InputError(f"expected {what}, got a column of {series.dtype}", file=file,
+                         line=None if lines is None else int(lines[0]), field=where) from None
+    bad = np.isnan(values) | (values < least) | (values > most)
     if bad.any():
         i = int(np.argmax(bad))
-        got = series[i]
-        raise InputError(f"expected {what}, got {_shown(got)}", file=file,
+        raise InputError(f"expected {what}, got {_shown(series[i])}", file=file,
                          line=None if lines is None else int(lines[i]),
                          field=field if lines is not None else f"{field} (row {i + 1})")
     return values
@@ -237,8 +261,8 @@ def _azure_columns(frame: pl.DataFrame, file: str, lines) -> dict:
     ns = parsed.dt.epoch("ns").to_numpy().astype(np.int64)
     return {
         "arrival": (ns - ns.min()).astype(np.float64) / 1e9,  # offsets before float64: epoch ns lose precision
-        "inputs": _numbers(frame["ContextTokens"], "ContextTokens", file, lines, 1, "a number of tokens >= 1"),
-        "outputs": _numbers(frame["GeneratedTokens"], "GeneratedTokens", file, lines, 1, "a number of tokens >= 1"),
+        "inputs": _numbers(frame["ContextTokens"], "ContextTokens", file, lines, TOKENS),
+        "outputs": _numbers(frame["GeneratedTokens"], "GeneratedTokens", file, lines, TOKENS),
         "cached": None, "hashes": None, "session": None, "lines": lines,
     }
 
@@ -246,10 +270,10 @@ def _azure_columns(frame: pl.DataFrame, file: str, lines) -> dict:
 def _generic_columns(frame: pl.DataFrame, file: str, lines) -> dict:
     """``lines``: the CSV's row line numbers, or None for Parquet (its rows are named instead)."""
     _require(frame, GENERIC_COLUMNS, file, lines)
-    inputs = _numbers(frame["input_tokens"], "input_tokens", file, lines, 1, "a number of tokens >= 1")
+    inputs = _numbers(frame["input_tokens"], "input_tokens", file, lines, TOKENS)
     cached = None
     if "prefix_hit_tokens" in frame.columns:
-        cached = _numbers(frame["prefix_hit_tokens"], "prefix_hit_tokens", file, lines, 0, "a number of tokens >= 0")
+        cached = _numbers(frame["prefix_hit_tokens"], "prefix_hit_tokens", file, lines, CACHED)
         over = cached > inputs
         if over.any():
             i = int(np.argmax(over))
@@ -266,9 +290,9 @@ def _generic_columns(frame: pl.DataFrame, file: str, lines) -> dict:
                              line=None if lines is None else int(lines[i]),
                              field="session" if lines is not None else f"session (row {i + 1})")
     return {
-        "arrival": _numbers(frame["arrival_s"], "arrival_s", file, lines, 0, "seconds >= 0"),
+        "arrival": _numbers(frame["arrival_s"], "arrival_s", file, lines, SECONDS),
         "inputs": inputs,
-        "outputs": _numbers(frame["output_tokens"], "output_tokens", file, lines, 1, "a number of tokens >= 1"),
+        "outputs": _numbers(frame["output_tokens"], "output_tokens", file, lines, TOKENS),
         "cached": cached, "hashes": None, "session": session, "lines": lines,
     }
 
@@ -281,14 +305,14 @@ def _mooncake_columns(text: str, file: str, block_tokens: int) -> dict:
             continue
         try:
             row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError; ints of over 4300 digits; deep nesting
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).split(";")[0] or "nested too deeply"
             raise InputError(f"not JSON ({msg}); expected one JSON object a line", file=file, line=number) from None
         if not isinstance(row, dict):
             raise InputError(f"expected a JSON object, got {type(row).__name__}", file=file, line=number)
-        stamps.append(_json_number(row, "timestamp", file, number, 0, "milliseconds >= 0"))
-        inputs.append(_json_number(row, "input_length", file, number, 1, "a number of tokens >= 1"))
-        outputs.append(_json_number(row, "output_length", file, number, 1, "a number of tokens >= 1"))
+        stamps.append(_json_number(row, "timestamp", file, number, MILLISECONDS))
+        inputs.append(_json_number(row, "input_length", file, number, TOKENS))
+        outputs.append(_json_number(row, "output_length", file, number, TOKENS))
         hashes.append(_hash_ids(row, file, number))
         lines.append(number)
     if not lines:
@@ -300,10 +324,12 @@ def _mooncake_columns(text: str, file: str, block_tokens: int) -> dict:
     }
 
 
-def _json_number(row: dict, field: str, file: str, line: int, minimum: float, what: str) -> float:
+def _json_number(row: dict, field: str, file: str, line: int, allowed: tuple) -> float:
+    least, most, what = allowed
     value = row.get(field)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= minimum
-    if not ok:
+    # bool is an int to Python; an int past float range is neither finite nor in range
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not (number and least <= value <= most):  # NaN fails both comparisons
         got = "nothing" if field not in row else _shown(value)
         raise InputError(f"expected {what}, got {got}", file=file, line=line, field=field)
     return float(value)

@@ -450,6 +450,55 @@ def check(plan_file, fmt):
 
 
 @main.command()
+@click.argument("plan_file", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--trace", "trace_name", default=None, metavar="FILE|NAME",
+              help="replay a trace's arrivals and length mix, scaled to each workload's rate and means "
+                   "[default: Poisson arrivals and the workloads' length distributions]")
+@click.option("--duration", "duration_s", type=float, default=None,
+              help="seconds of arrivals [default: 300, or 20 requests' time if longer]")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+def simulate(plan_file, trace_name, duration_s, seed, fmt):
+    """Replay traffic through a plan's fleet (discrete-event simulation): TTFT and time per token at p50/p90/p99
+    per workload against its targets, SLO attainment, the utilization of each pool; exit 0 when every target
+    holds, 4 naming those that fail."""
+    from planner.errors import CheckFailed
+    from planner.report import render
+    from planner.sim import simulate as simulate_plan
+
+    trace = None
+    if trace_name is not None:
+        from planner.traces import read_trace
+
+        trace = read_trace(trace_name)
+    result = simulate_plan(plan_file, trace=trace, duration_s=duration_s, seed=seed)
+    d = result.to_dict()
+    if fmt == "json":
+        click.echo(render.to_json(d))
+    else:
+        render.table([simulated_row(w) for w in d["workloads"]],
+                     title=f"{plan_file}: simulated {d['duration_s']:g} s (statistics after {d['warmup_s']:g} s), "
+                           f"seed {seed}")
+        render.table(d["pools"], title="pools")
+        click.echo("holds: every workload meets its targets" if result.holds
+                   else "fails: " + "; ".join(result.failures))
+    if not result.holds:
+        raise CheckFailed(f"{plan_file}: the simulation misses {len(result.failures)} target(s): "
+                          + "; ".join(result.failures), [])
+
+
+def simulated_row(w: dict) -> dict:
+    """A workload's simulated figures as the terminal table shows them."""
+    q = f"p{w['ttft_percentile']:g}"
+    return {"workload": w["workload"], "requests": w["requests"],
+            "TTFT p50 s": w["ttft_p50_s"], "TTFT p99 s": w["ttft_p99_s"],
+            f"TTFT {q} s": w["ttft_at_target_percentile_s"], "target s": w["ttft_target_s"],
+            "plan's TTFT s": w["analytic_ttft_s"], "tok/s/user p50": w["tps_per_user_p50"],
+            f"tok/s/user {q}": w["tps_per_user_at_target_percentile"], "tier": w["min_tps_per_user"],
+            "SLO met": w["slo_attainment"], "holds": "yes" if w["holds"] else "no"}
+
+
+@main.command()
 @click.argument("sweep_file", type=click.Path(dir_okay=False, path_type=str))
 @click.option("--engine", type=click.Choice(("local", "ray")), default="local", show_default=True,
               help="local: a process pool on this machine; ray: a Ray cluster (pip install 'planner[ray]')")

@@ -1,0 +1,196 @@
+"""The plain-Python twin of ``solvers.sim.engine``: the same pools, router and rules, written the slow and plain
+way. Every decode step is an event and every stream counts its own remaining steps (the engine jumps over steps
+and keeps finish steps in a heap); each prefill pool is one central queue served first come, first served by
+whichever server frees first (the engine routes each prompt at arrival to the server with the least work left).
+Both draw the same requests (``solvers.sim.rng``), so on small cases they agree request by request."""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from solvers.sim import engine as E
+from solvers.sim.rng import DRAWS_PER_REQUEST, exponential_py, from_quantiles_py, uniform_py
+
+
+def interp_log_py(xs, ys, x: float) -> float:
+    if x <= xs[0]:
+        return float(ys[0])
+    if x >= xs[-1]:
+        return float(ys[-1])
+    k = int(np.searchsorted(xs, x, side="right")) - 1
+    w = (math.log(x) - math.log(xs[k])) / (math.log(xs[k + 1]) - math.log(xs[k]))
+    return float(ys[k] + w * (ys[k + 1] - ys[k]))
+
+
+def requests_py(seed, rate_per_s, duration_s, in_q, out_q, prefill_share, max_requests):
+    """The requests the engine draws: (arrival, input, prefill, output) in arrival order."""
+    out, t = [], 0.0
+    for i in range(max_requests):
+        base = i * DRAWS_PER_REQUEST
+        t += exponential_py(uniform_py(seed, base + E.U_GAP)) / rate_per_s
+        if i > 0 and t >= duration_s:
+            break
+        n_in = max(1.0, from_quantiles_py(in_q, uniform_py(seed, base + E.U_INPUT)))
+        n_out = max(1.0, from_quantiles_py(out_q, uniform_py(seed, base + E.U_OUTPUT)))
+        out.append((t, n_in, n_in * prefill_share, n_out))
+    return out
+
+
+def pick_row_py(weights, roles, prefill_side: bool, u: float) -> int:
+    rows = [r for r in range(len(weights)) if (roles[r] == E.PREFILL) == prefill_side]
+    total = sum(weights[r] for r in rows)
+    acc, last = 0.0, -1
+    for r in rows:
+        if weights[r] > 0:
+            acc += weights[r]
+            last = r
+            if u * total < acc:
+                return r
+    return last
+
+
+class Replica:
+    def __init__(self, row, speed):
+        self.row, self.speed = row, speed
+        self.active = {}  # request -> steps left
+        self.pending, self.prompts = [], []  # joining streams; colocated prompts [request, tokens left]
+        self.busy, self.step_tok, self.version, self.step_end = False, 0.0, 0, 0.0
+
+    def load(self):
+        return len(self.active) + len(self.pending) + len(self.prompts)
+
+
+def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, rp, rw, server_speed, step_s, pre_n,
+                pre_lone, pre_rate, n_points, max_requests):
+    """Per request [arrival, input, prefill, output, -, first token, done] (RF_* columns, NaN where none)."""
+    reqs = requests_py(seed, rate_per_s, params[E.P_DURATION_S], in_q, out_q, prefill_share, max_requests)
+    n = len(reqs)
+    res = np.full((n, E.N_RF), np.nan)
+    for i, (t, n_in, n_pre, n_out) in enumerate(reqs):
+        res[i, E.RF_ARRIVE], res[i, E.RF_IN], res[i, E.RF_PREFILL], res[i, E.RF_OUT] = t, n_in, n_pre, n_out
+    roles, weights = rp[:, E.RP_ROLE], rw[:, E.RW_WEIGHT]
+    replicas = {s: Replica(int(r), float(server_speed[s])) for r in range(len(rp))
+                for s in range(rp[r, E.RP_C0], rp[r, E.RP_C0] + rp[r, E.RP_C]) if roles[r] != E.PREFILL}
+    free = {r: [0.0] * int(rp[r, E.RP_C]) for r in range(len(rp)) if roles[r] == E.PREFILL}
+    row_queue = {r: [] for r in range(len(rp))}
+    horizon = params[E.P_DURATION_S] + drain_s
+    events, seq = [], 0
+
+    def push(t, kind, ident, ver=0):
+        nonlocal seq
+        heapq.heappush(events, (t, seq, kind, ident, ver))
+        seq += 1
+
+    def table(r, x, ys):
+        off = rp[r, E.RP_PRE_OFF]
+        return interp_log_py(pre_n[off:off + n_points], ys[off:off + n_points], x)
+
+    def start_step(s, t):
+        rep = replicas[s]
+        r = rep.row
+        batch = rp[r, E.RP_BATCH]
+        for i in list(rep.pending):
+            if len(rep.active) >= batch:
+                break
+            rep.pending.remove(i)
+            rep.active[i] = E.steps_for.py_func(res[i, E.RF_OUT], rw[r, E.RW_TOKENS_PER_STEP])
+        while row_queue[r] and len(rep.active) + len(rep.pending) < batch:
+            i = row_queue[r].pop(0)
+            rep.active[i] = E.steps_for.py_func(res[i, E.RF_OUT], rw[r, E.RW_TOKENS_PER_STEP])
+        b = len(rep.active)
+        tok = 0.0
+        if roles[r] == E.COLOCATED and rep.prompts and b + len(rep.pending) < batch:
+            tok = min(rw[r, E.RW_CHUNK], sum(p[1] for p in rep.prompts))
+        rep.version += 1
+        if b == 0 and tok <= 0:
+            rep.busy = False
+            return
+        dt = step_s[rp[r, E.RP_STEP_OFF] + b - 1] if b else 0.0
+        if tok > 0:
+            dt += tok / table(r, res[rep.prompts[0][0], E.RF_PREFILL], pre_rate)
+        dt /= rep.speed
+        rep.busy, rep.step_tok, rep.step_end = True, tok, t + dt
+        push(t + dt, "step", s, rep.version)
+
+    def end_step(s, t):
+        rep = replicas[s]
+        for i in list(rep.active):
+            rep.active[i] -= 1
+            if rep.active[i] == 0:
+                del rep.active[i]
+                res[i, E.RF_DONE] = t
+        budget = rep.step_tok
+        while budget > 1e-9 and rep.prompts:
+            take = min(budget, rep.prompts[0][1])
+            rep.prompts[0][1] -= take
+            budget -= take
+            if rep.prompts[0][1] <= 1e-9:
+                i = rep.prompts.pop(0)[0]
+                res[i, E.RF_FIRST] = t
+                rep.pending.append(i)
+        start_step(s, t)
+
+    def choose(r, i):
+        base = i * DRAWS_PER_REQUEST
+        c0, c = rp[r, E.RP_C0], rp[r, E.RP_C]
+        a = c0 + min(int(uniform_py(seed, base + E.U_REPLICA_A) * c), c - 1)
+        b = c0 + min(int(uniform_py(seed, base + E.U_REPLICA_B) * c), c - 1)
+        la, lb = replicas[a].load(), replicas[b].load()
+        return b if (lb < la or (lb == la and b < a)) else a
+
+    def to_decode(i, r, t):
+        batch = rp[r, E.RP_BATCH]
+        s = choose(r, i)
+        if len(replicas[s].active) + len(replicas[s].pending) >= batch:
+            room = [k for k in range(rp[r, E.RP_C0], rp[r, E.RP_C0] + rp[r, E.RP_C])
+                    if len(replicas[k].active) + len(replicas[k].pending) < batch]
+            if not room:
+                row_queue[r].append(i)
+                return
+            s = room[0]
+        replicas[s].pending.append(i)
+        if not replicas[s].busy:
+            start_step(s, t)
+
+    prefill_queue = []  # (arrival, request, row): served in arrival order
+    for i in range(n):
+        push(res[i, E.RF_ARRIVE], "arrive", i)
+    while events:
+        t, _, kind, ident, ver = heapq.heappop(events)
+        if t > horizon:
+            break
+        if kind == "arrive":
+            i = ident
+            base = i * DRAWS_PER_REQUEST
+            r = pick_row_py(weights, roles, False, uniform_py(seed, base + E.U_DECODE_ROW))
+            if r < 0 or roles[r] == E.API:
+                continue
+            if roles[r] == E.COLOCATED:
+                s = choose(r, i)
+                replicas[s].prompts.append([i, res[i, E.RF_PREFILL]])
+                if not replicas[s].busy:
+                    start_step(s, t)
+                continue
+            p = pick_row_py(weights, roles, True, uniform_py(seed, base + E.U_PREFILL_ROW))
+            prefill_queue.append((t, i, p, r))
+            # the central queue: the prompt waits for the pool's earliest free server
+            servers = free[p]
+            k = min(range(len(servers)), key=lambda j: servers[j])
+            speed = server_speed[rp[p, E.RP_C0] + k]
+            start = max(t, servers[k])
+            tokens = res[i, E.RF_PREFILL]
+            service = tokens / table(p, tokens, pre_rate) / speed
+            servers[k] = start + service
+            ready = start + max(table(p, tokens, pre_lone) / speed, service) + rw[p, E.RW_KV_LAT_S] + \
+                rw[p, E.RW_KV_S_PER_TOKEN] * res[i, E.RF_IN]
+            res[i, E.RF_FIRST] = ready
+            push(ready, "decode", i)
+        elif kind == "decode":
+            to_decode(ident, pick_row_py(weights, roles, False, uniform_py(seed, ident * DRAWS_PER_REQUEST +
+                                                                               E.U_DECODE_ROW)), t)
+        elif ver == replicas[ident].version:
+            end_step(ident, t)
+    return res

@@ -375,6 +375,7 @@ def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_sh
             si[s, SI_ROW] = r
             si[s, SI_HBASE] = slots
             free_srv[s] = s
+            free_at[s] = s - rp[r, RP_C0] - rp[r, RP_C]  # idle since before 0, the lowest index first
             if decodes:
                 slots += rp[r, RP_BATCH]
     fin = (np.zeros(max(slots, 1), np.float64), np.zeros(max(slots, 1), np.int64), np.zeros(max(slots, 1), np.int64))

@@ -1,0 +1,256 @@
+"""The simulator (docs/MODEL.md 16): the engine against its twin request by request, against closed forms where
+they are exact (M/M/1 and M/M/c waits, one batch decoded by hand), conservation and determinism by seed; then
+``planner simulate`` on a solved plan, the library and the CLI alike."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import main
+from planner.errors import InputError
+from planner.sim import simulate
+from planner.sim.build import servers_of
+from planner.sim.run import percentile
+from solvers.sim import engine as E
+from solvers.sim import twin as T
+from solvers.sim.rng import from_quantiles, from_quantiles_py, uniform, uniform_py
+
+HIST = 6000
+NO_TRACE = np.zeros(0)
+
+
+def params(warmup, duration, ttft_target=1e9, tpot_target=1e9):
+    return np.array([warmup, duration, -6.0, 500.0, ttft_target, tpot_target])
+
+
+def run(rp, rw, speeds, step_s, pre, rate, duration, seed=1, warmup=0.0, in_q=(1000.0,), out_q=(10.0,),
+        share=1.0, trace=(NO_TRACE, NO_TRACE, NO_TRACE), max_requests=None, drain=1e4):
+    pre_n, pre_lone, pre_rate, n_points = pre
+    if max_requests is None:
+        max_requests = len(trace[0]) or int(rate * duration + 10 * math.sqrt(rate * duration) + 100)
+    hist_ttft, hist_tpot = np.zeros(HIST, np.int64), np.zeros(HIST, np.int64)
+    counts, busy = np.zeros(E.N_COUNTS, np.int64), np.zeros(len(rp))
+    req = np.zeros((max_requests, E.N_RF))
+    E.simulate_workload(seed, rate, params(warmup, duration), drain, np.array(in_q, float), np.array(out_q, float),
+                        share, *trace, np.asarray(rp, np.int64), np.asarray(rw, float), np.asarray(speeds, float),
+                        np.asarray(step_s, float), pre_n, pre_lone, pre_rate, n_points, max_requests, hist_ttft,
+                        hist_tpot, counts, busy, req)
+    return req[:counts[E.C_CREATED]], counts, hist_ttft, hist_tpot, busy
+
+
+def flat_prefill(rate_tok_s, lone_s=1e-9, rows=1):
+    """Prefill tables of one rate and one lone-prompt time at every length, for ``rows`` rows."""
+    n = np.array([1.0, 1e7] * rows)
+    return n, np.full(2 * rows, lone_s), np.full(2 * rows, rate_tok_s), 2
+
+
+def fast_decode_row(c0, servers=1, batch=4096):
+    """A decode row that never queues: every stream takes one tiny step."""
+    return [E.DECODE, c0, servers, batch, 0, 0], [1.0, 1e9, 0.0, 0.0, 0.0]
+
+
+def exponential_quantiles(mean, k=8192):
+    u = (np.arange(k) + 0.5) / k
+    return -mean * np.log1p(-u)
+
+
+# ---- the random numbers --------------------------------------------------------------------------------------
+def test_the_generator_and_its_twin_draw_the_same_numbers(rng):
+    for seed, index in rng.integers(0, 2**62, size=(200, 2)):
+        u = uniform(int(seed), int(index))
+        assert u == uniform_py(int(seed), int(index))
+        assert 0.0 < u < 1.0
+    table = np.sort(rng.lognormal(5, 1, 64))
+    for u in rng.random(100):
+        assert from_quantiles(table, u) == pytest.approx(from_quantiles_py(table, u), rel=1e-15)
+
+
+# ---- engine == twin -----------------------------------------------------------------------------------------------
+def random_case(rng):
+    """Rows of every role with random servers (some fractional), batches, step tables and prefill tables."""
+    rp, rw, speeds, steps, pre_n, pre_lone, pre_rate = [], [], [], [], [], [], []
+    for role in (E.PREFILL, E.DECODE, E.COLOCATED, E.PREFILL, E.DECODE, E.API):
+        replicas = float(rng.uniform(0.3, 4.0))
+        c, last = servers_of(replicas)
+        c = 0 if role == E.API else c
+        batch = int(rng.integers(1, 7)) if role in (E.DECODE, E.COLOCATED) else 0
+        rp.append([role, len(speeds), c, batch, sum(map(len, steps)), len(pre_n) * 4])
+        rw.append([rng.uniform(0.5, 2.0), rng.choice([1.0, 1.7, 2.4]), rng.uniform(0, 0.02), rng.uniform(0, 1e-5),
+                   float(rng.integers(64, 1024))])
+        speeds.extend([1.0] * (c - 1) + [last] if c else [])
+        if batch:
+            steps.append(np.sort(rng.uniform(0.005, 0.05, batch)))
+        n = np.sort(rng.uniform(1, 20000, 4))
+        pre_n.append(n)
+        pre_lone.append(np.sort(rng.uniform(0.01, 0.5, 4)))
+        pre_rate.append(np.sort(rng.uniform(2e3, 3e4, 4)))
+    return (np.array(rp, np.int64), np.array(rw), np.array(speeds), np.concatenate(steps),
+            (np.concatenate(pre_n), np.concatenate(pre_lone), np.concatenate(pre_rate), 4))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_engine_and_its_twin_agree_request_by_request(seed):
+    rng = np.random.default_rng(seed)
+    rp, rw, speeds, steps, pre = random_case(rng)
+    in_q = np.sort(rng.lognormal(6.5, 1.0, 64))
+    out_q = np.sort(rng.integers(2, 80, 64).astype(float))
+    rate, duration = float(rng.uniform(2, 12)), 40.0
+    req, counts, *_ = run(rp, rw, speeds, steps, pre, rate, duration, seed=seed, in_q=in_q, out_q=out_q, share=0.7)
+    max_requests = int(rate * duration + 10 * math.sqrt(rate * duration) + 100)
+    twin = T.simulate_py(seed, rate, params(0.0, duration), 1e4, in_q, out_q, 0.7, rp, rw, speeds, steps, *pre,
+                         max_requests)
+    assert len(twin) == len(req) > 50
+    for col in (E.RF_ARRIVE, E.RF_IN, E.RF_OUT, E.RF_FIRST, E.RF_DONE):
+        np.testing.assert_allclose(req[:, col], twin[:, col], rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+# ---- closed forms -------------------------------------------------------------------------------------------------
+def erlang_c(c, a):
+    """Probability of waiting in M/M/c with offered load a = lambda / mu (Erlang C), by hand."""
+    top = a**c / math.factorial(c) * c / (c - a)
+    return top / (sum(a**k / math.factorial(k) for k in range(c)) + top)
+
+
+@pytest.mark.parametrize("servers,rho", [(1, 0.7), (4, 0.8)])
+def test_a_prefill_pool_of_exponential_prompts_waits_as_mmc(servers, rho):
+    """Prompts of exponentially distributed length at a fixed rate are exponential services: the pool is M/M/c."""
+    service_s, rate_tok_s = 0.1, 1e4
+    mean_tokens = service_s * rate_tok_s
+    lam = rho * servers / service_s
+    dec_p, dec_w = fast_decode_row(servers)
+    rp = [[E.PREFILL, 0, servers, 0, 0, 0], dec_p]
+    rw = [[1.0, 1.0, 0.0, 0.0, 0.0], dec_w]
+    req, *_ = run(rp, rw, [1.0] * (servers + 1), [1e-9] * 4096, flat_prefill(rate_tok_s, rows=2), lam, 40000.0,
+                  seed=3, in_q=exponential_quantiles(mean_tokens))
+    arrived = req[:, E.RF_ARRIVE]
+    kept = arrived > 1000.0
+    wait = (req[:, E.RF_FIRST] - arrived - req[:, E.RF_PREFILL] / rate_tok_s)[kept]
+    a = lam * service_s
+    pw = erlang_c(servers, a)
+    mean = pw * service_s / (servers - a)
+    assert wait.mean() == pytest.approx(mean, rel=0.06)
+    # P(W > t) = C exp(-(c mu - lambda) t): the 99th percentile
+    p99 = math.log(pw / 0.01) / (servers / service_s - lam)
+    assert np.quantile(wait, 0.99) == pytest.approx(p99, rel=0.06)
+    assert (wait > 1e-7).mean() == pytest.approx(pw, rel=0.05)  # clocks near 4e4 s round at 1e-11
+
+
+def test_one_batch_decoded_by_hand():
+    """Four prompts at t = 0, prefilled together in 0.1 s; the first stream to arrive wakes the idle replica and
+    decodes one step alone (0.01 s), the other three join at its end and all four run at 0.04 s a step. The first
+    needs 10 steps: 0.11 + 9 x 0.04 = 0.47 s; the others' tenth step runs at batch 3: 0.11 + 9 x 0.04 + 0.03."""
+    rp = [[E.PREFILL, 0, 4, 0, 0, 0], [E.DECODE, 4, 1, 4, 0, 0]]
+    rw = [[1.0, 1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0, 0.0]]
+    trace = (np.zeros(4), np.full(4, 100.0), np.full(4, 10.0))
+    req, counts, *_ = run(rp, rw, [1.0] * 5, [0.01, 0.02, 0.03, 0.04], flat_prefill(1e12, lone_s=0.1, rows=2),
+                          1.0, 10.0, trace=trace)
+    np.testing.assert_allclose(req[:, E.RF_FIRST], 0.1)
+    np.testing.assert_allclose(np.sort(req[:, E.RF_DONE]), [0.47, 0.50, 0.50, 0.50])
+    assert counts[E.C_FINISHED] == 4
+
+
+def test_speculative_streams_take_fewer_steps():
+    """A stream keeping 2.5 tokens a step needs ceil(10 / 2.5) = 4 steps of 0.01 s."""
+    rp = [[E.PREFILL, 0, 1, 0, 0, 0], [E.DECODE, 1, 1, 4, 0, 0]]
+    rw = [[1.0, 1.0, 0.0, 0.0, 0.0], [1.0, 2.5, 0.0, 0.0, 0.0]]
+    req, *_ = run(rp, rw, [1.0, 1.0], [0.01] * 4, flat_prefill(1e12, lone_s=0.1, rows=2), 1.0, 10.0,
+                  trace=(np.zeros(1), np.full(1, 100.0), np.full(1, 10.0)))
+    assert req[0, E.RF_DONE] == pytest.approx(0.14)
+
+
+def test_a_colocated_replica_prefills_in_chunks_beside_its_batch():
+    """One colocated replica, chunks of 500 tokens at 10,000 tokens/s: a 1,200-token prompt takes three steps
+    (500, 500, 200 tokens: 0.05 + 0.05 + 0.02 s) and then decodes 10 steps of 0.01 s alone."""
+    rp = [[E.COLOCATED, 0, 1, 4, 0, 0]]
+    rw = [[1.0, 1.0, 0.0, 0.0, 500.0]]
+    req, *_ = run(rp, rw, [1.0], [0.01] * 4, flat_prefill(1e4), 1.0, 10.0,
+                  trace=(np.zeros(1), np.full(1, 1200.0), np.full(1, 10.0)))
+    assert req[0, E.RF_FIRST] == pytest.approx(0.12)
+    assert req[0, E.RF_DONE] == pytest.approx(0.22)
+
+
+def test_every_request_finishes_or_is_counted_unfinished():
+    """A decode pool asked for 1.5 times what it serves: requests back up, and every one that arrived in the
+    window either finished or is counted as unfinished."""
+    rp = [[E.PREFILL, 0, 8, 0, 0, 0], [E.DECODE, 8, 2, 8, 0, 0]]
+    rw = [[1.0, 1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0, 0.0]]
+    # capacity: 2 replicas x 8 streams / (10 steps x 0.01 s) = 160 requests/s; asked 240
+    req, counts, hist_ttft, hist_tpot, _ = run(rp, rw, [1.0] * 10, [0.01] * 8, flat_prefill(1e9, rows=2), 240.0,
+                                               60.0, drain=5.0)
+    window = (req[:, E.RF_ARRIVE] >= 0) & (req[:, E.RF_ARRIVE] < 60.0)
+    done = ~np.isnan(req[:, E.RF_DONE])
+    assert counts[E.C_ARRIVED] == window.sum()
+    assert counts[E.C_FINISHED] == (window & done).sum() == hist_ttft.sum() == hist_tpot.sum()
+    assert counts[E.C_FINISHED] < counts[E.C_ARRIVED]
+
+
+def test_the_same_seed_gives_the_same_run_and_another_seed_another():
+    rp = [[E.PREFILL, 0, 2, 0, 0, 0], [E.DECODE, 2, 2, 8, 0, 0]]
+    rw = [[1.0, 1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0, 0.0]]
+    args = (rp, rw, [1.0] * 4, np.linspace(0.01, 0.03, 8), flat_prefill(2e4, rows=2), 50.0, 30.0)
+    a = run(*args, seed=5, in_q=exponential_quantiles(1000.0))
+    b = run(*args, seed=5, in_q=exponential_quantiles(1000.0))
+    c = run(*args, seed=6, in_q=exponential_quantiles(1000.0))
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[2], b[2])
+    assert not np.array_equal(a[2], c[2])
+
+
+def test_percentiles_read_from_the_histogram_are_within_its_resolution(rng):
+    values = rng.lognormal(-1, 1, 100_000)
+    hist = np.zeros(HIST, np.int64)
+    for v in values:
+        E.hist_add(hist, -6.0, 500.0, v)
+    for q in (0.5, 0.9, 0.99):
+        assert percentile(hist, q) == pytest.approx(np.quantile(values, q), rel=0.005)
+
+
+def test_a_fractional_replica_is_one_more_server_at_that_speed():
+    assert servers_of(2.3) == (3, pytest.approx(0.3))
+    assert servers_of(1.0) == (1, 1.0)
+    assert servers_of(0.0) == (0, 1.0)
+
+
+# ---- plans ---------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def bank_plan():
+    from planner import load_scenario, solve
+
+    return json.loads(json.dumps(solve(load_scenario("scenarios/bank-2mw.yaml")).to_dict()))
+
+
+def test_a_plan_with_too_few_decode_replicas_fails_naming_the_workload(bank_plan):
+    plan = copy.deepcopy(bank_plan)
+    row = next(r for r in plan["allocation"] if r["role"] in ("decode", "colocated"))
+    row["replicas"] = float(row["replicas"]) * 0.6
+    result = simulate(plan, duration_s=60.0)
+    assert not result.holds
+    assert any(f.startswith(row["workload"] + ":") for f in result.failures)
+
+
+def test_the_cli_prints_what_the_library_returns_and_exits_by_the_targets(bank_plan, tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(bank_plan))
+    library = simulate(str(path), duration_s=40.0, seed=2).to_dict()
+    out = CliRunner().invoke(main, ["simulate", str(path), "--duration", "40", "--seed", "2", "--format", "json"])
+    assert out.exit_code == (0 if library["holds"] else 4), out.output
+    assert json.loads(out.output[:out.output.rindex("}") + 1]) == library
+    for w in library["workloads"]:
+        assert w["requests"] == w["finished"] + w["unfinished"]
+        assert w["ttft_p50_s"] <= w["ttft_p90_s"] <= w["ttft_p99_s"]
+
+
+def test_bad_input_is_exit_2_with_a_message(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\"status\": \"optimal\"}")
+    out = CliRunner().invoke(main, ["simulate", str(bad)])
+    assert out.exit_code == 2 and "not a plan" in out.output
+    with pytest.raises(InputError, match="--duration"):
+        simulate({"status": "optimal", "objective": "min_cost", "fleet": [], "allocation": [], "workloads": [],
+                  "totals": {}, "inputs": {}}, duration_s=-1.0)

@@ -487,6 +487,36 @@ def simulate(plan_file, trace_name, duration_s, seed, fmt):
                           + "; ".join(result.failures), [])
 
 
+@main.group()
+def trace() -> None:
+    """Public traces shipped with planner, and your own: fit a workload to one."""
+
+
+@trace.command("fit")
+@click.argument("file", metavar="FILE|NAME")
+@click.option("--window", "window_s", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="seconds of the busiest window that sets peak_to_mean")
+@click.option("--kind", type=click.Choice(("chat", "agentic")), default="chat", show_default=True)
+@click.option("--lengths", type=click.Choice(("lognormal", "table")), default="lognormal", show_default=True,
+              help="the shape of the fitted input and output lengths")
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "yaml")), default="table", show_default=True)
+def trace_fit(file, window_s, kind, lengths, fmt):
+    """A workload's rate, peak_to_mean, length distributions and prefix-cache hit, fitted to a trace (a shipped
+    name such as azure-code-2023, or an Azure CSV, a Mooncake JSONL or a CSV/Parquet of arrival_s, input_tokens,
+    output_tokens)."""
+    from planner.report import render
+    from planner.traces import fit_lines, fit_summary, fit_trace, fit_yaml, read_trace
+
+    fit = fit_trace(read_trace(file), window_s=window_s)
+    if fmt == "json":
+        click.echo(render.to_json(fit_summary(fit, kind, lengths)))
+    elif fmt == "yaml":
+        click.echo(fit_yaml(fit, kind, lengths), nl=False)
+    else:
+        click.echo("\n".join(fit_lines(fit)))
+        click.echo(fit_yaml(fit, kind, lengths), nl=False)
+
+
 def simulated_row(w: dict) -> dict:
     """A workload's simulated figures as the terminal table shows them."""
     q = f"p{w['ttft_percentile']:g}"

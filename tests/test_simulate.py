@@ -254,3 +254,11 @@ def test_bad_input_is_exit_2_with_a_message(tmp_path):
     with pytest.raises(InputError, match="--duration"):
         simulate({"status": "optimal", "objective": "min_cost", "fleet": [], "allocation": [], "workloads": [],
                   "totals": {}, "inputs": {}}, duration_s=-1.0)
+
+
+def test_every_simulate_key_is_defined_in_interface_md(bank_plan):
+    from tests.test_interface import DOCUMENTED
+
+    d = simulate(bank_plan, duration_s=30.0).to_dict()
+    keys = set(d) | {k for w in d["workloads"] for k in w} | {k for p in d["pools"] for k in p}
+    assert not sorted(k for k in keys if k not in DOCUMENTED)

@@ -23,7 +23,8 @@ HIST_BINS_PER_DECADE = 500  # a percentile read from the histogram is within 0.4
 TOLERANCE = 0.02  # a target holds within this share: the histogram's resolution and the sampling error at p99
 DEFAULT_DURATION_S = 300.0
 MIN_WARMUP_S = 20.0
-MAX_REQUESTS_PER_WORKLOAD = 20_000_000
+MAX_REQUESTS_PER_WORKLOAD = 100_000_000
+DISTRIBUTION_PERCENTILES = (1, 2, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 98, 99, 99.5, 99.9)
 
 
 @dataclass
@@ -41,6 +42,8 @@ class WorkloadResult:
     min_tps_per_user: float
     analytic_ttft_s: float | None
     failures: list = field(default_factory=list)
+    ttft_distribution_s: list = field(default_factory=list)  # [[percentile, seconds], ...]
+    tpot_distribution_s: list = field(default_factory=list)
 
     @property
     def holds(self) -> bool:
@@ -57,7 +60,8 @@ class WorkloadResult:
                 "tps_per_user_p50": 1.0 / self.tpot_s["p50"] if self.tpot_s["p50"] else None,
                 "tps_per_user_at_target_percentile": 1.0 / self.tpot_s[q] if self.tpot_s[q] else None,
                 "min_tps_per_user": self.min_tps_per_user, "slo_attainment": self.slo_attainment,
-                "holds": self.holds, "failures": list(self.failures)}
+                "holds": self.holds, "failures": list(self.failures),
+                "ttft_distribution_s": self.ttft_distribution_s, "tpot_distribution_s": self.tpot_distribution_s}
 
 
 @dataclass
@@ -164,7 +168,15 @@ def workload_result(pools: Pools, counts, hist_ttft, hist_tpot) -> WorkloadResul
         failures.append(f"p{q:g} of requests at {1 / slow:.4g} tok/s/user, under the tier's {d.min_tps_per_user:g}")
     return WorkloadResult(d.name, simulated, finished, api, unfinished, ttft, tpot,
                           int(counts[E.C_MET]) / simulated if simulated else 1.0, d.ttft_s, q, d.min_tps_per_user,
-                          max(rows_ttft) if rows_ttft else None, failures)
+                          max(rows_ttft) if rows_ttft else None, failures, distribution(hist_ttft),
+                          distribution(hist_tpot))
+
+
+def distribution(hist: np.ndarray) -> list:
+    """[[percentile, value], ...] at DISTRIBUTION_PERCENTILES; empty when nothing finished."""
+    if not hist.sum():
+        return []
+    return [[p, percentile(hist, p / 100.0)] for p in DISTRIBUTION_PERCENTILES]
 
 
 def pool_rows(pools: Pools, busy: np.ndarray, window_s: float) -> list[dict]:

@@ -30,7 +30,7 @@ def params(warmup, duration, ttft_target=1e9, tpot_target=1e9):
 
 
 def run(rp, rw, speeds, step_s, pre, rate, duration, seed=1, warmup=0.0, in_q=(1000.0,), out_q=(10.0,),
-        share=1.0, trace=(NO_TRACE, NO_TRACE, NO_TRACE), max_requests=None, drain=1e4):
+        share=1.0, trace=(NO_TRACE, NO_TRACE, NO_TRACE), max_requests=None, drain=1e4, slots=None):
     pre_n, pre_lone, pre_rate, n_points = pre
     if max_requests is None:
         max_requests = len(trace[0]) or int(rate * duration + 10 * math.sqrt(rate * duration) + 100)
@@ -39,9 +39,22 @@ def run(rp, rw, speeds, step_s, pre, rate, duration, seed=1, warmup=0.0, in_q=(1
     req = np.zeros((max_requests, E.N_RF))
     E.simulate_workload(seed, rate, params(warmup, duration), drain, np.array(in_q, float), np.array(out_q, float),
                         share, *trace, np.asarray(rp, np.int64), np.asarray(rw, float), np.asarray(speeds, float),
-                        np.asarray(step_s, float), pre_n, pre_lone, pre_rate, n_points, max_requests, hist_ttft,
-                        hist_tpot, counts, busy, req)
+                        np.asarray(step_s, float), pre_n, pre_lone, pre_rate, n_points, max_requests,
+                        max_requests if slots is None else slots, hist_ttft, hist_tpot, counts, busy, req)
     return req[:counts[E.C_CREATED]], counts, hist_ttft, hist_tpot, busy
+
+
+def test_reused_request_slots_change_nothing():
+    """A run that keeps state for only the requests in flight (slots reused) is the run that keeps all."""
+    rp = [[E.PREFILL, 0, 2, 0, 0, 0], [E.DECODE, 2, 3, 8, 0, 0], [E.COLOCATED, 5, 2, 4, 0, 2]]
+    rw = [[1.0, 1.0, 0.0, 0.0, 0.0], [2.0, 1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0, 300.0]]
+    pre = (np.array([1.0, 1e7] * 2), np.full(4, 0.05), np.full(4, 2e4), 2)
+    args = (rp, rw, [1.0] * 6 + [0.6], np.linspace(0.01, 0.03, 8), pre, 40.0, 60.0)
+    every = run(*args, in_q=exponential_quantiles(800.0))
+    reused = run(*args, in_q=exponential_quantiles(800.0), slots=300)
+    np.testing.assert_array_equal(every[0], reused[0])
+    np.testing.assert_array_equal(every[2], reused[2])
+    assert every[1][E.C_DROPPED] == reused[1][E.C_DROPPED] == 0
 
 
 def flat_prefill(rate_tok_s, lone_s=1e-9, rows=1):
@@ -188,6 +201,10 @@ def test_every_request_finishes_or_is_counted_unfinished():
     assert counts[E.C_ARRIVED] == window.sum()
     assert counts[E.C_FINISHED] == (window & done).sum() == hist_ttft.sum() == hist_tpot.sum()
     assert counts[E.C_FINISHED] < counts[E.C_ARRIVED]
+    # with too few slots for the backlog, the arrivals that find none are dropped and counted
+    _, few, *_ = run(rp, rw, [1.0] * 10, [0.01] * 8, flat_prefill(1e9, rows=2), 240.0, 60.0, drain=5.0, slots=500)
+    assert few[E.C_DROPPED] > 0
+    assert few[E.C_FINISHED] + few[E.C_DROPPED] <= few[E.C_ARRIVED]
 
 
 def test_the_same_seed_gives_the_same_run_and_another_seed_another():

@@ -7,6 +7,7 @@ of requests that met both targets, the utilization of each pool, and whether eac
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,6 +16,7 @@ from planner.errors import InputError
 from planner.fleet.check import Inputs, plan_dict
 from planner.sim.build import PREFILL_POINTS, Pools, pools_of
 from planner.traces import fit_trace
+from solvers.jit import thread_count
 from solvers.sim import engine as E
 
 HIST_LO_LOG10 = -6.0  # 1 microsecond
@@ -142,9 +144,16 @@ def simulate_pools(pools: Pools, seed: int, duration_s: float, warmup_s: float, 
     E.simulate_workload(int(seed), float(rate), params, float(drain_s), pools.in_q, pools.out_q,
                         float(pools.prefill_share), trace_t, trace_in, trace_out, pools.rp, pools.rw,
                         pools.server_speed, pools.step_s, pools.pre_n, pools.pre_lone_s, pools.pre_rate,
-                        PREFILL_POINTS,
-                        int(max_requests), hist_ttft, hist_tpot, counts, busy, np.zeros((0, E.N_RF)))
+                        PREFILL_POINTS, int(max_requests), slots_for(pools, max_requests), hist_ttft, hist_tpot,
+                        counts, busy, np.zeros((0, E.N_RF)))
     return workload_result(pools, counts, hist_ttft, hist_tpot), pool_rows(pools, busy, duration_s - warmup_s)
+
+
+def slots_for(pools: Pools, max_requests: int) -> int:
+    """Requests in flight the run keeps state for: twenty requests' time of arrivals at the peak (Little's law
+    with room for queues), at least 100,000; a pool so far behind that more are in flight drops the rest (counted
+    as unfinished: such a plan fails anyway)."""
+    return int(min(max_requests, pools.demand.calls_per_s * 20.0 * request_s(pools) + 100_000))
 
 
 def workload_result(pools: Pools, counts, hist_ttft, hist_tpot) -> WorkloadResult:
@@ -209,12 +218,12 @@ def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0) -
     inputs = Inputs(d["inputs"])
     pools = pools_of(d, inputs)
     duration, warmup, drain = windows(pools, duration_s)
-    workloads, pool_table = [], []
-    for p in pools:
-        arrivals = scaled_trace(trace, p, duration) if trace is not None else None
-        w, rows = simulate_pools(p, seed, duration, warmup, drain, arrivals)
-        workloads.append(w)
-        pool_table.extend(rows)
+    arrivals = [scaled_trace(trace, p, duration) if trace is not None else None for p in pools]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(pools), thread_count()))) as ex:  # the kernel drops the GIL
+        results = list(ex.map(lambda k: simulate_pools(pools[k], seed, duration, warmup, drain, arrivals[k]),
+                              range(len(pools))))
+    workloads = [w for w, _ in results]
+    pool_table = [row for _, rows in results for row in rows]
     name = d["inputs"]["scenario"].get("name") if isinstance(d["inputs"].get("scenario"), dict) else None
     return SimResult(name or "", int(seed), duration, warmup, getattr(trace, "name", None) if trace is not None
                      else None, workloads, pool_table)

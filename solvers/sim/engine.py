@@ -27,8 +27,8 @@ U_GAP, U_INPUT, U_OUTPUT, U_DECODE_ROW, U_PREFILL_ROW, U_REPLICA_A, U_REPLICA_B 
 EV_ARRIVAL, EV_DECODE, EV_REPLICA = 0, 1, 2
 EV_SHIFT = 1 << 40  # an event's code: type * EV_SHIFT + the request or server it concerns
 # counts[]
-C_ARRIVED, C_FINISHED, C_API, C_CREATED, C_EVENTS, C_TRUNCATED, C_MET = 0, 1, 2, 3, 4, 5, 6
-N_COUNTS = 7
+C_ARRIVED, C_FINISHED, C_API, C_CREATED, C_EVENTS, C_TRUNCATED, C_MET, C_DROPPED = 0, 1, 2, 3, 4, 5, 6, 7
+N_COUNTS = 8
 
 
 @njit
@@ -100,8 +100,8 @@ N_SI = 12
 # requests, floats and ints
 RF_ARRIVE, RF_IN, RF_PREFILL, RF_OUT, RF_REM, RF_FIRST, RF_DONE = 0, 1, 2, 3, 4, 5, 6
 N_RF = 7
-RI_ROW, RI_NEXT = 0, 1
-N_RI = 2
+RI_ROW, RI_NEXT, RI_NUM = 0, 1, 2  # RI_NUM: the request's number (its draws; -1: the slot is free)
+N_RI = 3
 # rows: parameters (ints, floats) and state
 RP_ROLE, RP_C0, RP_C, RP_BATCH, RP_STEP_OFF, RP_PRE_OFF = 0, 1, 2, 3, 4, 5
 N_RP = 6
@@ -160,7 +160,18 @@ def steps_for(tokens, per_step):
 
 
 @njit
-def finish(i, t, params, rf, hist_ttft, hist_tpot, counts):
+def release(i, rf, ri, requests_out, free_slots):
+    """Request slot ``i`` is done with: its row copied out where requests are recorded, the slot freed."""
+    num = ri[i, RI_NUM]
+    if num < requests_out.shape[0]:
+        requests_out[num, :] = rf[i, :]
+    ri[i, RI_NUM] = -1
+    free_slots[0] += 1
+    free_slots[free_slots[0]] = i
+
+
+@njit
+def finish(i, t, params, rf, ri, hist_ttft, hist_tpot, counts, requests_out, free_slots):
     rf[i, RF_DONE] = t
     if in_window(params, rf[i, RF_ARRIVE]):
         counts[C_FINISHED] += 1
@@ -171,6 +182,7 @@ def finish(i, t, params, rf, hist_ttft, hist_tpot, counts):
         hist_add(hist_tpot, lo, bpd, tpot)
         if ttft <= params[P_TTFT_TARGET_S] and tpot <= params[P_TPOT_TARGET_S]:
             counts[C_MET] += 1
+    release(i, rf, ri, requests_out, free_slots)
 
 
 @njit
@@ -180,7 +192,8 @@ def schedule(ev, n_ev, t, typ, ident, ver):
 
 
 @njit
-def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy):
+def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy,
+         requests_out, free_slots):
     """Replica ``s`` at the end of step ``si[s, SI_TARGET]`` (or, ``idle``, woken at ``t``): streams whose last
     step it was finish, the step's prefill chunk is counted (colocated: prompts it completes have their first token
     now), joining and queued streams take free slots, and the next step starts. Its event is the next step's end
@@ -200,7 +213,7 @@ def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
         i = fin_req[base]
         si[s, SI_HSIZE] = heap_pop(fin_key, fin_req, fin_pad, base, si[s, SI_HSIZE])
         rs[r, RS_FREE] += 1
-        finish(i, t, params, rf, hist_ttft, hist_tpot, counts)
+        finish(i, t, params, rf, ri, hist_ttft, hist_tpot, counts, requests_out, free_slots)
     budget = 0.0 if idle else sf[s, SF_STEP_TOK]
     sf[s, SF_STEP_TOK] = 0.0
     while budget > 1e-9 and si[s, SI_PQ_HEAD] >= 0:
@@ -254,14 +267,15 @@ def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
 
 
 @njit
-def admit(i, r, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy):
+def admit(i, r, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy,
+         requests_out, free_slots):
     """A prefilled stream reaches decode row ``r``: to the less loaded of two replicas, to any replica with room if
     both are full, else to the row's queue (first come, first served as slots free). A busy replica takes it at the
     end of its step in progress (its event moves there if it was later); an idle one at once."""
     nxt = ri[:, RI_NEXT]
     batch = rp[r, RP_BATCH]
     c0, c = rp[r, RP_C0], rp[r, RP_C]
-    base = i * DRAWS_PER_REQUEST
+    base = ri[i, RI_NUM] * DRAWS_PER_REQUEST
     s = least_loaded(si, c0, c, uniform(seed, base + U_REPLICA_A), uniform(seed, base + U_REPLICA_B))
     if si[s, SI_HSIZE] + si[s, SI_PEND_N] >= batch:
         s = -1
@@ -276,16 +290,18 @@ def admit(i, r, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
     list_push(si[:, SI_PEND_HEAD], si[:, SI_PEND_TAIL], nxt, s, i)
     si[s, SI_PEND_N] += 1
     rs[r, RS_FREE] -= 1
-    return wake(s, t, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy)
+    return wake(s, t, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy,
+                requests_out, free_slots)
 
 
 @njit
-def wake(s, t, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy):
+def wake(s, t, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy,
+         requests_out, free_slots):
     """Replica ``s`` has new work at ``t``: an idle one starts a step now; a busy one ends its step in progress at
     its usual time, and its event moves there if it was set later (a jump over several steps)."""
     if sf[s, SF_CUR_DT] == 0.0:
         return boundary(s, t, True, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts,
-                        row_busy)
+                        row_busy, requests_out, free_slots)
     dt = sf[s, SF_CUR_DT]
     j = si[s, SI_CUR_K] + int(math.floor((t - sf[s, SF_CUR_START]) / dt))
     if j < si[s, SI_TARGET]:
@@ -298,20 +314,21 @@ def wake(s, t, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, h
 
 @njit
 def arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy,
-           free_at, free_srv, free_pad):
+           requests_out, free_slots, free_at, free_srv, free_pad):
     """Request ``i`` arrives: the router draws its decode-side row by the rows' shares (an API row: counted, gone);
     a colocated row prefills it on the less loaded of two replicas; otherwise a prefill row drawn by share serves it
     on the server that is free first (so the pool is one first-come-first-served queue), and its KV reaches the
     decode row after the prompt's prefill and the transfer."""
     pre_n, pre_lone, pre_rate, n_points = pre
     nxt = ri[:, RI_NEXT]
-    base = i * DRAWS_PER_REQUEST
+    base = ri[i, RI_NUM] * DRAWS_PER_REQUEST
     window = in_window(params, t)
     r = pick_row(rw[:, RW_WEIGHT], rp[:, RP_ROLE], False, uniform(seed, base + U_DECODE_ROW))
     ri[i, RI_ROW] = r
     if r < 0 or rp[r, RP_ROLE] == API:
         if window:
             counts[C_API] += 1
+        release(i, rf, ri, requests_out, free_slots)
         return n_ev
     tokens = rf[i, RF_PREFILL]
     if rp[r, RP_ROLE] == COLOCATED:
@@ -321,9 +338,11 @@ def arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev,
         list_push(si[:, SI_PQ_HEAD], si[:, SI_PQ_TAIL], nxt, s, i)
         si[s, SI_PQ_N] += 1
         sf[s, SF_PQ_TOKENS] += tokens
-        return wake(s, t, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy)
+        return wake(s, t, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy,
+                    requests_out, free_slots)
     p = pick_row(rw[:, RW_WEIGHT], rp[:, RP_ROLE], True, uniform(seed, base + U_PREFILL_ROW))
     if p < 0:
+        release(i, rf, ri, requests_out, free_slots)
         return n_ev
     b0 = rp[p, RP_C0]
     s = free_srv[b0]
@@ -342,15 +361,17 @@ def arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev,
 
 @njit
 def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, trace_t, trace_in, trace_out,
-                      rp, rw, server_speed, step_s, pre_n, pre_lone, pre_rate, n_points, max_requests,
+                      rp, rw, server_speed, step_s, pre_n, pre_lone, pre_rate, n_points, max_requests, n_slots,
                       hist_ttft, hist_tpot, counts, row_busy, requests_out):
     """Simulate one workload: arrivals for ``params[P_DURATION_S]`` (Poisson at ``rate_per_s`` with lengths from
-    the quantile tables, or the trace's own), statistics of those that arrive from ``params[P_WARMUP_S]`` on, then
-    at most ``drain_s`` for what is in flight to finish. Rows ``rp``/``rw`` (RP_*, RW_*), each of ``RP_C``
-    servers from ``RP_C0`` on, of speeds ``server_speed``; ``step_s[RP_STEP_OFF + b - 1]`` a decode step at batch
-    b; prefill tables of ``n_points`` prompt lengths from ``RP_PRE_OFF`` on. Writes the histograms of TTFT and of
-    seconds per output token, ``counts`` (C_*), ``row_busy`` (prefill rows: server-seconds; decode and colocated
-    rows: stream-seconds held) and, when ``requests_out`` has ``max_requests`` rows, every request (RF_*)."""
+    the quantile tables, or the trace's own; at most ``max_requests``), statistics of those that arrive from
+    ``params[P_WARMUP_S]`` on, then at most ``drain_s`` for what is in flight to finish. Rows ``rp``/``rw``
+    (RP_*, RW_*), each of ``RP_C`` servers from ``RP_C0`` on, of speeds ``server_speed``;
+    ``step_s[RP_STEP_OFF + b - 1]`` a decode step at batch b; prefill tables of ``n_points`` prompt lengths from
+    ``RP_PRE_OFF`` on. At most ``n_slots`` requests are in flight at once (their state is reused as they finish;
+    an arrival finding none free is dropped and counted, C_DROPPED). Writes the histograms of TTFT and of seconds
+    per output token, ``counts`` (C_*), ``row_busy`` (prefill rows: server-seconds; decode and colocated rows:
+    stream-seconds held) and, for request numbers below ``requests_out``'s rows, each request (RF_*)."""
     n_rows = rp.shape[0]
     n_servers = server_speed.shape[0]
     replay = trace_t.shape[0] > 0
@@ -379,11 +400,13 @@ def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_sh
             if decodes:
                 slots += rp[r, RP_BATCH]
     fin = (np.zeros(max(slots, 1), np.float64), np.zeros(max(slots, 1), np.int64), np.zeros(max(slots, 1), np.int64))
-    rf = np.zeros((max_requests, N_RF), np.float64)
-    rf[:, RF_FIRST] = np.nan
-    rf[:, RF_DONE] = np.nan
-    ri = np.full((max_requests, N_RI), -1, np.int64)
-    cap = max_requests + n_servers + 8
+    rf = np.zeros((n_slots, N_RF), np.float64)
+    ri = np.full((n_slots, N_RI), -1, np.int64)
+    free_slots = np.empty(n_slots + 1, np.int64)  # a stack: [0] its size, then free slots, the lowest on top
+    free_slots[0] = n_slots
+    for k in range(n_slots):
+        free_slots[k + 1] = n_slots - 1 - k
+    cap = n_slots + n_servers + 8
     ev = (np.zeros(cap, np.float64), np.zeros(cap, np.int64), np.zeros(cap, np.int64))
     pre = (pre_n, pre_lone, pre_rate, n_points)
     hists = (hist_ttft, hist_tpot)
@@ -400,18 +423,8 @@ def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_sh
         typ = code // EV_SHIFT
         ident = code - typ * EV_SHIFT
         if typ == EV_ARRIVAL:
-            i = created
+            num = created
             created += 1
-            base = i * DRAWS_PER_REQUEST
-            rf[i, RF_ARRIVE] = t
-            if replay:
-                rf[i, RF_IN], rf[i, RF_OUT] = trace_in[i], trace_out[i]
-            else:
-                rf[i, RF_IN] = max(1.0, from_quantiles(in_q, uniform(seed, base + U_INPUT)))
-                rf[i, RF_OUT] = max(1.0, from_quantiles(out_q, uniform(seed, base + U_OUTPUT)))
-            rf[i, RF_PREFILL] = rf[i, RF_IN] * prefill_share
-            if in_window(params, t):
-                counts[C_ARRIVED] += 1
             if created < max_requests:
                 if replay:
                     if created < trace_t.shape[0] and trace_t[created] < params[P_DURATION_S]:
@@ -422,14 +435,37 @@ def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_sh
                         n_ev = schedule(ev, n_ev, nt, EV_ARRIVAL, 0, 0)
             else:
                 counts[C_TRUNCATED] += 1
+            if in_window(params, t):
+                counts[C_ARRIVED] += 1
+            if free_slots[0] == 0:
+                if in_window(params, t):
+                    counts[C_DROPPED] += 1
+                continue
+            i = free_slots[free_slots[0]]
+            free_slots[0] -= 1
+            ri[i, RI_NUM] = num
+            ri[i, RI_NEXT] = -1
+            rf[i, RF_ARRIVE] = t
+            base = num * DRAWS_PER_REQUEST
+            if replay:
+                rf[i, RF_IN], rf[i, RF_OUT] = trace_in[num], trace_out[num]
+            else:
+                rf[i, RF_IN] = max(1.0, from_quantiles(in_q, uniform(seed, base + U_INPUT)))
+                rf[i, RF_OUT] = max(1.0, from_quantiles(out_q, uniform(seed, base + U_OUTPUT)))
+            rf[i, RF_PREFILL] = rf[i, RF_IN] * prefill_share
+            rf[i, RF_REM] = 0.0
+            rf[i, RF_FIRST] = np.nan
+            rf[i, RF_DONE] = np.nan
             n_ev = arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts,
-                          row_busy, free_at, free_srv, free_pad)
+                          row_busy, requests_out, free_slots, free_at, free_srv, free_pad)
         elif typ == EV_DECODE:
             n_ev = admit(ident, ri[ident, RI_ROW], t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev,
-                         n_ev, hists, counts, row_busy)
+                         n_ev, hists, counts, row_busy, requests_out, free_slots)
         elif ver == si[ident, SI_VERSION]:
             n_ev = boundary(ident, t, False, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists,
-                            counts, row_busy)
+                            counts, row_busy, requests_out, free_slots)
     counts[C_CREATED] = created
-    if requests_out.shape[0] >= created:
-        requests_out[:created, :] = rf[:created, :]
+    for i in range(n_slots):  # requests still in flight
+        num = ri[i, RI_NUM]
+        if 0 <= num < requests_out.shape[0]:
+            requests_out[num, :] = rf[i, :]

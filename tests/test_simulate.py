@@ -34,6 +34,9 @@ def run(rp, rw, speeds, step_s, pre, rate, duration, seed=1, warmup=0.0, in_q=(1
     pre_n, pre_lone, pre_rate, n_points = pre
     if max_requests is None:
         max_requests = len(trace[0]) or int(rate * duration + 10 * math.sqrt(rate * duration) + 100)
+    rw = np.asarray(rw, float)
+    if rw.shape[1] < E.N_RW:  # rows that leave out the KV capacity have room for any context
+        rw = np.hstack([rw, np.full((len(rw), E.N_RW - rw.shape[1]), 1e18)])
     hist_ttft, hist_tpot = np.zeros(HIST, np.int64), np.zeros(HIST, np.int64)
     counts, busy = np.zeros(E.N_COUNTS, np.int64), np.zeros(len(rp))
     req = np.zeros((max_requests, E.N_RF))
@@ -95,7 +98,7 @@ def random_case(rng):
         batch = int(rng.integers(1, 7)) if role in (E.DECODE, E.COLOCATED) else 0
         rp.append([role, len(speeds), c, batch, sum(map(len, steps)), len(pre_n) * 4])
         rw.append([rng.uniform(0.5, 2.0), rng.choice([1.0, 1.7, 2.4]), rng.uniform(0, 0.02), rng.uniform(0, 1e-5),
-                   float(rng.integers(64, 1024))])
+                   float(rng.integers(64, 1024)), batch * rng.uniform(300, 3000)])
         speeds.extend([1.0] * (c - 1) + [last] if c else [])
         if batch:
             steps.append(np.sort(rng.uniform(0.005, 0.05, batch)))
@@ -166,6 +169,16 @@ def test_one_batch_decoded_by_hand():
     np.testing.assert_allclose(req[:, E.RF_FIRST], 0.1)
     np.testing.assert_allclose(np.sort(req[:, E.RF_DONE]), [0.47, 0.50, 0.50, 0.50])
     assert counts[E.C_FINISHED] == 4
+
+
+def test_streams_wait_for_kv_room_first_come_first_served():
+    """A replica of 4 slots but KV for 2,000 tokens takes two 1,000-token streams at once: the third joins when the
+    first finishes (0.20 s) and ends 10 steps later (0.30 s), the fourth when the second does (0.21 -> 0.31 s)."""
+    rp = [[E.PREFILL, 0, 4, 0, 0, 0], [E.DECODE, 4, 1, 4, 0, 0]]
+    rw = [[1.0, 1.0, 0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0, 0.0, 2000.0]]
+    trace = (np.zeros(4), np.full(4, 990.0), np.full(4, 10.0))
+    req, *_ = run(rp, rw, [1.0] * 5, [0.01] * 4, flat_prefill(1e12, lone_s=0.1, rows=2), 1.0, 10.0, trace=trace)
+    np.testing.assert_allclose(np.sort(req[:, E.RF_DONE]), [0.20, 0.21, 0.30, 0.31])
 
 
 def test_speculative_streams_take_fewer_steps():

@@ -164,6 +164,7 @@ def pools_for(workload: Demand, rows: list[dict], inputs: Inputs) -> Pools:
             table, kept = decode_steps(row, d, inputs)
             rp[r, E.RP_BATCH] = len(table)
             rw[r, E.RW_TOKENS_PER_STEP] = kept
+            rw[r, E.RW_KV_CAP_TOKENS] = len(table) * d.context_max  # the plan fits B streams at the mean context
             steps.append(table)
         if role in (E.PREFILL, E.COLOCATED):
             n, lone, rate, kv_lat, kv_per_token, chunk = prefill_tables(row, d, inputs, longest)

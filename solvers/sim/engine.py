@@ -91,8 +91,8 @@ def overlap(a, b, lo, hi):
 
 # ---- state matrices: one row per server, request or row; these name their columns ------------------------------
 # servers, floats
-SF_CUR_START, SF_CUR_DT, SF_STEP_TOK, SF_LAST_T, SF_PQ_TOKENS, SF_SPEED = 0, 1, 2, 3, 4, 5
-N_SF = 6
+SF_CUR_START, SF_CUR_DT, SF_STEP_TOK, SF_LAST_T, SF_PQ_TOKENS, SF_SPEED, SF_KV_TOKENS = 0, 1, 2, 3, 4, 5, 6
+N_SF = 7
 # servers, ints
 SI_ROW, SI_HBASE, SI_HSIZE, SI_CUR_K, SI_TARGET, SI_VERSION = 0, 1, 2, 3, 4, 5
 SI_PEND_HEAD, SI_PEND_TAIL, SI_PEND_N, SI_PQ_HEAD, SI_PQ_TAIL, SI_PQ_N = 6, 7, 8, 9, 10, 11
@@ -105,8 +105,8 @@ N_RI = 3
 # rows: parameters (ints, floats) and state
 RP_ROLE, RP_C0, RP_C, RP_BATCH, RP_STEP_OFF, RP_PRE_OFF = 0, 1, 2, 3, 4, 5
 N_RP = 6
-RW_WEIGHT, RW_TOKENS_PER_STEP, RW_KV_LAT_S, RW_KV_S_PER_TOKEN, RW_CHUNK = 0, 1, 2, 3, 4
-N_RW = 5
+RW_WEIGHT, RW_TOKENS_PER_STEP, RW_KV_LAT_S, RW_KV_S_PER_TOKEN, RW_CHUNK, RW_KV_CAP_TOKENS = 0, 1, 2, 3, 4, 5
+N_RW = 6
 RS_HEAD, RS_TAIL, RS_FREE = 0, 1, 2
 N_RS = 3
 # scalar parameters
@@ -151,6 +151,23 @@ def least_loaded(si, c0, c, ua, ub):
     if lb < la or (lb == la and b < a):
         return b
     return a
+
+
+@njit
+def kv_need(rf, i):
+    """KV tokens a stream holds by its end: its prompt and its output."""
+    return rf[i, RF_IN] + rf[i, RF_OUT]
+
+
+@njit
+def has_room(si, sf, rw, s, r, batch, need):
+    """Replica ``s`` of row ``r`` can take a stream needing ``need`` KV tokens: a slot of its batch, and KV room
+    (reserved for the stream's whole context at admission, so nothing is ever preempted; an empty replica takes
+    any stream, however long)."""
+    held = si[s, SI_HSIZE] + si[s, SI_PEND_N]
+    if held >= batch:
+        return False
+    return held == 0 or sf[s, SF_KV_TOKENS] + need <= rw[r, RW_KV_CAP_TOKENS] * (1 + 1e-12)
 
 
 @njit
@@ -213,6 +230,7 @@ def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
         i = fin_req[base]
         si[s, SI_HSIZE] = heap_pop(fin_key, fin_req, fin_pad, base, si[s, SI_HSIZE])
         rs[r, RS_FREE] += 1
+        sf[s, SF_KV_TOKENS] -= kv_need(rf, i)
         finish(i, t, params, rf, ri, hist_ttft, hist_tpot, counts, requests_out, free_slots)
     budget = 0.0 if idle else sf[s, SF_STEP_TOK]
     sf[s, SF_STEP_TOK] = 0.0
@@ -229,15 +247,17 @@ def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
             list_push(si[:, SI_PEND_HEAD], si[:, SI_PEND_TAIL], nxt, s, h)
             si[s, SI_PEND_N] += 1
             rs[r, RS_FREE] -= 1
+            sf[s, SF_KV_TOKENS] += kv_need(rf, h)
     per_step = rw[r, RW_TOKENS_PER_STEP]
     while si[s, SI_PEND_HEAD] >= 0 and si[s, SI_HSIZE] < batch:
         i = list_pop(si[:, SI_PEND_HEAD], si[:, SI_PEND_TAIL], nxt, s)
         si[s, SI_PEND_N] -= 1
         si[s, SI_HSIZE] = heap_push(fin_key, fin_req, fin_pad, base, si[s, SI_HSIZE],
                                     j + steps_for(rf[i, RF_OUT], per_step), i, 0)
-    while rs[r, RS_HEAD] >= 0 and si[s, SI_HSIZE] + si[s, SI_PEND_N] < batch:
+    while rs[r, RS_HEAD] >= 0 and has_room(si, sf, rw, s, r, batch, kv_need(rf, rs[r, RS_HEAD])):
         i = list_pop(rs[:, RS_HEAD], rs[:, RS_TAIL], nxt, r)
         rs[r, RS_FREE] -= 1
+        sf[s, SF_KV_TOKENS] += kv_need(rf, i)
         si[s, SI_HSIZE] = heap_push(fin_key, fin_req, fin_pad, base, si[s, SI_HSIZE],
                                     j + steps_for(rf[i, RF_OUT], per_step), i, 0)
     # the next step: the batch's decode step, plus a prefill chunk while prompts wait and slots remain
@@ -246,7 +266,8 @@ def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
     si[s, SI_VERSION] += 1
     b = si[s, SI_HSIZE]
     tok = 0.0
-    if rp[r, RP_ROLE] == COLOCATED and si[s, SI_PQ_HEAD] >= 0 and b + si[s, SI_PEND_N] < batch:
+    if rp[r, RP_ROLE] == COLOCATED and si[s, SI_PQ_HEAD] >= 0 and has_room(si, sf, rw, s, r, batch,
+                                                                           kv_need(rf, si[s, SI_PQ_HEAD])):
         tok = min(rw[r, RW_CHUNK], sf[s, SF_PQ_TOKENS])
     if b == 0 and tok <= 0.0:
         sf[s, SF_CUR_DT] = 0.0
@@ -276,12 +297,13 @@ def admit(i, r, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
     batch = rp[r, RP_BATCH]
     c0, c = rp[r, RP_C0], rp[r, RP_C]
     base = ri[i, RI_NUM] * DRAWS_PER_REQUEST
+    need = kv_need(rf, i)
     s = least_loaded(si, c0, c, uniform(seed, base + U_REPLICA_A), uniform(seed, base + U_REPLICA_B))
-    if si[s, SI_HSIZE] + si[s, SI_PEND_N] >= batch:
+    if rs[r, RS_HEAD] >= 0 or not has_room(si, sf, rw, s, r, batch, need):
         s = -1
-        if rs[r, RS_FREE] > 0:
+        if rs[r, RS_HEAD] < 0 and rs[r, RS_FREE] > 0:  # first come, first served: none passes the row's queue
             for k in range(c0, c0 + c):
-                if si[k, SI_HSIZE] + si[k, SI_PEND_N] < batch:
+                if has_room(si, sf, rw, k, r, batch, need):
                     s = k
                     break
     if s < 0:
@@ -290,6 +312,7 @@ def admit(i, r, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
     list_push(si[:, SI_PEND_HEAD], si[:, SI_PEND_TAIL], nxt, s, i)
     si[s, SI_PEND_N] += 1
     rs[r, RS_FREE] -= 1
+    sf[s, SF_KV_TOKENS] += need
     return wake(s, t, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts, row_busy,
                 requests_out, free_slots)
 

@@ -58,6 +58,7 @@ class Replica:
         self.active = {}  # request -> steps left
         self.pending, self.prompts = [], []  # joining streams; colocated prompts [request, tokens left]
         self.busy, self.step_tok, self.version, self.step_end = False, 0.0, 0, 0.0
+        self.kv_tokens = 0.0  # reserved for the whole context of every stream held or joining
 
     def load(self):
         return len(self.active) + len(self.pending) + len(self.prompts)
@@ -84,6 +85,16 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
         heapq.heappush(events, (t, seq, kind, ident, ver))
         seq += 1
 
+    def need(i):
+        return res[i, E.RF_IN] + res[i, E.RF_OUT]
+
+    def has_room(s, i):
+        rep = replicas[s]
+        held = len(rep.active) + len(rep.pending)
+        if held >= rp[rep.row, E.RP_BATCH]:
+            return False
+        return held == 0 or rep.kv_tokens + need(i) <= rw[rep.row, E.RW_KV_CAP_TOKENS] * (1 + 1e-12)
+
     def table(r, x, ys):
         off = rp[r, E.RP_PRE_OFF]
         return interp_log_py(pre_n[off:off + n_points], ys[off:off + n_points], x)
@@ -97,12 +108,13 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
                 break
             rep.pending.remove(i)
             rep.active[i] = E.steps_for.py_func(res[i, E.RF_OUT], rw[r, E.RW_TOKENS_PER_STEP])
-        while row_queue[r] and len(rep.active) + len(rep.pending) < batch:
+        while row_queue[r] and has_room(s, row_queue[r][0]):
             i = row_queue[r].pop(0)
+            rep.kv_tokens += need(i)
             rep.active[i] = E.steps_for.py_func(res[i, E.RF_OUT], rw[r, E.RW_TOKENS_PER_STEP])
         b = len(rep.active)
         tok = 0.0
-        if roles[r] == E.COLOCATED and rep.prompts and b + len(rep.pending) < batch:
+        if roles[r] == E.COLOCATED and rep.prompts and has_room(s, rep.prompts[0][0]):
             tok = min(rw[r, E.RW_CHUNK], sum(p[1] for p in rep.prompts))
         rep.version += 1
         if b == 0 and tok <= 0:
@@ -122,6 +134,7 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
             if rep.active[i] == 0:
                 del rep.active[i]
                 res[i, E.RF_DONE] = t
+                rep.kv_tokens -= need(i)
         budget = rep.step_tok
         while budget > 1e-9 and rep.prompts:
             take = min(budget, rep.prompts[0][1])
@@ -131,6 +144,7 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
                 i = rep.prompts.pop(0)[0]
                 res[i, E.RF_FIRST] = t
                 rep.pending.append(i)
+                rep.kv_tokens += need(i)
         start_step(s, t)
 
     def choose(r, i):
@@ -142,15 +156,14 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
         return b if (lb < la or (lb == la and b < a)) else a
 
     def to_decode(i, r, t):
-        batch = rp[r, E.RP_BATCH]
         s = choose(r, i)
-        if len(replicas[s].active) + len(replicas[s].pending) >= batch:
-            room = [k for k in range(rp[r, E.RP_C0], rp[r, E.RP_C0] + rp[r, E.RP_C])
-                    if len(replicas[k].active) + len(replicas[k].pending) < batch]
-            if not room:
+        if row_queue[r] or not has_room(s, i):
+            room = [k for k in range(rp[r, E.RP_C0], rp[r, E.RP_C0] + rp[r, E.RP_C]) if has_room(k, i)]
+            if row_queue[r] or not room:  # first come, first served: none passes the row's queue
                 row_queue[r].append(i)
                 return
             s = room[0]
+        replicas[s].kv_tokens += need(i)
         replicas[s].pending.append(i)
         if not replicas[s].busy:
             start_step(s, t)

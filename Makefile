@@ -9,6 +9,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/planner warmup  # compile and cache the kernels once, so no solve's time limit pays for it
 	touch $@
 
 demo: $(VENV)/.installed

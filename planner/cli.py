@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 
@@ -119,8 +120,16 @@ def main() -> None:
                    "operated on this scenario")
 @click.option("--samples", "samples_file", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="--robust: a sweep file whose axes and samples vary this scenario (its base is ignored)")
+@click.option("--verify", is_flag=True,
+              help="simulate the plan at its peak and, where a workload misses a target, hold more headroom for it "
+                   "and solve again (planner simulate; exit 4 if no plan holds)")
+@click.option("--seed", type=int, default=0, show_default=True, help="--verify: the simulation's seed")
+@click.option("--sim-duration", "sim_duration_s", type=float, default=None,
+              help="--verify: seconds of simulated arrivals [default: planner simulate's]")
+@click.option("--trace", "trace_name", default=None, metavar="FILE|NAME",
+              help="--verify: replay a trace's shape of traffic instead of Poisson arrivals")
 def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings, objective, detail, fleet_only,
-          robust, samples_file):
+          robust, samples_file, verify, seed, sim_duration_s, trace_name):
     """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
     each workload is served, cost and power; with --robust, the one fleet that holds up best over samples."""
     from planner.errors import InfeasibleError, InputError
@@ -132,6 +141,7 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
 
     settings = [*settings, *([f"objective={objective}"] if objective else [])]
     sc = load_scenario(scenario, settings).with_solver(solver, time_limit)  # validated like the file's fields
+    compile_first(quiet or fmt == "json")  # the time limit bounds the search, never the compilation
     if fleet_only:
         if robust is not None:
             raise InputError("--fleet-only and --robust do not go together", field="--fleet-only")
@@ -145,6 +155,16 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
         parse_statistic(robust)
         if sc.periods:
             raise InputError("--robust is not supported for build-outs over periods yet", field="--robust")
+    if verify and (robust is not None or sc.periods):
+        raise InputError("--verify simulates a single-period plan: not with --robust or a build-out",
+                         field="--verify")
+    trace = None
+    if trace_name is not None:
+        if not verify:
+            raise InputError("--trace goes with --verify", field="--trace")
+        from planner.traces import read_trace
+
+        trace = read_trace(trace_name)
     if html_path:
         check_output_file(html_path, "--html", inputs=[scenario])
     if out_dir:
@@ -167,10 +187,18 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
 
     try:
         with report.progress_display(enabled=not quiet and fmt != "json") as progress:
+            verified = None
             if robust is not None:
                 from planner.sweep.robust import solve_robust
 
                 plan = solve_robust(sc, samples_file, robust, progress=progress)
+            elif verify:
+                from planner.sim.verify import verify as verify_plan
+
+                verified = verify_plan(sc, solve_plan, seed=seed, duration_s=sim_duration_s, trace=trace,
+                                       progress=progress)
+                plan = verified.plan
+                plan.verification = verified.to_dict()
             else:
                 plan = solve_plan(sc, progress=progress)
     except InputError as exc:
@@ -188,6 +216,16 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
     if out_dir:
         wrote(f"{out_dir} (plan.json, and each table as CSV and Parquet)")
     html(plan)
+    if verified is not None:
+        from planner.errors import CheckFailed
+        from planner.sim.verify import verification_lines
+
+        if fmt != "json":
+            for line in verification_lines(verified):
+                click.echo(line)
+        if not verified.holds:
+            raise CheckFailed(f"{scenario}: no plan holds its targets in simulation: "
+                              + "; ".join(verified.simulation.failures), [])
 
 
 @main.command()
@@ -447,6 +485,32 @@ def check(plan_file, fmt):
         raise CheckFailed(f"{plan_file}: {len(failed)} of {len(checks)} checks fail: "
                           + "; ".join(f"{c['check']} ({c['detail']})" for c in failed[:5])
                           + (" ..." if len(failed) > 5 else ""), checks)
+
+
+@main.command()
+def warmup():
+    """Compile and cache the performance and simulation kernels (once after installing; make demo and make test
+    run it), so that no solve's time limit is spent compiling."""
+    from planner.warmup import COLD_ESTIMATE, kernels_cached, warmup as compile_kernels
+
+    if kernels_cached():
+        click.echo("kernels already compiled; checking them", err=True)
+    else:
+        click.echo(f"compiling kernels (first run only, {COLD_ESTIMATE})", err=True)
+    t0 = time.perf_counter()
+    compile_kernels(progress=lambda name, s: click.echo(f"  {name}: {s:.1f} s", err=True))
+    click.echo(f"kernels ready ({time.perf_counter() - t0:.1f} s)", err=True)
+
+
+def compile_first(quiet: bool) -> None:
+    """Compile the kernels before a command whose time limit must not pay for it, saying so on a terminal."""
+    from planner.warmup import COLD_ESTIMATE, kernels_cached, warmup as compile_kernels
+
+    if kernels_cached():
+        return
+    if not quiet:
+        click.echo(f"compiling kernels (first run only, {COLD_ESTIMATE}; `planner warmup` does it ahead)", err=True)
+    compile_kernels(progress=None if quiet else lambda name, s: click.echo(f"  {name}: {s:.1f} s", err=True))
 
 
 @main.command()

@@ -1,0 +1,63 @@
+"""``planner warmup``: compile every jitted kernel once and cache it, so that no user's first solve spends its
+time limit compiling (issue 25). ``make demo`` and ``make test`` run it as the last step of installing.
+
+Numba compiles a kernel on its first call and caches the machine code beside the sources (``solvers/jit.py``);
+the cache is dropped whenever a source of ``solvers/`` changes. ``kernels_cached`` says whether the cache is
+there, so the CLI can run this first, and say so, instead of charging the compilation to a solve.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from importlib import resources
+from pathlib import Path
+
+from planner.fleet.solve import solve
+from planner.perf.estimate import estimate
+from planner.perf.frontier import frontier
+from planner.scenario import load_scenario
+from planner.sim import simulate
+from solvers.jit import ROOT
+
+COLD_ESTIMATE = "about a minute on 2 cores"
+WARMUP_SCENARIO = "warmup.yaml"
+# A driver of each layer: when these are cached, so is what they call.
+SENTINELS = (("perf", "sweep"), ("perf", "kernels"), ("sim", "engine"))
+
+
+def cache_roots() -> list[Path]:
+    """Where numba keeps the cache: beside the sources, or under NUMBA_CACHE_DIR (solvers/jit.py's fallback)."""
+    roots = [ROOT]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        roots.append(Path(os.environ["NUMBA_CACHE_DIR"]))
+    return roots
+
+
+def kernels_cached() -> bool:
+    """True when every sentinel module has cached kernels (numba's ``.nbi`` index files)."""
+    return all(any(package in p.parts for root in cache_roots() for p in root.rglob(f"{module}.*.nbi"))
+               for package, module in SENTINELS)
+
+
+def warmup(progress=None) -> dict:
+    """Compile and cache the kernels: solve, simulate, estimate and frontier on a small scenario that reaches every
+    kind of option. Returns the seconds each step took; ``progress(step, seconds)`` after each."""
+    steps = {}
+
+    def step(name, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        steps[name] = time.perf_counter() - t0
+        if progress:
+            progress(name, steps[name])
+        return out
+
+    path = resources.files("planner") / "data" / WARMUP_SCENARIO
+    with resources.as_file(path) as p:
+        scenario = load_scenario(p)
+    plan = step("solve", lambda: solve(scenario))
+    step("simulate", lambda: simulate(plan, duration_s=5.0))
+    step("estimate", lambda: estimate("llama-3.1-70b", "vr-nvl72", batch=8, precision="fp8"))
+    step("frontier", lambda: frontier("llama-3.1-8b", ["hgx-h100"]))
+    return steps

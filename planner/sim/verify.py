@@ -1,0 +1,142 @@
+"""``solve --verify``: a plan checked by simulation and, where a workload misses a target, repaired by holding more
+capacity for it and solving again (docs/MODEL.md 16.5).
+
+The repair's knob is the workload's ``capacity_headroom`` (its pools sized for the peak x (1 + headroom)): the
+honest remedy for pools that queue at the peak, and one the plan states. The first guess is square-root staffing:
+a pool whose `a` streams (or prompts) are in service at the peak needs about `z sqrt(a)` more slots for only a
+share `1 - q` of arrivals to wait, `z` the normal quantile of the workload's percentile `q`, so the headroom is
+`z / sqrt(a)`; a workload that still fails gets twice its last increase, up to ``MAX_ROUNDS`` solves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+from planner.errors import InfeasibleError
+from planner.fleet.demand import Demand
+from planner.sim.run import SimResult, simulate
+
+MAX_ROUNDS = 5  # solves in all, the first included
+MIN_STEP = 0.02  # the least headroom a repair adds
+
+
+@dataclass
+class Round:
+    plan: object  # a Plan
+    simulation: SimResult
+    headroom: dict  # workload -> capacity_headroom it was solved with
+
+    def to_dict(self) -> dict:
+        return {"headroom": dict(self.headroom), "holds": self.simulation.holds,
+                "failures": self.simulation.failures, "status": self.plan.status,
+                "objective_usd_per_year": self.plan.objective_usd_per_year}
+
+
+@dataclass
+class Verified:
+    rounds: list[Round] = field(default_factory=list)
+    unrepaired: str | None = None  # why the repair stopped short, where it did
+
+    @property
+    def plan(self):
+        return self.rounds[-1].plan
+
+    @property
+    def simulation(self) -> SimResult:
+        return self.rounds[-1].simulation
+
+    @property
+    def holds(self) -> bool:
+        return self.simulation.holds
+
+    @property
+    def repaired(self) -> bool:
+        return len(self.rounds) > 1
+
+    def to_dict(self) -> dict:
+        return {"holds": self.holds, "repaired": self.repaired, "unrepaired": self.unrepaired,
+                "rounds": [r.to_dict() for r in self.rounds],
+                "simulation": self.simulation.to_dict(),
+                "first_simulation": self.rounds[0].simulation.to_dict() if self.repaired else None}
+
+
+def headroom_of(scenario, workload: str) -> float:
+    w = next(x for x in scenario.workloads if x.name == workload)
+    own = getattr(w, "capacity_headroom", None)
+    return float(own if own is not None else scenario.site.capacity_headroom)
+
+
+def first_step(demand, percentile: float) -> float:
+    """Square-root staffing: z / sqrt(streams in service at the peak), at least MIN_STEP."""
+    z = NormalDist().inv_cdf(min(max(percentile, 0.5), 0.9999))
+    streams = max(1.0, demand.concurrent_streams)
+    return max(MIN_STEP, z / math.sqrt(streams))
+
+
+def next_headroom(scenario, plan, simulation: SimResult, steps: dict) -> dict:
+    """The headroom each failing workload is solved with next; ``steps`` (workload -> last increase) is updated."""
+    demands = {d["name"]: d for d in plan.to_dict()["inputs"]["demands"]}
+    out = {}
+    for w in simulation.workloads:
+        if w.holds:
+            continue
+        step = steps.get(w.workload)
+        if step is None:
+            step = first_step(Demand.from_dict(demands[w.workload]), w.ttft_percentile / 100.0)
+        else:
+            step *= 2.0
+        steps[w.workload] = step
+        out[w.workload] = headroom_of(scenario, w.workload) + step
+    return out
+
+
+def verify(scenario, solve, seed: int = 0, duration_s: float | None = None, trace=None, on_round=None,
+           **solve_kwargs) -> Verified:
+    """Solve, simulate, and while a workload misses a target raise its headroom and solve again (at most
+    MAX_ROUNDS solves). ``solve`` is ``planner.solve``; the last round is the answer, whether it holds or not."""
+    result = Verified()
+    steps: dict = {}
+    for k in range(MAX_ROUNDS):
+        try:
+            plan = solve(scenario, **solve_kwargs)
+        except InfeasibleError as exc:
+            if not result.rounds:
+                raise
+            result.unrepaired = (f"adding headroom for {', '.join(sorted(steps))} leaves no feasible fleet "
+                                 f"({exc}); the last plan that solved is shown")
+            break
+        sim = simulate(plan, trace=trace, duration_s=duration_s, seed=seed)
+        result.rounds.append(Round(plan, sim, current_headroom(scenario)))
+        if on_round:
+            on_round(k + 1, sim)
+        if sim.holds or k + 1 == MAX_ROUNDS:
+            break
+        raised = next_headroom(scenario, plan, sim, steps)
+        scenario = scenario.with_({f"workloads.{name}.capacity_headroom": h for name, h in raised.items()})
+    if not result.holds and result.unrepaired is None:
+        result.unrepaired = f"targets still missed after {len(result.rounds)} solves with more headroom"
+    return result
+
+
+def verification_lines(v: Verified) -> list[str]:
+    """What the simulation found and what the repair did, in a few lines."""
+    first = v.rounds[0].simulation
+    lines = ["verified: " + ("the plan holds its targets in simulation" if first.holds else
+                             "the first plan misses: " + "; ".join(first.failures))]
+    for k, r in enumerate(v.rounds[1:], start=2):
+        raised = ", ".join(f"{w} {100 * h:.3g}%" for w, h in r.headroom.items() if h != v.rounds[0].headroom.get(w))
+        lines.append(f"  solve {k}: headroom {raised}: " + ("holds" if r.simulation.holds else
+                                                            "; ".join(r.simulation.failures)))
+    if v.repaired:
+        cost0, cost = v.rounds[0].plan.objective_usd_per_year, v.plan.objective_usd_per_year
+        lines.append(f"  the repaired plan costs {cost:,.0f} USD a year against {cost0:,.0f} "
+                     f"({100 * (cost / cost0 - 1):+.2f}%)" if cost0 and cost else "")
+    if v.unrepaired:
+        lines.append(f"  not repaired: {v.unrepaired}")
+    return [x for x in lines if x]
+
+
+def current_headroom(scenario) -> dict:
+    return {w.name: headroom_of(scenario, w.name) for w in scenario.workloads}

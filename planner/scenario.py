@@ -27,9 +27,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainSerializer,
+    PlainValidator,
     PrivateAttr,
     Strict,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -45,6 +48,8 @@ from planner.catalog import (
     model_catalog,
 )
 from planner.errors import InputError
+from planner.lengths import JSON_SCHEMA as LENGTHS_JSON_SCHEMA
+from planner.lengths import Lengths, MeanTokens, lengths_of, mean_tokens, spec_or_number
 from planner.measurements.table import Measurement, resolve_measurements
 from planner.perf.grid import Layouts
 from planner.perf.pack import family_efficiency
@@ -91,6 +96,19 @@ class _Section(BaseModel):
 def _problem(message: str, *loc: str | int) -> PydanticCustomError:
     """A validation error at ``loc`` (relative to the model that raises it); load_scenario maps it to a line."""
     return PydanticCustomError("scenario", "{message}", {"message": message, "loc": loc})
+
+
+def _token_lengths(value) -> MeanTokens:
+    """A token count of any shape ``planner.lengths.Lengths.from_spec`` reads, as its mean (carrying its spec)."""
+    try:
+        return mean_tokens(value)
+    except InputError as exc:
+        raise _problem(exc.message) from None
+
+
+# A prompt or output length: a number, {mean, p99} or {table}; the model holds its mean (a float), the file its shape.
+TokenLengths = Annotated[Any, PlainValidator(_token_lengths), PlainSerializer(spec_or_number),
+                         WithJsonSchema(LENGTHS_JSON_SCHEMA)]
 
 
 # ---- sections -------------------------------------------------------------------------------------------------
@@ -264,10 +282,13 @@ class Workload(_Section):
         "times a year)")
     peak_to_mean: Annotated[Number, Ge(1), Le(1000)] = Field(
         1.0, description="peak / mean rate, 1 to 1,000; the fleet is sized for the peak")
-    input_tokens: Annotated[PosNumber, Le(1e8)] = Field(
-        description="mean prompt tokens per request (agentic: of the first turn), at most 1e8")
-    output_tokens: Annotated[PosNumber, Le(1e8)] = Field(
-        description="mean visible output tokens per request (agentic: per turn), at most 1e8")
+    input_tokens: TokenLengths = Field(
+        description="prompt tokens per request (agentic: of the first turn): a number (every prompt that long, at "
+        "most 1e8), {mean: M, p99: P} (lognormal, M < P <= 14.97 M) or {table: [[tokens, weight], ...]}; plans "
+        "use the mean, the TTFT queue the spread (docs/MODEL.md 15)")
+    output_tokens: TokenLengths = Field(
+        description="visible output tokens per request (agentic: per turn): a number (at most 1e8), {mean: M, p99: "
+        "P} or {table: [[tokens, weight], ...]}; plans use the mean")
     reasoning_tokens: Annotated[NonNegNumber, Le(1e8)] = Field(
         0.0,
         description="mean hidden reasoning tokens per call, generated at the same speed before the output; "
@@ -364,6 +385,16 @@ class Workload(_Section):
     def resolved_min_tps_per_user(self) -> float:
         """Output tokens/s each user must see: min_tps_per_user, or the tier's figure."""
         return self.min_tps_per_user if self.min_tps_per_user is not None else TIERS[self.tier]
+
+    @property
+    def input_lengths(self) -> Lengths:
+        """The distribution of prompt tokens (agentic: of the first turn's prompt); ``input_tokens`` is its mean."""
+        return lengths_of(self.input_tokens, "input_tokens")
+
+    @property
+    def output_lengths(self) -> Lengths:
+        """The distribution of visible output tokens; ``output_tokens`` is its mean."""
+        return lengths_of(self.output_tokens, "output_tokens")
 
     @property
     def calls_per_s(self) -> float:

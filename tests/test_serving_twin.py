@@ -55,11 +55,15 @@ def engine_against_twin(seed: int, colocated: bool, agentic: bool):
     pre = sweep.prefill_per_layout(m, h, layouts, wl[L.W_PREFILL_TOKENS])
     rate = np.where(pre[:, 0] > 0, pre[:, 0], 1e-30) if colocated else np.full(len(layouts), np.inf)
     single = pre[:, 1] if colocated else np.zeros(len(layouts))
+    # colocated prompts queue in a pool sized for the workload's load (M/G/c), some layouts capped to a few servers
+    load, scv = 10 ** rng.uniform(1, 6), float(rng.choice([0.0, 0.4, 1.0, 2.5]))
+    cap = np.where(rng.uniform(size=len(layouts)) < 0.5, np.inf, rng.integers(1, 20, len(layouts)).astype(float))
     got = sweep.best_decode_per_layout(m, draft, h, wl, layouts, np.searchsorted(pps, layouts[:, 1]), touched,
-                                       draft_touched, batches, k, a, rate, single)
+                                       draft_touched, batches, k, a, rate, single, load, scv, cap)
     for i, layout in enumerate(layouts):
         for j in range(len(k)):
-            want = twin.best_batch(m, h, wl, tuple(layout), batches, k[j], a[j], rate[i], single[i], draft)
+            want = twin.best_batch(m, h, wl, tuple(layout), batches, k[j], a[j], rate[i], single[i], draft, load, scv,
+                                   cap[i])
             row = got[i * len(k) + j]
             assert row[L.E_TOKENS_PER_S] == pytest.approx(want[0], rel=1e-7, abs=1e-12), (i, j)
             if want[0] > 0:
@@ -145,13 +149,20 @@ def test_prefill_capacity_equals_its_twin(seed):
     prefill = np.column_stack([10 ** rng.uniform(3, 6, n), 10 ** rng.uniform(-2, 0, n)])
     prefill[0, 0] = 0.0  # a layout whose prompt does not fit serves nothing
     transfer = 10 ** rng.uniform(-4, -1, n)
-    tokens, target, q = float(rng.integers(100, 20000)), 10 ** rng.uniform(-1, 1), 0.9
-    got = sweep.prefill_capacity(prefill, transfer, tokens, target, q)
-    assert (got[0] == 0).all()
+    tokens, target, q = float(rng.integers(100, 20000)), 10 ** rng.uniform(-1, 1), float(rng.choice([0.5, 0.9, 0.99]))
+    # the pool's load: up to a few dozen of the slowest layout's replicas (the twin counts servers one by one)
+    load, scv = prefill[1:, 0].min() * rng.uniform(0.3, 40.0), float(rng.choice([0.0, 0.5, 1.0, 3.0]))
+    cap = np.where(rng.uniform(size=n) < 0.5, np.inf, rng.integers(1, 10, n).astype(float))
+    got = sweep.prefill_capacity(prefill, transfer, tokens, target, q, load, scv, cap)
+    assert (got[0, :3] == 0).all() and got[0, 3] == 1.0
     for i in range(1, n):
         service, fixed = tokens / prefill[i, 0], prefill[i, 1] + transfer[i]
-        util = twin.max_prefill_utilization(target, fixed, service, q)
+        servers = twin.prefill_pool_servers(load, prefill[i, 0], target, fixed, service, q, scv, cap[i])
+        util = twin.mgc_max_utilization(target, fixed, service, q, servers, scv)
+        assert got[i, 3] == servers
         assert got[i, 0] == pytest.approx(util, rel=1e-9, abs=1e-12)
         assert got[i, 1] == pytest.approx(prefill[i, 0] * util, rel=1e-9, abs=1e-9)
         if util > 0:
-            assert got[i, 2] == pytest.approx(fixed + twin.wait_quantile_s(util, service, q), rel=1e-9)
+            assert got[i, 2] == pytest.approx(fixed + twin.mgc_wait_quantile_s(servers, util, service, scv, q),
+                                              rel=1e-9)
+            assert got[i, 2] <= target * (1 + 1e-12)

@@ -288,9 +288,10 @@ def test_time_limit_returns_the_best_plan_with_its_gap():
     t0 = time.monotonic()
     build_problem(sc)  # the limit covers the engine too
     engine_s = time.monotonic() - t0
-    # SCIP finds a plan within about a second of the MILP's start (HiGHS needs ~4 s); the engine's time varies
-    # with the machine's load, so the limit leaves it twice its measured time plus that second
-    plan = solve(sc, solver="scip", time_limit_s=2 * engine_s + 1.0)
+    # SCIP finds a plan within about a second of the MILP's start (HiGHS needs ~4 s), and mixed-site solves twice
+    # (once more after sizing two of its prefill pools again, OPTIMIZER.md 14); the engine's time varies with the
+    # machine's load, so the limit leaves it twice its measured time plus those seconds
+    plan = solve(sc, solver="scip", time_limit_s=2 * engine_s + 4.0)
     assert plan.status in ("time_limit", "optimal")
     if plan.status == "time_limit":
         assert plan.solver["relative_gap"] is not None and plan.solver["relative_gap"] > 0

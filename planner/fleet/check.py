@@ -23,7 +23,7 @@ from planner.fleet.demand import Demand
 from planner.fleet.draw import mean_power_mw
 from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, billed_power_w, finance_args,
                                    kept_rack_cost_parts, rental_cost)
-from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES
+from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
 from planner.vocabulary import API_KIND, API_PREFIX, DECODE_ROLES, DEFAULT_CURTAILMENT_ORDER, PREFILL_ROLES, STATUSES
 from solvers.objectives import objective as objective_named
 
@@ -156,9 +156,13 @@ def check(plan) -> list[dict]:
         return [result("allocation", False, "the allocation is not a list of rows")]
     checks: list[dict] = []
     capacity = {}  # row index -> (output, prefill) tokens/s the re-scored replicas serve
+    try:
+        queues = pools(rows)  # each pool's servers and utilization, from its rows (MODEL.md 9.2)
+    except UNREADABLE:
+        queues = None  # a tampered row: each row is then judged as its own pool, and fails its own checks
     for i, row in enumerate(rows):
         try:
-            found, cap = allocation_checks(i, row, rows, inputs)
+            found, cap = allocation_checks(i, row, rows, inputs, queues)
         except UNREADABLE as exc:  # a row with a field removed or of the wrong kind fails; the others are checked
             found, cap = [result(f"allocation[{i}]", False, f"the row cannot be read: {_unreadable(exc)}")], (0.0, 0.0)
         checks.extend(found)
@@ -185,9 +189,11 @@ def _unreadable(exc: Exception) -> str:
     return f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
 
 
-def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tuple[list[dict], tuple]:
+def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
+                      queues: dict | None = None) -> tuple[list[dict], tuple]:
     """Checks of one allocation row, and the (output, prefill) tokens/s its replicas serve once re-scored (the
-    reported figures where they are within the re-scored capacity, else the capacity)."""
+    reported figures where they are within the re-scored capacity, else the capacity). ``queues``: each pool's
+    (servers, utilization) (``options.pools`` of every row); the row's TTFT is its pool's."""
     try:
         role, hw_id, replicas = row["role"], row["hardware"], float(row["replicas"])
         name = (f"allocation {row['workload']}/attention+ffn/{hw_id}+{row.get('ffn_hardware')}" if role == "attention"
@@ -225,16 +231,22 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs) -> tu
         out.append(result(name + " measured", r.fits, "re-read from the plan's measurements at its concurrency"
                           if r.fits else "no measurements of this system, precision, role and layout in the plan"))
     else:
-        r = kind.rescore(row, demand, model, inputs.hardware, inputs.efficiency, inputs.models)
+        key = pool_key(row)
+        pool = None if key is None else (queues if queues is not None else pools([row])).get(key)
+        r = kind.rescore(row, demand, model, inputs.hardware, inputs.efficiency, inputs.models, pool)
         out.append(result(name + " fits", r.fits, "weights and KV (with sessions waiting on tools) fit the replica"))
+        if pool is not None:
+            out.append(same(name + " servers", row.get("servers"), pool[0]))
     out.append(result(name + " replicas", replicas >= 0 and math.isfinite(replicas), f"{replicas:g} replicas"))
     if kind.covers_decode:
         out.append(result(name + " speed", r.tps_per_user >= demand.min_tps_per_user * (1 - 1e-9),
                           f"{r.tps_per_user:.4g} tok/s/user, tier {demand.min_tps_per_user:g}"))
         out.append(same(name + " tps_per_user", row.get("tps_per_user"), r.tps_per_user))
     if r.ttft:
+        servers = f" in a pool of {row.get('servers'):g} servers" if isinstance(row.get("servers"), (int, float)) else ""
         out.append(result(name + " ttft", r.ttft["ttft_s"] <= demand.ttft_s * (1 + 1e-9),
-                          f"{r.ttft['ttft_s']:.4g} s at p{demand.ttft_quantile * 100:g}, target {demand.ttft_s:g} s"))
+                          f"{r.ttft['ttft_s']:.4g} s at p{demand.ttft_quantile * 100:g}{servers}, target "
+                          f"{demand.ttft_s:g} s"))
         for key in ["ttft_s"] + [f"ttft_p{p}_s" for p in TTFT_PERCENTILES]:
             if key in r.ttft:  # a measured row has its measured percentile only
                 out.append(same(f"{name} {key}", row.get(key), r.ttft[key]))

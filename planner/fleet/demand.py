@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.catalog import Model
+from planner.errors import InputError
+from planner.lengths import Lengths
 from planner.perf.speculative import Speculation, auto_methods, published_acceptance
 from planner.vocabulary import AUTO_SPECULATIVE, DEFAULT_ACCEPTANCE, SECONDS_PER_YEAR
 
@@ -44,6 +46,31 @@ class Demand:
     auto_methods: tuple = ()  # speculative auto: the drafters it considers (none first)
     headroom: float = 0.0  # site.capacity_headroom: pools sized for the peak x (1 + this)
     api: tuple = ()  # hosted offers: ((name, usd/Mtok input, cached input, output, max tok/s per user), ...)
+    input_lengths: dict | None = None  # the prompt length distribution's spec (planner.lengths); None: fixed
+    output_lengths: dict | None = None  # the visible output's; None: fixed
+
+    def input_length_dist(self) -> Lengths:
+        """The distribution of one call's prompt tokens, with mean ``input_tokens``: the scenario's spec (of the
+        first turn's prompt) shifted by the growth of an agentic call's prompt over the first one, on the mean
+        (MODEL.md 15), or fixed at ``input_tokens`` without a spec."""
+        if self.input_lengths is None:
+            return Lengths.fixed(self.input_tokens)
+        first = Lengths.from_spec(self.input_lengths, "input_lengths")
+        return first.shifted(self.input_tokens - first.mean)
+
+    def output_length_dist(self) -> Lengths:
+        """The distribution of one call's generated tokens, with mean ``output_tokens``: the visible output's spec
+        shifted by the mean reasoning tokens, or fixed at ``output_tokens`` without a spec."""
+        if self.output_lengths is None:
+            return Lengths.fixed(self.output_tokens)
+        visible = Lengths.from_spec(self.output_lengths, "output_lengths")
+        return visible.shifted(self.output_tokens - visible.mean)
+
+    @property
+    def prefill_scv(self) -> float:
+        """Squared coefficient of variation of a prompt's prefill time: to first order prefill time is linear in
+        prompt tokens (and the prefix cache takes the same share of each), so the prompt lengths' (MODEL.md 15)."""
+        return self.input_length_dist().scv
 
     @property
     def working_share(self) -> float:
@@ -167,6 +194,12 @@ class Demand:
                 raise ValueError(f"demand {values.get('name')!r}: api is {offers!r}, not [[name, in, cached, out, "
                                  f"tok/s], ...]")
             values["api"] = tuple((str(o[0]), *(float(x) for x in o[1:])) for o in offers)
+        for key in ("input_lengths", "output_lengths"):
+            if values.get(key) is not None:
+                try:
+                    values[key] = Lengths.from_spec(values[key], key).spec
+                except InputError as exc:
+                    raise ValueError(f"demand {values.get('name')!r}: {exc}") from None
         if "auto_methods" in values:
             methods = values["auto_methods"]
             if not isinstance(methods, (list, tuple)) or not all(isinstance(m, str) for m in methods):
@@ -206,4 +239,5 @@ def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None, h
         api=tuple((a.name, float(a.usd_per_mtok_input), float(a.usd_per_mtok_input if a.usd_per_mtok_cached_input
                                                               is None else a.usd_per_mtok_cached_input),
                    float(a.usd_per_mtok_output), float(a.max_tps_per_user)) for a in workload.api),
+        input_lengths=workload.input_lengths.spec, output_lengths=workload.output_lengths.spec,
     )

@@ -15,6 +15,7 @@ a time, for ``check``):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -26,15 +27,18 @@ from planner.fleet.demand import Demand
 from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts
 from planner.perf.pack import efficiency_of, hardware_vector, model_vector, split_model_vectors
 from solvers.perf import slots as L
+from solvers.perf.queue import servers_for_load, wait_quantile_s
 
 COLUMNS = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
            "speculative", "draft_tokens", "acceptance", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
            "prefill_tokens_per_s", "prefill_share", "power_w", "ffn_hardware", "ffn_chips", "ffn_precision",
-           "ttft_fixed_s", "prefill_service_s", "source", "measurement")
+           "ttft_fixed_s", "prefill_service_s", "servers", "source", "measurement")
 # Defaults for columns only some kinds fill: the FFN side of a split, and the parts of a TTFT that queues
-# (fixed time before any wait, and one prompt's service time) for prefill and colocated options.
+# (fixed time before any wait, one prompt's service time, and the servers of the pool the option was sized for:
+# its c_assumed, MODEL.md 9.2) for prefill and colocated options.
 NOT_SPLIT = {"ffn_hardware": "", "ffn_chips": 0, "ffn_precision": "", "ttft_fixed_s": float("nan"),
-             "prefill_service_s": float("nan"), "source": "model", "measurement": ""}
+             "prefill_service_s": float("nan"), "servers": float("nan"), "source": "model", "measurement": ""}
+POOL_ROLES = ("prefill", "colocated")  # the roles whose prompts queue in a pool (MODEL.md 9.2)
 SPLIT_KEEP = 12  # attention/FFN options kept per workload and pair, ranked by capex per unit of capacity
 TTFT_PERCENTILES = (50, 90, 99)
 
@@ -131,10 +135,13 @@ class System:
 
 
 def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft: np.ndarray,
-               efficiency: dict | None = None, layouts: Layouts = Layouts()) -> System:
+               efficiency: dict | None = None, layouts: Layouts = Layouts(), only: tuple | None = None) -> System:
+    """``only``: one (tp, pp, ep) layout of the grid instead of all of them (an option generated again)."""
     from solvers.perf import sweep
 
     grid = layouts.grid(hw, model)
+    if only is not None:
+        grid = grid[np.all(grid == np.asarray(only, dtype=grid.dtype), axis=1)]
     mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
     pps = np.unique(grid[:, 1])
     _, ks, _ = spec_settings(demand)
@@ -145,8 +152,11 @@ def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft
 
 
 # ---- generators: the engine's options of each kind ---------------------------------------------------------
-def decode_options(demand: Demand, model: Model, sys: System, opts: Options, colocated: bool = False) -> None:
-    """Score every layout x speculative setting x batch of one system; add the Pareto options."""
+def decode_options(demand: Demand, model: Model, sys: System, opts: Options, colocated: bool = False,
+                   max_servers: float = math.inf) -> None:
+    """Score every layout x speculative setting x batch of one system; add the Pareto options. Colocated, each
+    batch's prompts queue in a pool of the replicas that serve the workload's whole sized demand at that batch
+    (``solvers.perf.queue.servers_for_load``, at most ``max_servers``; MODEL.md 9.2)."""
     from solvers.perf import sweep
 
     grid, hw, precision = sys.grid, sys.hw, sys.precision
@@ -156,8 +166,10 @@ def decode_options(demand: Demand, model: Model, sys: System, opts: Options, col
     else:
         rate, single = np.full(len(grid), np.inf), np.zeros(len(grid))
     settings, ks, accepted = spec_settings(demand)
+    load = demand.sized_output_tokens_per_s
     res = sweep.best_decode_per_layout(sys.mv, sys.draft, sys.hv, sys.wl, grid, np.searchsorted(sys.pps, grid[:, 1]),
-                                       sys.touched, sys.draft_touched, BATCHES, ks, accepted, rate, single)
+                                       sys.touched, sys.draft_touched, BATCHES, ks, accepted, rate, single, load,
+                                       demand.prefill_scv, np.full(len(grid), float(max_servers)))
     opts.candidates_scored += len(grid) * len(settings) * len(BATCHES)
     layout_of = np.repeat(np.arange(len(grid)), len(settings))
     spec_of = np.tile(np.arange(len(settings)), len(grid))
@@ -180,6 +192,7 @@ def decode_options(demand: Demand, model: Model, sys: System, opts: Options, col
                                   float(res[i, L.E_PREFILL_SHARE]) if colocated else 0.0),
             ttft_fixed_s=float(single[layout_of[i]]) if colocated else float("nan"),
             prefill_service_s=float(demand.prefill_tokens / rate[layout_of[i]]) if colocated else float("nan"),
+            servers=float(servers_for_load(load, served, float(max_servers))) if colocated else float("nan"),
         )
 
 
@@ -198,13 +211,14 @@ def decode_draw_w(sys: System, row: int, batch: float, draft_tokens: int, accept
     return float(loaded_power_w(float(dec[L.B_POWER_W]), float(sys.prefill[row, 2]), prefill_share))
 
 
-def colocated_options(demand: Demand, model: Model, sys: System, opts: Options) -> None:
-    decode_options(demand, model, sys, opts, colocated=True)
+def colocated_options(demand: Demand, model: Model, sys: System, opts: Options, max_servers: float = math.inf) -> None:
+    decode_options(demand, model, sys, opts, colocated=True, max_servers=max_servers)
 
 
-def prefill_options(demand: Demand, model: Model, sys: System, opts: Options) -> None:
+def prefill_options(demand: Demand, model: Model, sys: System, opts: Options, max_servers: float = math.inf) -> None:
     """Prefill-only replicas of every layout, each run at the highest utilization that keeps the TTFT percentile
-    (including the KV transfer to the decode pool)."""
+    (including the KV transfer to the decode pool) in an M/G/c pool of the replicas that serve the workload's whole
+    sized prefill demand at that utilization (at most ``max_servers``; MODEL.md 9.2)."""
     from solvers.perf import sweep
     from solvers.perf.kernels import idle_power_w, loaded_power_w
     from solvers.perf.serving import kv_transfer_s
@@ -213,8 +227,9 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options) ->
     opts.candidates_scored += len(grid)
     chips = grid[:, 0] * grid[:, 1]
     transfer = np.array([kv_transfer_s(sys.mv, sys.hv, c, demand.input_tokens) for c in chips])
-    util, capacity, ttft = sweep.prefill_capacity(pre, transfer, demand.prefill_tokens, demand.ttft_s,
-                                                  demand.ttft_quantile).T
+    util, capacity, ttft, servers = sweep.prefill_capacity(
+        pre, transfer, demand.prefill_tokens, demand.ttft_s, demand.ttft_quantile, demand.sized_prefill_tokens_per_s,
+        demand.prefill_scv, np.full(len(grid), float(max_servers))).T
     ok = np.flatnonzero(capacity > 0)
     for i in ok[pareto_by_chips(chips[ok], capacity[ok])]:
         opts.add(
@@ -225,6 +240,7 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options) ->
             prefill_share=float(util[i]),  # busy util[i] of the time at its pass's draw, idle the rest
             power_w=float(loaded_power_w(idle_power_w(sys.hv, float(chips[i])), pre[i, 2], util[i])),
             ttft_fixed_s=float(pre[i, 1] + transfer[i]), prefill_service_s=float(demand.prefill_tokens / pre[i, 0]),
+            servers=float(servers[i]),
         )
 
 
@@ -293,21 +309,56 @@ class Rescore:
     share: float | None = None  # colocated: share of the replica's time spent prefilling
 
 
-def ttft_at(fixed_s: float, service_s: float, utilization: float, quantile: float) -> float:
-    """TTFT at ``quantile``: fixed time + the M/M/1 wait quantile (``solvers.perf.serving.wait_quantile_s``)."""
-    from solvers.perf.serving import wait_quantile_s
+def ttft_at(fixed_s: float, service_s: float, utilization: float, quantile: float, servers: float,
+            scv: float) -> float:
+    """TTFT at ``quantile``: fixed time + the wait quantile of an M/G/c pool of ``servers`` at ``utilization``
+    with service scv ``scv`` (``solvers.perf.queue.wait_quantile_s``, the kernel the engine sized the option with)."""
+    return float(fixed_s + wait_quantile_s(float(servers), float(utilization), float(service_s), float(scv),
+                                           float(quantile)))
 
-    return float(fixed_s + wait_quantile_s(float(utilization), float(service_s), float(quantile)))
 
-
-def ttft_percentiles(fixed_s: float, service_s: float, utilization: float, quantile: float) -> dict:
-    """TTFT at the workload's own percentile and at p50, p90 and p99 (MODEL.md 9.2); {} when the row does not
-    prefill (NaN fixed time)."""
+def ttft_percentiles(fixed_s: float, service_s: float, utilization: float, quantile: float, servers: float,
+                     scv: float) -> dict:
+    """TTFT at the workload's own percentile and at p50, p90 and p99 (MODEL.md 9.2) in a pool of ``servers``;
+    {} when the row does not prefill (NaN fixed time)."""
     if not math.isfinite(fixed_s):
         return {}
-    out = {"ttft_s": ttft_at(fixed_s, service_s, utilization, quantile)}
-    out.update({f"ttft_p{p}_s": ttft_at(fixed_s, service_s, utilization, p / 100.0) for p in TTFT_PERCENTILES})
+    out = {"ttft_s": ttft_at(fixed_s, service_s, utilization, quantile, servers, scv)}
+    out.update({f"ttft_p{p}_s": ttft_at(fixed_s, service_s, utilization, p / 100.0, servers, scv)
+                for p in TTFT_PERCENTILES})
     return out
+
+
+# ---- pools: the replicas whose prompts share one queue ----------------------------------------------------------
+def pool_key(row: dict) -> tuple | None:
+    """The pool of an allocation row (MODEL.md 9.2): rows of one workload, role, system, layout, precision and
+    drafter share one queue of prompts; None for a row that queues none (decode, split, API, measured)."""
+    if row.get("role") not in POOL_ROLES or row.get("source", "model") != "model":
+        return None
+    return (row["workload"], row["role"], row["hardware"], int(row["tensor_parallel"]), int(row["pipeline_parallel"]),
+            bool(row["expert_parallel"]), row["precision"], row["speculative"])
+
+
+def row_utilization(row: dict) -> float:
+    """The share of its time one replica of the row prefills: a prefill row's utilization, a colocated row's
+    prefill share."""
+    return float(row["utilization"] if row["role"] == "prefill" else row["prefill_share"])
+
+
+def pools(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
+    """Each pool's (servers c, utilization): c = its replicas, counted as servers even where fractional (a
+    fraction is a server at that share of the speed; ``solvers.perf.queue.erlang_c`` interpolates), at least 1;
+    the utilization is its replicas' mean (weighted by replicas)."""
+    count: dict[tuple, list[float]] = {}
+    for r in rows:
+        key = pool_key(r)
+        if key is None:
+            continue
+        n = float(r["replicas"])
+        acc = count.setdefault(key, [0.0, 0.0])
+        acc[0] += n
+        acc[1] += n * row_utilization(r)
+    return {k: (max(1.0, n), busy / n if n > 0 else 0.0) for k, (n, busy) in count.items()}
 
 
 def _vectors(row: dict, model: Model, hw: Hardware, efficiency: dict | None):
@@ -322,9 +373,10 @@ def drafter(d: Demand, model: Model, models: dict | None) -> np.ndarray:
 
 
 def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,
-                   models: dict | None = None) -> Rescore:
+                   models: dict | None = None, pool: tuple | None = None) -> Rescore:
     """A decode or colocated row: decode and prefill breakdowns of its layout at its batch and speculative setting,
-    the colocated time share, the TTFT queue, the residency of agentic sessions (MODEL.md 3, 6, 7, 9.6)."""
+    the colocated time share, the TTFT queue of its ``pool`` ((servers, utilization), ``pools``; alone: one server
+    at its own share), the residency of agentic sessions (MODEL.md 3, 6, 7, 9.2, 9.6)."""
     from solvers.perf.kernels import loaded_power_w, prefill_breakdown, speculative_decode_breakdown
     from solvers.perf.serving import colocated_request_s, kv_fits, resident_share, spec_tokens
 
@@ -347,7 +399,8 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
         served = d.output_tokens / request_s
         share = prefill_s * served / d.output_tokens
         prefilled = served * d.prefill_tokens / d.output_tokens
-        ttft = ttft_percentiles(float(pre[L.B_TIME_S]), prefill_s, share, d.ttft_quantile)
+        servers, busy = pool if pool is not None else (1.0, share)
+        ttft = ttft_percentiles(float(pre[L.B_TIME_S]), prefill_s, busy, d.ttft_quantile, servers, d.prefill_scv)
         power = float(loaded_power_w(power, float(pre[L.B_POWER_W]), share))
     tps = served / batch
     kv_per_stream = float(dec[L.B_KV_BYTES_PER_CHIP]) / batch
@@ -357,9 +410,10 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
 
 
 def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,
-                    models: dict | None = None) -> Rescore:
+                    models: dict | None = None, pool: tuple | None = None) -> Rescore:
     """A prefill row at its utilization: the prompt's prefill on its layout, the KV transfer to the decode pool,
-    and the queue's wait (MODEL.md 4, 7)."""
+    and the wait in its ``pool``'s queue ((servers, utilization), ``pools``; alone: one server at the row's
+    utilization) (MODEL.md 4, 7, 9.2)."""
     from solvers.perf.kernels import idle_power_w, loaded_power_w, prefill_breakdown
     from solvers.perf.serving import kv_transfer_s
 
@@ -370,13 +424,14 @@ def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficien
     rate = float(pre[L.B_TOKENS_PER_S])
     fixed = float(pre[L.B_TIME_S]) + kv_transfer_s(mv, hv, float(row["chips_per_replica"]), d.input_tokens)
     util = float(row["utilization"])
-    ttft = ttft_percentiles(fixed, d.prefill_tokens / rate, util, d.ttft_quantile)
+    servers, busy = pool if pool is not None else (1.0, util)
+    ttft = ttft_percentiles(fixed, d.prefill_tokens / rate, busy, d.ttft_quantile, servers, d.prefill_scv)
     power = loaded_power_w(idle_power_w(hv, float(row["chips_per_replica"])), float(pre[L.B_POWER_W]), util)
     return Rescore(bool(pre[L.B_FITS] > 0.5), None, 0.0, rate * util, float(power), ttft)
 
 
 def rescore_split(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,
-                  models: dict | None = None) -> Rescore:
+                  models: dict | None = None, pool: tuple | None = None) -> Rescore:
     """An attention row of an attention/FFN split with its FFN side (MODEL.md 10)."""
     from solvers.perf.serving import spec_tokens
     from solvers.perf.split import split_decode_breakdown
@@ -509,6 +564,32 @@ def drafter_options(d: Demand, model: Model, models: dict[str, Model], hardware:
                         hw_f, model, kind.needs[1]) and (
                         not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
                     kind.generate(d, model, hw_a, hw_f, opts, draft, efficiency, layouts)
+
+
+def option_at_servers(cols: dict, j: int, demand: Demand, models: dict[str, Model], hardware: dict[str, Hardware],
+                      efficiency: dict | None, layouts: Layouts, servers: float) -> dict | None:
+    """Column ``j`` (a prefill or colocated option of ``demand``) generated again for a pool of at most ``servers``
+    servers (MODEL.md 9.2, the repair of docs/OPTIMIZER.md 14): the same system, precision, layout, drafter and
+    draft length; its utilization, batch and capacity as that pool allows. None when no such option meets the
+    tier and TTFT any more."""
+    kind = KINDS[str(cols["kind"][j])]
+    d = demand.for_row(str(cols["speculative"][j]))
+    k = int(cols["draft_tokens"][j])
+    if kind.covers_decode and k:
+        d = dataclasses.replace(d, draft_tokens=k)  # the column's one draft length, at the same acceptance
+    model, hw = models[d.model], hardware[str(cols["hardware"][j])]
+    layout = (float(cols["tensor_parallel"][j]), float(cols["pipeline_parallel"][j]),
+              float(int(cols["expert_parallel"][j])))
+    sys = system_for(d, model, hw, str(cols["precision"][j]), drafter(d, model, models), efficiency_of(efficiency, hw),
+                     layouts, only=layout)
+    if not len(sys.grid):
+        return None
+    opts = Options()
+    kind.generate(d, model, sys, opts, max_servers=float(servers))
+    found = [i for i in range(len(opts)) if opts.rows["draft_tokens"][i] == k]
+    if not found:
+        return None
+    return {c: opts.rows[c][found[0]] for c in COLUMNS}
 
 
 def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[str, Hardware],

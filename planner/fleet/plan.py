@@ -17,7 +17,7 @@ from planner import __version__, catalog
 from planner.fleet.curtail import curtailment_table, tier_label
 from planner.fleet.draw import mean_power_mw, site_draw
 from planner.fleet.finance import annual_revenue, idle_power_w, mean_tokens_per_year, rental_cost, usd_per_mtok
-from planner.fleet.options import KINDS, TTFT_PERCENTILES, ttft_percentiles
+from planner.fleet.options import KINDS, TTFT_PERCENTILES, pool_key, pools, ttft_percentiles
 from planner.fleet.problem import Built, rental_offers
 from planner.perf.grid import engines_running, pair_engines
 from planner.vocabulary import API_KIND, DECODE_ROLES
@@ -26,7 +26,7 @@ from solvers.vocabulary import HAS_PLAN
 ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
                       "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "acceptance",
                       "tps_per_user", "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
-                      "prefill_tokens_per_s", "utilization", "prefill_share", "power_mw", "mean_power_mw",
+                      "prefill_tokens_per_s", "utilization", "prefill_share", "servers", "power_mw", "mean_power_mw",
                       "ffn_hardware",
                       "ffn_chips", "ffn_precision", "engines", "source", "measurement", "acquisition",
                       "api_cost_usd", "column"]
@@ -122,9 +122,7 @@ def extract_plan(built: Built, sol) -> Plan:
                     built.unserved, inputs=built.inputs, built=built, timings=timings_of(built, sol))
     racks = np.asarray(sol.racks, dtype=float)
     rentals = rentals_of(built, sol)
-    rented = rented_by_hardware(rentals)
-    replicas = round_up_small(built.problem, racks, np.asarray(sol.replicas, dtype=float),
-                              np.array([rented.get(h.id, 0.0) for h in built.hardware]))
+    replicas = plan_replicas(built, sol)
     owned = {h.id: racks[i] * h.chips_per_rack for i, h in enumerate(built.hardware)}
     # in the table's own (sorted) order, as check reads it back
     alloc = allocation_table(mark_rented(allocation_table(allocation_rows(built, replicas)).to_dicts(), owned))
@@ -141,6 +139,13 @@ def extract_plan(built: Built, sol) -> Plan:
                 provenance(), built.unserved, alternatives=alternatives, tiers=tier_table(wl),
                 curtailment=curtailment, inputs=built.inputs, built=built, timings=timings_of(built, sol),
                 solution=sol, rentals=rentals)
+
+
+def plan_replicas(built: Built, sol) -> np.ndarray:
+    """[J] the replicas a plan reports: the solution's, small fractions rounded up where the racks have room."""
+    rented = rented_by_hardware(rentals_of(built, sol))
+    return round_up_small(built.problem, np.asarray(sol.racks, dtype=float), np.asarray(sol.replicas, dtype=float),
+                          np.array([rented.get(h.id, 0.0) for h in built.hardware]))
 
 
 def rentals_of(built: Built, sol) -> list[dict]:
@@ -209,8 +214,6 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
         if kind == API_KIND:
             rows.append(api_row(built, j, n))
             continue
-        ttft = ttft_percentiles(float(cols["ttft_fixed_s"][j]), float(cols["prefill_service_s"][j]),
-                                float(cols["prefill_share"][j]), 0.5)
         rows.append({
             "workload": str(cols["workload"][j]), "role": KINDS[kind].role, "hardware": str(cols["hardware"][j]),
             "replicas": int(round(n)) if abs(n - round(n)) < 1e-9 else n,
@@ -222,11 +225,12 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
             "draft_tokens": int(cols["draft_tokens"][j]),
             "acceptance": float(cols["acceptance"][j]),
             "tps_per_user": finite(float(cols["tps_per_user"][j])), "ttft_s": finite(float(cols["ttft_s"][j])),
-            **{f"ttft_p{p}_s": ttft.get(f"ttft_p{p}_s") for p in TTFT_PERCENTILES},
+            **{f"ttft_p{p}_s": None for p in TTFT_PERCENTILES},
             "output_tokens_per_s": n * float(cols["output_tokens_per_s"][j]),
             "prefill_tokens_per_s": n * float(cols["prefill_tokens_per_s"][j]),
             "utilization": finite(float(cols["prefill_share"][j])) if kind == "prefill" else None,
             "prefill_share": finite(float(cols["prefill_share"][j])) if kind == "colocated" else None,
+            "servers": None,
             "power_mw": n * float(cols["power_w"][j]) / 1e6,
             "ffn_hardware": str(cols["ffn_hardware"][j]) or None,
             "ffn_chips": int(cols["ffn_chips"][j]) if cols["ffn_hardware"][j] else None,
@@ -242,7 +246,45 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
         for row in rows[-2 if kind == "split" else -1:]:
             row["mean_power_mw"] = mean_power_mw(row, built.hardware_by_id[row["hardware"]],
                                                  built.demand_by_name[row["workload"]], built.scenario.finance)
+    return with_pool_ttft(rows, built)
+
+
+def with_pool_ttft(rows: list[dict], built: Built) -> list[dict]:
+    """Each prefill and colocated row's ``servers`` (its pool's c) and TTFT at p50/p90/p99 and at its workload's
+    percentile, from its pool's servers and utilization (``options.pools``: what check recomputes); a measured
+    row keeps its measured TTFT."""
+    cols = built.options
+    found = pools(rows)
+    for r in rows:
+        key = pool_key(r)
+        if r["role"] == API_KIND or not math.isfinite(float(cols["ttft_fixed_s"][r["column"]])):
+            continue
+        j = r["column"]
+        d = built.demand_by_name[r["workload"]]
+        servers, busy = found[key] if key is not None else (1.0, float(cols["prefill_share"][j]))
+        ttft = ttft_percentiles(float(cols["ttft_fixed_s"][j]), float(cols["prefill_service_s"][j]), busy,
+                                d.ttft_quantile, servers, d.prefill_scv)
+        r.update({k: finite(v) for k, v in ttft.items()})
+        if key is not None:
+            r["servers"] = servers
     return rows
+
+
+def assumed_servers_above_pools(built: Built, rows: list[dict]) -> dict[int, float]:
+    """Columns in use whose option was sized for more servers than its pool has (MODEL.md 9.2): column -> the
+    pool's whole servers (at least 1), for which it must be generated again."""
+    cols = built.options
+    found = pools(rows)
+    out: dict[int, float] = {}
+    for r in rows:
+        key = pool_key(r)
+        if key is None:
+            continue
+        j = int(r["column"])
+        servers = found[key][0]
+        if float(cols["servers"][j]) > servers * (1 + 1e-9):
+            out[j] = max(1.0, math.floor(servers))
+    return out
 
 
 
@@ -264,7 +306,7 @@ def api_row(built: Built, j: int, share: float) -> dict:
         **{f"ttft_p{p}_s": None for p in TTFT_PERCENTILES},
         "output_tokens_per_s": share * demand.sized_output_tokens_per_s,
         "prefill_tokens_per_s": share * demand.sized_prefill_tokens_per_s,
-        "utilization": None, "prefill_share": None, "power_mw": 0.0, "mean_power_mw": 0.0, "ffn_hardware": None,
+        "utilization": None, "prefill_share": None, "servers": None, "power_mw": 0.0, "mean_power_mw": 0.0, "ffn_hardware": None,
         "ffn_chips": None,
         "ffn_precision": None, "engines": "", "source": API_KIND, "measurement": name, "acquisition": API_KIND,
         "api_cost_usd": share * sum(demand.api_cost_parts(offer).values()), "column": int(j),

@@ -1,19 +1,30 @@
 """``planner.solve``: a scenario in, the cheapest fleet that serves it out (docs/OPTIMIZER.md), in four steps each
 callable alone: options and problem (``problem.build_problem``) -> MILP (``solvers.milp.optimize``) -> plan
-(``plan.extract_plan``) -> check (``check.check``, which refuses a plan that fails it)."""
+(``plan.extract_plan``) -> check (``check.check``, which refuses a plan that fails it). Between the MILP and the plan,
+``repair_pools`` generates again every option whose queue was sized for a larger pool than the plan deploys, and
+solves again (docs/OPTIMIZER.md 14)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
+
+import numpy as np
 
 from planner.errors import InfeasibleError, PlannerError
 from planner.fleet.check import check
 from planner.fleet.diagnose import infeasibility_message
-from planner.fleet.plan import Plan, extract_plan
-from planner.fleet.problem import build_problem
+from planner.fleet.options import option_at_servers
+from planner.fleet.plan import Plan, allocation_rows, assumed_servers_above_pools, extract_plan, plan_replicas
+from planner.fleet.problem import Built, build_problem
 from planner.fleet.whatif import one_more_rack
 from planner.vocabulary import SOLVERS
-from solvers.vocabulary import NO_PLAN
+from solvers.milp import optimize
+from solvers.vocabulary import HAS_PLAN, NO_PLAN
+
+# Rounds of ``repair_pools`` that generate again only the options whose pools came out smaller than assumed;
+# after them, every pooled option is generated for one server (always consistent) and solved once more.
+REPAIR_ROUNDS = 4
 
 
 def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None,
@@ -23,7 +34,6 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     total, text)`` hears about the engine's workloads and the MILP, if given. ``options_from``: a Built whose
     scored options this scenario may reuse (``planner.fleet.problem.build_problem``)."""
     from planner.scenario import Scenario, load_scenario
-    from solvers.milp import optimize
 
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -44,6 +54,7 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
                            f"--time-limit (or solver.time_limit_s)")
     sol = optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap,
                    fewest_platforms=settings.fewest_platforms)
+    built, sol = repair_pools(built, sol, settings, deadline, progress)
     if sol.status == NO_PLAN:
         raise PlannerError(f"the {sol.solver} solver found no plan within the time limit of "
                            f"{settings.time_limit_s:g} s; raise --time-limit (or solver.time_limit_s) or try another "
@@ -59,3 +70,53 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     if scenario.hardware.max_new_racks == 0 and scenario.installed_in_service():
         plan.one_more_rack = one_more_rack(plan, max(1.0, deadline - time.monotonic()))
     return plan
+
+
+def repair_pools(built: Built, sol, settings, deadline: float, progress=None) -> tuple[Built, object]:
+    """The plan's pools against the pools its options were sized for (MODEL.md 9.2, OPTIMIZER.md 14): where a pool
+    has fewer servers than its option's ``servers`` (c_assumed), that option is generated again at the pool's
+    whole servers and the MILP solved again. c_assumed only decreases, so this ends; after REPAIR_ROUNDS rounds,
+    every pooled option is generated at one server (which any pool has) and solved once more. Returns the Built
+    and solution of the last solve."""
+    for rnd in range(REPAIR_ROUNDS + 1):
+        if sol.status not in HAS_PLAN:
+            return built, sol
+        caps = assumed_servers_above_pools(built, allocation_rows(built, plan_replicas(built, sol)))
+        if not caps:
+            return built, sol
+        if rnd == REPAIR_ROUNDS:  # the last resort: one server everywhere
+            servers = built.options["servers"]
+            caps = {int(j): 1.0 for j in np.flatnonzero(np.nan_to_num(servers, nan=1.0) > 1.0)}
+        if progress:
+            progress(0, 1, f"pools smaller than assumed: {len(caps)} option(s) sized again, solving again")
+        built = with_options_at(built, caps)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools "
+                               f"again; raise --time-limit (or solver.time_limit_s)")
+        sol = optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap,
+                       fewest_platforms=settings.fewest_platforms)
+    return built, sol
+
+
+def with_options_at(built: Built, caps: dict[int, float]) -> Built:
+    """``built`` with each column j of ``caps`` generated again for a pool of at most ``caps[j]`` servers
+    (``options.option_at_servers``; a column that no longer meets its targets is dropped), and the MILP assembled
+    again from the columns."""
+    sc = built.scenario
+    started = time.perf_counter()
+    cols = {c: v.copy() for c, v in built.options.items()}
+    keep = np.ones(len(cols["workload"]), dtype=bool)
+    efficiency, layouts = sc.efficiencies(built.hardware_by_id), sc.layout_rule()
+    for j, servers in sorted(caps.items()):
+        d = built.demand_by_name[str(cols["workload"][j])]
+        row = option_at_servers(cols, j, d, built.models, built.hardware_by_id, efficiency, layouts, servers)
+        if row is None:
+            keep[j] = False
+            continue
+        for c, v in row.items():
+            cols[c][j] = v
+    cols = {c: v[keep] for c, v in cols.items()}
+    rebuilt = build_problem(sc, options_from=dataclasses.replace(built, options=cols))
+    return dataclasses.replace(rebuilt, candidates_scored=built.candidates_scored,
+                               engine_seconds=built.engine_seconds + time.perf_counter() - started)

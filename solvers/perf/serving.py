@@ -1,20 +1,16 @@
 """Serving formulas, jitted, written once: speculative tokens per step, replica power, the colocated time share,
-the TTFT queue, the residency of agentic sessions' KV caches and the KV transfer between pools (MODEL.md 3.4, 6,
-7, 9.6). The engine's hot loop, ``estimate``, the frontier and ``planner check`` all call these; the plain-Python
+the one-server TTFT queue (M/M/1; a pool's M/G/c queue is ``solvers.perf.queue``), the residency of agentic
+sessions' KV caches and the KV transfer between pools (MODEL.md 3.4, 6, 7, 9.6). The engine's hot loop, ``estimate``, the frontier and ``planner check`` all call these; the plain-Python
 twins are in ``solvers.perf.twin``.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from solvers.jit import njit
+from solvers.perf import queue
 from solvers.perf.kernels import kv_bytes_per_chip, loaded_power_w, replica_power_w  # noqa: F401 - serving figures too
+from solvers.perf.queue import MAX_PREFILL_UTILIZATION  # noqa: F401 - a serving figure too
 from solvers.perf.slots import H_SO_BW, H_SO_LAT
-
-MAX_PREFILL_UTILIZATION = 0.95  # a prefill server is never planned busier than this
 
 
 @njit
@@ -44,33 +40,18 @@ def colocated_request_s(output_tokens, interval_s, streams, accepted_tokens, pre
 
 @njit
 def wait_quantile_s(utilization, service_s, quantile):
-    """The ``quantile`` (0..1) of the queueing wait of an M/M/1 server with mean service ``service_s`` at
-    ``utilization`` (MODEL.md 7): P(W > t) = rho exp(-(1 - rho) t / s), so t_q = s ln(rho / (1 - q)) / (1 - rho)
-    when rho > 1 - q, else 0."""
-    if utilization >= 1.0:
-        return np.inf
-    if utilization <= 1.0 - quantile:
-        return 0.0
-    return service_s * math.log(utilization / (1.0 - quantile)) / (1.0 - utilization)
+    """The ``quantile`` (0..1) of the queueing wait of one M/M/1 server with mean service ``service_s`` at
+    ``utilization``: the M/G/c queue of ``solvers.perf.queue`` at c = 1, scv = 1, where P(W > t) = rho exp(-(1 -
+    rho) t / s), so t_q = s ln(rho / (1 - q)) / (1 - rho) when rho > 1 - q, else 0."""
+    return queue.wait_quantile_s(1.0, utilization, service_s, 1.0, quantile)
 
 
 @njit
 def max_prefill_utilization(ttft_target_s, fixed_s, service_s, quantile):
-    """The highest utilization of a prefill server at which fixed time + wait quantile stays within the target
-    (bisection: the wait grows with utilization). 0 if even an idle server misses the target; at most
-    MAX_PREFILL_UTILIZATION."""
-    if fixed_s > ttft_target_s:
-        return 0.0
-    lo, hi = 0.0, MAX_PREFILL_UTILIZATION
-    if fixed_s + wait_quantile_s(hi, service_s, quantile) <= ttft_target_s:
-        return hi
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if fixed_s + wait_quantile_s(mid, service_s, quantile) <= ttft_target_s:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    """The highest utilization of one M/M/1 prefill server at which fixed time + wait quantile stays within the
+    target (``solvers.perf.queue.max_utilization`` at c = 1, scv = 1). 0 if even an idle server misses the target;
+    at most MAX_PREFILL_UTILIZATION."""
+    return queue.max_utilization(ttft_target_s, fixed_s, service_s, quantile, 1.0, 1.0)
 
 
 @njit

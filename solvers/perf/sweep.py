@@ -37,15 +37,14 @@ from solvers.perf.kernels import (
     tier_read_time,
     usable_bytes_per_chip,
 )
+from solvers.perf.queue import max_utilization, prefill_pool_servers, servers_for_load, wait_quantile_s
 from solvers.perf.serving import (
     colocated_request_s,
     decode_tokens_per_s,
     kv_fits,
-    max_prefill_utilization,
     loaded_power_w,
     replica_power_w,
     resident_share,
-    wait_quantile_s,
 )
 from solvers.perf.split import split_decode_breakdown
 
@@ -232,14 +231,16 @@ def busiest_constants(c):
 
 
 @njit
-def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefill_s, single_s, interval, draft, tput,
-                         ttft, out):
+def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefill_s, single_s, load, scv,
+                         max_servers, interval, draft, tput, ttft, out):
     """The batch of one (layout, speculative setting) with the most output tokens/s per replica among those that
     fit (the drafter's weights and KV and agentic residency included), reach the tier and, colocated, meet the TTFT
     target. ``c`` and ``dc`` are the target's and the drafter's layout coefficients; ``k_draft`` draft tokens per
     step (0: plain decode), ``a`` accepted; with a drafter, ``draft`` holds its step at each batch
-    (``draft_steps``, the same for every draft length of the layout). Writes the E_* slots of ``out``;
-    ``interval``, ``tput`` and ``ttft`` are the calling thread's buffers."""
+    (``draft_steps``, the same for every draft length of the layout). Colocated, prompts queue in an M/G/c pool
+    (service scv ``scv``) of the servers that serve ``load`` output tokens/s at each batch's capacity
+    (``servers_for_load``, at most ``max_servers``). Writes the E_* slots of ``out``; ``interval``, ``tput`` and
+    ``ttft`` are the calling thread's buffers."""
     nb = batches.shape[0]
     decode_intervals(hw, c, touched_row, batches, k_draft + 1.0, interval)
     held_w, kv_per_stream = c[L.C_HELD_W], c[L.C_KV_HELD]
@@ -256,7 +257,8 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
         if colocated:  # each request also costs the replica its prefill, and prompts queue behind it
             request_s = colocated_request_s(output_tokens, interval[k], batches[k], a, prefill_s)
             served = output_tokens / request_s
-            ttft[k] += wait_quantile_s(prefill_s / request_s, prefill_s, wl[L.W_TTFT_QUANTILE])
+            servers = servers_for_load(load, served, max_servers)
+            ttft[k] += wait_quantile_s(servers, prefill_s / request_s, prefill_s, scv, wl[L.W_TTFT_QUANTILE])
         else:
             served = decode_tokens_per_s(batches[k], a, interval[k])
         tps = served / batches[k]
@@ -273,7 +275,7 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
 
 
 def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens,
-                           accepted_tokens, prefill_rate, prefill_single_s):
+                           accepted_tokens, prefill_rate, prefill_single_s, load=0.0, scv=1.0, max_servers=None):
     """For each (layout, speculative setting) pair, ``best_batch_of_layout`` (MODEL.md 3, 6, 7, 9.6).
 
     ``wl`` is a workload vector (slots W_*); ``draft`` the drafter's model vector (zeros without speculation);
@@ -281,15 +283,19 @@ def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dra
     with K + 1 query tokens per setting) and of ``draft_touched`` (the drafter's, one query token) for layout i's
     depth; ``draft_tokens`` K and ``accepted_tokens`` are the speculative settings (length s). Colocated serving:
     ``prefill_rate[i]`` prompt tokens/s and ``prefill_single_s[i]`` (one prompt alone) of the same layout; decode
-    only: prefill_rate = inf. Returns (n * s, N_ENGINE), row i * s + j.
+    only: prefill_rate = inf. A colocated pool's prompts queue as M/G/c (``solvers.perf.queue``) with service scv
+    ``scv`` and as many servers as serve the workload's ``load`` output tokens/s at each batch's capacity, at most
+    ``max_servers[i]`` (default: no limit but ``queue.MAX_SERVERS``). Returns (n * s, N_ENGINE), row i * s + j.
     """
+    cap = np.full(layouts.shape[0], np.inf) if max_servers is None else np.asarray(max_servers, dtype=np.float64)
     return _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
-                                   draft_tokens, accepted_tokens, prefill_rate, prefill_single_s, thread_count())
+                                   draft_tokens, accepted_tokens, prefill_rate, prefill_single_s, float(load),
+                                   float(scv), cap, thread_count())
 
 
 @njit_parallel
 def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens,
-                            accepted_tokens, prefill_rate, prefill_single_s, threads):
+                            accepted_tokens, prefill_rate, prefill_single_s, load, scv, max_servers, threads):
     n, s, nb = layouts.shape[0], draft_tokens.shape[0], batches.shape[0]
     total = n * s
     out = np.zeros((total, L.N_ENGINE))
@@ -313,8 +319,8 @@ def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dr
                 drafted = i
             prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate[i]  # replica time one request's prefill takes
             best_batch_of_layout(hw, wl, coef[t], dcoef[t], touched[pp_index[i], j], batches, draft_tokens[j],
-                                 accepted_tokens[j], prefill_s, prefill_single_s[i], interval[t], steps[t], tput[t],
-                                 ttft[t], out[idx])
+                                 accepted_tokens[j], prefill_s, prefill_single_s[i], load, scv, max_servers[i],
+                                 interval[t], steps[t], tput[t], ttft[t], out[idx])
     return out
 
 
@@ -334,21 +340,27 @@ def prefill_per_layout(model, hw, layouts, prefill_tokens):
 
 
 @njit
-def prefill_capacity(prefill, transfer_s, prefill_tokens, ttft_target_s, quantile):
-    """For each layout's (prompt tokens/s, one prompt's prefill s) and KV transfer time: the utilization that keeps
-    the TTFT quantile (``max_prefill_utilization``), the prompt tokens/s served at it, and that TTFT.
-    Returns (n, 3)."""
+def prefill_capacity(prefill, transfer_s, prefill_tokens, ttft_target_s, quantile, load, scv, max_servers):
+    """For each layout's (prompt tokens/s, one prompt's prefill s) and KV transfer time, its pool sized for ``load``
+    prompt tokens/s as M/G/c with service scv ``scv`` (``solvers.perf.queue``): the servers c of the pool
+    (``prefill_pool_servers``, at most ``max_servers[i]``), the utilization that keeps the TTFT quantile with c
+    servers (``max_utilization``), the prompt tokens/s one replica serves at it, and that TTFT.
+    Returns (n, 4): utilization, prompt tokens/s, TTFT s, servers."""
     n = prefill.shape[0]
-    out = np.zeros((n, 3))
+    out = np.zeros((n, 4))
     for i in range(n):
+        out[i, 3] = 1.0
         if prefill[i, 0] <= 0.0:
             continue
         service = prefill_tokens / prefill[i, 0]
         fixed = prefill[i, 1] + transfer_s[i]
-        util = max_prefill_utilization(ttft_target_s, fixed, service, quantile)
+        servers = prefill_pool_servers(load, prefill[i, 0], ttft_target_s, fixed, service, quantile, scv,
+                                       max_servers[i])
+        util = max_utilization(ttft_target_s, fixed, service, quantile, servers, scv)
         out[i, 0] = util
         out[i, 1] = prefill[i, 0] * util
-        out[i, 2] = fixed + wait_quantile_s(util, service, quantile)
+        out[i, 2] = fixed + wait_quantile_s(servers, util, service, scv, quantile)
+        out[i, 3] = servers
     return out
 
 

@@ -384,6 +384,78 @@ def max_prefill_utilization(ttft_target_s, fixed_s, service_s, quantile, cap=0.9
     return lo
 
 
+def erlang_b(servers: int, offered_load: float) -> float:
+    """Erlang B by its recursion B(0) = 1, B(k) = a B(k-1) / (k + a B(k-1)): each step a probability, so stable."""
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = offered_load * b / (k + offered_load * b)
+    return b
+
+
+def erlang_c(servers, utilization) -> float:
+    """Erlang C from Erlang B, C = B / (1 - rho (1 - B)); c below 1 is one server, a fractional c the linear blend
+    of its two whole neighbours."""
+    if utilization <= 0.0:
+        return 0.0
+    if utilization >= 1.0:
+        return 1.0
+    c = max(float(servers), 1.0)
+
+    def whole(n: int) -> float:
+        b = erlang_b(n, n * utilization)
+        return b / (1.0 - utilization * (1.0 - b))
+
+    lo = int(math.floor(c))
+    f = c - lo
+    return whole(lo) if f == 0.0 else (1.0 - f) * whole(lo) + f * whole(lo + 1)
+
+
+def mgc_wait_quantile_s(servers, utilization, service_s, scv, quantile) -> float:
+    """Allen-Cunneen: P(W > t) = C(c, rho) exp(-2 c (1 - rho) t / (s (1 + scv))); the smallest t with
+    P(W > t) <= 1 - q."""
+    if utilization >= 1.0:
+        return math.inf
+    if utilization <= 0.0:
+        return 0.0
+    c = max(float(servers), 1.0)
+    waits = erlang_c(c, utilization)
+    if waits <= 1.0 - quantile:
+        return 0.0
+    rate = 2.0 * c * (1.0 - utilization) / (service_s * (1.0 + scv))
+    return math.log(waits / (1.0 - quantile)) / rate
+
+
+def mgc_max_utilization(ttft_target_s, fixed_s, service_s, quantile, servers, scv, cap=0.95) -> float:
+    """The largest utilization in [0, cap] at which c servers meet the target, by halving."""
+    if fixed_s > ttft_target_s:
+        return 0.0
+    meets = lambda u: fixed_s + mgc_wait_quantile_s(servers, u, service_s, scv, quantile) <= ttft_target_s  # noqa
+    if meets(cap):
+        return cap
+    lo, hi = 0.0, cap
+    while hi - lo > 1e-15:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    return lo
+
+
+def servers_for_load(load, capacity_per_server, max_servers, most=100_000.0) -> float:
+    if capacity_per_server <= 0.0:
+        return 1.0
+    return float(max(1.0, min(math.floor(load / capacity_per_server), max_servers, most)))
+
+
+def prefill_pool_servers(load, rate, ttft_target_s, fixed_s, service_s, quantile, scv, max_servers) -> float:
+    """The largest whole c (at least 1, at most ``max_servers``) with c rho*(c) rate <= load, by counting up."""
+    if rate <= 0.0 or mgc_max_utilization(ttft_target_s, fixed_s, service_s, quantile, 1, scv) <= 0.0:
+        return 1.0  # no utilization meets the target: no pool of any size serves anything
+    c = 1
+    while c + 1 <= min(max_servers, 100_000.0) and (c + 1) * mgc_max_utilization(
+            ttft_target_s, fixed_s, service_s, quantile, c + 1, scv) * rate <= load:
+        c += 1
+    return float(c)
+
+
 def kv_transfer_s(m, h, chips, prompt_tokens) -> float:
     """One prompt's KV cache over every layer, from a prefill replica's scale-out links."""
     r = Replica(list(m), list(h), 1.0, 1.0, 0.0)
@@ -391,10 +463,11 @@ def kv_transfer_s(m, h, chips, prompt_tokens) -> float:
 
 
 def best_batch(m, h, wl, layout, batches, draft_tokens, accepted, prefill_rate=math.inf, prefill_single_s=0.0,
-               draft=None):
+               draft=None, load=0.0, scv=1.0, max_servers=1.0):
     """Twin of the engine's reduction for one (layout, speculative setting): every batch through
     ``speculative_decode`` and the serving formulas above, the best output tokens/s that fits (the drafter and
-    agentic residency included), reaches the tier and, colocated (finite ``prefill_rate``), meets the TTFT target.
+    agentic residency included), reaches the tier and, colocated (finite ``prefill_rate``), meets the TTFT target
+    with its prompts queued in a pool of servers sized for ``load`` output tokens/s (at most ``max_servers``).
     Returns (tokens/s, batch, tps, ttft)."""
     tp, pp, ep = layout
     prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate
@@ -406,7 +479,8 @@ def best_batch(m, h, wl, layout, batches, draft_tokens, accepted, prefill_rate=m
         if prefill_s > 0:
             served = colocated_tokens_per_s(wl[L.W_OUTPUT_TOKENS], d["time_s"], b, accepted, prefill_s)
             share = prefill_s * served / wl[L.W_OUTPUT_TOKENS]
-            ttft += wait_quantile_s(share, prefill_s, wl[L.W_TTFT_QUANTILE])
+            servers = servers_for_load(load, served, max_servers)
+            ttft += mgc_wait_quantile_s(servers, share, prefill_s, scv, wl[L.W_TTFT_QUANTILE])
         else:
             served = d["tokens_per_s"]
         tps = served / b

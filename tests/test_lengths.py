@@ -1,0 +1,158 @@
+"""Token length distributions (planner.lengths, docs/MODEL.md 15): the three shapes, their means, scv and quantiles
+by hand and by sampling, the input errors, the scenario's and the Demand's use of them, and the property that more
+length variance never buys a cheaper plan."""
+
+import math
+
+import numpy as np
+import pytest
+
+from planner.errors import InputError
+from planner.fleet.demand import Demand
+from planner.fleet.problem import demands_of
+from planner.fleet.solve import solve
+from planner.lengths import MAX_P99_OVER_MEAN, Z99, Lengths
+from planner.scenario import scenario_from_yaml
+
+
+def test_a_number_is_fixed():
+    d = Lengths.from_spec(1200, "input_tokens")
+    assert (d.mean, d.scv, d.spec, d.quantile(0.99)) == (1200.0, 0.0, None, 1200.0)
+    assert np.all(Lengths.from_spec(0.5, "x").sample(np.random.default_rng(0), 5) == 1.0)  # at least one token
+
+
+def test_lognormal_from_mean_and_p99_round_trips_by_sampling():
+    d = Lengths.from_spec({"mean": 1000, "p99": 5000}, "input_tokens")
+    # sigma solves ln(5) = sigma z99 - sigma^2 / 2 (the smaller root)
+    assert d.sigma == pytest.approx(Z99 - math.sqrt(Z99 ** 2 - 2 * math.log(5)), rel=1e-12)
+    assert math.log(5) == pytest.approx(d.sigma * Z99 - d.sigma ** 2 / 2, rel=1e-12)
+    assert d.quantile(0.99) == pytest.approx(5000, rel=1e-9) and d.mean == 1000
+    assert d.scv == pytest.approx(math.exp(d.sigma ** 2) - 1, rel=1e-12)
+    assert d.spec == {"mean": 1000.0, "p99": 5000.0}
+    x = d.sample(np.random.default_rng(7), 400_000)
+    assert x.dtype == np.float64 and x.min() >= 1.0
+    assert x.mean() == pytest.approx(1000, rel=0.01)
+    assert np.quantile(x, 0.99) == pytest.approx(5000, rel=0.02)
+    assert x.var() / x.mean() ** 2 == pytest.approx(d.scv, rel=0.05)
+
+
+def test_a_table_by_hand():
+    d = Lengths.from_spec({"table": [[300, 3], [100, 1]]}, "input_tokens")
+    # p = 1/4 at 100, 3/4 at 300: mean 25 + 225 = 250; variance 150^2 / 4 + 50^2 * 3/4 = 7500; scv 7500 / 250^2
+    assert d.mean == pytest.approx(250.0) and d.scv == pytest.approx(0.12)
+    assert (d.quantile(0.2), d.quantile(0.25), d.quantile(0.5)) == (100.0, 100.0, 300.0)
+    x = d.sample(np.random.default_rng(3), 100_000)
+    assert set(np.unique(x)) == {100.0, 300.0} and (x == 100).mean() == pytest.approx(0.25, abs=0.01)
+    assert d.spec == {"table": [[300.0, 3.0], [100.0, 1.0]]}
+
+
+def test_a_shift_keeps_the_variance():
+    d = Lengths.from_spec({"table": [[100, 1], [300, 3]]}, "x").shifted(250.0)
+    assert d.mean == 500.0 and d.scv == pytest.approx(7500 / 500 ** 2)
+    assert d.quantile(0.5) == 550.0 and d.sample(np.random.default_rng(0), 10).min() >= 350.0
+
+
+@pytest.mark.parametrize("value,words", [
+    ({"mean": 1000, "p99": 1000}, "must exceed the mean"),
+    ({"mean": 1000, "p99": 900}, "must exceed the mean"),
+    ({"mean": 100, "p99": 100 * MAX_P99_OVER_MEAN * 1.01}, "no lognormal has that mean and p99"),
+    ({"mean": 100}, "got a mapping with keys ['mean']"),
+    ({"mean": 100, "p99": 300, "p50": 90}, "got a mapping with keys"),
+    ({"table": []}, "table: expected"),
+    ({"table": [[100, -1]]}, "table[0]"),
+    ({"table": [[0, 1]]}, "table[0]"),
+    ({"table": [[100, 0], [200, 0]]}, "weights sum to 0"),
+    ({"table": [[100]]}, "table[0]"),
+    ("1000", "expected a number of tokens"),
+    (True, "expected a number of tokens"),
+    (-3, "expected a number of tokens in (0, 1e8]"),
+    (float("nan"), "expected a number of tokens"),
+    ({"mean": "a", "p99": 3}, "mean: expected a number"),
+])
+def test_bad_shapes_are_input_errors_naming_the_field(value, words):
+    with pytest.raises(InputError) as err:
+        Lengths.from_spec(value, "workloads.chat.input_tokens")
+    assert err.value.field == "workloads.chat.input_tokens" and words in str(err.value)
+
+
+SCENARIO = """name: lengths
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25, average_load_share: 0.7}
+site: {power_budget_mw: 20}
+hardware: {allow: [hgx-h200]}
+workloads:
+  - name: chat
+    model: llama-3.1-8b
+    requests_per_s: 200
+    input_tokens: INPUT
+    output_tokens: 300
+    tier: standard
+    ttft_s: 0.5
+    ttft_percentile: 99
+  - name: agent
+    model: llama-3.1-8b
+    kind: agentic
+    requests_per_s: 2
+    turns: 5
+    input_tokens: {table: [[1000, 1], [3000, 1]]}
+    output_tokens: {mean: 200, p99: 900}
+    context_growth_tokens_per_turn: 100
+    tier: standard
+"""
+
+
+def scenario(input_tokens="1000", settings=()):
+    return scenario_from_yaml(SCENARIO.replace("INPUT", input_tokens), "lengths.yaml", settings)
+
+
+def test_the_scenario_takes_every_shape_and_plans_the_mean():
+    sc = scenario("{mean: 1000, p99: 6000}")
+    chat, agent = sc.workloads
+    assert isinstance(chat.input_tokens, float) and chat.input_tokens == 1000.0
+    assert chat.input_lengths.spec == {"mean": 1000.0, "p99": 6000.0}
+    assert agent.input_tokens == 2000.0 and agent.output_tokens == 200.0 and agent.output_lengths.kind == "lognormal"
+    # --set replaces the shape: a number is fixed again; and a what-if keeps the shapes it does not touch
+    again = sc.with_({"workloads.chat.input_tokens": 2000})
+    assert again.workloads[0].input_tokens == 2000.0 and again.workloads[0].input_lengths.spec is None
+    assert again.workloads[1].input_lengths.spec == {"table": [[1000.0, 1.0], [3000.0, 1.0]]}
+    assert scenario(settings=["workloads.chat.input_tokens=2000"]).workloads[0].input_tokens == 2000.0
+    assert scenario(settings=["workloads.chat.input_tokens={mean: 900, p99: 2000}"]).workloads[0].input_tokens == 900
+
+
+def test_a_bad_shape_is_an_error_at_its_line():
+    with pytest.raises(InputError) as err:
+        scenario("{mean: 1000, p99: 800}")
+    assert err.value.line == 11 and err.value.field == "workloads[0].input_tokens"
+    assert "p99 (800) must exceed the mean (1000)" in str(err.value)
+
+
+def test_demands_carry_the_specs_and_round_trip():
+    chat, agent = demands_of(scenario("{mean: 1000, p99: 6000}"))
+    assert chat.input_lengths == {"mean": 1000.0, "p99": 6000.0} and chat.output_lengths is None
+    assert chat.input_length_dist().mean == pytest.approx(1000.0) and chat.prefill_scv > 0.5
+    assert chat.output_length_dist() == Lengths.fixed(300.0)
+    # an agentic call's prompt: the first turn's table shifted by the mean growth over the turns, (5 - 1) / 2 x
+    # (200 + 100) = 600 tokens; the variance is the first turn's (1000^2), the mean the calls' 2600
+    dist = agent.input_length_dist()
+    assert agent.input_tokens == pytest.approx(2600.0) and dist.mean == pytest.approx(2600.0)
+    assert dist.scv == pytest.approx(1000.0 ** 2 / 2600.0 ** 2) and dist.quantile(0.99) == pytest.approx(3600.0)
+    assert agent.output_length_dist().mean == pytest.approx(200.0)
+    for d in (chat, agent):
+        assert Demand.from_dict(d.to_dict()) == d
+    bad = {**chat.to_dict(), "input_lengths": {"mean": 5, "p99": 1}}
+    with pytest.raises(ValueError, match="input_lengths"):
+        Demand.from_dict(bad)
+
+
+def test_more_length_variance_never_buys_a_cheaper_plan():
+    # racks billed at a flat share of design power: under the power curves a replica's energy follows the
+    # utilization it is planned at, which a wider spread lowers for the same replicas
+    costs = []
+    for spec in ("1000", "{mean: 1000, p99: 2000}", "{mean: 1000, p99: 6000}", "{mean: 1000, p99: 14000}"):
+        plan = solve(scenario(spec))
+        assert all(c["ok"] for c in plan.checks)
+        costs.append(plan.totals["annual_cost_usd"])
+    gap = 1e-4  # the solver's relative gap: two plans of equal cost may differ by it
+    assert all(b >= a * (1 - gap) for a, b in zip(costs, costs[1:])), costs
+    assert costs[-1] > costs[0] * (1 + gap), costs  # and a heavy tail does cost more here

@@ -340,3 +340,111 @@ def regret_figure(series: dict, title: str, unit_label: str = "USD/year"):
     ax.set_title(title)
     ax.legend(fontsize=8, loc="lower right")
     return fig
+
+
+# ---- simulated latencies ------------------------------------------------------------------------------------------
+def _nines(percentile: float) -> float:
+    """A percentile on a "nines" axis, -log10(1 - p): p50, p90, p99 and p99.9 sit evenly apart, so the tail where
+    targets are set gets as much room as the median."""
+    return -math.log10(1.0 - min(percentile, 99.99) / 100.0)
+
+
+NINES_TICKS = (50, 90, 99, 99.9)
+
+
+def _nines_axis(ax, label: str) -> None:
+    ax.set_xticks([_nines(p) for p in NINES_TICKS], [f"p{p:g}" for p in NINES_TICKS])
+    ax.set_xlim(0, _nines(99.9) * 1.04)
+    ax.set_xlabel(label)
+
+
+def _seconds(x: float, _pos=None) -> str:
+    return f"{x:g}"
+
+
+def _percentile_mark(ax, percentile: float) -> None:
+    ax.axvline(_nines(percentile), color=TIER_COLOR, linestyle=":", linewidth=1)
+
+
+def _legend_below(ax) -> None:
+    """Below the axes: inside, it would cover the tail or the target, wherever the curve runs."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8, frameon=False)
+
+
+def _no_requests(ax) -> None:
+    ax.text(0.5, 0.5, "no request finished", ha="center", va="center", transform=ax.transAxes)
+
+
+def _ttft_panel(ax, w: dict) -> None:
+    """TTFT (s, log scale: a queue's tail can be decades above its median) against the percentile, the target as a
+    dashed line and a marker at its percentile, the plan's closed-form TTFT as a marker at the same percentile."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    dist = [(p, s) for p, s in w.get("ttft_distribution_s") or [] if s and s > 0]
+    q, target, analytic = w["ttft_percentile"], w["ttft_target_s"], w.get("analytic_ttft_s")
+    if dist:
+        ax.plot([_nines(p) for p, _ in dist], [s for _, s in dist], marker=".", linewidth=1.8, color="#1f77b4",
+                label="simulated")
+    else:
+        _no_requests(ax)
+    ax.axhline(target, color="#d62728", linestyle="--", linewidth=1)
+    ax.plot([_nines(q)], [target], linestyle="none", marker="D", markersize=7, color="#d62728",
+            label=f"target {target:g} s at p{q:g}")
+    if analytic:
+        ax.plot([_nines(q)], [analytic], linestyle="none", marker="*", markersize=13, color="black",
+                label=f"plan's TTFT {analytic:.3g} s (closed form)")
+    at = w.get("ttft_at_target_percentile_s")
+    if at:
+        ax.plot([_nines(q)], [at], linestyle="none", marker="o", markersize=8, markerfacecolor="none",
+                markeredgecolor="#1f77b4", markeredgewidth=1.5, label=f"simulated p{q:g}: {at:.3g} s")
+    _percentile_mark(ax, q)
+    values = [s for _, s in dist] + [target] + ([analytic] if analytic else [])
+    ax.set_yscale("log")
+    ax.set_ylim(min(values) / 1.6, max(values) * 1.6)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(_seconds))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    _nines_axis(ax, "percentile of requests")
+    ax.set_ylabel("time to first token (s, log scale)")
+    ax.set_title("time to first token")
+    _legend_below(ax)
+
+
+def _speed_panel(ax, w: dict) -> None:
+    """Output tokens/s per user (1 / time per output token) against the percentile of time per token, so the
+    right-hand end is the slowest users; the tier as a dashed line, the workload's percentile as a dotted one."""
+    from matplotlib.ticker import FuncFormatter
+
+    dist = [(p, s) for p, s in w.get("tpot_distribution_s") or [] if s and s > 0]
+    q, tier = w["ttft_percentile"], w["min_tps_per_user"]
+    if dist:
+        ax.plot([_nines(p) for p, _ in dist], [1.0 / s for _, s in dist], marker=".", linewidth=1.8,
+                color="#2ca02c", label="simulated")
+    else:
+        _no_requests(ax)
+    ax.axhline(tier, color="#d62728", linestyle="--", linewidth=1)
+    ax.plot([_nines(q)], [tier], linestyle="none", marker="D", markersize=7, color="#d62728",
+            label=f"tier ≥{tier:g} tok/s at p{q:g}")
+    _percentile_mark(ax, q)
+    at = w.get("tps_per_user_at_target_percentile")
+    if at:
+        ax.plot([_nines(q)], [at], linestyle="none", marker="o", markersize=8, markerfacecolor="none",
+                markeredgecolor="#2ca02c", markeredgewidth=1.5, label=f"simulated p{q:g}: {at:.4g} tok/s")
+    ax.set_ylim(0, max([1.0 / s for _, s in dist] + [tier]) * 1.25)
+    ax.yaxis.set_major_formatter(FuncFormatter(_si))
+    _nines_axis(ax, "percentile of requests, slowest on the right")
+    ax.set_ylabel("output tokens/s per user")
+    ax.set_title("speed per user (1 / time per output token)")
+    _legend_below(ax)
+
+
+def latency_figure(workload: dict, title: str):
+    """One simulated workload (a ``workloads`` row of ``planner simulate --format json``, INTERFACE.md 4.7): its
+    TTFT distribution against its target and the plan's closed-form TTFT, beside its tokens/s per user against its
+    tier, both on a percentile axis that gives p90 and p99 room."""
+    plt = _plt()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.4), layout="constrained")
+    _ttft_panel(left, workload)
+    _speed_panel(right, workload)
+    fig.suptitle(title)
+    return fig

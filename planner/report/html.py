@@ -5,6 +5,8 @@ no font or image fetched from anywhere, so it opens on an air-gapped laptop.
 * ``render_frontier_html(points, title)``: the frontier chart alone, with its points as a table.
 * ``frontier_points_for_plan(plan)``: the frontier of each model in the plan over the plan's hardware, with the
   plan's operating points, ready for ``render_plan_html``.
+* ``simulation_section(sim)``, ``render_simulation_html(sim, title)``: a plan simulated at its peak (the dict of
+  ``planner simulate --format json``), as a section of the plan's report or a page of its own.
 * ``write_html(text, path)``: atomic write (temp file + os.replace).
 """
 
@@ -196,10 +198,11 @@ WORKLOAD_COLS = ["workload", "model", "tier", "min_tps_per_user", "demand_output
 
 
 def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = None, reason: str | None = None,
-                     title: str | None = None) -> str:
+                     title: str | None = None, simulation: dict | None = None) -> str:
     """The whole plan as one self-contained HTML page. ``plan`` may be None (infeasible with nothing to show):
     then the page carries ``reason`` alone. ``frontier_points_by_model``: model -> points (planner.perf.frontier
-    dicts) or -> {"points": [...], "chosen": [...]} as ``frontier_points_for_plan`` returns."""
+    dicts) or -> {"points": [...], "chosen": [...]} as ``frontier_points_for_plan`` returns. ``simulation``: the
+    plan already simulated (``SimResult.to_dict()``), shown after the workloads; the page only draws it."""
     from planner.report import charts
 
     name = title or (plan.scenario if plan is not None else "scenario")
@@ -243,6 +246,8 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
                     f"{table_html(_rows(plan.workloads), WORKLOAD_COLS)}</section>")
         if plan.tiers is not None and len(plan.tiers):
             body.append(f'<section id="tiers"><h2>Speed tiers</h2>{table_html(_rows(plan.tiers))}</section>')
+        if simulation is not None:
+            body.append(simulation_section(simulation))
         if plan.curtailment is not None and len(plan.curtailment):
             body.append(curtailment_html(plan))
         if frontier_points_by_model:
@@ -279,8 +284,116 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
                     + "".join(f"<li>{_e(x)}</li>" for x in d["assumptions"]) + "</ul></section>")
         body.append(f'<section id="provenance"><h2>Provenance</h2>'
                     f"{table_html([{'key': k, 'value': v} for k, v in (plan.provenance or {}).items()])}</section>")
+    elif simulation is not None:
+        body.append(simulation_section(simulation))
     subtitle = f"fleet plan, status: {status}"
     return _document(f"planner report: {name}", subtitle, body)
+
+
+# ---- the simulation -------------------------------------------------------------------------------------------------
+SIM_POOL_COLS = ["workload", "hardware", "role", "replicas", "servers", "utilization"]
+
+
+def _verdict(holds: bool) -> str:
+    return "holds" if holds else "fails"
+
+
+def simulation_cards(sim: dict) -> str:
+    """One line of cards: the verdict, the seed, the simulated window and the arrivals."""
+    failures = sim.get("failures") or []
+    verdict = ("every workload holds its targets" if sim["holds"] else
+               f"{len(failures)} missed target{'s' if len(failures) != 1 else ''}")
+    requests = sum(w["requests"] for w in sim["workloads"])
+    cards = [
+        _card("simulated at peak", _verdict(sim["holds"]), verdict, "" if sim["holds"] else "over"),
+        _card("seed", str(sim["seed"]), "the same seed gives the same run"),
+        _card("duration", f"{sim['duration_s']:,.4g} s",
+              f"of arrivals; statistics after a {sim['warmup_s']:,.3g} s warm-up"),
+        _card("arrivals", sim["trace"] or "Poisson",
+              "a trace's shape scaled to each peak rate" if sim["trace"] else "at each workload's peak rate"),
+        _card("requests", _num(float(requests)), "in the window, every workload"),
+    ]
+    return '<div class="cards">' + "".join(cards) + "</div>"
+
+
+def _at(w: dict, label: str, key: str, shared: str | None) -> dict:
+    """A figure at the workload's own percentile: named by it where every workload shares it, else beside it."""
+    if shared is not None:
+        return {f"{label} {shared}" + (" s" if key.endswith("_s") else ""): w[key]}
+    return {f"{label} at percentile" + (" s" if key.endswith("_s") else ""): w[key]}
+
+
+def simulation_workload_rows(sim: dict) -> list[dict]:
+    """The workloads' table, each figure beside its target, headed as the terminal's table is."""
+    percentiles = {f"p{w['ttft_percentile']:g}" for w in sim["workloads"]}
+    shared = percentiles.pop() if len(percentiles) == 1 else None
+    any_api = any(w.get("api_requests") for w in sim["workloads"])
+    rows = []
+    for w in sim["workloads"]:
+        row = {"workload": w["workload"], "holds": "yes" if w["holds"] else "no", "requests": w["requests"],
+               "unfinished": w["unfinished"]}
+        if any_api:
+            row["to a hosted API"] = w["api_requests"]
+        if shared is None:
+            row["percentile"] = f"p{w['ttft_percentile']:g}"
+        row.update({"TTFT p50 s": w["ttft_p50_s"], "TTFT p90 s": w["ttft_p90_s"], "TTFT p99 s": w["ttft_p99_s"]})
+        if shared not in ("p50", "p90", "p99"):
+            row.update(_at(w, "TTFT", "ttft_at_target_percentile_s", shared))
+        row.update({"target s": w["ttft_target_s"], "plan's TTFT s": w["analytic_ttft_s"],
+                    "tok/s/user p50": w["tps_per_user_p50"]})
+        if shared != "p50":
+            row.update(_at(w, "tok/s/user", "tps_per_user_at_target_percentile", shared))
+        row.update({"tier tok/s/user": w["min_tps_per_user"], "SLO met": w["slo_attainment"]})
+        rows.append(row)
+    return rows
+
+
+def failures_html(failures: list[str]) -> str:
+    if not failures:
+        return ""
+    return '<ul class="over">' + "".join(f"<li>{_e(f)}</li>" for f in failures) + "</ul>"
+
+
+def simulation_workload_html(w: dict) -> str:
+    """One workload: its verdict, its missed targets in words, and its latency chart."""
+    from planner.report import charts
+
+    name = w["workload"]
+    verdict = _verdict(w["holds"])
+    return (f'<h3 id="sim-{_e(name)}">{_e(name)}: <span class="{"" if w["holds"] else "over"}">{verdict}</span>'
+            f"</h3>{failures_html(w.get('failures') or [])}"
+            f"{_chart(charts.latency_figure(w, f'{name}: simulated at peak ({verdict})'))}")
+
+
+def simulation_section(sim: dict) -> str:
+    """A simulated plan (``SimResult.to_dict()``, INTERFACE.md 4.7) as a section: the verdict, seed, window and
+    arrivals; each workload's latencies against its targets and the plan's closed-form TTFT; its distributions
+    drawn; the missed targets in words; and each pool's utilization. It draws what it is given: nothing is run."""
+    tolerance = sim.get("tolerance")
+    tol = f" within {100 * tolerance:.3g}%" if tolerance else ""
+    parts = ['<section id="simulation"><h2>Simulated at peak</h2>', simulation_cards(sim),
+             '<p class="muted">Each workload\'s peak traffic replayed through the plan\'s own pools by discrete-event '
+             "simulation (docs/MODEL.md 16). A workload holds when every request of the window finished, its TTFT at "
+             f"its percentile is within its target and its tokens/s per user at that percentile is at least "
+             f"its tier, each{_e(tol)}. The plan's TTFT is its own closed-form TTFT at that percentile (the slowest "
+             "of its rows); SLO met is the share of requests that met both targets.</p>",
+             table_html(simulation_workload_rows(sim))]
+    if sim.get("failures"):
+        parts.append(f"<h3>Missed targets</h3>{failures_html(sim['failures'])}")
+    parts.extend(simulation_workload_html(w) for w in sim["workloads"])
+    parts.append('<h3 id="sim-pools">Pools</h3><p class="muted">utilization: prefill pools, the busy share of their '
+                 "servers' time; decode and colocated pools, the streams held over their slots (servers x batch), "
+                 "over the window.</p>" + table_html(sim.get("pools") or [], SIM_POOL_COLS))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render_simulation_html(sim: dict, title: str | None = None) -> str:
+    """A simulated plan as a page of its own (``planner simulate --html FILE``)."""
+    name = title or sim.get("scenario") or "plan"
+    subtitle = (f"simulated at peak: {_verdict(sim['holds'])}, {sim['duration_s']:,.4g} s of "
+                f"{sim['trace'] or 'Poisson'} arrivals, seed {sim['seed']}")
+    return _document(f"planner simulation: {name}", subtitle, [simulation_section(sim)])
 
 
 def curtailment_html(plan) -> str:

@@ -178,7 +178,9 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
                 html_report.write_html(html_report.render_buildout_html(plan, title=sc.name), html_path)
             else:
                 points = html_report.frontier_points_for_plan(plan) if plan is not None else None
-                html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name), html_path)
+                simulated = (getattr(plan, "verification", None) or {}).get("simulation")
+                html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name,
+                                                                    simulation=simulated), html_path)
             wrote(html_path)
 
     def wrote(path):
@@ -522,7 +524,9 @@ def compile_first(quiet: bool) -> None:
               help="seconds of arrivals [default: 300, or 20 requests' time if longer]")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
-def simulate(plan_file, trace_name, duration_s, seed, fmt):
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="also write a self-contained HTML page: each workload's latency distributions beside its targets")
+def simulate(plan_file, trace_name, duration_s, seed, fmt, html_path):
     """Replay traffic through a plan's fleet (discrete-event simulation): TTFT and time per token at p50/p90/p99
     per workload against its targets, SLO attainment, the utilization of each pool; exit 0 when every target
     holds, 4 naming those that fail."""
@@ -530,6 +534,10 @@ def simulate(plan_file, trace_name, duration_s, seed, fmt):
     from planner.report import render
     from planner.sim import simulate as simulate_plan
 
+    if html_path:
+        from planner.report.files import check_output_file
+
+        check_output_file(html_path, "--html", inputs=[plan_file])
     trace = None
     if trace_name is not None:
         from planner.traces import read_trace
@@ -537,6 +545,11 @@ def simulate(plan_file, trace_name, duration_s, seed, fmt):
         trace = read_trace(trace_name)
     result = simulate_plan(plan_file, trace=trace, duration_s=duration_s, seed=seed)
     d = result.to_dict()
+    if html_path:
+        from planner.report import html as html_report
+
+        html_report.write_html(html_report.render_simulation_html(d), html_path)
+        click.echo(f"wrote {html_path}", err=True)
     if fmt == "json":
         click.echo(render.to_json(d))
     else:

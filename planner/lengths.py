@@ -2,7 +2,8 @@
 
 A scenario's ``input_tokens`` or ``output_tokens`` is one of three shapes:
 
-* a number: every request has that many tokens (fixed; scv 0);
+* a number: every request has that many tokens (fixed; scv 0). Public traces spread far more (the Azure 2023
+  traces' prompts scv 0.4-0.5, Mooncake's 2; ``planner trace fit``): give the spread where it is known;
 * ``{mean: M, p99: P}``: lognormal with mean M and 99th percentile P. With ln X ~ N(mu, sigma^2), the mean is
   exp(mu + sigma^2 / 2) and the p99 exp(mu + sigma z99), z99 = 2.3263..., so ln(P / M) = sigma z99 - sigma^2 / 2.
   Its roots are sigma = z99 -+ sqrt(z99^2 - 2 ln(P / M)); the planner takes the smaller, 0 < sigma <= z99 (the one on

@@ -314,6 +314,10 @@ class Workload(_Section):
     prefix_cache_hit: Share = Field(
         0.0, description="share of input tokens served from a prefix cache, in [0, 1) (default 0)"
     )
+    capacity_headroom: Annotated[Number, Ge(0), Le(10)] | None = Field(
+        None, description="share of this workload's capacity held above its peak, as site.capacity_headroom but "
+        "for this workload alone (planner solve --verify raises it where a simulated target fails); default: the "
+        "site's")
     turns: Annotated[PosCount, Le(10000)] = Field(1, description="model calls per session (agentic), 1 to 10,000 (default 1)")
     tool_call_gap_s: Annotated[NonNegNumber, Le(1e6)] = Field(
         0.0, description="mean seconds between turns spent in tools, while the session's context waits (default 0)"

@@ -7,18 +7,26 @@ import math
 import numpy as np
 import pytest
 
+from planner.catalog import get_hardware, get_model
 from planner.errors import InputError
 from planner.fleet.demand import Demand
 from planner.fleet.problem import demands_of
 from planner.fleet.solve import solve
 from planner.lengths import MAX_P99_OVER_MEAN, Z99, Lengths
+from planner.perf.pack import hardware_vector, model_vector
 from planner.scenario import scenario_from_yaml
+from solvers.perf import sweep, twin
 
 
 def test_a_number_is_fixed():
     d = Lengths.from_spec(1200, "input_tokens")
     assert (d.mean, d.scv, d.spec, d.quantile(0.99)) == (1200.0, 0.0, None, 1200.0)
-    assert np.all(Lengths.from_spec(0.5, "x").sample(np.random.default_rng(0), 5) == 1.0)  # at least one token
+
+
+def test_one_row_of_a_table_is_a_fixed_length():
+    d = Lengths.from_spec({"table": [[1200, 1]]}, "input_tokens")
+    assert (d.mean, d.scv, d.quantile(0.99)) == (1200.0, 0.0, 1200.0)
+    assert np.all(Lengths.fixed(0.5).sample(np.random.default_rng(0), 5) == 1.0)  # at least one token
 
 
 def test_lognormal_from_mean_and_p99_round_trips_by_sampling():
@@ -156,3 +164,33 @@ def test_more_length_variance_never_buys_a_cheaper_plan():
     gap = 1e-4  # the solver's relative gap: two plans of equal cost may differ by it
     assert all(b >= a * (1 - gap) for a, b in zip(costs, costs[1:])), costs
     assert costs[-1] > costs[0] * (1 + gap), costs  # and a heavy tail does cost more here
+
+
+def test_prefill_over_lengths_is_the_mean_service_and_its_twin_agrees():
+    """One point is prefill_per_layout; over a spread, the rate is sum w n / sum w n / rate(n) (the mean service
+    time, by hand from prefill_per_layout at each point) and the lone time is the quantile length's."""
+    mv = model_vector(get_model("llama-3.1-70b"))
+    hv = hardware_vector(get_hardware("hgx-h100"), "fp8", None)
+    layouts = np.array([[8.0, 1.0, 0.0], [4.0, 2.0, 0.0], [2.0, 4.0, 0.0]])
+    one = sweep.prefill_over_lengths(mv, hv, layouts, np.array([1500.0]), np.ones(1), 1500.0)
+    np.testing.assert_array_equal(one, sweep.prefill_per_layout(mv, hv, layouts, 1500.0))
+    tokens, weights = np.array([200.0, 1500.0, 9000.0]), np.array([0.5, 0.3, 0.2])
+    spread = sweep.prefill_over_lengths(mv, hv, layouts, tokens, weights, 9000.0)
+    at = [sweep.prefill_per_layout(mv, hv, layouts, n) for n in tokens]
+    busy = sum(w * n / a[:, 0] for n, w, a in zip(tokens, weights, at))
+    np.testing.assert_allclose(spread[:, 0], (weights @ tokens) / busy, rtol=1e-12)
+    np.testing.assert_allclose(spread[:, 1], at[2][:, 1], rtol=1e-12)
+    assert np.all(spread[:, 0] < sweep.prefill_per_layout(mv, hv, layouts, weights @ tokens)[:, 0])
+    for i, layout in enumerate(layouts):
+        np.testing.assert_allclose(twin.prefill_over_lengths(mv, hv, layout, tokens, weights, 9000.0), spread[i],
+                                   rtol=1e-9)
+
+
+def test_a_spread_prices_the_percentile_prompt_and_the_mean_service():
+    chat, _ = demands_of(scenario("{mean: 1000, p99: 6000}"))
+    tokens, weights, at_q = chat.prefill_lengths()
+    assert len(tokens) == 16 and weights.sum() == pytest.approx(1.0)
+    assert at_q == pytest.approx(chat.input_length_dist().quantile(chat.ttft_quantile) * chat.prefill_tokens
+                                 / chat.input_tokens)
+    fixed, _ = demands_of(scenario("1000"))
+    assert fixed.prefill_lengths()[2] == fixed.prefill_tokens and len(fixed.prefill_lengths()[0]) == 1

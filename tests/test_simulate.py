@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from planner.cli import main
 from planner.errors import InputError
 from planner.sim import simulate
-from planner.sim.build import servers_of
+from planner.sim.build import row_parts, servers_of
 from planner.sim.run import percentile
 from solvers.sim import engine as E
 from solvers.sim import twin as T
@@ -43,7 +43,8 @@ def run(rp, rw, speeds, step_s, pre, rate, duration, seed=1, warmup=0.0, in_q=(1
     E.simulate_workload(seed, rate, params(warmup, duration), drain, np.array(in_q, float), np.array(out_q, float),
                         share, *trace, np.asarray(rp, np.int64), np.asarray(rw, float), np.asarray(speeds, float),
                         np.asarray(step_s, float), pre_n, pre_lone, pre_rate, n_points, max_requests,
-                        max_requests if slots is None else slots, hist_ttft, hist_tpot, counts, busy, req)
+                        max_requests if slots is None else slots, hist_ttft, hist_tpot,
+                        np.zeros((len(rp), HIST), np.int64), counts, busy, req)
     return req[:counts[E.C_CREATED]], counts, hist_ttft, hist_tpot, busy
 
 
@@ -241,10 +242,15 @@ def test_percentiles_read_from_the_histogram_are_within_its_resolution(rng):
         assert percentile(hist, q) == pytest.approx(np.quantile(values, q), rel=0.005)
 
 
-def test_a_fractional_replica_is_one_more_server_at_that_speed():
+def test_a_fractional_replica_is_one_more_replica_held_to_its_share():
     assert servers_of(2.3) == (3, pytest.approx(0.3))
     assert servers_of(1.0) == (1, 1.0)
     assert servers_of(0.0) == (0, 1.0)
+    # a decode row of 2.5 replicas: two whole replicas with 2 / 2.5 of its traffic, one of half the batch with the rest
+    parts = row_parts({"role": "decode", "replicas": 2.5})
+    assert parts == [(2, 1.0, pytest.approx(0.8)), (1, pytest.approx(0.5), pytest.approx(0.2))]
+    assert row_parts({"role": "prefill", "replicas": 2.5}) == [(3, 1.0, 1.0)]
+    assert row_parts({"role": "colocated", "replicas": 0.25}) == [(1, pytest.approx(0.25), pytest.approx(1.0))]
 
 
 # ---- plans ---------------------------------------------------------------------------------------------------------

@@ -12,9 +12,11 @@ import numpy as np
 
 from planner.catalog import Model
 from planner.errors import InputError
-from planner.lengths import Lengths
+from planner.lengths import FIXED, Lengths
 from planner.perf.speculative import Speculation, auto_methods, published_acceptance
 from planner.vocabulary import AUTO_SPECULATIVE, DEFAULT_ACCEPTANCE, SECONDS_PER_YEAR
+
+PREFILL_BANDS = 16  # equal-probability bands of the prompt lengths over which prefill is priced (MODEL.md 15.3)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,18 @@ class Demand:
             return Lengths.fixed(self.output_tokens)
         visible = Lengths.from_spec(self.output_lengths, "output_lengths")
         return visible.shifted(self.output_tokens - visible.mean)
+
+    def prefill_lengths(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """The prompt tokens a call prefills, as the engine prices them (MODEL.md 15.3): the midpoints of
+        PREFILL_BANDS equal-probability bands of the prompt lengths (each of weight 1 / PREFILL_BANDS), and the
+        length at the workload's TTFT percentile; a fixed length is one point, itself."""
+        dist = self.input_length_dist()
+        share = self.prefill_tokens / self.input_tokens if self.input_tokens > 0 else 1.0
+        if dist.kind == FIXED:
+            return np.array([self.prefill_tokens]), np.ones(1), float(self.prefill_tokens)
+        u = (np.arange(PREFILL_BANDS) + 0.5) / PREFILL_BANDS
+        tokens = np.array([dist.quantile(float(q)) for q in u]) * share
+        return tokens, np.full(PREFILL_BANDS, 1.0 / PREFILL_BANDS), float(dist.quantile(self.ttft_quantile) * share)
 
     @property
     def prefill_scv(self) -> float:

@@ -146,7 +146,7 @@ def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft
     pps = np.unique(grid[:, 1])
     _, ks, _ = spec_settings(demand)
     return System(hw, precision, grid, mv, hv, demand.workload_vector(),
-                  sweep.prefill_per_layout(mv, hv, grid, demand.prefill_tokens), pps,
+                  sweep.prefill_over_lengths(mv, hv, grid, *demand.prefill_lengths()), pps,
                   sweep.touched_experts_table(mv, pps, BATCHES, ks + 1.0), draft,
                   sweep.touched_experts_table(draft, pps, BATCHES, np.ones(1)))
 
@@ -377,7 +377,7 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
     """A decode or colocated row: decode and prefill breakdowns of its layout at its batch and speculative setting,
     the colocated time share, the TTFT queue of its ``pool`` ((servers, utilization), ``pools``; alone: one server
     at its own share), the residency of agentic sessions (MODEL.md 3, 6, 7, 9.2, 9.6)."""
-    from solvers.perf.kernels import loaded_power_w, prefill_breakdown, speculative_decode_breakdown
+    from solvers.perf.kernels import loaded_power_w, speculative_decode_breakdown
     from solvers.perf.serving import colocated_request_s, kv_fits, resident_share, spec_tokens
 
     hw = hardware[row["hardware"]]
@@ -392,16 +392,15 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
     served, ttft, share, prefilled = float(dec[L.B_TOKENS_PER_S]), {}, None, 0.0
     power = float(dec[L.B_POWER_W])
     if row["role"] == "colocated":
-        pre = np.zeros(L.N_BREAKDOWN)
-        prefill_breakdown(mv, hv, *layout, d.prefill_tokens, pre)
-        prefill_s = d.prefill_tokens / float(pre[L.B_TOKENS_PER_S])
+        rate, lone_s, prefill_w = prefill_of_row(mv, hv, layout, d)
+        prefill_s = d.prefill_tokens / rate if rate > 0 else math.inf
         request_s = colocated_request_s(d.output_tokens, float(dec[L.B_TIME_S]), batch, a, prefill_s)
         served = d.output_tokens / request_s
         share = prefill_s * served / d.output_tokens
         prefilled = served * d.prefill_tokens / d.output_tokens
         servers, busy = pool if pool is not None else (1.0, share)
-        ttft = ttft_percentiles(float(pre[L.B_TIME_S]), prefill_s, busy, d.ttft_quantile, servers, d.prefill_scv)
-        power = float(loaded_power_w(power, float(pre[L.B_POWER_W]), share))
+        ttft = ttft_percentiles(lone_s, prefill_s, busy, d.ttft_quantile, servers, d.prefill_scv)
+        power = float(loaded_power_w(power, prefill_w, share))
     tps = served / batch
     kv_per_stream = float(dec[L.B_KV_BYTES_PER_CHIP]) / batch
     fits = bool(kv_fits(float(dec[L.B_WEIGHT_BYTES_PER_CHIP]), kv_per_stream, batch,
@@ -414,20 +413,29 @@ def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficien
     """A prefill row at its utilization: the prompt's prefill on its layout, the KV transfer to the decode pool,
     and the wait in its ``pool``'s queue ((servers, utilization), ``pools``; alone: one server at the row's
     utilization) (MODEL.md 4, 7, 9.2)."""
-    from solvers.perf.kernels import idle_power_w, loaded_power_w, prefill_breakdown
+    from solvers.perf.kernels import idle_power_w, loaded_power_w
     from solvers.perf.serving import kv_transfer_s
 
     hw = hardware[row["hardware"]]
     mv, hv, layout = _vectors(row, model, hw, efficiency_of(efficiency, hw))
-    pre = np.zeros(L.N_BREAKDOWN)
-    prefill_breakdown(mv, hv, *layout, d.prefill_tokens, pre)
-    rate = float(pre[L.B_TOKENS_PER_S])
-    fixed = float(pre[L.B_TIME_S]) + kv_transfer_s(mv, hv, float(row["chips_per_replica"]), d.input_tokens)
+    rate, lone_s, prefill_w = prefill_of_row(mv, hv, layout, d)
+    fixed = lone_s + kv_transfer_s(mv, hv, float(row["chips_per_replica"]), d.input_tokens)
     util = float(row["utilization"])
     servers, busy = pool if pool is not None else (1.0, util)
-    ttft = ttft_percentiles(fixed, d.prefill_tokens / rate, busy, d.ttft_quantile, servers, d.prefill_scv)
-    power = loaded_power_w(idle_power_w(hv, float(row["chips_per_replica"])), float(pre[L.B_POWER_W]), util)
-    return Rescore(bool(pre[L.B_FITS] > 0.5), None, 0.0, rate * util, float(power), ttft)
+    ttft = ttft_percentiles(fixed, d.prefill_tokens / rate if rate > 0 else math.inf, busy, d.ttft_quantile,
+                            servers, d.prefill_scv)
+    power = loaded_power_w(idle_power_w(hv, float(row["chips_per_replica"])), prefill_w, util)
+    return Rescore(rate > 0, None, 0.0, rate * util, float(power), ttft)
+
+
+def prefill_of_row(mv, hv, layout, d: Demand) -> tuple[float, float, float]:
+    """(prompt tokens/s over the workload's prompt lengths, the lone prefill at its TTFT percentile's length, the
+    draw) of one layout: the engine's ``sweep.prefill_over_lengths``, so check re-scores what the options priced."""
+    from solvers.perf import sweep
+
+    rate, lone_s, power_w = sweep.prefill_over_lengths(mv, hv, np.array([layout], dtype=float),
+                                                       *d.prefill_lengths())[0]
+    return float(rate), float(lone_s), float(power_w)
 
 
 def rescore_split(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,

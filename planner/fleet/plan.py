@@ -68,6 +68,7 @@ class Plan:
     robust: dict | None = None  # solve --robust: the robust fleet's summary over the samples (INTERFACE.md 2.9)
     one_more_rack: list | None = None  # a fleet-only plan: what one more rack of each system adds (whatif)
     rentals: list = field(default_factory=list)  # chips rented per offer (OPTIMIZER.md 11)
+    verification: dict | None = None  # solve --verify: the simulation and its repair rounds (planner.sim.verify)
 
     def to_dict(self) -> dict:
         from planner.report.summary import assumptions
@@ -77,6 +78,8 @@ class Plan:
             d["robust"] = self.robust
         if self.one_more_rack is not None:
             d["one_more_rack"] = self.one_more_rack
+        if self.verification is not None:
+            d["verification"] = self.verification
         d["rentals"] = self.rentals
         ready = isinstance(d["inputs"], dict) and {"scenario", "demands"} <= set(d["inputs"])
         d["assumptions"] = assumptions(d) if ready else []  # what decides the cost, in words

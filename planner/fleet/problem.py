@@ -109,8 +109,14 @@ def demands_of(scenario) -> list[Demand]:
     """Each workload at its peak (a build-out: in its first period)."""
     if scenario.periods:
         scenario = scenario.at_period(0)
-    return [demand_of(w, scenario.model_for(w), scenario.price_of(w), scenario.site.capacity_headroom)
+    return [demand_of(w, scenario.model_for(w), scenario.price_of(w), headroom_of(scenario, w))
             for w in scenario.workloads]
+
+
+def headroom_of(scenario, workload) -> float:
+    """The capacity headroom a workload's pools are sized with: its own, else the site's."""
+    own = workload.capacity_headroom
+    return float(own if own is not None else scenario.site.capacity_headroom)
 
 
 def demand_rows(demands: list[Demand]) -> np.ndarray:

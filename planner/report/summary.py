@@ -113,7 +113,7 @@ def assumptions(d: dict) -> list[str]:
         + "; every pool is sized for "
         f"the peak" + (f" plus {100 * sc['site']['capacity_headroom']:.3g}% headroom (site.capacity_headroom)"
                        if sc["site"].get("capacity_headroom") else " at 100% of its modelled throughput (no headroom: "
-                       "site.capacity_headroom)"),
+                       "site.capacity_headroom)") + own_headroom(d),
         f"curtailment: at the peak every pool runs at 1 / (1 + headroom) of its capacity, packed onto as few racks as "
         f"its chips need, the emptied racks powered off; workloads are then shed whole, "
         + ("the slowest tier first" if sc["site"].get("curtailment_order", "tier") == "tier" else
@@ -251,3 +251,12 @@ def headline(d: dict) -> str:
     return (f"Buy {buy} racks, because that is {OBJECTIVE_WORDS.get(d['objective'], 'the best fleet')} that "
             f"serves {served} ({people(d['totals']['annual_cost_usd'], 'USD')} a year, "
             f"{people(d['totals']['facility_power_mw'])} MW at the facility{within}).")
+
+
+def own_headroom(d: dict) -> str:
+    """The workloads whose headroom differs from the site's (workloads[].capacity_headroom, or solve --verify's
+    repair), as a clause; empty when none does."""
+    site = float(d["inputs"]["scenario"]["site"].get("capacity_headroom") or 0.0)
+    own = [f"{x['name']} {100 * x['headroom']:.3g}%" for x in d["inputs"]["demands"]
+           if abs(float(x.get("headroom") or 0.0) - site) > 1e-12]
+    return f", except {', '.join(own)} (workloads' capacity_headroom)" if own else ""

@@ -13,7 +13,8 @@ import numpy as np
 
 from planner.fleet.check import Inputs
 from planner.fleet.demand import Demand
-from planner.fleet.options import drafter, efficiency_of
+from planner.fleet.options import drafter, efficiency_of, pool_key
+from planner.lengths import FIXED, Lengths
 from planner.perf.grid import MICRO_BATCHES
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors
 from planner.vocabulary import API_KIND
@@ -44,32 +45,34 @@ class Pools:
     pre_rate: np.ndarray
     in_q: np.ndarray
     out_q: np.ndarray
+    source: list  # the allocation row (index into ``rows``) of each simulator row
+    prefill_points: int = 1  # prompt lengths tabulated per prefilling row (every row of a workload alike)
 
     @property
     def prefill_share(self) -> float:
-        d = self.demand
-        return d.prefill_tokens / d.input_tokens if d.input_tokens > 0 else 1.0
+        return prefill_share_of(self.demand)
 
 
-def quantile_table(dist, mean: float) -> np.ndarray:
-    """The inverse CDF at (k + 0.5) / K of a length distribution (a ``planner.lengths.Lengths``, or None: fixed at
-    ``mean``)."""
-    if dist is None or getattr(dist, "spec", None) is None:
-        return np.array([float(mean)])
+def prefill_share_of(d: Demand) -> float:
+    """The share of each prompt prefilled (the rest is the prefix cache's)."""
+    return d.prefill_tokens / d.input_tokens if d.input_tokens > 0 else 1.0
+
+
+def quantile_table(dist: Lengths) -> np.ndarray:
+    """The inverse CDF of a length distribution at (k + 0.5) / K, K = QUANTILE_POINTS (one point if fixed)."""
+    if dist.kind == FIXED:
+        return np.array([max(1.0, float(dist.mean))])
     u = (np.arange(QUANTILE_POINTS) + 0.5) / QUANTILE_POINTS
     return np.maximum(1.0, np.array([float(dist.quantile(float(q))) for q in u]))
 
 
 def length_tables(d: Demand) -> tuple[np.ndarray, np.ndarray]:
-    inputs = getattr(d, "input_length_dist", None)
-    outputs = getattr(d, "output_length_dist", None)
-    return (quantile_table(inputs() if inputs else None, d.input_tokens),
-            quantile_table(outputs() if outputs else None, d.output_tokens))
+    return quantile_table(d.input_length_dist()), quantile_table(d.output_length_dist())
 
 
 def servers_of(replicas: float) -> tuple[int, float]:
-    """Servers of a row of ``replicas`` replicas and the speed of the last: 2.3 replicas are two servers and a
-    third at 0.3 of the speed (a replica's time shared, as the MILP's continuous small replicas assume)."""
+    """Servers of a row of ``replicas`` replicas, and the share of a replica the last one stands for: 2.3
+    replicas are three servers, the third standing for 0.3 of a replica."""
     if replicas <= 1e-9:
         return 0, 1.0
     c = int(math.ceil(replicas - 1e-9))
@@ -111,15 +114,17 @@ def decode_steps(row: dict, d: Demand, inputs: Inputs) -> tuple[np.ndarray, floa
     return steps, kept
 
 
-def prefill_tables(row: dict, d: Demand, inputs: Inputs, longest: float) -> tuple:
-    """At PREFILL_POINTS prompt lengths up to ``longest``: a lone prompt's prefill seconds and the loaded replica's
-    prompt tokens/s (MODEL.md 4, 4.2); the KV transfer's latency and seconds per prompt token (MODEL.md 7); the
-    prompt tokens a colocated step carries (the stack's pass budget)."""
+def prefill_tables(row: dict, d: Demand, inputs: Inputs, longest: float, drawn: np.ndarray) -> tuple:
+    """At PREFILL_POINTS prompt lengths up to ``longest`` and at every length ``drawn`` (the prefill tokens of the
+    length distribution's quantile points: the loaded rate steps where the prompts a pass holds change, so the
+    lengths drawn are tabulated exactly): a lone prompt's prefill seconds and the loaded replica's prompt tokens/s
+    (MODEL.md 4, 4.2); the KV transfer's latency and seconds per prompt token (MODEL.md 7); the prompt tokens a
+    colocated step carries (the stack's pass budget)."""
     hw = inputs.hardware[row["hardware"]]
     model = inputs.models[d.model]
     mv, hv = model_vector(model), hardware_vector(hw, row["precision"], efficiency_of(inputs.efficiency, hw))
     layout = (float(row["tensor_parallel"]), float(row["pipeline_parallel"]), float(int(row["expert_parallel"])))
-    n = np.geomspace(1.0, max(2.0, longest), PREFILL_POINTS)
+    n = np.unique(np.concatenate([np.geomspace(1.0, max(2.0, longest), PREFILL_POINTS), drawn]))
     lone, rate, out = np.empty_like(n), np.empty_like(n), np.zeros(L.N_BREAKDOWN)
     for k, tokens in enumerate(n):
         prefill_breakdown(mv, hv, *layout, float(tokens), out)
@@ -132,46 +137,101 @@ def prefill_tables(row: dict, d: Demand, inputs: Inputs, longest: float) -> tupl
 
 
 def pools_of(plan: dict, inputs: Inputs) -> list[Pools]:
-    """Every workload of the plan with the rows that serve it."""
+    """Every workload of the plan with the rows that serve it, the rows of one pool (``pool_key``: their prompts
+    share one queue, MODEL.md 9.2) merged into one."""
     out = []
     for workload in inputs.demands:
         rows = [r for r in plan["allocation"] if r["workload"] == workload.name and r["role"] in ROLE_CODES
                 and float(r["replicas"]) > 1e-12]
-        out.append(pools_for(workload, rows, inputs))
+        out.append(pools_for(workload, merged_pools(rows), inputs))
+    return out
+
+
+def merged_pools(rows: list[dict]) -> list[dict]:
+    """Rows of one pool as one row: replicas and served tokens/s summed; other rows as they are."""
+    merged: dict = {}
+    out = []
+    for row in rows:
+        key = pool_key(row)
+        if key is None:
+            out.append(row)
+        elif key in merged:
+            into = merged[key]
+            for col in ("replicas", "output_tokens_per_s", "prefill_tokens_per_s"):
+                into[col] = float(into.get(col) or 0.0) + float(row.get(col) or 0.0)
+        else:
+            merged[key] = dict(row)
+            out.append(merged[key])
     return out
 
 
 def pools_for(workload: Demand, rows: list[dict], inputs: Inputs) -> Pools:
+    """The simulator's rows for one workload's allocation rows. A fractional replica is deployed as a whole one
+    held to its share (the plan pays for that share of its chips; its racks are whole): a prefill row's last server
+    takes its share of the row's prompts at full speed, and a decode or colocated row's share f of a replica is one
+    more simulator row of one replica that holds at most f x B streams (its share of the row's traffic)."""
     in_q, out_q = length_tables(workload)
     longest = float(in_q.max()) * 1.01
-    rp = np.zeros((len(rows), E.N_RP), np.int64)
-    rw = np.zeros((len(rows), E.N_RW))
-    speeds, steps, pre_n, pre_lone, pre_rate = [], [], [], [], []
-    for r, row in enumerate(rows):
-        role = ROLE_CODES[row["role"]]
-        c, last = servers_of(float(row["replicas"]))
-        if role == E.API:
-            c = 0
-        rp[r] = (role, len(speeds), c, 0, sum(len(s) for s in steps), sum(len(p) for p in pre_n))
-        speeds.extend([1.0] * (c - 1) + [last] if c else [])
-        weight = row.get("prefill_tokens_per_s") if role == E.PREFILL else row.get("output_tokens_per_s")
-        rw[r, E.RW_WEIGHT] = float(weight or 0.0)
-        rw[r, E.RW_TOKENS_PER_STEP] = 1.0
-        if role == E.API:
-            continue
-        d = workload.for_row(row.get("speculative"))
-        if role in (E.DECODE, E.COLOCATED):
-            table, kept = decode_steps(row, d, inputs)
-            rp[r, E.RP_BATCH] = len(table)
-            rw[r, E.RW_TOKENS_PER_STEP] = kept
-            rw[r, E.RW_KV_CAP_TOKENS] = len(table) * d.context_max  # the plan fits B streams at the mean context
-            steps.append(table)
-        if role in (E.PREFILL, E.COLOCATED):
-            n, lone, rate, kv_lat, kv_per_token, chunk = prefill_tables(row, d, inputs, longest)
-            pre_n.append(n)
-            pre_lone.append(lone)
-            pre_rate.append(rate)
-            rw[r, E.RW_KV_LAT_S], rw[r, E.RW_KV_S_PER_TOKEN], rw[r, E.RW_CHUNK] = kv_lat, kv_per_token, chunk
-    cat = lambda parts: np.concatenate(parts) if parts else np.ones(1)  # noqa: E731 - a one-line helper
-    return Pools(workload, rows, rp, rw, np.array(speeds, float), cat(steps), cat(pre_n), cat(pre_lone),
-                 cat(pre_rate), in_q, out_q)
+    sim_rows, source = [], []
+    tables = {"steps": [], "pre_n": [], "pre_lone": [], "pre_rate": [], "in_q": in_q}
+    for k, row in enumerate(rows):
+        for servers, batch_share, weight_share in row_parts(row):
+            sim_rows.append(sim_row(row, workload, inputs, servers, batch_share, weight_share, longest, tables))
+            source.append(k)
+    rp = np.array([r[0] for r in sim_rows], np.int64).reshape(-1, E.N_RP)
+    rw = np.array([r[1] for r in sim_rows], float).reshape(-1, E.N_RW)
+    offset = 0
+    for r in range(len(rp)):  # servers are numbered row after row
+        rp[r, E.RP_C0] = offset
+        offset += rp[r, E.RP_C]
+    return Pools(workload, rows, rp, rw, np.ones(offset), joined(tables["steps"]), joined(tables["pre_n"]),
+                 joined(tables["pre_lone"]), joined(tables["pre_rate"]), in_q, out_q, source,
+                 len(tables["pre_n"][0]) if tables["pre_n"] else 1)
+
+
+def joined(parts: list) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.ones(1)
+
+
+def row_parts(row: dict) -> list[tuple[int, float, float]]:
+    """(servers, share of the batch each may hold, share of the row's traffic) for the simulator rows of one
+    allocation row: whole replicas, then a decode or colocated row's fraction as one replica of a smaller batch."""
+    replicas = float(row["replicas"])
+    if row["role"] == API_KIND:
+        return [(0, 1.0, 1.0)]
+    c, last = servers_of(replicas)
+    if row["role"] == "prefill" or last >= 1.0 - 1e-9:
+        return [(c, 1.0, 1.0)]
+    whole = c - 1
+    parts = [(whole, 1.0, whole / replicas)] if whole else []
+    return parts + [(1, last, last / replicas)]
+
+
+def sim_row(row: dict, workload: Demand, inputs: Inputs, servers: int, batch_share: float, weight_share: float,
+            longest: float, tables: dict) -> tuple[list, list]:
+    """One simulator row (RP_*, RW_*; RP_C0 set by the caller), its tables appended to ``tables``."""
+    role = ROLE_CODES[row["role"]]
+    rp = [role, 0, servers, 0, sum(map(len, tables["steps"])), sum(map(len, tables["pre_n"]))]
+    in_q = tables["in_q"]
+    rw = [0.0] * E.N_RW
+    weight = row.get("prefill_tokens_per_s") if role == E.PREFILL else row.get("output_tokens_per_s")
+    rw[E.RW_WEIGHT] = float(weight or 0.0) * weight_share
+    rw[E.RW_TOKENS_PER_STEP] = 1.0
+    if role == E.API:
+        return rp, rw
+    d = workload.for_row(row.get("speculative"))
+    if role in (E.DECODE, E.COLOCATED):
+        table, kept = decode_steps(row, d, inputs)
+        batch = max(1, int(round(len(table) * batch_share)))
+        rp[E.RP_BATCH] = batch
+        rw[E.RW_TOKENS_PER_STEP] = kept
+        rw[E.RW_KV_CAP_TOKENS] = batch * d.context_max  # the plan fits B streams at the mean context
+        tables["steps"].append(table[:batch])
+    if role in (E.PREFILL, E.COLOCATED):
+        n, lone, rate, kv_lat, kv_per_token, chunk = prefill_tables(row, d, inputs, longest,
+                                                                    in_q * prefill_share_of(workload))
+        tables["pre_n"].append(n)
+        tables["pre_lone"].append(lone)
+        tables["pre_rate"].append(rate)
+        rw[E.RW_KV_LAT_S], rw[E.RW_KV_S_PER_TOKEN], rw[E.RW_CHUNK] = kv_lat, kv_per_token, chunk
+    return rp, rw

@@ -14,7 +14,7 @@ import numpy as np
 
 from planner.errors import InputError
 from planner.fleet.check import Inputs, plan_dict
-from planner.sim.build import PREFILL_POINTS, Pools, pools_of
+from planner.sim.build import Pools, pools_of
 from planner.traces import fit_trace
 from solvers.jit import thread_count
 from solvers.sim import engine as E
@@ -128,7 +128,8 @@ def simulate_pools(pools: Pools, seed: int, duration_s: float, warmup_s: float, 
     q = d.ttft_quantile
     nb = HIST_DECADES * HIST_BINS_PER_DECADE
     hist_ttft, hist_tpot = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
-    counts, busy = np.zeros(E.N_COUNTS, np.int64), np.zeros(len(pools.rows))
+    counts, busy = np.zeros(E.N_COUNTS, np.int64), np.zeros(len(pools.rp))
+    hist_rows = np.zeros((len(pools.rp), nb), np.int64)
     params = np.array([warmup_s, duration_s, HIST_LO_LOG10, HIST_BINS_PER_DECADE, d.ttft_s * (1 + TOLERANCE),
                        (1 + TOLERANCE) / d.min_tps_per_user])
     if trace is not None:
@@ -144,9 +145,10 @@ def simulate_pools(pools: Pools, seed: int, duration_s: float, warmup_s: float, 
     E.simulate_workload(int(seed), float(rate), params, float(drain_s), pools.in_q, pools.out_q,
                         float(pools.prefill_share), trace_t, trace_in, trace_out, pools.rp, pools.rw,
                         pools.server_speed, pools.step_s, pools.pre_n, pools.pre_lone_s, pools.pre_rate,
-                        PREFILL_POINTS, int(max_requests), slots_for(pools, max_requests), hist_ttft, hist_tpot,
-                        counts, busy, np.zeros((0, E.N_RF)))
-    return workload_result(pools, counts, hist_ttft, hist_tpot), pool_rows(pools, busy, duration_s - warmup_s)
+                        pools.prefill_points, int(max_requests), slots_for(pools, max_requests), hist_ttft, hist_tpot,
+                        hist_rows, counts, busy, np.zeros((0, E.N_RF)))
+    return (workload_result(pools, counts, hist_ttft, hist_tpot),
+            pool_rows(pools, busy, hist_rows, duration_s - warmup_s))
 
 
 def slots_for(pools: Pools, max_requests: int) -> int:
@@ -188,19 +190,27 @@ def distribution(hist: np.ndarray) -> list:
     return [[p, percentile(hist, p / 100.0)] for p in DISTRIBUTION_PERCENTILES]
 
 
-def pool_rows(pools: Pools, busy: np.ndarray, window_s: float) -> list[dict]:
-    """Each row's utilization over the window: a prefill pool's busy share of its servers' time, a decode or
-    colocated pool's streams held over its slots."""
+def pool_rows(pools: Pools, busy: np.ndarray, hist_rows: np.ndarray, window_s: float) -> list[dict]:
+    """Each allocation row's utilization over the window (a prefill pool's busy share of its servers' time, a
+    decode or colocated pool's streams held over its slots) and, where it prefills, its requests' TTFT at the
+    workload's percentile beside the plan's (the M/G/c closed form, MODEL.md 9.2)."""
     out = []
-    for r, row in enumerate(pools.rows):
-        role = pools.rp[r, E.RP_ROLE]
+    q = pools.demand.ttft_quantile
+    for k, row in enumerate(pools.rows):
+        parts = [r for r, src in enumerate(pools.source) if src == k]
+        role = pools.rp[parts[0], E.RP_ROLE]
         if role == E.API:
             continue
-        servers = pools.rp[r, E.RP_C]
-        slots = servers * (1 if role == E.PREFILL else pools.rp[r, E.RP_BATCH])
+        servers = int(sum(pools.rp[r, E.RP_C] for r in parts))
+        slots = sum(pools.rp[r, E.RP_C] * (1 if role == E.PREFILL else pools.rp[r, E.RP_BATCH]) for r in parts)
+        hist = hist_rows[parts].sum(axis=0)
+        prefills = role in (E.PREFILL, E.COLOCATED)
         out.append({"workload": pools.demand.name, "hardware": row["hardware"], "role": row["role"],
-                    "replicas": float(row["replicas"]), "servers": int(servers),
-                    "utilization": float(busy[r] / (slots * window_s)) if slots and window_s > 0 else None})
+                    "replicas": float(row["replicas"]), "servers": servers,
+                    "utilization": float(busy[parts].sum() / (slots * window_s)) if slots and window_s > 0 else None,
+                    "requests": int(hist.sum()) if prefills else None,
+                    "ttft_at_target_percentile_s": percentile(hist, q) if prefills else None,
+                    "analytic_ttft_s": row.get("ttft_s") if prefills else None})
     return out
 
 

@@ -16,6 +16,7 @@ from statistics import NormalDist
 
 from planner.errors import InfeasibleError
 from planner.fleet.demand import Demand
+from planner.fleet.problem import headroom_of
 from planner.sim.run import SimResult, simulate
 
 MAX_ROUNDS = 5  # solves in all, the first included
@@ -62,10 +63,8 @@ class Verified:
                 "first_simulation": self.rounds[0].simulation.to_dict() if self.repaired else None}
 
 
-def headroom_of(scenario, workload: str) -> float:
-    w = next(x for x in scenario.workloads if x.name == workload)
-    own = getattr(w, "capacity_headroom", None)
-    return float(own if own is not None else scenario.site.capacity_headroom)
+def headroom_named(scenario, workload: str) -> float:
+    return headroom_of(scenario, next(x for x in scenario.workloads if x.name == workload))
 
 
 def first_step(demand, percentile: float) -> float:
@@ -88,7 +87,7 @@ def next_headroom(scenario, plan, simulation: SimResult, steps: dict) -> dict:
         else:
             step *= 2.0
         steps[w.workload] = step
-        out[w.workload] = headroom_of(scenario, w.workload) + step
+        out[w.workload] = headroom_named(scenario, w.workload) + step
     return out
 
 
@@ -139,4 +138,4 @@ def verification_lines(v: Verified) -> list[str]:
 
 
 def current_headroom(scenario) -> dict:
-    return {w.name: headroom_of(scenario, w.name) for w in scenario.workloads}
+    return {w.name: headroom_of(scenario, w) for w in scenario.workloads}

@@ -340,6 +340,37 @@ def prefill_per_layout(model, hw, layouts, prefill_tokens):
 
 
 @njit
+def prefill_over_lengths(model, hw, layouts, tokens, weights, tokens_at_quantile):
+    """``prefill_per_layout`` over a distribution of prompts (MODEL.md 15.3): the prompt tokens/s at which the
+    replica serves prompts of ``tokens`` (weights ``weights``) on average, sum w n / sum w n / rate(n) (a long
+    prompt costs more per token than a short one, so this is below the rate at the mean length), the lone prefill
+    time of a prompt of ``tokens_at_quantile`` (the workload's TTFT percentile), and the draw at the mean length.
+    A layout on which any of the prompts does not fit serves none (rate 0). One point of weight 1 at the mean is
+    ``prefill_per_layout``."""
+    n = layouts.shape[0]
+    out = np.zeros((n, 3))
+    b = np.empty(L.N_BREAKDOWN)
+    mean = 0.0
+    for k in range(tokens.shape[0]):
+        mean += weights[k] * tokens[k]
+    for i in range(n):
+        tp, pp, ep = layouts[i, 0], layouts[i, 1], layouts[i, 2]
+        busy_s = 0.0
+        fits = True
+        for k in range(tokens.shape[0]):
+            prefill_breakdown(model, hw, tp, pp, ep, tokens[k], b)
+            fits = fits and b[L.B_FITS] > 0.5
+            busy_s += weights[k] * tokens[k] / b[L.B_TOKENS_PER_S]
+        prefill_breakdown(model, hw, tp, pp, ep, mean, b)
+        rate = b[L.B_TOKENS_PER_S] if tokens.shape[0] == 1 else mean / busy_s  # one length: its own rate, exactly
+        out[i, 0] = rate if fits and b[L.B_FITS] > 0.5 else 0.0
+        out[i, 2] = b[L.B_POWER_W]
+        prefill_breakdown(model, hw, tp, pp, ep, tokens_at_quantile, b)
+        out[i, 1] = b[L.B_TIME_S]
+    return out
+
+
+@njit
 def prefill_capacity(prefill, transfer_s, prefill_tokens, ttft_target_s, quantile, load, scv, max_servers):
     """For each layout's (prompt tokens/s, one prompt's prefill s) and KV transfer time, its pool sized for ``load``
     prompt tokens/s as M/G/c with service scv ``scv`` (``solvers.perf.queue``): the servers c of the pool

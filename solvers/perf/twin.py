@@ -248,6 +248,19 @@ def loaded_prefill(m, h, tp, pp, ep, input_tokens) -> dict:
     return out
 
 
+def prefill_over_lengths(m, h, layout, tokens, weights, tokens_at_quantile) -> tuple[float, float, float]:
+    """Twin of ``sweep.prefill_over_lengths`` for one layout: (mean prompt tokens/s over the prompts, the lone
+    prefill time at the quantile length, the draw at the mean length)."""
+    tp, pp, ep = layout
+    mean = sum(w * n for n, w in zip(tokens, weights))
+    points = [loaded_prefill(m, h, tp, pp, ep, n) for n in tokens]
+    at_mean = loaded_prefill(m, h, tp, pp, ep, mean)
+    busy_s = sum(w * n / p["tokens_per_s"] for n, w, p in zip(tokens, weights, points))
+    fits = all(p["fits"] for p in points) and at_mean["fits"]
+    return (mean / busy_s if fits else 0.0, loaded_prefill(m, h, tp, pp, ep, tokens_at_quantile)["time_s"],
+            at_mean["power_w"])
+
+
 def prefill(m, h, tp, pp, ep, input_tokens, prompts=1.0) -> dict:
     """Twin of ``batch_prefill_breakdown``."""
     r = Replica(list(m), list(h), tp, pp, ep)

@@ -51,17 +51,17 @@ def interp_log(xs, ys, base, n, x):
 
 
 @njit
-def hist_add(hist, lo_log10, bins_per_decade, x):
-    nb = hist.shape[0]
+def hist_bin(nb, lo_log10, bins_per_decade, x):
+    """The log bin of ``x`` among ``nb`` (the first and last take what falls outside)."""
     if x <= 0.0:
-        hist[0] += 1
-        return
+        return 0
     k = int(math.floor((math.log10(x) - lo_log10) * bins_per_decade))
-    if k < 0:
-        k = 0
-    elif k >= nb:
-        k = nb - 1
-    hist[k] += 1
+    return min(max(k, 0), nb - 1)
+
+
+@njit
+def hist_add(hist, lo_log10, bins_per_decade, x):
+    hist[hist_bin(hist.shape[0], lo_log10, bins_per_decade, x)] += 1
 
 
 @njit
@@ -100,8 +100,8 @@ N_SI = 12
 # requests, floats and ints
 RF_ARRIVE, RF_IN, RF_PREFILL, RF_OUT, RF_REM, RF_FIRST, RF_DONE = 0, 1, 2, 3, 4, 5, 6
 N_RF = 7
-RI_ROW, RI_NEXT, RI_NUM = 0, 1, 2  # RI_NUM: the request's number (its draws; -1: the slot is free)
-N_RI = 3
+RI_ROW, RI_NEXT, RI_NUM, RI_PREFILL_ROW = 0, 1, 2, 3  # RI_NUM: the request's number (its draws; -1: free)
+N_RI = 4
 # rows: parameters (ints, floats) and state
 RP_ROLE, RP_C0, RP_C, RP_BATCH, RP_STEP_OFF, RP_PRE_OFF = 0, 1, 2, 3, 4, 5
 N_RP = 6
@@ -188,7 +188,10 @@ def release(i, rf, ri, requests_out, free_slots):
 
 
 @njit
-def finish(i, t, params, rf, ri, hist_ttft, hist_tpot, counts, requests_out, free_slots):
+def finish(i, t, params, rf, ri, hists, counts, requests_out, free_slots):
+    """Request ``i``'s last token at ``t``: its TTFT and time per token into the workload's histograms (and its
+    TTFT into its prefill row's), if it arrived within the window."""
+    hist_ttft, hist_tpot, hist_row_ttft = hists
     rf[i, RF_DONE] = t
     if in_window(params, rf[i, RF_ARRIVE]):
         counts[C_FINISHED] += 1
@@ -197,6 +200,7 @@ def finish(i, t, params, rf, ri, hist_ttft, hist_tpot, counts, requests_out, fre
         tpot = (t - rf[i, RF_FIRST]) / rf[i, RF_OUT]
         hist_add(hist_ttft, lo, bpd, ttft)
         hist_add(hist_tpot, lo, bpd, tpot)
+        hist_row_ttft[ri[i, RI_PREFILL_ROW], hist_bin(hist_row_ttft.shape[1], lo, bpd, ttft)] += 1
         if ttft <= params[P_TTFT_TARGET_S] and tpot <= params[P_TPOT_TARGET_S]:
             counts[C_MET] += 1
     release(i, rf, ri, requests_out, free_slots)
@@ -218,7 +222,6 @@ def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
     between lasts the same. Returns the event heap's new size."""
     fin_key, fin_req, fin_pad = fin
     pre_n, pre_lone, pre_rate, n_points = pre
-    hist_ttft, hist_tpot = hists
     r = si[s, SI_ROW]
     batch = rp[r, RP_BATCH]
     base = si[s, SI_HBASE]
@@ -231,7 +234,7 @@ def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
         si[s, SI_HSIZE] = heap_pop(fin_key, fin_req, fin_pad, base, si[s, SI_HSIZE])
         rs[r, RS_FREE] += 1
         sf[s, SF_KV_TOKENS] -= kv_need(rf, i)
-        finish(i, t, params, rf, ri, hist_ttft, hist_tpot, counts, requests_out, free_slots)
+        finish(i, t, params, rf, ri, hists, counts, requests_out, free_slots)
     budget = 0.0 if idle else sf[s, SF_STEP_TOK]
     sf[s, SF_STEP_TOK] = 0.0
     while budget > 1e-9 and si[s, SI_PQ_HEAD] >= 0:
@@ -358,6 +361,7 @@ def arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev,
         s = least_loaded(si, rp[r, RP_C0], rp[r, RP_C], uniform(seed, base + U_REPLICA_A),
                          uniform(seed, base + U_REPLICA_B))
         rf[i, RF_REM] = tokens
+        ri[i, RI_PREFILL_ROW] = r
         list_push(si[:, SI_PQ_HEAD], si[:, SI_PQ_TAIL], nxt, s, i)
         si[s, SI_PQ_N] += 1
         sf[s, SF_PQ_TOKENS] += tokens
@@ -367,6 +371,7 @@ def arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev,
     if p < 0:
         release(i, rf, ri, requests_out, free_slots)
         return n_ev
+    ri[i, RI_PREFILL_ROW] = p
     b0 = rp[p, RP_C0]
     s = free_srv[b0]
     start = max(t, free_at[b0])
@@ -385,7 +390,7 @@ def arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev,
 @njit
 def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, trace_t, trace_in, trace_out,
                       rp, rw, server_speed, step_s, pre_n, pre_lone, pre_rate, n_points, max_requests, n_slots,
-                      hist_ttft, hist_tpot, counts, row_busy, requests_out):
+                      hist_ttft, hist_tpot, hist_row_ttft, counts, row_busy, requests_out):
     """Simulate one workload: arrivals for ``params[P_DURATION_S]`` (Poisson at ``rate_per_s`` with lengths from
     the quantile tables, or the trace's own; at most ``max_requests``), statistics of those that arrive from
     ``params[P_WARMUP_S]`` on, then at most ``drain_s`` for what is in flight to finish. Rows ``rp``/``rw``
@@ -393,7 +398,7 @@ def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_sh
     ``step_s[RP_STEP_OFF + b - 1]`` a decode step at batch b; prefill tables of ``n_points`` prompt lengths from
     ``RP_PRE_OFF`` on. At most ``n_slots`` requests are in flight at once (their state is reused as they finish;
     an arrival finding none free is dropped and counted, C_DROPPED). Writes the histograms of TTFT and of seconds
-    per output token, ``counts`` (C_*), ``row_busy`` (prefill rows: server-seconds; decode and colocated rows:
+    per output token (and of TTFT per prefill or colocated row, ``hist_row_ttft[row]``), ``counts`` (C_*), ``row_busy`` (prefill rows: server-seconds; decode and colocated rows:
     stream-seconds held) and, for request numbers below ``requests_out``'s rows, each request (RF_*)."""
     n_rows = rp.shape[0]
     n_servers = server_speed.shape[0]
@@ -432,7 +437,7 @@ def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_sh
     cap = n_slots + n_servers + 8
     ev = (np.zeros(cap, np.float64), np.zeros(cap, np.int64), np.zeros(cap, np.int64))
     pre = (pre_n, pre_lone, pre_rate, n_points)
-    hists = (hist_ttft, hist_tpot)
+    hists = (hist_ttft, hist_tpot, hist_row_ttft)
     t0 = trace_t[0] if replay else -math.log(uniform(seed, U_GAP)) / rate_per_s
     n_ev = schedule(ev, 0, t0, EV_ARRIVAL, 0, 0)
     created = 0

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 INTEGRATION = {"test_solve", "test_cli", "test_html", "test_gtc", "test_check", "test_fuzz", "test_split", "test_speculative", "test_inputs",
-               "test_calibration", "test_interface", "test_ledger", "test_simulate", "test_warmup", "test_sim_html"}
+               "test_calibration", "test_interface", "test_ledger", "test_simulate", "test_warmup", "test_verify", "test_sim_html"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -298,3 +298,14 @@ def test_every_simulate_key_is_defined_in_interface_md(bank_plan):
     d = simulate(bank_plan, duration_s=30.0).to_dict()
     keys = set(d) | {k for w in d["workloads"] for k in w} | {k for p in d["pools"] for k in p}
     assert not sorted(k for k in keys if k not in DOCUMENTED)
+
+
+def test_the_closed_form_ttft_is_within_its_stated_band_of_the_simulation(bank_plan):
+    """MODEL.md 16.4: on disaggregated prefill pools of at least 10 servers, the simulated TTFT at the workload's
+    percentile lies within -20% / +10% of the plan's M/G/c closed form (over all shipped scenarios: -35% / +7%;
+    the closed form errs on the safe side)."""
+    pools = [p for p in simulate(bank_plan).to_dict()["pools"]
+             if p["role"] == "prefill" and p["servers"] >= 10 and (p["requests"] or 0) >= 1000]
+    assert len(pools) >= 3
+    for p in pools:
+        assert 0.8 <= p["ttft_at_target_percentile_s"] / p["analytic_ttft_s"] <= 1.1, p

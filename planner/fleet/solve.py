@@ -48,12 +48,7 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     built = build_problem(scenario, progress, deadline, options_from)
     if progress:
         progress(0, 1, f"solving the MILP ({built.problem.n_columns} columns, {settings.name})")
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while scoring candidates; raise "
-                           f"--time-limit (or solver.time_limit_s)")
-    sol = optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap,
-                   fewest_platforms=settings.fewest_platforms)
+    sol = optimize_by(built, settings, deadline, "scoring candidates")
     built, sol = repair_pools(built, sol, settings, deadline, progress)
     if sol.status == NO_PLAN:
         raise PlannerError(f"the {sol.solver} solver found no plan within the time limit of "
@@ -90,13 +85,18 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None) ->
         if progress:
             progress(0, 1, f"pools smaller than assumed: {len(caps)} option(s) sized again, solving again")
         built = with_options_at(built, caps)
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools "
-                               f"again; raise --time-limit (or solver.time_limit_s)")
-        sol = optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap,
-                       fewest_platforms=settings.fewest_platforms)
+        sol = optimize_by(built, settings, deadline, "sizing prefill pools again")
     return built, sol
+
+
+def optimize_by(built: Built, settings, deadline: float, doing: str):
+    """The MILP solved with the time left before ``deadline``; PlannerError naming what used it up when none is."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while {doing}; raise "
+                           f"--time-limit (or solver.time_limit_s)")
+    return optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap,
+                    fewest_platforms=settings.fewest_platforms)
 
 
 def with_options_at(built: Built, caps: dict[int, float]) -> Built:

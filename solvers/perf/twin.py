@@ -387,7 +387,11 @@ def max_prefill_utilization(ttft_target_s, fixed_s, service_s, quantile, cap=0.9
     """The largest utilization in [0, cap] meeting the target, found by a fine scan refined by halving."""
     if fixed_s > ttft_target_s:
         return 0.0
-    meets = lambda u: fixed_s + wait_quantile_s(u, service_s, quantile) <= ttft_target_s  # noqa: E731
+    return largest_meeting(lambda u: fixed_s + wait_quantile_s(u, service_s, quantile) <= ttft_target_s, cap)
+
+
+def largest_meeting(meets, cap) -> float:
+    """The largest utilization in [0, cap] for which ``meets`` holds (it holds below any that it holds at)."""
     if meets(cap):
         return cap
     lo, hi = 0.0, cap
@@ -442,14 +446,8 @@ def mgc_max_utilization(ttft_target_s, fixed_s, service_s, quantile, servers, sc
     """The largest utilization in [0, cap] at which c servers meet the target, by halving."""
     if fixed_s > ttft_target_s:
         return 0.0
-    meets = lambda u: fixed_s + mgc_wait_quantile_s(servers, u, service_s, scv, quantile) <= ttft_target_s  # noqa
-    if meets(cap):
-        return cap
-    lo, hi = 0.0, cap
-    while hi - lo > 1e-15:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
-    return lo
+    return largest_meeting(
+        lambda u: fixed_s + mgc_wait_quantile_s(servers, u, service_s, scv, quantile) <= ttft_target_s, cap)
 
 
 def servers_for_load(load, capacity_per_server, max_servers, most=100_000.0) -> float:

@@ -145,6 +145,15 @@ class Lengths:
             return self.tokens[min(i, len(self.tokens) - 1)] + self.shift
         return self.mean
 
+    def cdf(self, x: float) -> float:
+        """The share of draws at or below ``x`` tokens."""
+        if self.kind == LOGNORMAL:
+            y = x - self.shift
+            return NormalDist().cdf((math.log(y) - self.mu) / self.sigma) if y > 0 else 0.0
+        if self.kind == TABLE:
+            return float(np.sum(np.asarray(self.weights)[np.asarray(self.tokens) + self.shift <= x]))
+        return 1.0 if x >= self.mean else 0.0
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` token counts drawn with ``rng`` (float64, at least 1 each: a draw below one token is one)."""
         if self.kind == LOGNORMAL:

@@ -25,12 +25,12 @@ HIST = 6000
 NO_TRACE = np.zeros(0)
 
 
-def params(warmup, duration, ttft_target=1e9, tpot_target=1e9):
-    return np.array([warmup, duration, -6.0, 500.0, ttft_target, tpot_target])
+def params(warmup, duration, ttft_target=1e9, tpot_target=1e9, turns=1, gap=0.0, growth=0.0):
+    return np.array([warmup, duration, -6.0, 500.0, ttft_target, tpot_target, turns, gap, growth])
 
 
 def run(rp, rw, speeds, step_s, pre, rate, duration, seed=1, warmup=0.0, in_q=(1000.0,), out_q=(10.0,),
-        share=1.0, trace=(NO_TRACE, NO_TRACE, NO_TRACE), max_requests=None, drain=1e4, slots=None):
+        share=1.0, trace=(NO_TRACE, NO_TRACE, NO_TRACE), max_requests=None, drain=1e4, slots=None, args=None):
     pre_n, pre_lone, pre_rate, n_points = pre
     if max_requests is None:
         max_requests = len(trace[0]) or int(rate * duration + 10 * math.sqrt(rate * duration) + 100)
@@ -40,12 +40,12 @@ def run(rp, rw, speeds, step_s, pre, rate, duration, seed=1, warmup=0.0, in_q=(1
     hist_ttft, hist_tpot = np.zeros(HIST, np.int64), np.zeros(HIST, np.int64)
     counts, busy = np.zeros(E.N_COUNTS, np.int64), np.zeros(len(rp))
     req = np.zeros((max_requests, E.N_RF))
-    E.simulate_workload(seed, rate, params(warmup, duration), drain, np.array(in_q, float), np.array(out_q, float),
+    E.simulate_workload(seed, rate, params(warmup, duration) if args is None else args, drain, np.array(in_q, float), np.array(out_q, float),
                         share, *trace, np.asarray(rp, np.int64), np.asarray(rw, float), np.asarray(speeds, float),
                         np.asarray(step_s, float), pre_n, pre_lone, pre_rate, n_points, max_requests,
                         max_requests if slots is None else slots, hist_ttft, hist_tpot,
                         np.zeros((len(rp), HIST), np.int64), counts, busy, req)
-    return req[:counts[E.C_CREATED]], counts, hist_ttft, hist_tpot, busy
+    return req[:max(counts[E.C_CREATED], 0)], counts, hist_ttft, hist_tpot, busy
 
 
 def test_reused_request_slots_change_nothing():
@@ -111,20 +111,25 @@ def random_case(rng):
             (np.concatenate(pre_n), np.concatenate(pre_lone), np.concatenate(pre_rate), 4))
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_the_engine_and_its_twin_agree_request_by_request(seed):
+@pytest.mark.parametrize("seed,turns", [(k, 1) for k in range(6)] + [(k, 4) for k in range(6, 9)])
+def test_the_engine_and_its_twin_agree_request_by_request(seed, turns):
+    """Calls alone, and agentic sessions of four calls whose next call follows the last after a tool wait."""
     rng = np.random.default_rng(seed)
     rp, rw, speeds, steps, pre = random_case(rng)
     in_q = np.sort(rng.lognormal(6.5, 1.0, 64))
     out_q = np.sort(rng.integers(2, 80, 64).astype(float))
-    rate, duration = float(rng.uniform(2, 12)), 40.0
-    req, counts, *_ = run(rp, rw, speeds, steps, pre, rate, duration, seed=seed, in_q=in_q, out_q=out_q, share=0.7)
-    max_requests = int(rate * duration + 10 * math.sqrt(rate * duration) + 100)
-    twin = T.simulate_py(seed, rate, params(0.0, duration), 1e4, in_q, out_q, 0.7, rp, rw, speeds, steps, *pre,
-                         max_requests)
-    assert len(twin) == len(req) > 50
+    rate, duration = float(rng.uniform(2, 12)) / turns, 40.0
+    sessions = int(rate * duration + 10 * math.sqrt(rate * duration) + 100)
+    args = params(0.0, duration, turns=turns, gap=0.5, growth=300.0)
+    req, counts, *_ = run(rp, rw, speeds, steps, pre, rate, duration, seed=seed, in_q=in_q, out_q=out_q, share=0.7,
+                          max_requests=sessions * turns, args=args)
+    twin = T.simulate_py(seed, rate, args, 1e4, in_q, out_q, 0.7, rp, rw, speeds, steps, *pre, sessions * turns)
+    made = ~np.isnan(twin[:, E.RF_ARRIVE])
+    assert made.sum() > 50 and (turns == 1 or (made.reshape(-1, turns).sum(axis=1) > 1).any())
+    assert counts[E.C_ARRIVED] == made.sum()
     for col in (E.RF_ARRIVE, E.RF_IN, E.RF_OUT, E.RF_FIRST, E.RF_DONE):
-        np.testing.assert_allclose(req[:, col], twin[:, col], rtol=1e-9, atol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(req[:len(twin), col][made], twin[made, col], rtol=1e-9, atol=1e-12,
+                                   equal_nan=True)
 
 
 # ---- closed forms -------------------------------------------------------------------------------------------------
@@ -309,3 +314,24 @@ def test_the_closed_form_ttft_is_within_its_stated_band_of_the_simulation(bank_p
     assert len(pools) >= 3
     for p in pools:
         assert 0.8 <= p["ttft_at_target_percentile_s"] / p["analytic_ttft_s"] <= 1.1, p
+
+
+def test_a_session_s_next_call_follows_its_last_after_the_tool_wait_with_a_grown_prompt():
+    """Three-call sessions: call k + 1 arrives when call k finished plus its drawn tool wait (exponential, mean
+    2 s) and its prompt is the first's plus k x 500 tokens; calls whose turn would come after the window are not
+    made."""
+    rp = [[E.PREFILL, 0, 4, 0, 0, 0], [E.DECODE, 4, 2, 16, 0, 0]]
+    rw = [[1.0, 1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0, 0.0]]
+    args = params(0.0, 60.0, turns=3, gap=2.0, growth=500.0)
+    req, counts, *_ = run(rp, rw, [1.0] * 6, [0.01] * 16, flat_prefill(2e4, lone_s=0.05, rows=2), 2.0, 60.0,
+                          in_q=exponential_quantiles(1000.0, 256), max_requests=3000, args=args)
+    calls = req.reshape(-1, 3, E.N_RF)
+    made = ~np.isnan(calls[:, :, E.RF_DONE]) & (calls[:, :, E.RF_ARRIVE] > 0)
+    followed = made[:, 1:] & made[:, :-1]
+    assert followed.sum() > 50
+    prev, nxt = calls[:, :-1][followed], calls[:, 1:][followed]
+    np.testing.assert_allclose(nxt[:, E.RF_ARRIVE], prev[:, E.RF_DONE] + prev[:, E.RF_TOOL_S], rtol=1e-12)
+    np.testing.assert_allclose(nxt[:, E.RF_IN] - prev[:, E.RF_IN], 500.0)
+    waits = calls[:, :, E.RF_TOOL_S][made]
+    assert waits.mean() == pytest.approx(2.0, rel=0.15)
+    assert np.all(calls[:, 1:, E.RF_ARRIVE][made[:, 1:]] < 60.0)

@@ -12,11 +12,12 @@ import numpy as np
 
 from planner.catalog import Model
 from planner.errors import InputError
-from planner.lengths import FIXED, Lengths
+from planner.lengths import FIXED, TABLE, Lengths
 from planner.perf.speculative import Speculation, auto_methods, published_acceptance
 from planner.vocabulary import AUTO_SPECULATIVE, DEFAULT_ACCEPTANCE, SECONDS_PER_YEAR
 
 PREFILL_BANDS = 16  # equal-probability bands of the prompt lengths over which prefill is priced (MODEL.md 15.3)
+TURN_BANDS = 32  # bands of a session's turns over which its calls' prompts are priced (each turn alone up to 32)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class Demand:
     api: tuple = ()  # hosted offers: ((name, usd/Mtok input, cached input, output, max tok/s per user), ...)
     input_lengths: dict | None = None  # the prompt length distribution's spec (planner.lengths); None: fixed
     output_lengths: dict | None = None  # the visible output's; None: fixed
+    turns: int = 1  # agentic: model calls per session (1: every call independent)
+    tool_call_gap_s: float = 0.0  # agentic: seconds a session waits on a tool between its calls
+    turn_growth_tokens: float = 0.0  # agentic: prompt tokens each call adds to the next (visible output + growth)
 
     def input_length_dist(self) -> Lengths:
         """The distribution of one call's prompt tokens, with mean ``input_tokens``: the scenario's spec (of the
@@ -69,22 +73,63 @@ class Demand:
         return visible.shifted(self.output_tokens - visible.mean)
 
     def prefill_lengths(self) -> tuple[np.ndarray, np.ndarray, float]:
-        """The prompt tokens a call prefills, as the engine prices them (MODEL.md 15.3): the midpoints of
-        PREFILL_BANDS equal-probability bands of the prompt lengths (each of weight 1 / PREFILL_BANDS), and the
-        length at the workload's TTFT percentile; a fixed length is one point, itself."""
-        dist = self.input_length_dist()
+        """The prompt tokens a call prefills, as the engine prices them (MODEL.md 15.3): points of the calls'
+        prompt lengths with their weights, and the length at the workload's TTFT percentile. A session's calls
+        differ by turn (the k-th call's prompt is the first's plus k turn_growth_tokens), so the calls' lengths are
+        the first prompt's at each turn: the midpoints of PREFILL_BANDS equal-probability bands of the first
+        prompt (one point if fixed, its own rows if a short table) at the midpoints of at most TURN_BANDS equal
+        bands of the turns."""
+        first = self.first_turn_length_dist() if self.turns > 1 else self.input_length_dist()
         share = self.prefill_tokens / self.input_tokens if self.input_tokens > 0 else 1.0
-        if dist.kind == FIXED:
-            return np.array([self.prefill_tokens]), np.ones(1), float(self.prefill_tokens)
-        u = (np.arange(PREFILL_BANDS) + 0.5) / PREFILL_BANDS
-        tokens = np.array([dist.quantile(float(q)) for q in u]) * share
-        return tokens, np.full(PREFILL_BANDS, 1.0 / PREFILL_BANDS), float(dist.quantile(self.ttft_quantile) * share)
+        if first.kind == FIXED:
+            base, base_w = np.array([first.mean]), np.ones(1)
+        elif first.kind == TABLE and len(first.tokens) <= 4 * PREFILL_BANDS:  # a short table: its own lengths
+            base, base_w = np.asarray(first.tokens) + first.shift, np.asarray(first.weights)
+        else:
+            u = (np.arange(PREFILL_BANDS) + 0.5) / PREFILL_BANDS
+            base, base_w = np.array([first.quantile(float(q)) for q in u]), np.full(PREFILL_BANDS, 1.0 / PREFILL_BANDS)
+        bands = min(self.turns, TURN_BANDS)
+        turns = (np.arange(bands) + 0.5) * self.turns / bands - 0.5  # mean turn index of each band, 0-based
+        tokens = (base[:, None] + turns[None, :] * self.turn_growth_tokens).ravel() * share
+        weights = np.outer(base_w, np.full(bands, 1.0 / bands)).ravel()
+        return tokens, weights, self.prompt_quantile(first, self.ttft_quantile) * share
+
+    @property
+    def input_tokens_at_ttft_quantile(self) -> float:
+        """The prompt (all of it, cached prefix included) at the workload's TTFT percentile: the one whose KV the
+        percentile's request moves to its decode pool (MODEL.md 15.3)."""
+        first = self.first_turn_length_dist() if self.turns > 1 else self.input_length_dist()
+        return self.prompt_quantile(first, self.ttft_quantile)
+
+    def prompt_quantile(self, first: Lengths, q: float) -> float:
+        """The ``q``-quantile of the calls' prompt tokens: the first prompt's, or over a session's turns the
+        mixture of the first prompt's at each turn, by bisection on its CDF (mean over k of F(x - k growth))."""
+        if self.turns <= 1 or self.turn_growth_tokens == 0.0:
+            return float(first.mean if first.kind == FIXED else first.quantile(q))
+        shifts = np.arange(self.turns) * self.turn_growth_tokens
+        lo = first.mean if first.kind == FIXED else first.quantile(1e-6)
+        hi = (first.mean if first.kind == FIXED else first.quantile(1 - 1e-6)) + shifts[-1]
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            if np.mean([first.cdf(mid - k) for k in shifts]) >= q:
+                hi = mid
+            else:
+                lo = mid
+        return float(hi)
+
+    def first_turn_length_dist(self) -> Lengths:
+        """The distribution of a session's first prompt: a call's, less the mean growth over the turns (the
+        k-th call's prompt is the first's plus (k - 1) turn_growth_tokens, MODEL.md 9.6)."""
+        return self.input_length_dist().shifted(-(self.turns - 1) / 2.0 * self.turn_growth_tokens)
 
     @property
     def prefill_scv(self) -> float:
         """Squared coefficient of variation of a prompt's prefill time: to first order prefill time is linear in
-        prompt tokens (and the prefix cache takes the same share of each), so the prompt lengths' (MODEL.md 15)."""
-        return self.input_length_dist().scv
+        prompt tokens (and the prefix cache takes the same share of each), so the calls' prompt lengths' (MODEL.md
+        15): the first prompt's variance plus the turns' (a uniform k of 0..turns-1 times turn_growth_tokens)."""
+        dist = self.input_length_dist()
+        variance = dist.scv * dist.mean ** 2 + self.turn_growth_tokens ** 2 * (self.turns ** 2 - 1) / 12.0
+        return variance / dist.mean ** 2 if dist.mean > 0 else 0.0
 
     @property
     def working_share(self) -> float:
@@ -219,6 +264,11 @@ class Demand:
             if not isinstance(methods, (list, tuple)) or not all(isinstance(m, str) for m in methods):
                 raise ValueError(f"demand {values.get('name')!r}: auto_methods is {methods!r}, not a list of methods")
             values["auto_methods"] = tuple(methods)
+        turns = values.get("turns", 1)
+        if isinstance(turns, bool) or not isinstance(turns, (int, float)) or turns != int(turns) or not \
+                1 <= turns <= 10_000:
+            raise ValueError(f"demand {values.get('name')!r}: turns is {turns!r}, not a whole number 1 to 10,000")
+        values["turns"] = int(turns)
         demand = cls(**values)
         numbers = {}
         for f in dataclasses.fields(cls):
@@ -254,4 +304,7 @@ def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None, h
                                                               is None else a.usd_per_mtok_cached_input),
                    float(a.usd_per_mtok_output), float(a.max_tps_per_user)) for a in workload.api),
         input_lengths=workload.input_lengths.spec, output_lengths=workload.output_lengths.spec,
+        turns=int(workload.turns), tool_call_gap_s=float(workload.tool_call_gap_s) if workload.turns > 1 else 0.0,
+        turn_growth_tokens=float(workload.output_tokens + workload.context_growth_tokens_per_turn)
+        if workload.turns > 1 else 0.0,
     )

@@ -226,7 +226,7 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options, ma
     grid, pre, hw, precision = sys.grid, sys.prefill, sys.hw, sys.precision
     opts.candidates_scored += len(grid)
     chips = grid[:, 0] * grid[:, 1]
-    transfer = np.array([kv_transfer_s(sys.mv, sys.hv, c, demand.input_tokens) for c in chips])
+    transfer = np.array([kv_transfer_s(sys.mv, sys.hv, c, demand.input_tokens_at_ttft_quantile) for c in chips])
     util, capacity, ttft, servers = sweep.prefill_capacity(
         pre, transfer, demand.prefill_tokens, demand.ttft_s, demand.ttft_quantile, demand.sized_prefill_tokens_per_s,
         demand.prefill_scv, np.full(len(grid), float(max_servers))).T
@@ -419,7 +419,7 @@ def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficien
     hw = hardware[row["hardware"]]
     mv, hv, layout = _vectors(row, model, hw, efficiency_of(efficiency, hw))
     rate, lone_s, prefill_w = prefill_of_row(mv, hv, layout, d)
-    fixed = lone_s + kv_transfer_s(mv, hv, float(row["chips_per_replica"]), d.input_tokens)
+    fixed = lone_s + kv_transfer_s(mv, hv, float(row["chips_per_replica"]), d.input_tokens_at_ttft_quantile)
     util = float(row["utilization"])
     servers, busy = pool if pool is not None else (1.0, util)
     ttft = ttft_percentiles(fixed, d.prefill_tokens / rate if rate > 0 else math.inf, busy, d.ttft_quantile,

@@ -28,6 +28,7 @@ ROLE_CODES = {"prefill": E.PREFILL, "decode": E.DECODE, "attention": E.DECODE, "
               API_KIND: E.API}
 PREFILL_POINTS = 40  # prompt lengths at which a prefill row's timings are tabulated (log-spaced)
 QUANTILE_POINTS = 1024  # points of a length distribution's inverse CDF (its top one the 0.9995 quantile)
+MAX_DRAWN = 4096  # prompt lengths tabulated exactly per prefilling row
 
 
 @dataclass
@@ -67,7 +68,19 @@ def quantile_table(dist: Lengths) -> np.ndarray:
 
 
 def length_tables(d: Demand) -> tuple[np.ndarray, np.ndarray]:
-    return quantile_table(d.input_length_dist()), quantile_table(d.output_length_dist())
+    """The quantile tables of a session's first prompt (a call's where calls stand alone) and of a call's output."""
+    first = d.first_turn_length_dist() if d.turns > 1 else d.input_length_dist()
+    return quantile_table(first), quantile_table(d.output_length_dist())
+
+
+def prompts_drawn(d: Demand, in_q: np.ndarray) -> np.ndarray:
+    """The prompt tokens the simulator prefills: each quantile point of the first prompt at every turn of a
+    session (the k-th call's prompt grown by k turn_growth_tokens), at most MAX_DRAWN of them (evenly by rank)."""
+    turns = np.arange(d.turns) * d.turn_growth_tokens
+    drawn = np.unique((in_q[:, None] + turns[None, :]).ravel()) * prefill_share_of(d)
+    if len(drawn) > MAX_DRAWN:
+        drawn = drawn[np.linspace(0, len(drawn) - 1, MAX_DRAWN).astype(int)]
+    return drawn
 
 
 def servers_of(replicas: float) -> tuple[int, float]:
@@ -171,7 +184,7 @@ def pools_for(workload: Demand, rows: list[dict], inputs: Inputs) -> Pools:
     takes its share of the row's prompts at full speed, and a decode or colocated row's share f of a replica is one
     more simulator row of one replica that holds at most f x B streams (its share of the row's traffic)."""
     in_q, out_q = length_tables(workload)
-    longest = float(in_q.max()) * 1.01
+    longest = float(in_q.max() + (workload.turns - 1) * workload.turn_growth_tokens) * 1.01
     sim_rows, source = [], []
     tables = {"steps": [], "pre_n": [], "pre_lone": [], "pre_rate": [], "in_q": in_q}
     for k, row in enumerate(rows):
@@ -229,7 +242,7 @@ def sim_row(row: dict, workload: Demand, inputs: Inputs, servers: int, batch_sha
         tables["steps"].append(table[:batch])
     if role in (E.PREFILL, E.COLOCATED):
         n, lone, rate, kv_lat, kv_per_token, chunk = prefill_tables(row, d, inputs, longest,
-                                                                    in_q * prefill_share_of(workload))
+                                                                    prompts_drawn(workload, in_q))
         tables["pre_n"].append(n)
         tables["pre_lone"].append(lone)
         tables["pre_rate"].append(rate)

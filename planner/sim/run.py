@@ -112,33 +112,44 @@ def request_s(pools: Pools) -> float:
     return d.ttft_s + d.output_tokens / d.min_tps_per_user
 
 
+def session_s(pools: Pools) -> float:
+    """A mean session's time, its calls and the tool waits between them (one call: the request's time); the
+    calls a second reach the workload's rate only once the first sessions have run this long."""
+    d = pools.demand
+    return d.turns * request_s(pools) + (d.turns - 1) * d.tool_call_gap_s
+
+
 def windows(pools: list[Pools], duration_s: float | None) -> tuple[float, float, float]:
-    """(duration, warm-up, drain): statistics start once the pools have filled (five requests' time, at least
-    MIN_WARMUP_S) and the requests of the window may finish for ten requests' time after it closes."""
+    """(duration, warm-up, drain): statistics start once the pools have filled (five requests' time, or one
+    session's where longer, at least MIN_WARMUP_S, at most a quarter of the run) and the requests of the window may
+    finish for ten requests' time after it closes. The default run is DEFAULT_DURATION_S, or 20 requests' time,
+    or four sessions' time where longer."""
     longest = max((request_s(p) for p in pools), default=1.0)
-    duration = float(duration_s) if duration_s is not None else max(DEFAULT_DURATION_S, 20.0 * longest)
-    warmup = min(duration / 4.0, max(MIN_WARMUP_S, 5.0 * longest))
+    session = max((session_s(p) for p in pools), default=1.0)
+    duration = float(duration_s) if duration_s is not None else max(DEFAULT_DURATION_S, 20.0 * longest,
+                                                                     4.0 * session)
+    warmup = min(duration / 4.0, max(MIN_WARMUP_S, 5.0 * longest, session))
     return duration, warmup, max(120.0, 10.0 * longest)
 
 
 def simulate_pools(pools: Pools, seed: int, duration_s: float, warmup_s: float, drain_s: float,
                    trace=None) -> tuple[WorkloadResult, list[dict]]:
     d = pools.demand
-    rate = d.calls_per_s
-    q = d.ttft_quantile
     nb = HIST_DECADES * HIST_BINS_PER_DECADE
     hist_ttft, hist_tpot = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
     counts, busy = np.zeros(E.N_COUNTS, np.int64), np.zeros(len(pools.rp))
     hist_rows = np.zeros((len(pools.rp), nb), np.int64)
+    turns = d.turns if trace is None else 1  # a trace's requests arrive as it recorded them
     params = np.array([warmup_s, duration_s, HIST_LO_LOG10, HIST_BINS_PER_DECADE, d.ttft_s * (1 + TOLERANCE),
-                       (1 + TOLERANCE) / d.min_tps_per_user])
+                       (1 + TOLERANCE) / d.min_tps_per_user, turns, d.tool_call_gap_s, d.turn_growth_tokens])
+    rate = d.calls_per_s / turns  # sessions a second
     if trace is not None:
         trace_t, trace_in, trace_out = trace
         max_requests = len(trace_t)
     else:
         trace_t = trace_in = trace_out = np.zeros(0)
         expected = rate * duration_s
-        max_requests = int(expected + 8.0 * math.sqrt(expected) + 1000)
+        max_requests = int(expected + 8.0 * math.sqrt(expected) + 1000) * turns
     if max_requests > MAX_REQUESTS_PER_WORKLOAD:
         raise InputError(f"simulating {d.name!r} for {duration_s:g} s at {rate:.4g} requests/s is "
                          f"{max_requests:,} requests, over {MAX_REQUESTS_PER_WORKLOAD:,}; give a shorter --duration")
@@ -152,10 +163,11 @@ def simulate_pools(pools: Pools, seed: int, duration_s: float, warmup_s: float, 
 
 
 def slots_for(pools: Pools, max_requests: int) -> int:
-    """Requests in flight the run keeps state for: twenty requests' time of arrivals at the peak (Little's law
-    with room for queues), at least 100,000; a pool so far behind that more are in flight drops the rest (counted
-    as unfinished: such a plan fails anyway)."""
-    return int(min(max_requests, pools.demand.calls_per_s * 20.0 * request_s(pools) + 100_000))
+    """Calls in flight the run keeps state for: twenty calls' time (a session's tool wait included) of arrivals at
+    the peak (Little's law with room for queues), at least 100,000; a pool so far behind that more are in flight
+    drops the rest (counted as unfinished: such a plan fails anyway)."""
+    d = pools.demand
+    return int(min(max_requests, d.calls_per_s * 20.0 * (request_s(pools) + d.tool_call_gap_s) + 100_000))
 
 
 def workload_result(pools: Pools, counts, hist_ttft, hist_tpot) -> WorkloadResult:

@@ -23,8 +23,8 @@ from solvers.sim.heap import heap_pop, heap_push, heap_sift_down
 from solvers.sim.rng import DRAWS_PER_REQUEST, from_quantiles, uniform
 
 PREFILL, DECODE, COLOCATED, API = 0, 1, 2, 3
-U_GAP, U_INPUT, U_OUTPUT, U_DECODE_ROW, U_PREFILL_ROW, U_REPLICA_A, U_REPLICA_B = 0, 1, 2, 3, 4, 5, 6
-EV_ARRIVAL, EV_DECODE, EV_REPLICA = 0, 1, 2
+U_GAP, U_INPUT, U_OUTPUT, U_DECODE_ROW, U_PREFILL_ROW, U_REPLICA_A, U_REPLICA_B, U_TOOL = 0, 1, 2, 3, 4, 5, 6, 7
+EV_ARRIVAL, EV_DECODE, EV_REPLICA, EV_TURN = 0, 1, 2, 3  # EV_TURN: a session's next call, after its tool
 EV_SHIFT = 1 << 40  # an event's code: type * EV_SHIFT + the request or server it concerns
 # counts[]
 C_ARRIVED, C_FINISHED, C_API, C_CREATED, C_EVENTS, C_TRUNCATED, C_MET, C_DROPPED = 0, 1, 2, 3, 4, 5, 6, 7
@@ -98,10 +98,10 @@ SI_ROW, SI_HBASE, SI_HSIZE, SI_CUR_K, SI_TARGET, SI_VERSION = 0, 1, 2, 3, 4, 5
 SI_PEND_HEAD, SI_PEND_TAIL, SI_PEND_N, SI_PQ_HEAD, SI_PQ_TAIL, SI_PQ_N = 6, 7, 8, 9, 10, 11
 N_SI = 12
 # requests, floats and ints
-RF_ARRIVE, RF_IN, RF_PREFILL, RF_OUT, RF_REM, RF_FIRST, RF_DONE = 0, 1, 2, 3, 4, 5, 6
-N_RF = 7
-RI_ROW, RI_NEXT, RI_NUM, RI_PREFILL_ROW = 0, 1, 2, 3  # RI_NUM: the request's number (its draws; -1: free)
-N_RI = 4
+RF_ARRIVE, RF_IN, RF_PREFILL, RF_OUT, RF_REM, RF_FIRST, RF_DONE, RF_FIRST_PROMPT, RF_TOOL_S = 0, 1, 2, 3, 4, 5, 6, 7, 8
+N_RF = 9
+RI_ROW, RI_NEXT, RI_NUM, RI_PREFILL_ROW, RI_TURN = 0, 1, 2, 3, 4  # RI_NUM: the call's number (its draws; -1: free)
+N_RI = 5
 # rows: parameters (ints, floats) and state
 RP_ROLE, RP_C0, RP_C, RP_BATCH, RP_STEP_OFF, RP_PRE_OFF = 0, 1, 2, 3, 4, 5
 N_RP = 6
@@ -111,7 +111,8 @@ RS_HEAD, RS_TAIL, RS_FREE = 0, 1, 2
 N_RS = 3
 # scalar parameters
 P_WARMUP_S, P_DURATION_S, P_HIST_LO_LOG10, P_HIST_BINS_PER_DECADE, P_TTFT_TARGET_S, P_TPOT_TARGET_S = 0, 1, 2, 3, 4, 5
-N_P = 6
+P_TURNS, P_TOOL_GAP_S, P_TURN_GROWTH = 6, 7, 8  # agentic sessions: calls each, the wait between, prompt growth a call
+N_P = 9
 
 
 @njit
@@ -177,20 +178,28 @@ def steps_for(tokens, per_step):
 
 
 @njit
-def release(i, rf, ri, requests_out, free_slots):
-    """Request slot ``i`` is done with: its row copied out where requests are recorded, the slot freed."""
+def record(i, rf, ri, requests_out):
+    """Call ``i``'s row copied out, where requests are recorded."""
     num = ri[i, RI_NUM]
     if num < requests_out.shape[0]:
         requests_out[num, :] = rf[i, :]
+
+
+@njit
+def release(i, rf, ri, requests_out, free_slots):
+    """Request slot ``i`` is done with: its row recorded, the slot freed."""
+    record(i, rf, ri, requests_out)
     ri[i, RI_NUM] = -1
     free_slots[0] += 1
     free_slots[free_slots[0]] = i
 
 
 @njit
-def finish(i, t, params, rf, ri, hists, counts, requests_out, free_slots):
-    """Request ``i``'s last token at ``t``: its TTFT and time per token into the workload's histograms (and its
-    TTFT into its prefill row's), if it arrived within the window."""
+def finish(i, t, params, rf, ri, hists, counts, requests_out, free_slots, ev, n_ev):
+    """Call ``i``'s last token at ``t``: its TTFT and time per token into the workload's histograms (and its TTFT
+    into its prefill row's), if it arrived within the window; then its session's next call after the tool wait,
+    if it has one that arrives within the window, keeps the slot; else the slot is freed. Returns the event heap's
+    new size."""
     hist_ttft, hist_tpot, hist_row_ttft = hists
     rf[i, RF_DONE] = t
     if in_window(params, rf[i, RF_ARRIVE]):
@@ -203,7 +212,12 @@ def finish(i, t, params, rf, ri, hists, counts, requests_out, free_slots):
         hist_row_ttft[ri[i, RI_PREFILL_ROW], hist_bin(hist_row_ttft.shape[1], lo, bpd, ttft)] += 1
         if ttft <= params[P_TTFT_TARGET_S] and tpot <= params[P_TPOT_TARGET_S]:
             counts[C_MET] += 1
+    nxt_t = t + rf[i, RF_TOOL_S]
+    if ri[i, RI_TURN] + 1 < params[P_TURNS] and nxt_t < params[P_DURATION_S]:
+        record(i, rf, ri, requests_out)
+        return schedule(ev, n_ev, nxt_t, EV_TURN, i, 0)
     release(i, rf, ri, requests_out, free_slots)
+    return n_ev
 
 
 @njit
@@ -234,7 +248,7 @@ def boundary(s, t, idle, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, e
         si[s, SI_HSIZE] = heap_pop(fin_key, fin_req, fin_pad, base, si[s, SI_HSIZE])
         rs[r, RS_FREE] += 1
         sf[s, SF_KV_TOKENS] -= kv_need(rf, i)
-        finish(i, t, params, rf, ri, hists, counts, requests_out, free_slots)
+        n_ev = finish(i, t, params, rf, ri, hists, counts, requests_out, free_slots, ev, n_ev)
     budget = 0.0 if idle else sf[s, SF_STEP_TOK]
     sf[s, SF_STEP_TOK] = 0.0
     while budget > 1e-9 and si[s, SI_PQ_HEAD] >= 0:
@@ -388,18 +402,41 @@ def arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev,
 
 
 @njit
+def begin_call(i, num, t, prompt, out, seed, params, out_q, prefill_share, rf, ri, counts):
+    """Slot ``i`` holds call ``num`` from ``t``: its prompt, its output (``out``, or drawn where negative), the
+    tokens it prefills; counted if it arrives within the window."""
+    ri[i, RI_NUM] = num
+    ri[i, RI_NEXT] = -1
+    rf[i, RF_ARRIVE] = t
+    rf[i, RF_IN] = prompt
+    rf[i, RF_OUT] = out if out >= 0.0 else max(1.0, from_quantiles(out_q, uniform(seed, num * DRAWS_PER_REQUEST +
+                                                                                      U_OUTPUT)))
+    rf[i, RF_PREFILL] = prompt * prefill_share
+    # the tool call after it: exponential about the mean wait (tool latencies spread; Little's law needs the mean)
+    rf[i, RF_TOOL_S] = -params[P_TOOL_GAP_S] * math.log(uniform(seed, num * DRAWS_PER_REQUEST + U_TOOL))
+    rf[i, RF_REM] = 0.0
+    rf[i, RF_FIRST] = np.nan
+    rf[i, RF_DONE] = np.nan
+    if in_window(params, t):
+        counts[C_ARRIVED] += 1
+
+
+@njit
 def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, trace_t, trace_in, trace_out,
                       rp, rw, server_speed, step_s, pre_n, pre_lone, pre_rate, n_points, max_requests, n_slots,
                       hist_ttft, hist_tpot, hist_row_ttft, counts, row_busy, requests_out):
-    """Simulate one workload: arrivals for ``params[P_DURATION_S]`` (Poisson at ``rate_per_s`` with lengths from
-    the quantile tables, or the trace's own; at most ``max_requests``), statistics of those that arrive from
-    ``params[P_WARMUP_S]`` on, then at most ``drain_s`` for what is in flight to finish. Rows ``rp``/``rw``
-    (RP_*, RW_*), each of ``RP_C`` servers from ``RP_C0`` on, of speeds ``server_speed``;
-    ``step_s[RP_STEP_OFF + b - 1]`` a decode step at batch b; prefill tables of ``n_points`` prompt lengths from
-    ``RP_PRE_OFF`` on. At most ``n_slots`` requests are in flight at once (their state is reused as they finish;
-    an arrival finding none free is dropped and counted, C_DROPPED). Writes the histograms of TTFT and of seconds
-    per output token (and of TTFT per prefill or colocated row, ``hist_row_ttft[row]``), ``counts`` (C_*), ``row_busy`` (prefill rows: server-seconds; decode and colocated rows:
-    stream-seconds held) and, for request numbers below ``requests_out``'s rows, each request (RF_*)."""
+    """Simulate one workload: arrivals for ``params[P_DURATION_S]`` (sessions Poisson at ``rate_per_s``, each of
+    ``params[P_TURNS]`` calls, the next ``params[P_TOOL_GAP_S]`` after the last finishes with its prompt grown by
+    ``params[P_TURN_GROWTH]``, lengths from the quantile tables (``in_q``: the first call's prompt); or a trace's
+    requests; at most ``max_requests`` calls), statistics of the calls that arrive from ``params[P_WARMUP_S]`` on,
+    then at most ``drain_s`` for what is in flight to finish. Rows ``rp``/``rw`` (RP_*, RW_*), each of ``RP_C``
+    servers from ``RP_C0`` on, of speeds ``server_speed``; ``step_s[RP_STEP_OFF + b - 1]`` a decode step at batch
+    b; prefill tables of ``n_points`` prompt lengths from ``RP_PRE_OFF`` on. At most ``n_slots`` calls are in
+    flight at once (a session keeps its slot through its tool waits; slots are reused as sessions end; an arrival
+    finding none free is dropped and counted, C_DROPPED). Writes the histograms of TTFT and of seconds per output
+    token (and of TTFT per prefill or colocated row, ``hist_row_ttft[row]``), ``counts`` (C_*), ``row_busy``
+    (prefill rows: server-seconds; decode and colocated rows: stream-seconds held) and, for call numbers below
+    ``requests_out``'s rows, each call (RF_*)."""
     n_rows = rp.shape[0]
     n_servers = server_speed.shape[0]
     replay = trace_t.shape[0] > 0
@@ -438,6 +475,8 @@ def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_sh
     ev = (np.zeros(cap, np.float64), np.zeros(cap, np.int64), np.zeros(cap, np.int64))
     pre = (pre_n, pre_lone, pre_rate, n_points)
     hists = (hist_ttft, hist_tpot, hist_row_ttft)
+    turns = max(1, int(params[P_TURNS]))
+    sessions = max(1, max_requests // turns)
     t0 = trace_t[0] if replay else -math.log(uniform(seed, U_GAP)) / rate_per_s
     n_ev = schedule(ev, 0, t0, EV_ARRIVAL, 0, 0)
     created = 0
@@ -450,40 +489,42 @@ def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_sh
         counts[C_EVENTS] += 1
         typ = code // EV_SHIFT
         ident = code - typ * EV_SHIFT
-        if typ == EV_ARRIVAL:
-            num = created
+        if typ == EV_ARRIVAL:  # a session (one call unless agentic) or a trace's request
+            session = created
             created += 1
-            if created < max_requests:
+            num = session * turns
+            if created < sessions:
                 if replay:
                     if created < trace_t.shape[0] and trace_t[created] < params[P_DURATION_S]:
                         n_ev = schedule(ev, n_ev, trace_t[created], EV_ARRIVAL, 0, 0)
                 else:
-                    nt = t - math.log(uniform(seed, created * DRAWS_PER_REQUEST + U_GAP)) / rate_per_s
+                    nt = t - math.log(uniform(seed, created * turns * DRAWS_PER_REQUEST + U_GAP)) / rate_per_s
                     if nt < params[P_DURATION_S]:
                         n_ev = schedule(ev, n_ev, nt, EV_ARRIVAL, 0, 0)
             else:
                 counts[C_TRUNCATED] += 1
-            if in_window(params, t):
-                counts[C_ARRIVED] += 1
             if free_slots[0] == 0:
                 if in_window(params, t):
+                    counts[C_ARRIVED] += 1
                     counts[C_DROPPED] += 1
                 continue
             i = free_slots[free_slots[0]]
             free_slots[0] -= 1
-            ri[i, RI_NUM] = num
-            ri[i, RI_NEXT] = -1
-            rf[i, RF_ARRIVE] = t
-            base = num * DRAWS_PER_REQUEST
             if replay:
-                rf[i, RF_IN], rf[i, RF_OUT] = trace_in[num], trace_out[num]
+                prompt, out = trace_in[session], trace_out[session]
             else:
-                rf[i, RF_IN] = max(1.0, from_quantiles(in_q, uniform(seed, base + U_INPUT)))
-                rf[i, RF_OUT] = max(1.0, from_quantiles(out_q, uniform(seed, base + U_OUTPUT)))
-            rf[i, RF_PREFILL] = rf[i, RF_IN] * prefill_share
-            rf[i, RF_REM] = 0.0
-            rf[i, RF_FIRST] = np.nan
-            rf[i, RF_DONE] = np.nan
+                prompt = max(1.0, from_quantiles(in_q, uniform(seed, num * DRAWS_PER_REQUEST + U_INPUT)))
+                out = -1.0
+            rf[i, RF_FIRST_PROMPT] = prompt
+            ri[i, RI_TURN] = 0
+            begin_call(i, num, t, prompt, out, seed, params, out_q, prefill_share, rf, ri, counts)
+            n_ev = arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts,
+                          row_busy, requests_out, free_slots, free_at, free_srv, free_pad)
+        elif typ == EV_TURN:  # the session's next call, its prompt grown by the last call's
+            i = ident
+            ri[i, RI_TURN] += 1
+            prompt = rf[i, RF_FIRST_PROMPT] + ri[i, RI_TURN] * params[P_TURN_GROWTH]
+            begin_call(i, ri[i, RI_NUM] + 1, t, prompt, -1.0, seed, params, out_q, prefill_share, rf, ri, counts)
             n_ev = arrive(i, t, seed, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists, counts,
                           row_busy, requests_out, free_slots, free_at, free_srv, free_pad)
         elif typ == EV_DECODE:
@@ -492,7 +533,7 @@ def simulate_workload(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_sh
         elif ver == si[ident, SI_VERSION]:
             n_ev = boundary(ident, t, False, params, rp, rw, rs, sf, si, rf, ri, fin, step_s, pre, ev, n_ev, hists,
                             counts, row_busy, requests_out, free_slots)
-    counts[C_CREATED] = created
+    counts[C_CREATED] = created * turns if not replay else created
     for i in range(n_slots):  # requests still in flight
         num = ri[i, RI_NUM]
         if 0 <= num < requests_out.shape[0]:

@@ -25,17 +25,16 @@ def interp_log_py(xs, ys, x: float) -> float:
     return float(ys[k] + w * (ys[k + 1] - ys[k]))
 
 
-def requests_py(seed, rate_per_s, duration_s, in_q, out_q, prefill_share, max_requests):
-    """The requests the engine draws: (arrival, input, prefill, output) in arrival order."""
+def sessions_py(seed, rate_per_s, duration_s, in_q, max_sessions, turns):
+    """The sessions the engine draws: (arrival of the first call, its prompt) in arrival order; session s's calls
+    are numbered s * turns + k."""
     out, t = [], 0.0
-    for i in range(max_requests):
-        base = i * DRAWS_PER_REQUEST
-        t += exponential_py(uniform_py(seed, base + E.U_GAP)) / rate_per_s
-        if i > 0 and t >= duration_s:
+    for s in range(max_sessions):
+        num = s * turns
+        t += exponential_py(uniform_py(seed, num * DRAWS_PER_REQUEST + E.U_GAP)) / rate_per_s
+        if s > 0 and t >= duration_s:
             break
-        n_in = max(1.0, from_quantiles_py(in_q, uniform_py(seed, base + E.U_INPUT)))
-        n_out = max(1.0, from_quantiles_py(out_q, uniform_py(seed, base + E.U_OUTPUT)))
-        out.append((t, n_in, n_in * prefill_share, n_out))
+        out.append((t, max(1.0, from_quantiles_py(in_q, uniform_py(seed, num * DRAWS_PER_REQUEST + E.U_INPUT)))))
     return out
 
 
@@ -66,12 +65,28 @@ class Replica:
 
 def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, rp, rw, server_speed, step_s, pre_n,
                 pre_lone, pre_rate, n_points, max_requests):
-    """Per request [arrival, input, prefill, output, -, first token, done] (RF_* columns, NaN where none)."""
-    reqs = requests_py(seed, rate_per_s, params[E.P_DURATION_S], in_q, out_q, prefill_share, max_requests)
-    n = len(reqs)
-    res = np.full((n, E.N_RF), np.nan)
-    for i, (t, n_in, n_pre, n_out) in enumerate(reqs):
-        res[i, E.RF_ARRIVE], res[i, E.RF_IN], res[i, E.RF_PREFILL], res[i, E.RF_OUT] = t, n_in, n_pre, n_out
+    """Per call [arrival, input, prefill, output, -, first token, done, ...] (RF_* columns, NaN where none), row
+    s * turns + k for session s's call k."""
+    turns = max(1, int(params[E.P_TURNS]))
+    duration = params[E.P_DURATION_S]
+    sessions = sessions_py(seed, rate_per_s, duration, in_q, max(1, max_requests // turns), turns)
+    res = np.full((len(sessions) * turns, E.N_RF), np.nan)
+
+    def begin(num, t, prompt):
+        """Call ``num`` arrives at ``t`` with ``prompt`` tokens: the engine's begin_call."""
+        base = num * DRAWS_PER_REQUEST
+        res[num, E.RF_ARRIVE], res[num, E.RF_IN], res[num, E.RF_PREFILL] = t, prompt, prompt * prefill_share
+        res[num, E.RF_OUT] = max(1.0, from_quantiles_py(out_q, uniform_py(seed, base + E.U_OUTPUT)))
+        res[num, E.RF_TOOL_S] = -params[E.P_TOOL_GAP_S] * math.log(uniform_py(seed, base + E.U_TOOL))
+        res[num, E.RF_FIRST_PROMPT] = res[num - num % turns, E.RF_FIRST_PROMPT] if num % turns else prompt
+        push(t, "arrive", num)
+
+    def done(i, t):
+        """Call ``i`` finished at ``t``: its session's next call follows its tool wait, within the window."""
+        res[i, E.RF_DONE] = t
+        nxt_t = t + res[i, E.RF_TOOL_S]
+        if (i + 1) % turns and nxt_t < duration:
+            begin(i + 1, nxt_t, res[i, E.RF_FIRST_PROMPT] + ((i + 1) % turns) * params[E.P_TURN_GROWTH])
     roles, weights = rp[:, E.RP_ROLE], rw[:, E.RW_WEIGHT]
     replicas = {s: Replica(int(r), float(server_speed[s])) for r in range(len(rp))
                 for s in range(rp[r, E.RP_C0], rp[r, E.RP_C0] + rp[r, E.RP_C]) if roles[r] != E.PREFILL}
@@ -133,8 +148,8 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
             rep.active[i] -= 1
             if rep.active[i] == 0:
                 del rep.active[i]
-                res[i, E.RF_DONE] = t
                 rep.kv_tokens -= need(i)
+                done(i, t)
         budget = rep.step_tok
         while budget > 1e-9 and rep.prompts:
             take = min(budget, rep.prompts[0][1])
@@ -168,9 +183,8 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
         if not replicas[s].busy:
             start_step(s, t)
 
-    prefill_queue = []  # (arrival, request, row): served in arrival order
-    for i in range(n):
-        push(res[i, E.RF_ARRIVE], "arrive", i)
+    for s, (t, prompt) in enumerate(sessions):
+        begin(s * turns, t, prompt)
     while events:
         t, _, kind, ident, ver = heapq.heappop(events)
         if t > horizon:
@@ -188,7 +202,6 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
                     start_step(s, t)
                 continue
             p = pick_row_py(weights, roles, True, uniform_py(seed, base + E.U_PREFILL_ROW))
-            prefill_queue.append((t, i, p, r))
             # the central queue: the prompt waits for the pool's earliest free server
             servers = free[p]
             k = min(range(len(servers)), key=lambda j: servers[j])

@@ -25,6 +25,8 @@ HIST_BINS_PER_DECADE = 500  # a percentile read from the histogram is within 0.4
 TOLERANCE = 0.02  # a target holds within this share: the histogram's resolution and the sampling error at p99
 DEFAULT_DURATION_S = 300.0
 MIN_WARMUP_S = 20.0
+MIN_DURATION_S = 60.0
+ENOUGH_CALLS = 3_000_000  # a default run stops short of DEFAULT_DURATION_S where the busiest workload has made these
 MAX_REQUESTS_PER_WORKLOAD = 100_000_000
 DISTRIBUTION_PERCENTILES = (1, 2, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 98, 99, 99.5, 99.9)
 
@@ -123,11 +125,15 @@ def windows(pools: list[Pools], duration_s: float | None) -> tuple[float, float,
     """(duration, warm-up, drain): statistics start once the pools have filled (five requests' time, or one
     session's where longer, at least MIN_WARMUP_S, at most a quarter of the run) and the requests of the window may
     finish for ten requests' time after it closes. The default run is DEFAULT_DURATION_S, or 20 requests' time,
-    or four sessions' time where longer."""
+    or four sessions' time where longer, but no longer than the busiest workload takes to make ENOUGH_CALLS calls
+    (their p99 is then read to well under 1%), and never shorter than the pools take to settle (MIN_DURATION_S, ten
+    requests' time, three sessions')."""
     longest = max((request_s(p) for p in pools), default=1.0)
     session = max((session_s(p) for p in pools), default=1.0)
-    duration = float(duration_s) if duration_s is not None else max(DEFAULT_DURATION_S, 20.0 * longest,
-                                                                     4.0 * session)
+    busiest = max((p.demand.calls_per_s for p in pools), default=1.0)
+    enough = max(MIN_DURATION_S, 10.0 * longest, 3.0 * session)  # below this the pools never settle
+    duration = float(duration_s) if duration_s is not None else max(
+        enough, min(max(DEFAULT_DURATION_S, 20.0 * longest, 4.0 * session), ENOUGH_CALLS / busiest))
     warmup = min(duration / 4.0, max(MIN_WARMUP_S, 5.0 * longest, session))
     return duration, warmup, max(120.0, 10.0 * longest)
 

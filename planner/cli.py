@@ -521,7 +521,8 @@ def compile_first(quiet: bool) -> None:
               help="replay a trace's arrivals and length mix, scaled to each workload's rate and means "
                    "[default: Poisson arrivals and the workloads' length distributions]")
 @click.option("--duration", "duration_s", type=float, default=None,
-              help="seconds of arrivals [default: 300, or 20 requests' time if longer]")
+              help="seconds of arrivals [default: 300 or longer for slow requests and sessions, shorter where "
+                   "the busiest workload makes 3 million calls sooner; docs/MODEL.md 16.1]")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,

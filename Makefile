@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: demo test test-unit test-slow bench clean
+.PHONY: demo test test-fast test-unit test-slow bench clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -15,11 +15,17 @@ $(VENV)/.installed: pyproject.toml setup.py
 demo: $(VENV)/.installed
 	$(VENV)/bin/planner solve scenarios/sovereign-100mw.yaml
 
-test: $(VENV)/.installed
-	$(PY) -m pytest -q
+# the suite on two processes (pytest-xdist), each test file on one of them so that its solved plans are made once
+XDIST := -n 2 --dist loadfile
 
-test-unit: $(VENV)/.installed
-	$(PY) -m pytest -q -m 'unit and not slow'
+test: $(VENV)/.installed
+	$(PY) -m pytest -q $(XDIST)
+
+# the unit half (no whole solve: tests/conftest.py holds the markers to it), to run on every change
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q $(XDIST) -m 'unit and not slow'
+
+test-unit: test-fast
 
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow

@@ -121,8 +121,8 @@ def main() -> None:
 @click.option("--samples", "samples_file", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="--robust: a sweep file whose axes and samples vary this scenario (its base is ignored)")
 @click.option("--verify", is_flag=True,
-              help="simulate the plan at its peak and, where a workload misses a target, hold more headroom for it "
-                   "and solve again (planner simulate; exit 4 if no plan holds)")
+              help="simulate the plan at its peak (a build-out's: every period) and, where a workload misses a "
+                   "target, hold more headroom for it and solve again (planner simulate; exit 4 if no plan holds)")
 @click.option("--seed", type=int, default=0, show_default=True, help="--verify: the simulation's seed")
 @click.option("--sim-duration", "sim_duration_s", type=float, default=None,
               help="--verify: seconds of simulated arrivals [default: planner simulate's]")
@@ -155,9 +155,8 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
         parse_statistic(robust)
         if sc.periods:
             raise InputError("--robust is not supported for build-outs over periods yet", field="--robust")
-    if verify and (robust is not None or sc.periods):
-        raise InputError("--verify simulates a single-period plan: not with --robust or a build-out",
-                         field="--verify")
+    if verify and robust is not None:
+        raise InputError("--verify simulates the plan of one scenario: not with --robust", field="--verify")
     trace = None
     if trace_name is not None:
         if not verify:
@@ -174,11 +173,12 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
         if html_path:
             from planner.report import html as html_report
 
+            simulated = (getattr(plan, "verification", None) or {}).get("simulation")
             if getattr(plan, "is_buildout", False):
-                html_report.write_html(html_report.render_buildout_html(plan, title=sc.name), html_path)
+                html_report.write_html(html_report.render_buildout_html(plan, title=sc.name, simulation=simulated),
+                                       html_path)
             else:
                 points = html_report.frontier_points_for_plan(plan) if plan is not None else None
-                simulated = (getattr(plan, "verification", None) or {}).get("simulation")
                 html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name,
                                                                     simulation=simulated), html_path)
             wrote(html_path)
@@ -521,16 +521,21 @@ def compile_first(quiet: bool) -> None:
               help="replay a trace's arrivals and length mix, scaled to each workload's rate and means "
                    "[default: Poisson arrivals and the workloads' length distributions]")
 @click.option("--duration", "duration_s", type=float, default=None,
-              help="seconds of arrivals [default: 300 or longer for slow requests and sessions, shorter where "
-                   "the busiest workload makes 3 million calls sooner; docs/MODEL.md 16.1]")
+              help="seconds of arrivals per workload [default: each workload's pools settled (a session's time for "
+                   "agents), then 240 s of statistics or longer for slow requests, shorter where it makes 3 million "
+                   "calls sooner; docs/MODEL.md 16.1]")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--period", default=None, metavar="DATE",
+              help="a build-out's plan: simulate only the period starting on DATE [default: every period]")
+@click.option("--demand-scenario", "demand_scenario", default=None, metavar="NAME",
+              help="a build-out's plan: simulate only this demand scenario [default: every one]")
 @click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="also write a self-contained HTML page: each workload's latency distributions beside its targets")
-def simulate(plan_file, trace_name, duration_s, seed, fmt, html_path):
+def simulate(plan_file, trace_name, duration_s, seed, period, demand_scenario, fmt, html_path):
     """Replay traffic through a plan's fleet (discrete-event simulation): TTFT and time per token at p50/p90/p99
-    per workload against its targets, SLO attainment, the utilization of each pool; exit 0 when every target
-    holds, 4 naming those that fail."""
+    per workload against its targets, SLO attainment, the utilization of each pool; a build-out's plan period by
+    period. Exit 0 when every target holds, 4 naming those that fail."""
     from planner.errors import CheckFailed
     from planner.report import render
     from planner.sim import simulate as simulate_plan
@@ -544,7 +549,8 @@ def simulate(plan_file, trace_name, duration_s, seed, fmt, html_path):
         from planner.traces import read_trace
 
         trace = read_trace(trace_name)
-    result = simulate_plan(plan_file, trace=trace, duration_s=duration_s, seed=seed)
+    result = simulate_plan(plan_file, trace=trace, duration_s=duration_s, seed=seed, period=period,
+                           demand_scenario=demand_scenario)
     d = result.to_dict()
     if html_path:
         from planner.report import html as html_report
@@ -554,10 +560,14 @@ def simulate(plan_file, trace_name, duration_s, seed, fmt, html_path):
     if fmt == "json":
         click.echo(render.to_json(d))
     else:
-        render.table([simulated_row(w) for w in d["workloads"]],
-                     title=f"{plan_file}: simulated {d['duration_s']:g} s (statistics after {d['warmup_s']:g} s), "
-                           f"seed {seed}")
-        render.table(d["pools"], title="pools")
+        runs = d["periods"] if "periods" in d else [d]
+        for run in runs:
+            when = f"{run['start_date']}{' ' + run['demand_scenario'] if run['demand_scenario'] else ''}: " \
+                if "start_date" in run else ""
+            render.table([simulated_row(w) for w in run["workloads"]],
+                         title=f"{plan_file}: {when}simulated up to {run['duration_s']:g} s a workload (statistics "
+                               f"after its warm-up, up to {run['warmup_s']:g} s), seed {seed}")
+            render.table(run["pools"], title="pools")
         click.echo("holds: every workload meets its targets" if result.holds
                    else "fails: " + "; ".join(result.failures))
     if not result.holds:

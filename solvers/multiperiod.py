@@ -301,7 +301,8 @@ def _installed_terms(problem: BuildOutProblem, buys, t: int, s: int) -> list[lis
 def solve(built: BuildOutModel, time_limit_s: float = 60.0, relative_gap: float = 1e-3):
     from ortools.math_opt.python import mathopt
 
-    params = mathopt.SolveParameters(time_limit=timedelta(seconds=float(time_limit_s)),
+    # no time left is a zero limit (MathOpt refuses a negative one; the solver stops at once with what it has)
+    params = mathopt.SolveParameters(time_limit=timedelta(seconds=max(0.0, float(time_limit_s))),
                                      relative_gap_tolerance=float(relative_gap), absolute_gap_tolerance=0.0)
     t0 = time.perf_counter()
     try:

@@ -104,6 +104,7 @@ def both():
     return {k: solve(scenario_from_yaml(ANY.replace("LAYOUTS", k))) for k in ("supported", "any")}
 
 
+@pytest.mark.integration
 def test_any_layout_never_costs_more_and_names_what_no_engine_runs(both):
     sup, any_ = both["supported"].to_dict(), both["any"].to_dict()
     assert any_["objective_usd_per_year"] <= sup["objective_usd_per_year"] * (1 + 2e-3)

@@ -153,6 +153,7 @@ def test_demands_carry_the_specs_and_round_trip():
         Demand.from_dict(bad)
 
 
+@pytest.mark.integration
 def test_more_length_variance_never_buys_a_cheaper_plan():
     # racks billed at a flat share of design power: under the power curves a replica's energy follows the
     # utilization it is planned at, which a wider spread lowers for the same replicas

@@ -233,6 +233,7 @@ def measured_plan():
     return solve(MIX)
 
 
+@pytest.mark.integration
 def test_measured_rows_win_over_the_model(measured_plan):
     built = measured_plan.built
     opts = built.options
@@ -245,6 +246,7 @@ def test_measured_rows_win_over_the_model(measured_plan):
     assert row["hardware"] == "hgx-h200" and row["batch"] == 42  # the third case of the hand test above
 
 
+@pytest.mark.integration
 def test_the_measured_mix_differs_from_the_models_and_is_the_brute_force_optimum(measured_plan):
     from planner.fleet.solve import solve
     from planner.scenario import load_scenario
@@ -262,6 +264,7 @@ def test_the_measured_mix_differs_from_the_models_and_is_the_brute_force_optimum
     assert {names[h]: int(n) for h, n in enumerate(best.racks) if n} == racks
 
 
+@pytest.mark.integration
 def test_check_re_reads_measured_rows_and_catches_a_changed_one(measured_plan):
     from planner.fleet.check import check
 
@@ -277,6 +280,7 @@ def test_check_re_reads_measured_rows_and_catches_a_changed_one(measured_plan):
     assert any(name.endswith(" measured") for name in failed)
 
 
+@pytest.mark.integration
 def test_headroom_holds_back_a_share_of_measured_throughput(measured_plan):
     from planner.fleet.solve import solve
     from planner.scenario import load_scenario
@@ -324,6 +328,7 @@ def test_calibration_recovers_the_parameters_that_made_the_points():
     assert result["at_bound"] == []
 
 
+@pytest.mark.integration
 def test_a_fitted_file_is_what_a_scenario_plans_with(tmp_path):
     from planner.fleet.check import check
     from planner.fleet.solve import solve
@@ -394,6 +399,7 @@ def test_calibrate_cli_writes_the_file(tmp_path):
     assert family.exit_code == 0 and "nvidia-gpu:" in out.read_text(), family.output
 
 
+@pytest.mark.integration
 def test_a_vllm_result_imported_and_planned_end_to_end(tmp_path):
     """The issue's done-when: a vllm bench serve --save-result file, imported with the CLI, named by a scenario,
     gives a plan whose measured row is labelled and whose capacity is the measured one."""
@@ -421,6 +427,7 @@ def test_a_vllm_result_imported_and_planned_end_to_end(tmp_path):
     assert check.exit_code == 3  # 82.6 tok/s measured: the faster tier has no option on the only system
 
 
+@pytest.mark.integration
 def test_disaggregated_and_speculative_measurements(tmp_path):
     """Decode and prefill pools measured separately give measured decode and prefill options; a run with EAGLE
     serves a workload that asks for EAGLE (its drafting is in its figures) or leaves the drafter to the plan
@@ -456,6 +463,7 @@ def test_disaggregated_and_speculative_measurements(tmp_path):
     assert dec["source"] == "measured" and dec["speculative"] == "eagle" and all(c["ok"] for c in auto.checks)
 
 
+@pytest.mark.integration
 def test_custom_hardware_can_be_measured():
     from planner import catalog
     from planner.fleet.solve import solve

@@ -141,6 +141,7 @@ def assumed_within_pools(plan) -> bool:
                for r in rows if pool_key(r) is not None)
 
 
+@pytest.mark.integration
 def test_a_pool_split_smaller_than_assumed_is_repaired(monkeypatch):
     rounds = []
     real = S.with_options_at
@@ -159,6 +160,7 @@ def test_a_pool_split_smaller_than_assumed_is_repaired(monkeypatch):
     assert {r["hardware"] for r in plan.allocation.to_dicts()} == {"hgx-h200", "hgx-b200"}
 
 
+@pytest.mark.integration
 def test_check_fails_a_plan_whose_pool_is_too_small():
     plan = S.solve(scenario_from_yaml(SPLIT.replace("CAP", "100")))
     d = json.loads(json.dumps(plan.to_dict()))

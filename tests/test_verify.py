@@ -31,11 +31,8 @@ def test_a_workload_s_own_headroom_replaces_the_site_s():
 
 def test_square_root_staffing_is_the_first_step():
     """z / sqrt(streams in service): 1.2816 / sqrt(10,000) at p90, and never below 2%."""
-    class D:
-        concurrent_streams = 10_000.0
-    assert first_step(D, 0.9) == pytest.approx(max(0.02, 1.2815516 / 100.0), rel=1e-6)
-    D.concurrent_streams = 100.0
-    assert first_step(D, 0.9) == pytest.approx(0.12815516, rel=1e-6)
+    assert first_step(10_000.0, 0.9) == pytest.approx(max(0.02, 1.2815516 / 100.0), rel=1e-6)
+    assert first_step(100.0, 0.9) == pytest.approx(0.12815516, rel=1e-6)
 
 
 def test_the_repair_raises_only_the_failing_workloads_until_the_plan_holds(verified):

@@ -9,6 +9,7 @@ mean-demand one (planned for the expected demand, its first order then evaluated
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -17,8 +18,9 @@ import numpy as np
 
 from planner.errors import InfeasibleError, PlannerError
 from planner.fleet.finance import finance_args, present_rack_cost
-from planner.fleet.plan import finite, provenance
+from planner.fleet.plan import allocation_rows, allocation_table, assumed_servers_above_pools, finite, provenance, round_up_small
 from planner.fleet.problem import build_problem, demand_rows, demands_of
+from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
 from solvers.vocabulary import HAS_PLAN
 
 
@@ -59,6 +61,7 @@ class BuiltOut:
     present_cost: np.ndarray | None = None  # [T, H] USD present cost of a rack bought in t (whatever the objective)
     views: list | None = None  # [S][T] each period's single-period scenario (Scenario.at_period), made once
     period_demands: list | None = None  # [S][T] their Demands
+    columns: list | None = None  # the problem's columns as columns of ``built.options`` (all, or relaxed_columns)
 
 
 def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
@@ -75,15 +78,17 @@ def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
     return capex
 
 
-def build_buildout(scenario, progress=None, deadline: float = math.inf) -> BuiltOut:
-    """Options once (the last period sees every system available by then), then per period and demand scenario
-    the demand, the site's limits, the prices and which systems can be bought."""
+def build_buildout(scenario, progress=None, deadline: float = math.inf, built=None) -> BuiltOut:
+    """Options once (the last period sees every system available by then; or ``built``'s, a Built of the last
+    period whose options were sized again), then per period and demand scenario the demand, the site's limits,
+    the prices and which systems can be bought."""
     from solvers.multiperiod import BuildOutProblem
 
     T = len(scenario.periods)
     S = max(1, len(scenario.demand_scenarios))
     years = scenario.years_of()
-    built = build_problem(scenario.at_period(T - 1), progress, deadline)
+    if built is None:
+        built = build_problem(scenario.at_period(T - 1), progress, deadline)
     if built.unserved:
         raise InfeasibleError("no feasible build-out: " + "; ".join(f"{k}: {v}" for k, v in built.unserved.items()))
     fp, hardware = built.problem, built.hardware
@@ -134,7 +139,7 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf) -> Built
         max_racks=np.array([caps.get(h.id, math.inf) for h in hardware], dtype=float) + existing[0],
         existing=existing)
     return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names(), relaxed, buy_cost, views,
-                    period_demands)
+                    period_demands, columns)
 
 
 def installed_by_period(scenario, hardware: list) -> np.ndarray:
@@ -224,6 +229,7 @@ class BuildOutPlan:
     myopic_objective_value: float | None = None
     mean_demand_objective_value: float | None = None
     net_present_revenue_usd: float | None = None  # max_revenue: the expected present revenue
+    verification: dict | None = None  # solve --verify: every period simulated, and the repair (planner.sim.verify)
     is_buildout: bool = True
 
     def to_dict(self) -> dict:
@@ -247,6 +253,8 @@ class BuildOutPlan:
             d["value_of_stochastic_solution_usd"] = self._saving(self.mean_demand_objective_value)
         if self.net_present_revenue_usd is not None:
             d["net_present_revenue_usd"] = finite(self.net_present_revenue_usd)
+        if self.verification is not None:
+            d["verification"] = self.verification
         return d
 
     def _saving(self, other):
@@ -316,6 +324,73 @@ def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int, 
     return out
 
 
+def period_built(bo: BuiltOut, s: int, t: int):
+    """The options' Built with period ``t``'s demands of demand scenario ``s``."""
+    return dataclasses.replace(bo.built, demands=bo.period_demands[s][t])
+
+
+def period_replicas(bo: BuiltOut, replicas: np.ndarray, racks: np.ndarray) -> np.ndarray:
+    """[J] of ``bo.built.options``: a period's replicas [columns], small fractions rounded up to whole replicas
+    where the period's installed ``racks`` [H] have the chips (``plan.round_up_small``: only capacity added)."""
+    full = np.zeros(len(bo.built.options["workload"]))
+    full[bo.columns] = replicas
+    return round_up_small(bo.built.problem, racks, full)
+
+
+def period_rows(bo: BuiltOut, replicas: np.ndarray, racks: np.ndarray, s: int, t: int) -> list[dict]:
+    """Period ``t`` of demand scenario ``s`` as a single-period plan's allocation rows (INTERFACE.md 4.3): each
+    option in use with its replicas in that period and its pools' TTFT at that period's pool sizes, what
+    ``planner simulate`` runs period by period."""
+    return allocation_rows(period_built(bo, s, t), period_replicas(bo, replicas, racks))
+
+
+def period_allocation(bo: BuiltOut, replicas: np.ndarray, racks: np.ndarray, s: int, t: int) -> list[dict]:
+    return allocation_table(period_rows(bo, replicas, racks, s, t)).to_dicts()
+
+
+def pools_smaller_than_assumed(bo: BuiltOut, sol) -> dict[int, float]:
+    """Columns (of ``bo.built.options``) whose option was sized for a larger prefill pool than some period of some
+    demand scenario deploys (MODEL.md 9.2): column -> the fewest whole servers its pool has in any period."""
+    from solvers.multiperiod import installed_of
+
+    installed = installed_of(bo.problem, sol.buys)
+    caps: dict[int, float] = {}
+    for s in range(bo.problem.n_scenarios):
+        for t in range(bo.problem.n_periods):
+            rows = period_rows(bo, sol.replicas[t, s], installed[t, s], s, t)
+            for j, servers in assumed_servers_above_pools(period_built(bo, s, t), rows).items():
+                caps[j] = min(caps.get(j, math.inf), servers)
+    return caps
+
+
+def repair_buildout_pools(scenario, bo: BuiltOut, sol, settings, deadline: float, progress=None):
+    """``solve.repair_pools`` over every period: an option whose prefill pool is smaller in some period than the
+    pool it was sized for is generated again at that period's servers and the build-out solved again (the
+    smallest pool bounds every period's queue); after REPAIR_ROUNDS rounds every pooled option is sized for one
+    server. Returns the BuiltOut and solution of the last solve."""
+    from solvers.multiperiod import optimize
+
+    for rnd in range(REPAIR_ROUNDS + 1):
+        if sol.status not in HAS_PLAN:
+            return bo, sol
+        caps = pools_smaller_than_assumed(bo, sol)
+        if not caps:
+            return bo, sol
+        if rnd == REPAIR_ROUNDS:
+            servers = bo.built.options["servers"]
+            caps = {int(j): 1.0 for j in np.flatnonzero(np.nan_to_num(servers, nan=1.0) > 1.0)}
+        if progress:
+            progress(0, 1, f"pools smaller than assumed in some period: {len(caps)} option(s) sized again, "
+                           "solving again")
+        bo = build_buildout(scenario, progress, deadline, built=with_options_at(bo.built, caps))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools "
+                               "again; raise --time-limit (or solver.time_limit_s)")
+        sol = optimize(bo.problem, settings.name, left, settings.relative_gap)
+    return bo, sol
+
+
 ARRAYS = ("chips_per_rack", "rack_power_w", "chips", "coverage", "integer_replicas", "demand", "probability",
           "buy_cost", "available", "alive", "power_budget_w", "max_total_racks", "max_racks")
 
@@ -331,7 +406,10 @@ def problem_inputs(bo: BuiltOut, sol) -> dict:
                          "pue": p.pue, "hardware": [h.id for h in bo.built.hardware],
                          "periods": [d.isoformat() for d in bo.scenario.periods],
                          "scenario_names": bo.scenario_names},
-            "buys": sol.buys.tolist(), "replicas": sol.replicas.tolist(), "objective": sol.objective}
+            "buys": sol.buys.tolist(), "replicas": sol.replicas.tolist(), "objective": sol.objective,
+            "columns": [int(j) for j in bo.columns],
+            "plan": {k: v for k, v in bo.built.inputs.items() if k != "demands"},
+            "period_demands": [[[d.to_dict() for d in ds] for ds in row] for row in bo.period_demands]}
 
 
 def problem_from_inputs(inputs: dict):
@@ -393,7 +471,35 @@ def check_buildout(d: dict) -> list[dict]:
              for s, pers in enumerate(periods) for t, per in enumerate(pers))
     checks.append({"check": "installed racks", "ok": ok, "detail": "each period's installed racks are the "
                    "purchases not yet retired" if ok else "a period's installed racks differ from its purchases"})
+    if "columns" in inputs:  # plans written before the periods carried their allocation have none to hold
+        checks.append(allocation_check(periods, problem, replicas, installed, inputs["columns"]))
     return checks
+
+
+def allocation_check(periods: list, problem, replicas: np.ndarray, installed: np.ndarray, columns: list) -> dict:
+    """Each period's allocation rows (what ``planner simulate`` runs) against the plan's replicas [T, S, J]: the
+    same columns, each at its replicas or rounded up to whole ones, within the chips of the racks installed."""
+    index = {int(c): k for k, c in enumerate(columns)}
+    bad = []
+    for s, pers in enumerate(periods):
+        for t, per in enumerate(pers):
+            rows: dict = {}
+            for r in per.get("allocation") or []:
+                if r.get("column") is not None and r["role"] != "ffn":
+                    rows[int(r["column"])] = rows.get(int(r["column"]), 0.0) + float(r["replicas"])
+            solved = {int(columns[j]): float(x) for j, x in enumerate(replicas[t, s]) if x > 1e-9}
+            same = rows.keys() == solved.keys() and all(
+                math.isclose(n, solved[j], rel_tol=1e-6, abs_tol=1e-6)
+                or (n > solved[j] and math.isclose(n, math.ceil(solved[j] - 1e-9), abs_tol=1e-6))
+                for j, n in rows.items())
+            used = sum((n * problem.chips[index[j]] for j, n in rows.items() if j in index),
+                       np.zeros(problem.n_hardware))
+            fits = bool(np.all(used <= installed[t, s] * problem.chips_per_rack * (1 + 1e-9) + 1e-6))
+            if not (same and fits):
+                bad.append(per["start_date"] + (f" ({s})" if len(periods) > 1 else ""))
+    return {"check": "period allocations", "ok": not bad,
+            "detail": "each period's allocation rows hold the plan's replicas (small fractions rounded up within "
+            "the racks installed)" if not bad else "the allocation rows differ from the replicas in " + ", ".join(bad)}
 
 
 def buildout_assumptions(bo: BuiltOut) -> list[str]:
@@ -439,7 +545,7 @@ def present_cost_of(bo: BuiltOut, buys: np.ndarray) -> float:
 
 def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     """The build-out of least expected present cost, with its myopic and mean-demand comparisons and checks."""
-    from solvers.multiperiod import optimize
+    from solvers.multiperiod import installed_of, optimize
 
     if scenario.hardware.max_platforms is not None or scenario.hardware.min_racks:
         raise PlannerError("hardware.max_platforms and hardware.min_racks are not yet supported with periods")
@@ -452,6 +558,8 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
                        f"scenarios, {bo.problem.n_columns} columns)")
     left = max(settings.time_limit_s - engine_s, 1.0)
     sol = optimize(bo.problem, settings.name, left, settings.relative_gap)
+    bo, sol = repair_buildout_pools(scenario, bo, sol, settings, started + settings.time_limit_s, progress)
+    left = max(started + settings.time_limit_s - time.monotonic(), 1.0)
     if sol.status not in HAS_PLAN:
         raise InfeasibleError(f"no feasible build-out ({sol.status}): some period's demand cannot be served within "
                               f"its power budget, floor space and the systems on sale by then")
@@ -473,9 +581,13 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
               "columns": bo.problem.n_columns, "continuous_replicas": bo.continuous_replicas,
               "periods": bo.problem.n_periods,
               "demand_scenarios": bo.problem.n_scenarios}
+    periods = [period_tables(bo, buys, replicas, s, sol.shares) for s in range(bo.problem.n_scenarios)]
+    installed = installed_of(bo.problem, buys)
+    for s, row in enumerate(periods):
+        for t, period in enumerate(row):
+            period["allocation"] = period_allocation(bo, replicas[t, s], installed[t, s], s, t)
     plan = BuildOutPlan(
-        scenario.name, sol.status, scenario.objective, solver,
-        [period_tables(bo, buys, replicas, s, sol.shares) for s in range(bo.problem.n_scenarios)], bo.scenario_names,
+        scenario.name, sol.status, scenario.objective, solver, periods, bo.scenario_names,
         bo.problem.probability.tolist(), order, present_cost_of(bo, buys), myopic_cost,
         present_cost_of(bo, mean.buys) if mean is not None else None, buildout_checks(bo, sol),
         buildout_assumptions(bo),

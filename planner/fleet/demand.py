@@ -5,6 +5,7 @@ scenario file."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -94,7 +95,7 @@ class Demand:
         weights = np.outer(base_w, np.full(bands, 1.0 / bands)).ravel()
         return tokens, weights, self.prompt_quantile(first, self.ttft_quantile) * share
 
-    @property
+    @functools.cached_property
     def input_tokens_at_ttft_quantile(self) -> float:
         """The prompt (all of it, cached prefix included) at the workload's TTFT percentile: the one whose KV the
         percentile's request moves to its decode pool (MODEL.md 15.3)."""

@@ -226,7 +226,8 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options, ma
     grid, pre, hw, precision = sys.grid, sys.prefill, sys.hw, sys.precision
     opts.candidates_scored += len(grid)
     chips = grid[:, 0] * grid[:, 1]
-    transfer = np.array([kv_transfer_s(sys.mv, sys.hv, c, demand.input_tokens_at_ttft_quantile) for c in chips])
+    prompt = demand.input_tokens_at_ttft_quantile  # a bisection over the turns' mixture: once, not per layout
+    transfer = np.array([kv_transfer_s(sys.mv, sys.hv, c, prompt) for c in chips])
     util, capacity, ttft, servers = sweep.prefill_capacity(
         pre, transfer, demand.prefill_tokens, demand.ttft_s, demand.ttft_quantile, demand.sized_prefill_tokens_per_s,
         demand.prefill_scv, np.full(len(grid), float(max_servers))).T

@@ -365,13 +365,24 @@ def simulation_workload_html(w: dict) -> str:
             f"{_chart(charts.latency_figure(w, f'{name}: simulated at peak ({verdict})'))}")
 
 
-def simulation_section(sim: dict) -> str:
+def simulation_sections(sim: dict) -> str:
+    """A simulated plan as sections: one (``simulation_section``), or a build-out's one per period and demand
+    scenario (``BuildOutSimResult.to_dict()``)."""
+    if "periods" not in sim:
+        return simulation_section(sim)
+    return "".join(simulation_section(
+        {**run, "seed": sim["seed"], "tolerance": sim.get("tolerance")}, f"Simulated at peak: period "
+        f"{run['start_date']}" + (f", demand scenario {run['demand_scenario']}" if run["demand_scenario"] else ""),
+        f"simulation-{k}") for k, run in enumerate(sim["periods"]))
+
+
+def simulation_section(sim: dict, heading: str = "Simulated at peak", anchor: str = "simulation") -> str:
     """A simulated plan (``SimResult.to_dict()``, INTERFACE.md 4.7) as a section: the verdict, seed, window and
     arrivals; each workload's latencies against its targets and the plan's closed-form TTFT; its distributions
     drawn; the missed targets in words; and each pool's utilization. It draws what it is given: nothing is run."""
     tolerance = sim.get("tolerance")
     tol = f" within {100 * tolerance:.3g}%" if tolerance else ""
-    parts = ['<section id="simulation"><h2>Simulated at peak</h2>', simulation_cards(sim),
+    parts = [f'<section id="{_e(anchor)}"><h2>{_e(heading)}</h2>', simulation_cards(sim),
              '<p class="muted">Each workload\'s peak traffic replayed through the plan\'s own pools by discrete-event '
              "simulation (docs/MODEL.md 16). A workload holds when every request of the window finished, its TTFT at "
              f"its percentile is within its target and its tokens/s per user at that percentile is at least "
@@ -391,9 +402,12 @@ def simulation_section(sim: dict) -> str:
 def render_simulation_html(sim: dict, title: str | None = None) -> str:
     """A simulated plan as a page of its own (``planner simulate --html FILE``)."""
     name = title or sim.get("scenario") or "plan"
-    subtitle = (f"simulated at peak: {_verdict(sim['holds'])}, {sim['duration_s']:,.4g} s of "
-                f"{sim['trace'] or 'Poisson'} arrivals, seed {sim['seed']}")
-    return _document(f"planner simulation: {name}", subtitle, [simulation_section(sim)])
+    if "periods" in sim:
+        subtitle = f"simulated at peak, period by period: {_verdict(sim['holds'])}, seed {sim['seed']}"
+    else:
+        subtitle = (f"simulated at peak: {_verdict(sim['holds'])}, {sim['duration_s']:,.4g} s of "
+                    f"{sim['trace'] or 'Poisson'} arrivals, seed {sim['seed']}")
+    return _document(f"planner simulation: {name}", subtitle, [simulation_sections(sim)])
 
 
 def curtailment_html(plan) -> str:
@@ -525,9 +539,10 @@ def write_html(text: str, path) -> None:
     atomic_write(path, text.encode("utf-8"))
 
 
-def render_buildout_html(plan, title: str | None = None) -> str:
+def render_buildout_html(plan, title: str | None = None, simulation: dict | None = None) -> str:
     """A build-out as one self-contained page: the first order and the costs in words, then per demand scenario
-    the installed racks per period (a stacked chart) and the periods' table, then the assumptions."""
+    the installed racks per period (a stacked chart) and the periods' table, the simulated periods where given
+    (``solve --verify``), then the assumptions."""
     from planner.report import charts
     from planner.report.buildout import period_rows, summary_lines
 
@@ -542,6 +557,8 @@ def render_buildout_html(plan, title: str | None = None) -> str:
         body.append(f'<section class="buildout"><h2>{_e(label)}</h2>'
                     f"{_chart(charts.buildout_figure(s['periods'], 'installed racks per period, by system'))}"
                     f"{table_html(period_rows(s['periods']))}</section>")
+    if simulation is not None:
+        body.append(simulation_sections(simulation))
     body.append('<section id="assumptions"><h2>Assumptions</h2><ul>'
                 + "".join(f"<li>{_e(x)}</li>" for x in d["assumptions"]) + "</ul></section>")
     body.append('<section id="checks"><h2>Checks</h2>' + table_html(d["checks"]) + "</section>")

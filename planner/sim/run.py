@@ -6,6 +6,7 @@ of requests that met both targets, the utilization of each pool, and whether eac
 
 from __future__ import annotations
 
+import json
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,10 +24,13 @@ HIST_LO_LOG10 = -6.0  # 1 microsecond
 HIST_DECADES = 12
 HIST_BINS_PER_DECADE = 500  # a percentile read from the histogram is within 0.46% of the sample's
 TOLERANCE = 0.02  # a target holds within this share: the histogram's resolution and the sampling error at p99
-DEFAULT_DURATION_S = 300.0
-MIN_WARMUP_S = 20.0
-MIN_DURATION_S = 60.0
-ENOUGH_CALLS = 3_000_000  # a default run stops short of DEFAULT_DURATION_S where the busiest workload has made these
+DEFAULT_WINDOW_S = 240.0  # seconds of statistics a default run gathers, unless ENOUGH_CALLS come sooner
+MIN_WARMUP_S = 10.0
+MIN_WINDOW_S = 20.0
+ENOUGH_CALLS = 3_000_000  # a default run's window closes once the workload has made these
+# a build-out's plan is up to periods x demand scenarios plans: each of its runs closes its window at a third of that
+# (the p99 still read from 10,000 calls above it)
+BUILDOUT_ENOUGH_CALLS = 1_000_000
 MAX_REQUESTS_PER_WORKLOAD = 100_000_000
 DISTRIBUTION_PERCENTILES = (1, 2, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 98, 99, 99.5, 99.9)
 
@@ -48,6 +52,9 @@ class WorkloadResult:
     failures: list = field(default_factory=list)
     ttft_distribution_s: list = field(default_factory=list)  # [[percentile, seconds], ...]
     tpot_distribution_s: list = field(default_factory=list)
+    duration_s: float = 0.0  # seconds of arrivals simulated for this workload
+    warmup_s: float = 0.0  # its statistics start after these
+    concurrent_streams: float = 1.0  # its streams in service at the peak (the repair's square-root staffing)
 
     @property
     def holds(self) -> bool:
@@ -65,6 +72,7 @@ class WorkloadResult:
                 "tps_per_user_at_target_percentile": 1.0 / self.tpot_s[q] if self.tpot_s[q] else None,
                 "min_tps_per_user": self.min_tps_per_user, "slo_attainment": self.slo_attainment,
                 "holds": self.holds, "failures": list(self.failures),
+                "duration_s": self.duration_s, "warmup_s": self.warmup_s,
                 "ttft_distribution_s": self.ttft_distribution_s, "tpot_distribution_s": self.tpot_distribution_s}
 
 
@@ -121,21 +129,22 @@ def session_s(pools: Pools) -> float:
     return d.turns * request_s(pools) + (d.turns - 1) * d.tool_call_gap_s
 
 
-def windows(pools: list[Pools], duration_s: float | None) -> tuple[float, float, float]:
-    """(duration, warm-up, drain): statistics start once the pools have filled (five requests' time, or one
-    session's where longer, at least MIN_WARMUP_S, at most a quarter of the run) and the requests of the window may
-    finish for ten requests' time after it closes. The default run is DEFAULT_DURATION_S, or 20 requests' time,
-    or four sessions' time where longer, but no longer than the busiest workload takes to make ENOUGH_CALLS calls
-    (their p99 is then read to well under 1%), and never shorter than the pools take to settle (MIN_DURATION_S, ten
-    requests' time, three sessions')."""
-    longest = max((request_s(p) for p in pools), default=1.0)
-    session = max((session_s(p) for p in pools), default=1.0)
-    busiest = max((p.demand.calls_per_s for p in pools), default=1.0)
-    enough = max(MIN_DURATION_S, 10.0 * longest, 3.0 * session)  # below this the pools never settle
-    duration = float(duration_s) if duration_s is not None else max(
-        enough, min(max(DEFAULT_DURATION_S, 20.0 * longest, 4.0 * session), ENOUGH_CALLS / busiest))
-    warmup = min(duration / 4.0, max(MIN_WARMUP_S, 5.0 * longest, session))
-    return duration, warmup, max(120.0, 10.0 * longest)
+def windows(pools: Pools, duration_s: float | None, enough_calls: int = ENOUGH_CALLS) -> tuple[float, float, float]:
+    """(duration, warm-up, drain) of one workload's run (each workload's pools are its own, so each runs for as
+    long as it needs). The warm-up lets the pools fill: three requests' time, or one session's where longer (the
+    calls a second reach the workload's rate only once the first sessions have run that long), at least
+    MIN_WARMUP_S. The window after it is DEFAULT_WINDOW_S, 15 requests' time or three sessions' where longer, but
+    no longer than the workload takes to make ``enough_calls`` calls (its p99 is then read to well under 1%), and
+    never shorter than five requests' time or MIN_WINDOW_S. The requests of the window may finish for ten
+    requests' time after it closes. A given duration keeps at most a quarter of itself for the warm-up."""
+    longest, session = request_s(pools), session_s(pools)
+    settle = max(MIN_WARMUP_S, 3.0 * longest, session)
+    drain = max(120.0, 10.0 * longest)
+    if duration_s is not None:
+        return float(duration_s), min(float(duration_s) / 4.0, settle), drain
+    window = max(MIN_WINDOW_S, 5.0 * longest, min(max(DEFAULT_WINDOW_S, 15.0 * longest, 3.0 * session),
+                                                  enough_calls / max(pools.demand.calls_per_s, 1e-9)))
+    return settle + window, settle, drain
 
 
 def simulate_pools(pools: Pools, seed: int, duration_s: float, warmup_s: float, drain_s: float,
@@ -164,8 +173,9 @@ def simulate_pools(pools: Pools, seed: int, duration_s: float, warmup_s: float, 
                         pools.server_speed, pools.step_s, pools.pre_n, pools.pre_lone_s, pools.pre_rate,
                         pools.prefill_points, int(max_requests), slots_for(pools, max_requests), hist_ttft, hist_tpot,
                         hist_rows, counts, busy, np.zeros((0, E.N_RF)))
-    return (workload_result(pools, counts, hist_ttft, hist_tpot),
-            pool_rows(pools, busy, hist_rows, duration_s - warmup_s))
+    result = workload_result(pools, counts, hist_ttft, hist_tpot)
+    result.duration_s, result.warmup_s = duration_s, warmup_s
+    return result, pool_rows(pools, busy, hist_rows, duration_s - warmup_s)
 
 
 def slots_for(pools: Pools, max_requests: int) -> int:
@@ -198,7 +208,7 @@ def workload_result(pools: Pools, counts, hist_ttft, hist_tpot) -> WorkloadResul
     return WorkloadResult(d.name, simulated, finished, api, unfinished, ttft, tpot,
                           int(counts[E.C_MET]) / simulated if simulated else 1.0, d.ttft_s, q, d.min_tps_per_user,
                           max(rows_ttft) if rows_ttft else None, failures, distribution(hist_ttft),
-                          distribution(hist_tpot))
+                          distribution(hist_tpot), concurrent_streams=d.concurrent_streams)
 
 
 def distribution(hist: np.ndarray) -> list:
@@ -232,29 +242,109 @@ def pool_rows(pools: Pools, busy: np.ndarray, hist_rows: np.ndarray, window_s: f
     return out
 
 
-def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0) -> SimResult:
+def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0, period: str | None = None,
+             demand_scenario: str | None = None):
     """Simulate a plan (a Plan, a plan dict or a path to plan.json). ``trace``: arrays (arrival_s, input_tokens,
     output_tokens) whose shape of traffic every workload follows at its own rate and mean lengths, or None for
-    Poisson arrivals and the workloads' length distributions."""
+    Poisson arrivals and the workloads' length distributions. A build-out's plan is simulated period by period
+    (``BuildOutSimResult``), every period of every demand scenario unless ``period`` (a start date) or
+    ``demand_scenario`` (a name) picks some."""
     d = plan_dict(plan)
-    if "first_period_order" in d:
-        raise InputError("planner simulate takes a single-period plan; a build-out's periods are separate plans")
-    if d.get("status") not in ("optimal", "feasible", "time_limit"):
-        raise InputError(f"the plan's status is {d.get('status')!r}: there is no fleet to simulate")
     if duration_s is not None and not (math.isfinite(duration_s) and duration_s > 0):
         raise InputError(f"--duration must be a positive number of seconds, got {duration_s!r}")
+    if "first_period_order" in d:
+        return simulate_buildout(d, trace, duration_s, seed, period, demand_scenario)
+    if period is not None or demand_scenario is not None:
+        raise InputError("--period and --demand-scenario pick periods of a build-out's plan; this plan has one period")
+    return simulate_single(d, trace, duration_s, seed)
+
+
+def simulate_single(d: dict, trace, duration_s: float | None, seed: int,
+                    enough_calls: int = ENOUGH_CALLS) -> SimResult:
+    """A single-period plan's dict simulated: each workload's pools for as long as ``windows`` says."""
+    if d.get("status") not in ("optimal", "feasible", "time_limit"):
+        raise InputError(f"the plan's status is {d.get('status')!r}: there is no fleet to simulate")
     inputs = Inputs(d["inputs"])
     pools = pools_of(d, inputs)
-    duration, warmup, drain = windows(pools, duration_s)
-    arrivals = [scaled_trace(trace, p, duration) if trace is not None else None for p in pools]
+    spans = [windows(p, duration_s, enough_calls) for p in pools]
+    arrivals = [scaled_trace(trace, p, w[0]) if trace is not None else None for p, w in zip(pools, spans)]
     with ThreadPoolExecutor(max_workers=max(1, min(len(pools), thread_count()))) as ex:  # the kernel drops the GIL
-        results = list(ex.map(lambda k: simulate_pools(pools[k], seed, duration, warmup, drain, arrivals[k]),
-                              range(len(pools))))
+        results = list(ex.map(lambda k: simulate_pools(pools[k], seed, *spans[k], arrivals[k]), range(len(pools))))
     workloads = [w for w, _ in results]
     pool_table = [row for _, rows in results for row in rows]
     name = d["inputs"]["scenario"].get("name") if isinstance(d["inputs"].get("scenario"), dict) else None
+    duration, warmup, _ = max(spans, default=(0.0, 0.0, 0.0))
     return SimResult(name or "", int(seed), duration, warmup, getattr(trace, "name", None) if trace is not None
                      else None, workloads, pool_table)
+
+
+@dataclass
+class BuildOutSimResult:
+    """A build-out's plan simulated period by period: ``runs`` of (demand scenario, period start, SimResult)."""
+
+    scenario: str
+    seed: int
+    runs: list
+
+    @property
+    def holds(self) -> bool:
+        return all(r.holds for _, _, r in self.runs)
+
+    @property
+    def failures(self) -> list[str]:
+        return [f"{date}{' ' + name if name else ''}: {f}" for name, date, r in self.runs for f in r.failures]
+
+    @property
+    def workloads(self) -> list[WorkloadResult]:
+        """Each workload's result in the run where it fares worst (a failing one where any fails), for the repair
+        (``planner.sim.verify``)."""
+        worst: dict = {}
+        for _, _, r in self.runs:
+            for w in r.workloads:
+                key = (w.holds, -(w.ttft_s.get(f"p{w.ttft_percentile:g}") or 0.0) / w.ttft_target_s)
+                if w.workload not in worst or key < worst[w.workload][0]:
+                    worst[w.workload] = (key, w)
+        return [w for _, w in worst.values()]
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.scenario, "seed": self.seed, "tolerance": TOLERANCE, "holds": self.holds,
+                "failures": self.failures,
+                "periods": [{"demand_scenario": name, "start_date": date, **r.to_dict()} for name, date, r in self.runs]}
+
+
+def simulate_buildout(d: dict, trace, duration_s: float | None, seed: int, period: str | None,
+                      demand_scenario: str | None) -> BuildOutSimResult:
+    """Every period of every demand scenario of a build-out's plan (or those picked) as a single-period plan: its
+    allocation in that period, the period's demands, the plan's catalog figures."""
+    inputs = d.get("inputs") or {}
+    scenarios = d.get("scenarios") or [{"name": None, "periods": d.get("periods") or []}]
+    if "period_demands" not in inputs or any("allocation" not in p for s in scenarios for p in s["periods"]):
+        raise InputError("this build-out's plan has no allocation per period (it was written before planner "
+                         "simulate read build-outs): solve the scenario again")
+    names = [s["name"] for s in scenarios]
+    dates = [p["start_date"] for p in scenarios[0]["periods"]]
+    if demand_scenario is not None and demand_scenario not in names:
+        known = ", ".join(n for n in names if n)
+        raise InputError(f"--demand-scenario {demand_scenario!r} is not one of the plan's "
+                         + (f"({known})" if known else "(it has no demand scenarios)"))
+    if period is not None and period not in dates:
+        raise InputError(f"--period {period!r} is not a period of the plan; its periods start on "
+                         + ", ".join(dates))
+    runs, done = [], {}
+    for s, spec in enumerate(scenarios):
+        if demand_scenario is not None and spec["name"] != demand_scenario:
+            continue
+        for t, per in enumerate(spec["periods"]):
+            if period is not None and per["start_date"] != period:
+                continue
+            single = {"status": d.get("status"), "allocation": per["allocation"],
+                      "inputs": {**inputs["plan"], "demands": inputs["period_demands"][s][t]}}
+            # the first period is every demand scenario's alike (the multipliers start after it): simulated once
+            key = json.dumps([per["allocation"], inputs["period_demands"][s][t]], sort_keys=True)
+            if key not in done:
+                done[key] = simulate_single(single, trace, duration_s, seed, BUILDOUT_ENOUGH_CALLS)
+            runs.append((spec["name"], per["start_date"], done[key]))
+    return BuildOutSimResult(d.get("scenario") or "", int(seed), runs)
 
 
 def scaled_trace(trace, pools: Pools, duration_s: float):

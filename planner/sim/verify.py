@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 
 from planner.errors import InfeasibleError
-from planner.fleet.demand import Demand
 from planner.fleet.problem import headroom_of
-from planner.sim.run import SimResult, simulate
+from planner.sim.run import BuildOutSimResult, SimResult, simulate
 
 MAX_ROUNDS = 5  # solves in all, the first included
 MIN_STEP = 0.02  # the least headroom a repair adds
@@ -25,14 +24,21 @@ MIN_STEP = 0.02  # the least headroom a repair adds
 
 @dataclass
 class Round:
-    plan: object  # a Plan
-    simulation: SimResult
+    plan: object  # a Plan or a BuildOutPlan
+    simulation: SimResult | BuildOutSimResult
     headroom: dict  # workload -> capacity_headroom it was solved with
 
     def to_dict(self) -> dict:
+        cost, key, _ = plan_cost(self.plan)
         return {"headroom": dict(self.headroom), "holds": self.simulation.holds,
-                "failures": self.simulation.failures, "status": self.plan.status,
-                "objective_usd_per_year": self.plan.objective_usd_per_year}
+                "failures": self.simulation.failures, "status": self.plan.status, key: cost}
+
+
+def plan_cost(plan) -> tuple[float | None, str, str]:
+    """(cost, its JSON key, its words): a single-period plan's USD a year, a build-out's net present cost."""
+    if getattr(plan, "is_buildout", False):
+        return plan.net_present_cost_usd, "net_present_cost_usd", "USD net present cost"
+    return plan.objective_usd_per_year, "objective_usd_per_year", "USD a year"
 
 
 @dataclass
@@ -45,7 +51,7 @@ class Verified:
         return self.rounds[-1].plan
 
     @property
-    def simulation(self) -> SimResult:
+    def simulation(self) -> SimResult | BuildOutSimResult:
         return self.rounds[-1].simulation
 
     @property
@@ -67,23 +73,23 @@ def headroom_named(scenario, workload: str) -> float:
     return headroom_of(scenario, next(x for x in scenario.workloads if x.name == workload))
 
 
-def first_step(demand, percentile: float) -> float:
+def first_step(concurrent_streams: float, percentile: float) -> float:
     """Square-root staffing: z / sqrt(streams in service at the peak), at least MIN_STEP."""
     z = NormalDist().inv_cdf(min(max(percentile, 0.5), 0.9999))
-    streams = max(1.0, demand.concurrent_streams)
+    streams = max(1.0, concurrent_streams)
     return max(MIN_STEP, z / math.sqrt(streams))
 
 
-def next_headroom(scenario, plan, simulation: SimResult, steps: dict) -> dict:
-    """The headroom each failing workload is solved with next; ``steps`` (workload -> last increase) is updated."""
-    demands = {d["name"]: d for d in plan.to_dict()["inputs"]["demands"]}
+def next_headroom(scenario, simulation, steps: dict) -> dict:
+    """The headroom each failing workload is solved with next (a build-out's: where it fares worst); ``steps``
+    (workload -> last increase) is updated."""
     out = {}
     for w in simulation.workloads:
         if w.holds:
             continue
         step = steps.get(w.workload)
         if step is None:
-            step = first_step(Demand.from_dict(demands[w.workload]), w.ttft_percentile / 100.0)
+            step = first_step(w.concurrent_streams, w.ttft_percentile / 100.0)
         else:
             step *= 2.0
         steps[w.workload] = step
@@ -112,7 +118,7 @@ def verify(scenario, solve, seed: int = 0, duration_s: float | None = None, trac
             on_round(k + 1, sim)
         if sim.holds or k + 1 == MAX_ROUNDS:
             break
-        raised = next_headroom(scenario, plan, sim, steps)
+        raised = next_headroom(scenario, sim, steps)
         scenario = scenario.with_({f"workloads.{name}.capacity_headroom": h for name, h in raised.items()})
     if not result.holds and result.unrepaired is None:
         result.unrepaired = f"targets still missed after {len(result.rounds)} solves with more headroom"
@@ -129,8 +135,8 @@ def verification_lines(v: Verified) -> list[str]:
         lines.append(f"  solve {k}: headroom {raised}: " + ("holds" if r.simulation.holds else
                                                             "; ".join(r.simulation.failures)))
     if v.repaired:
-        cost0, cost = v.rounds[0].plan.objective_usd_per_year, v.plan.objective_usd_per_year
-        lines.append(f"  the repaired plan costs {cost:,.0f} USD a year against {cost0:,.0f} "
+        (cost0, _, unit), (cost, _, _) = plan_cost(v.rounds[0].plan), plan_cost(v.plan)
+        lines.append(f"  the repaired plan costs {cost:,.0f} {unit} against {cost0:,.0f} "
                      f"({100 * (cost / cost0 - 1):+.2f}%)" if cost0 and cost else "")
     if v.unrepaired:
         lines.append(f"  not repaired: {v.unrepaired}")

@@ -105,7 +105,11 @@ def main() -> None:
 @click.option("--time-limit", type=float, default=None, help="solver time limit in seconds [default: the scenario's]")
 @click.option("--quiet", "-q", is_flag=True, help="no progress display")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
-              help="also write a self-contained HTML report (charts inline, no network needed to view it)")
+              help="also write a self-contained HTML report (charts inline, no network needed to view it); it "
+                   "re-solves the plan once per binding limit and once per hardware family alone, on the scored "
+                   "options and both cores (about 1-3x the plain solve)")
+@click.option("--no-whatif", "no_whatif", is_flag=True,
+              help="--html: leave out the re-solves (what each binding limit costs, each family alone)")
 @click.option("--set", "settings", multiple=True, metavar="PATH=VALUE",
               help="override a scenario field before validation, repeatable: site.power_budget_mw=5, "
                    "workloads.chat.requests_per_s=900, hardware.overrides.vr-nvl72.capex_usd=9e6")
@@ -128,8 +132,8 @@ def main() -> None:
               help="--verify: seconds of simulated arrivals [default: planner simulate's]")
 @click.option("--trace", "trace_name", default=None, metavar="FILE|NAME",
               help="--verify: replay a trace's shape of traffic instead of Poisson arrivals")
-def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings, objective, detail, fleet_only,
-          robust, samples_file, verify, seed, sim_duration_s, trace_name):
+def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whatif, settings, objective, detail,
+          fleet_only, robust, samples_file, verify, seed, sim_duration_s, trace_name):
     """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
     each workload is served, cost and power; with --robust, the one fleet that holds up best over samples."""
     from planner.errors import InfeasibleError, InputError
@@ -166,6 +170,8 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
         trace = read_trace(trace_name)
     if html_path:
         check_output_file(html_path, "--html", inputs=[scenario])
+    elif no_whatif:
+        raise InputError("--no-whatif goes with --html", field="--no-whatif")
     if out_dir:
         check_output_dir(out_dir, "--out")
 
@@ -178,9 +184,17 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, settings
                 html_report.write_html(html_report.render_buildout_html(plan, title=sc.name, simulation=simulated),
                                        html_path)
             else:
+                from planner.fleet.whatif import whatif_tables
+                from planner.report import terminal as report
+
                 points = html_report.frontier_points_for_plan(plan) if plan is not None else None
+                whatifs = None
+                if not no_whatif and plan is not None and reason is None:
+                    with report.progress_display(enabled=not quiet and fmt != "json") as progress:
+                        whatifs = whatif_tables(plan, progress)
                 html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name,
-                                                                    simulation=simulated), html_path)
+                                                                    simulation=simulated, whatifs=whatifs),
+                                       html_path)
             wrote(html_path)
 
     def wrote(path):

@@ -108,6 +108,7 @@ import dataclasses
 import math
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -718,23 +719,34 @@ def solve_parameters(built: FleetModel, time_limit_s: float, relative_gap: float
     return params
 
 
+_REDIRECT = {"lock": threading.Lock(), "depth": 0, "saved": None}
+
+
 @contextlib.contextmanager
 def solver_output_to_stderr():
     """Point file descriptor 1 at stderr while a solver runs: the solvers' C++ cores print to it (this HiGHS build
     prints debug lines on large MILPs), and stdout carries a command's JSON. Python's own stdout is flushed first
-    and is not used inside."""
-    sys.stdout.flush()
+    and is not used inside. Solves on several threads at once (the report's what-ifs) share one redirection: the
+    first in saves stdout, the last out puts it back."""
+    with _REDIRECT["lock"]:
+        if _REDIRECT["depth"] == 0:
+            sys.stdout.flush()
+            try:
+                _REDIRECT["saved"] = os.dup(1)
+            except OSError:  # no file descriptor 1 at all: nothing to protect
+                _REDIRECT["saved"] = None
+            if _REDIRECT["saved"] is not None:
+                os.dup2(2, 1)
+        _REDIRECT["depth"] += 1
     try:
-        saved = os.dup(1)
-    except OSError:  # no file descriptor 1 at all: nothing to protect
-        yield
-        return
-    try:
-        os.dup2(2, 1)
         yield
     finally:
-        os.dup2(saved, 1)
-        os.close(saved)
+        with _REDIRECT["lock"]:
+            _REDIRECT["depth"] -= 1
+            if _REDIRECT["depth"] == 0 and _REDIRECT["saved"] is not None:
+                os.dup2(_REDIRECT["saved"], 1)
+                os.close(_REDIRECT["saved"])
+                _REDIRECT["saved"] = None
 
 
 def interruptible(fn):
@@ -743,7 +755,6 @@ def interruptible(fn):
     returns. The solvers release the GIL while they run. On an interrupt the worker is abandoned (a daemon thread:
     it ends with the process, or at its time limit); this OR-Tools build's SolveInterrupter makes SCIP hang, so it
     is not used. Exceptions of ``fn`` are re-raised here."""
-    import threading
 
     box: dict = {}
 

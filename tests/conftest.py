@@ -8,6 +8,11 @@ period or build-out) fails, naming itself, so ``make test-fast`` (``-m unit``) s
 from __future__ import annotations
 
 import functools
+import os
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # one thread per worker: the workers already fill the cores, and numba's
+    os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # OpenMP threads spin where they outnumber them
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 import pytest
@@ -30,6 +35,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.integration)
         if item.get_closest_marker("integration") is None:
             item.add_marker(pytest.mark.unit)
+        elif item.get_closest_marker("unit") is not None:
+            raise pytest.UsageError(f"{item.nodeid} is marked both unit and integration")
 
 
 def _refusing(fn):

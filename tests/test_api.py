@@ -16,7 +16,6 @@ from planner.fleet.check import check
 from planner.fleet.solve import solve
 from planner.scenario import scenario_from_yaml
 
-pytestmark = pytest.mark.unit
 OFFER = {"name": "hosted-70b", "usd_per_mtok_input": 0.05, "usd_per_mtok_cached_input": 0.01,
          "usd_per_mtok_output": 0.25, "max_tps_per_user": 120.0}
 

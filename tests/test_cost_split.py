@@ -12,7 +12,6 @@ from planner.fleet.solve import solve
 from planner.scenario import load_scenario
 from planner.vocabulary import SECONDS_PER_YEAR
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[1]
 
 

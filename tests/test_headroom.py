@@ -11,7 +11,6 @@ from planner.fleet.check import check
 from planner.fleet.solve import solve
 from planner.scenario import load_scenario
 
-pytestmark = pytest.mark.unit
 BANK = Path(__file__).resolve().parents[1] / "scenarios" / "bank-2mw.yaml"
 
 

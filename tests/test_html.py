@@ -217,7 +217,9 @@ def test_the_report_opens_with_the_answer_and_prices_binding_limits():
     worth = marginal_values(plan)
     assert [w["limit"] for w in worth] == ["one more rack of floor space"]
     assert worth[0]["worth_usd_per_year"] >= 0 and worth[0]["status"] in ("optimal", "time_limit")
-    page = render_plan_html(plan, frontier_points_for_plan(plan))
+    assert render_plan_html(plan) == render_plan_html(plan, whatifs={})  # the page solves nothing itself
+    assert 'id="limits"' not in render_plan_html(plan)
+    page = render_plan_html(plan, frontier_points_for_plan(plan), whatifs={"limits": worth})
     assert page.index('id="answer"') < page.index('id="summary"')
     assert "Buy " in page and "because that is the cheapest fleet a year" in page and "held by floor space:" in page
     assert 'id="limits"' in page and 'id="assumptions"' in page and "Drawn for 3,500 prompt" in page
@@ -246,5 +248,33 @@ def test_the_report_sets_each_family_alone_beside_the_plan():
     gpu = rows["nvidia-gpu only"]  # kimi-k2 at 200 tok/s per user is beyond every GPU here
     assert gpu["annual_cost_usd"] is None and gpu["status"].startswith("cannot serve it") and "200 tok/s" in gpu[
         "status"]
-    page = render_plan_html(plan)
+    # the family's options are the plan's on its systems, not scored again: the same answer as a fresh solve
+    fresh = solve(sc.with_({"hardware.allow": groups["groq3-lpu, prefill on the others"]}))
+    assert lpx["annual_cost_usd"] == pytest.approx(fresh.totals["annual_cost_usd"], rel=2 * gap)
+    page = render_plan_html(plan, whatifs={"families": list(rows.values())})
     assert 'id="single-family"' in page and "nvidia-gpu only" in page
+
+
+def test_whatif_tables_run_the_same_re_solves_in_parallel(tmp_path):
+    """whatif_tables (both tables on one pool of threads) gives what the tables' own functions give, and the CLI's
+    --no-whatif leaves the sections out (and asks for --html)."""
+    from click.testing import CliRunner
+
+    from planner.cli import main
+    from planner.fleet.solve import solve
+    from planner.fleet.whatif import marginal_values, single_family_fleets, whatif_tables
+    from planner.scenario import load_scenario
+
+    base = load_scenario(ROOT / "scenarios" / "bank-2mw.yaml")
+    plan = solve(base.with_({"site.max_racks": solve(base).totals["racks"]}))
+    tables = whatif_tables(plan)
+    assert tables == {"limits": marginal_values(plan), "families": single_family_fleets(plan)}
+    assert tables["limits"] and tables["families"]
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "-q", "--html", str(out),
+                                    "--no-whatif"])
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    assert 'id="limits"' not in page and 'id="single-family"' not in page and 'id="answer"' in page
+    res = CliRunner().invoke(main, ["solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "--no-whatif"])
+    assert res.exit_code == 2 and "--no-whatif goes with --html" in res.output

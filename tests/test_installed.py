@@ -16,7 +16,6 @@ from planner.fleet.check import check
 from planner.fleet.solve import solve
 from planner.scenario import load_scenario, scenario_from_yaml
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "scenarios" / "installed-h100-site.yaml"
 HOURS = 8760.0

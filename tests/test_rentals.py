@@ -14,7 +14,6 @@ from planner.fleet.solve import solve
 from planner.scenario import scenario_from_yaml
 from planner.vocabulary import HOURS_PER_YEAR
 
-pytestmark = pytest.mark.unit
 OFFER = {"name": "neocloud-1y", "usd_per_chip_hour": 2.0, "term_months": 12, "max_chips": 12}
 
 

@@ -176,3 +176,12 @@ def test_solve_verify_repairs_a_build_out(tmp_path):
     assert out["simulation"]["periods"] and out["rounds"][0]["net_present_cost_usd"] == pytest.approx(
         first.plan.net_present_cost_usd)
     assert d["status"] in ("optimal", "feasible", "time_limit")
+
+
+def test_the_html_page_has_a_section_per_period_simulated(simulated):
+    from planner.report.html import render_simulation_html
+
+    page = render_simulation_html(simulated.to_dict())
+    for k, (name, date, _) in enumerate(simulated.runs):
+        assert f'id="simulation-{k}"' in page and f"period {date}, demand scenario {name}" in page
+    assert "<script" not in page

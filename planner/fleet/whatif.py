@@ -5,11 +5,14 @@ plan that buys nothing, what one more rack of each system would add (``one_more_
 from __future__ import annotations
 
 import dataclasses
+import functools
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import numpy as np
 
 from planner.errors import PlannerError
 from planner.report.summary import binding
+from solvers.jit import thread_count
 from solvers.milp import optimize
 from solvers.vocabulary import HAS_PLAN
 
@@ -33,25 +36,61 @@ def marginal_values(plan) -> list[dict]:
     """For each binding limit: the plan's objective with that limit one unit looser, what the unit is worth a
     year (the saving, never below 0), and whether that saving is within the solvers' gap (then it is noise, not
     a value). Empty when nothing binds or the plan is not in memory."""
+    return run_jobs(limit_jobs(plan))
+
+
+def limit_jobs(plan) -> list:
+    """One re-solve per binding limit (``limit_row``), on the plan's scored options."""
+    if not solved_in_memory(plan):
+        return []
+    return [functools.partial(limit_row, plan, what, settings) for what, settings in limit_changes(plan)]
+
+
+def solved_in_memory(plan) -> bool:
+    return plan is not None and plan.built is not None and plan.status in ("optimal", "feasible", "time_limit")
+
+
+def limit_row(plan, what: str, settings: dict) -> dict:
     from planner.fleet.solve import solve
 
-    if plan is None or plan.built is None or plan.status not in ("optimal", "feasible", "time_limit"):
+    try:
+        looser = solve(plan.built.scenario.with_(settings), options_from=plan.built)
+    except PlannerError as exc:
+        return {"limit": what, "objective_usd_per_year": None, "worth_usd_per_year": None, "within_gap": None,
+                "status": f"not solved: {exc}"}
+    value = plan.objective_usd_per_year - looser.objective_usd_per_year
+    # a looser limit never costs more: a smaller saving than both solves' gaps allow is solver noise
+    gaps = [g for g in (plan.solver.get("relative_gap"), looser.solver.get("relative_gap")) if g is not None]
+    noise = max(gaps, default=0.0) * abs(plan.objective_usd_per_year)
+    return {"limit": what, "objective_usd_per_year": looser.objective_usd_per_year,
+            "worth_usd_per_year": max(value, 0.0), "within_gap": value <= noise, "status": looser.status}
+
+
+def run_jobs(jobs: list, progress=None, done_before: int = 0, total: int | None = None) -> list:
+    """The re-solves ``jobs`` (callables) on a pool of threads, one per core (a MILP solve and the kernels run
+    without the GIL), in order; ``progress(done, total, text)`` hears as each ends."""
+    if not jobs:
         return []
-    rows = []
-    for what, settings in limit_changes(plan):
-        try:
-            looser = solve(plan.built.scenario.with_(settings))
-            value = plan.objective_usd_per_year - looser.objective_usd_per_year
-            # a looser limit never costs more: a smaller saving than both solves' gaps allow is solver noise
-            gaps = [g for g in (plan.solver.get("relative_gap"), looser.solver.get("relative_gap")) if g is not None]
-            noise = max(gaps, default=0.0) * abs(plan.objective_usd_per_year)
-            rows.append({"limit": what, "objective_usd_per_year": looser.objective_usd_per_year,
-                         "worth_usd_per_year": max(value, 0.0), "within_gap": value <= noise,
-                         "status": looser.status})
-        except PlannerError as exc:
-            rows.append({"limit": what, "objective_usd_per_year": None, "worth_usd_per_year": None,
-                         "within_gap": None, "status": f"not solved: {exc}"})
-    return rows
+    total = total or len(jobs)
+    out = [None] * len(jobs)
+    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), thread_count()))) as ex:
+        futures = {ex.submit(job): k for k, job in enumerate(jobs)}
+        for n, fut in enumerate(as_completed(futures), start=1):
+            out[futures[fut]] = fut.result()
+            if progress:
+                progress(done_before + n, total, f"what-ifs: {done_before + n} of {total} re-solved")
+    return out
+
+
+def whatif_tables(plan, progress=None) -> dict:
+    """What the report sets beside a plan (``planner.report.html.render_plan_html``'s ``whatifs``): ``limits``
+    (``marginal_values``) and ``families`` (``single_family_fleets``), all re-solves on one pool, each on the
+    plan's scored options (a family's are the plan's on its systems: nothing is scored again)."""
+    limits, families = limit_jobs(plan), family_jobs(plan)
+    if progress and (limits or families):
+        progress(0, len(limits) + len(families), f"what-ifs: {len(limits) + len(families)} re-solves")
+    rows = run_jobs(limits + families, progress)
+    return {"limits": rows[:len(limits)], "families": family_order(rows[len(limits):])}
 
 
 def fleet_families(scenario) -> list[tuple[str, list[str]]]:
@@ -78,28 +117,47 @@ def single_family_fleets(plan) -> list[dict]:
     """The best fleet of each family alone (``fleet_families``), solved like the plan with hardware.allow set to
     the family's systems: what it buys, its cost and power, and how much dearer it is than the plan. A family that
     cannot serve the demand says why. Empty when the plan is not in memory or has no fleet."""
+    return family_order(run_jobs(family_jobs(plan)))
+
+
+def family_jobs(plan) -> list:
+    if not solved_in_memory(plan):
+        return []
+    return [functools.partial(family_row, plan, label, ids) for label, ids in fleet_families(plan.built.scenario)]
+
+
+def family_order(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: (r["annual_cost_usd"] is None, r["annual_cost_usd"] or 0.0))
+
+
+def family_options(built, ids: list[str]):
+    """``built`` narrowed to the systems ``ids``: its hardware and the options that run on them alone (an
+    attention/FFN option needs both sides among them), for ``solve(..., options_from=...)``."""
+    keep = set(ids)
+    cols = built.options
+    mask = np.array([h in keep and (not f or f in keep) for h, f in zip(cols["hardware"], cols["ffn_hardware"])],
+                    dtype=bool)
+    return dataclasses.replace(built, hardware=[h for h in built.hardware if h.id in keep],
+                               options={c: v[mask] for c, v in cols.items()})
+
+
+def family_row(plan, label: str, ids: list[str]) -> dict:
     from planner.fleet.solve import solve
 
-    if plan is None or plan.built is None or plan.status not in ("optimal", "feasible", "time_limit"):
-        return []
-    scenario = plan.built.scenario
-    rows = []
-    for label, ids in fleet_families(scenario):
-        row = {"fleet": label, "systems": ", ".join(ids), "buys": None, "annual_cost_usd": None, "capex_usd": None, "facility_power_mw": None,
-               "vs_plan_pct": None, "status": None}
-        try:
-            alone = solve(scenario.with_({"hardware.allow": ids}))
-        except PlannerError as exc:
-            row["status"] = f"cannot serve it: {str(exc).splitlines()[0]}"
-            rows.append(row)
-            continue
-        t = alone.totals
-        row.update(buys=", ".join(f"{r['racks']:,} x {r['hardware']}" for r in alone.fleet.to_dicts()),
-                   annual_cost_usd=t["annual_cost_usd"], capex_usd=t["capex_usd"],
-                   facility_power_mw=t["facility_power_mw"], status=alone.status,
-                   vs_plan_pct=100.0 * (alone.objective_usd_per_year / plan.objective_usd_per_year - 1.0))
-        rows.append(row)
-    return sorted(rows, key=lambda r: (r["annual_cost_usd"] is None, r["annual_cost_usd"] or 0.0))
+    row = {"fleet": label, "systems": ", ".join(ids), "buys": None, "annual_cost_usd": None, "capex_usd": None,
+           "facility_power_mw": None, "vs_plan_pct": None, "status": None}
+    try:
+        alone = solve(plan.built.scenario.with_({"hardware.allow": ids}),
+                      options_from=family_options(plan.built, ids))
+    except PlannerError as exc:
+        row["status"] = f"cannot serve it: {str(exc).splitlines()[0]}"
+        return row
+    t = alone.totals
+    row.update(buys=", ".join(f"{r['racks']:,} x {r['hardware']}" for r in alone.fleet.to_dicts()),
+               annual_cost_usd=t["annual_cost_usd"], capex_usd=t["capex_usd"],
+               facility_power_mw=t["facility_power_mw"], status=alone.status,
+               vs_plan_pct=100.0 * (alone.objective_usd_per_year / plan.objective_usd_per_year - 1.0))
+    return row
 
 
 def one_more_rack(plan, time_limit_s: float = 60.0) -> list[dict]:

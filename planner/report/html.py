@@ -198,11 +198,13 @@ WORKLOAD_COLS = ["workload", "model", "tier", "min_tps_per_user", "demand_output
 
 
 def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = None, reason: str | None = None,
-                     title: str | None = None, simulation: dict | None = None) -> str:
+                     title: str | None = None, simulation: dict | None = None, whatifs: dict | None = None) -> str:
     """The whole plan as one self-contained HTML page. ``plan`` may be None (infeasible with nothing to show):
     then the page carries ``reason`` alone. ``frontier_points_by_model``: model -> points (planner.perf.frontier
     dicts) or -> {"points": [...], "chosen": [...]} as ``frontier_points_for_plan`` returns. ``simulation``: the
-    plan already simulated (``SimResult.to_dict()``), shown after the workloads; the page only draws it."""
+    plan already simulated (``SimResult.to_dict()``), shown after the workloads; ``whatifs``: the re-solves already
+    made (``planner.fleet.whatif.whatif_tables``: what each binding limit costs, each family alone), shown after the
+    answer. The page only draws: it solves nothing."""
     from planner.report import charts
 
     name = title or (plan.scenario if plan is not None else "scenario")
@@ -218,14 +220,14 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
         lines = "".join(f"<li>{_e(x)}</li>" for x in summary_lines(d, reason)[1:])
         body.append(f'<section id="answer"><h2>The answer</h2><p class="lead">{_e(headline(d))}</p>'
                     f"<ul>{lines}</ul></section>")
-        worth = marginal_rows(plan)
+        worth = (whatifs or {}).get("limits")
         if worth:
             body.append('<section id="limits"><h2>What the binding limits cost</h2><p class="muted">Each binding '
                         "limit loosened by one unit and the plan solved again: the saving a year is what one more "
                         "unit is worth; within_gap marks a saving smaller than the solvers' gap, which says only "
                         "that the unit is worth little.</p>"
                         f"{table_html(worth)}</section>")
-        alone = single_family_rows(plan)
+        alone = (whatifs or {}).get("families")
         if alone:
             body.append('<section id="single-family"><h2>Beside the plan: one family alone</h2><p class="muted">'
                         "The best fleet of each hardware family by itself (SRAM decode machines with the other "
@@ -436,18 +438,6 @@ def alternatives_html(alternatives) -> str:
         rows = group.sort(key).head(ALTERNATIVE_ROWS_PER_WORKLOAD) if key in group.columns else group
         parts.append(f"<h3>{_e(workload)}</h3>{table_html(_rows(rows))}")
     return "".join(parts) + "</section>"
-
-
-def single_family_rows(plan) -> list[dict]:
-    from planner.fleet.whatif import single_family_fleets
-
-    return single_family_fleets(plan)
-
-
-def marginal_rows(plan) -> list[dict]:
-    from planner.fleet.whatif import marginal_values
-
-    return marginal_values(plan)
 
 
 def render_frontier_html(points: list[dict], title: str, chosen: list[dict] | None = None) -> str:

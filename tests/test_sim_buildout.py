@@ -185,3 +185,13 @@ def test_the_html_page_has_a_section_per_period_simulated(simulated):
     for k, (name, date, _) in enumerate(simulated.runs):
         assert f'id="simulation-{k}"' in page and f"period {date}, demand scenario {name}" in page
     assert "<script" not in page
+
+
+def test_the_build_out_report_shows_its_simulated_periods(simulated):
+    from planner.fleet.solve import solve
+    from planner.report.html import render_buildout_html
+
+    plan = solve(grow())
+    page = render_buildout_html(plan, simulation=simulated.to_dict())
+    assert page.count('<section id="simulation-') == len(simulated.runs)
+    assert 'id="simulation-' not in render_buildout_html(plan)

@@ -100,6 +100,32 @@ def tiny(seed: int) -> MP.BuildOutProblem:
                               max_total_racks=np.full(T, 8.0))
 
 
+def test_the_answer_is_never_worse_than_a_comparison_plan():
+    """A solver that stopped short (here: its plan made dearer by hand) loses to the mean-demand plan, a plan of
+    the same problem: that one is the answer, with the solver's bound and the gap against it; a better solver plan
+    stays; a myopic plan whose first orders differ is no two-stage plan and is never taken."""
+    from planner.fleet.buildout import best_of
+
+    for seed in range(40):
+        p = tiny(seed)
+        good = MP.optimize(p, "scip", 20, TIGHT)
+        if good.status != "optimal" or good.objective <= 0:
+            continue
+        stopped = dataclasses.replace(good, objective=1.5 * good.objective, best_bound=0.9 * good.objective,
+                                      status="time_limit")
+        best = best_of(p, stopped, good, None)
+        assert best.objective == good.objective and best.status == "time_limit"
+        assert best.best_bound == 0.9 * good.objective
+        assert best.relative_gap == pytest.approx(0.1 / 1.0, rel=1e-9)
+        assert best_of(p, good, stopped, None) is good
+        if p.n_scenarios > 1 and good.buys[0].sum():
+            split = good.buys.copy()
+            split[0, 1] += 1.0  # the second scenario's first order differs: not a two-stage plan
+            assert best_of(p, stopped, None, (split, good.replicas)) is stopped
+        return
+    pytest.fail("no tiny problem solved")
+
+
 def test_buildout_milp_matches_brute_force_on_tiny_problems():
     feasible = 0
     for seed in range(40):

@@ -543,6 +543,30 @@ def present_cost_of(bo: BuiltOut, buys: np.ndarray) -> float:
                                                                                  bo.present_cost, 0.0)))
 
 
+def best_of(problem, sol, mean, near):
+    """The solver's plan, or a comparison plan that is better where the solver stopped short (a time limit, or a
+    gap): the mean-demand plan (its first order shared by construction) and the myopic one where its first orders
+    agree are plans of the same two-stage problem, so the answer is never worse than either. The bound stays the
+    solver's (the comparisons solve restricted problems); the gap is recomputed against it."""
+    from solvers.multiperiod import evaluate
+
+    candidates = [sol]
+    if mean is not None:
+        candidates.append(mean)
+    if near is not None and not problem.sells:  # the myopic plan carries no served shares
+        ev = evaluate(problem, *near)
+        if not ev.violations:
+            candidates.append(dataclasses.replace(sol, buys=near[0], replicas=near[1], objective=ev.objective,
+                                                  scenario_cost=ev.scenario_cost, violations=()))
+    best = min(candidates, key=lambda c: c.objective)
+    if best is sol or best.objective >= sol.objective - 1e-9 * max(abs(sol.objective), 1.0):
+        return sol
+    gap = (best.objective - sol.best_bound) / max(abs(best.objective), 1e-12) if math.isfinite(sol.best_bound) \
+        else sol.relative_gap
+    return dataclasses.replace(best, status=sol.status, best_bound=sol.best_bound, relative_gap=max(gap, 0.0),
+                               solver=sol.solver, solve_seconds=sol.solve_seconds)
+
+
 def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     """The build-out of least expected present cost, with its myopic and mean-demand comparisons and checks."""
     from solvers.multiperiod import installed_of, optimize
@@ -573,6 +597,7 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
         if not ev.violations:
             myopic_value, myopic_cost = ev.objective, present_cost_of(bo, near[0])
     mean = mean_demand(bo, settings.name, left, settings.relative_gap)
+    sol = best_of(bo.problem, sol, mean, near)
     buys, replicas = sol.buys, sol.replicas
     hardware = bo.built.hardware
     order = [{"hardware": h.id, "racks": int(buys[0, 0, k])} for k, h in enumerate(hardware) if buys[0, 0, k]]

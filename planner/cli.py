@@ -365,6 +365,10 @@ def measurements_import(file, tool, hardware, model, precision, chips, role, rep
     from planner.measurements.table import write_measurements
     from planner.report import render
 
+    if out_path:
+        from planner.report.files import check_output_file
+
+        check_output_file(out_path, "--out", inputs=[file])  # never over the result it reads
     rows = import_results(file, tool, hardware, model, precision, chips, role, replicas, tensor_parallel,
                           pipeline_parallel, speculative=speculative)
     if out_path:
@@ -780,7 +784,10 @@ def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger
             raise InputError("applies only with --out (the file it keys)", field="--scope")
         from planner.measurements.fit import fit_to_measurements, write_efficiency
         from planner.measurements.table import read_measurements
+        from planner.report.files import check_output_file
 
+        if out_path:
+            check_output_file(out_path, "--out", inputs=[measured])  # never over the measurements it fits
         result = fit_to_measurements(read_measurements(measured), family, hardware_id)
         if out_path:
             write_efficiency(result, out_path, measured, scope or "hardware")

@@ -476,3 +476,23 @@ def test_custom_hardware_can_be_measured():
     (row,) = plan.allocation.to_dicts()
     assert row["hardware"] == "our-h200" and row["source"] == "measured" and row["batch"] == 42
     assert all(c["ok"] for c in plan.checks)
+
+
+def test_import_and_calibrate_refuse_to_write_over_their_input(tmp_path):
+    """issue 28 item 1: `calibrate --measurements m.csv --out m.csv` and `measurements import r.json --out r.json`
+    replaced the user's file; both are now refused before any work (exit 2), and the file is left as it was."""
+    import shutil
+
+    measured = tmp_path / "m.csv"
+    shutil.copy(DATA / "measurements" / "h100-h200-llama8b.csv", measured)
+    before = measured.read_bytes()
+    res = CliRunner().invoke(main, ["calibrate", "--measurements", str(measured), "--out", str(measured)])
+    assert res.exit_code == 2 and "is an input of this command" in res.output, res.output
+    assert measured.read_bytes() == before
+    result = tmp_path / "r.json"
+    shutil.copy(RESULTS / "vllm-serve-2026.json", result)
+    before = result.read_bytes()
+    res = CliRunner().invoke(main, ["measurements", "import", str(result), "--from", "vllm", "-H", "hgx-h100",
+                                    "-m", "llama-3.1-8b", "--precision", "fp8", "--chips", "1", "--out", str(result)])
+    assert res.exit_code == 2 and "is an input of this command" in res.output, res.output
+    assert result.read_bytes() == before

@@ -1,7 +1,9 @@
 """planner: a fleet planner for AI inference hardware.
 
-The library's calls: ``load_scenario``, ``estimate``, ``frontier``, ``solve``, ``check`` (and ``evaluate``, its
-older name). Heavy dependencies (numba, polars, ortools) are imported on first use so that ``planner --help``
+The library's calls: ``load_scenario``, ``estimate``, ``frontier``, ``solve`` (which compiles the kernels first
+where their cache is missing, so no time limit pays for it), ``check`` (and ``evaluate``, its older name); the
+errors they raise: ``InputError`` (bad input), ``InfeasibleError`` (no fleet serves the scenario; its ``plan``
+says why), ``PlannerError`` (their base). Heavy dependencies (numba, polars, ortools) are imported on first use so that ``planner --help``
 stays instant.
 """
 
@@ -11,9 +13,12 @@ _EXPORTS = {
     "load_scenario": ("planner.scenario", "load_scenario"),
     "estimate": ("planner.perf.estimate", "estimate"),
     "frontier": ("planner.perf.frontier", "frontier"),
-    "solve": ("planner.fleet.solve", "solve"),
+    "solve": ("planner.warmup", "compiled_solve"),  # compiles the kernels first where their cache is missing
     "check": ("planner.fleet.check", "check"),
     "evaluate": ("planner.fleet.check", "check"),
+    "InfeasibleError": ("planner.errors", "InfeasibleError"),
+    "InputError": ("planner.errors", "InputError"),
+    "PlannerError": ("planner.errors", "PlannerError"),
 }
 __all__ = ["__version__", *_EXPORTS]
 

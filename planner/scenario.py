@@ -82,6 +82,9 @@ MAX_NODES = 200_000  # YAML nodes after alias expansion: stops "billion laughs" 
 # Numbers: real numbers only (no booleans, no strings), finite (no .nan / .inf).
 Number = Annotated[float, Strict(), AllowInfNan(False)]
 PosNumber = Annotated[float, Strict(), AllowInfNan(False), Gt(0)]
+# A rate of requests (or sessions) a second: at least one a week and a half (below 1e-12 the MILP's demand rows span
+# more decades than HiGHS takes, and no planner buys racks for less), at most 1e12
+Rate = Annotated[float, Strict(), AllowInfNan(False), Ge(1e-6), Le(1e12)]
 NonNegNumber = Annotated[float, Strict(), AllowInfNan(False), Ge(0)]
 Share = Annotated[float, Strict(), AllowInfNan(False), Ge(0), Lt(1)]
 Count = Annotated[int, Strict(), Ge(0)]
@@ -271,10 +274,10 @@ class Workload(_Section):
     kind: Literal["chat", "agentic"] = Field(
         "chat", description="chat: one model call per request; agentic: sessions of `turns` calls (default chat)"
     )
-    requests_per_s: Annotated[PosNumber, Le(1e12)] | list[Annotated[PosNumber, Le(1e12)]] = Field(
-        description="mean arrival rate: requests (chat) or sessions (agentic) per s, at most 1e12; with periods, "
+    requests_per_s: Rate | list[Rate] = Field(
+        description="mean arrival rate: requests (chat) or sessions (agentic) per s, 1e-6 to 1e12; with periods, "
         "one per period (or give peak_requests_per_s)")
-    peak_requests_per_s: Annotated[PosNumber, Le(1e12)] | list[Annotated[PosNumber, Le(1e12)]] | None = Field(
+    peak_requests_per_s: Rate | list[Rate] | None = Field(
         None, exclude=True, description="the peak arrival rate instead of requests_per_s: the mean is it / "
         "peak_to_mean (default 1: the fleet sized for this rate, energy and revenue on it too)")
     growth_per_year: Annotated[Number, Gt(0), Le(100)] | None = Field(

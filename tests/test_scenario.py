@@ -224,8 +224,8 @@ BAD = [
     ("unknown-model", _edit("model: llama-3.1-70b", "model: llama-3.1-7b"), 12, "workloads[0].model",
      "unknown model id 'llama-3.1-7b' (did you mean"),
     ("negative-rate", _edit("requests_per_s: 2000", "requests_per_s: -5"), 13, "workloads[0].requests_per_s",
-     "expected a number > 0"),
-    ("zero-rate", _edit("requests_per_s: 2000", "requests_per_s: 0"), 13, "workloads[0].requests_per_s", "> 0"),
+     "expected a number >= 1e-06"),
+    ("zero-rate", _edit("requests_per_s: 2000", "requests_per_s: 0"), 13, "workloads[0].requests_per_s", ">= 1e-06"),
     ("nan-rate", _edit("requests_per_s: 2000", "requests_per_s: .nan"), 13, "workloads[0].requests_per_s",
      "finite number"),
     ("inf-rate", _edit("requests_per_s: 2000", "requests_per_s: .inf"), 13, "workloads[0].requests_per_s",
@@ -360,3 +360,23 @@ def test_a_plan_buys_merchant_systems_unless_told_otherwise():
     named = copy.deepcopy(doc)
     named["hardware"]["allow"] = ["tpu-v7", "hgx-b200"]  # naming a system allows it, whatever its acquisition
     assert set(scenario_from_yaml(yaml.safe_dump(named)).resolved_hardware()) == {"tpu-v7", "hgx-b200"}
+
+
+def test_a_rate_too_small_to_plan_is_an_input_error():
+    """issue 28: 1e-15 requests/s reached HiGHS as demand rows spanning too many decades ('StatusNotOk ... has no
+    attribute canonical_code', exit 1); rates below 1e-6 a second are refused naming the field, in the library and
+    on the CLI."""
+    from click.testing import CliRunner
+
+    from planner.cli import main
+    from planner.errors import InputError
+    from planner.scenario import load_scenario
+
+    bank = Path(__file__).resolve().parents[1] / "scenarios" / "bank-2mw.yaml"
+    with pytest.raises(InputError, match=r"requests_per_s: expected a number >= 1e-06"):
+        load_scenario(bank, ["workloads.employee-assistant.requests_per_s=0.000000000000001"])
+    res = CliRunner().invoke(main, ["solve", str(bank), "--solver", "highs", "--set",
+                                    "workloads.employee-assistant.requests_per_s=0.000000000000001"])
+    assert res.exit_code == 2 and "requests_per_s" in res.output and "Traceback" not in res.output, res.output
+    assert load_scenario(bank, ["workloads.employee-assistant.requests_per_s=0.000001"]).workloads[0].requests_per_s \
+        == 1e-6

@@ -278,3 +278,21 @@ def test_whatif_tables_run_the_same_re_solves_in_parallel(tmp_path):
     assert 'id="limits"' not in page and 'id="single-family"' not in page and 'id="answer"' in page
     res = CliRunner().invoke(main, ["solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "--no-whatif"])
     assert res.exit_code == 2 and "--no-whatif goes with --html" in res.output
+
+
+def test_a_plan_that_buys_nothing_has_a_report(tmp_path):
+    """issue 28's max_revenue plan that sells nothing: its report set each family beside a plan of 0 USD a year and
+    divided by it (ZeroDivisionError, exit 1); the family's percentage is now left empty."""
+    import json
+
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "--objective", "max_revenue",
+                                    "--set", "prices_usd_per_mtok={standard: 0.000001, high: 0.000001, premium: "
+                                    "0.000001, ultra: 0.000001}", "--html", str(out), "-q", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["totals"]["racks"] == 0
+    assert 'id="single-family"' in out.read_text()

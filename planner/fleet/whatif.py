@@ -156,7 +156,8 @@ def family_row(plan, label: str, ids: list[str]) -> dict:
     row.update(buys=", ".join(f"{r['racks']:,} x {r['hardware']}" for r in alone.fleet.to_dicts()),
                annual_cost_usd=t["annual_cost_usd"], capex_usd=t["capex_usd"],
                facility_power_mw=t["facility_power_mw"], status=alone.status,
-               vs_plan_pct=100.0 * (alone.objective_usd_per_year / plan.objective_usd_per_year - 1.0))
+               vs_plan_pct=100.0 * (alone.objective_usd_per_year / plan.objective_usd_per_year - 1.0)
+               if plan.objective_usd_per_year > 0 else None)  # a plan that buys nothing (or earns) has no base
     return row
 
 

@@ -1275,6 +1275,9 @@ def resolved_summary(sc: Scenario) -> dict:
         if "peak_to_mean" not in w.model_fields_set:
             warnings.append(f"workload {w.name}: peak_to_mean not given, so the fleet is sized for the mean rate "
                             f"(1.0)")
+        if w.kind == "agentic" and "prefix_cache_hit" not in w.model_fields_set:
+            warnings.append(f"workload {w.name}: agentic without prefix_cache_hit, so every call prefills its whole "
+                            f"prompt (0.0); a session's calls share most of theirs (set the share its cache holds)")
         if w.speculative.method == AUTO_SPECULATIVE:
             methods = auto_methods(sc.resolved_models()[w.model])
             if len(methods) > 1:

@@ -380,3 +380,24 @@ def test_a_rate_too_small_to_plan_is_an_input_error():
     assert res.exit_code == 2 and "requests_per_s" in res.output and "Traceback" not in res.output, res.output
     assert load_scenario(bank, ["workloads.employee-assistant.requests_per_s=0.000001"]).workloads[0].requests_per_s \
         == 1e-6
+
+
+def test_validate_says_when_an_agent_has_no_prefix_cache():
+    """issue 27: an agentic workload without prefix_cache_hit prefills every call whole (a 30-turn agent needed
+    254 MW at 0 and 57 MW at 0.9); validate says so, and not where the share is given."""
+    from planner.scenario import load_scenario, resolved_summary
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "agentic-coding-ultra.yaml"
+    sc = load_scenario(path)
+    given = {w.name for w in sc.workloads if "prefix_cache_hit" in w.model_fields_set}
+    notes = " ".join(resolved_summary(sc)["warnings"])
+    for w in sc.workloads:
+        said = f"workload {w.name}: agentic without prefix_cache_hit" in notes
+        assert said == (w.kind == "agentic" and w.name not in given)
+    bare = sc.with_({f"workloads.{w.name}.kind": "agentic" for w in sc.workloads[:1]})
+    if sc.workloads[0].name in given:  # the file gives it: drop it to see the note
+        raw = sc.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        raw["workloads"][0].pop("prefix_cache_hit")
+        bare = type(sc).model_validate(raw)
+    assert f"workload {sc.workloads[0].name}: agentic without prefix_cache_hit" in " ".join(
+        resolved_summary(bare)["warnings"])

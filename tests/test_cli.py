@@ -210,3 +210,13 @@ def test_a_platform_limit_and_a_minimum_purchase_hold_in_the_plan():
     assert len(racks) <= 2 and racks.get("gb200-nvl72", 90) >= 90
     assert all(c["ok"] for c in plan["checks"]) and any(c["check"] == "platforms" for c in plan["checks"])
     assert plan["objective_usd_per_year"] >= base["objective_usd_per_year"] * (1 - 0.005)  # a limit never saves
+
+
+def test_the_workloads_table_shows_the_served_share_as_a_percentage():
+    """issue 27: `served` printed 1 for a share; the compact table now says 100% (JSON keeps the share)."""
+    from planner.report.terminal import shares_as_percent
+
+    assert shares_as_percent([{"served_share": 1.0}, {"served_share": 0.625}, {"served_share": None}]) == [
+        {"served_share": "100%"}, {"served_share": "62.5%"}, {"served_share": None}]
+    res = CliRunner().invoke(main, ["solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "-q"])
+    assert res.exit_code == 0 and "100%" in res.output, res.output

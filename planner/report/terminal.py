@@ -62,6 +62,12 @@ BRIEF_LABELS = {"facility_power_mw": "facility MW", "capex_usd": "capex USD", "a
                 "rental_usd_per_year": "rent USD/year", "breakeven_utilization": "own above"}
 
 
+def shares_as_percent(rows: list[dict]) -> list[dict]:
+    """The compact table's served share as a percentage ("100%", "62.5%"): a bare 1 read as one request."""
+    return [{**r, "served_share": None if r.get("served_share") is None else f"{100 * r['served_share']:.3g}%"}
+            for r in rows]
+
+
 def fleet_columns(columns: list[str], rows: list[dict]) -> list[str]:
     """The fleet table's columns, with the installed, bought and retired racks after ``racks`` where any rack of
     the plan was installed, and the chips rented after ``chips`` where any is."""
@@ -127,7 +133,8 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
     if not detail:
         fleet = plan.fleet.to_dicts()
         render.table(fleet, title="what to buy", columns=fleet_columns(FLEET_BRIEF, fleet), labels=BRIEF_LABELS)
-        render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_BRIEF, labels=BRIEF_LABELS)
+        render.table(shares_as_percent(plan.workloads.to_dicts()), title="workloads", columns=WORKLOAD_BRIEF,
+                     labels=BRIEF_LABELS)
         rows, cols = brief_allocation(plan.allocation.to_dicts())
         render.table(rows, title="how each workload is served (chips per replica = tensor x pipeline)",
                      columns=cols, labels=BRIEF_LABELS)

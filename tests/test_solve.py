@@ -403,3 +403,20 @@ def test_two_custom_speeds_are_two_tier_rows():
     rows = {r["tier"]: r for r in plan.tiers.to_dicts()}
     assert set(rows) == {"custom-150", "custom-180"}
     assert rows["custom-150"]["min_tps_per_user"] == 150 and rows["custom-180"]["min_tps_per_user"] == 180
+
+
+def test_an_infeasible_budget_says_what_each_workload_draws():
+    """issue 27: 'needs at least N MW' did not say which workload needs what; the message now splits the least-power
+    fleet's draw by workload, and the parts add up to no more than the whole."""
+    import re
+
+    from planner.errors import InfeasibleError
+
+    sc = load_scenario(GOLDEN.parent.parent / "scenarios" / "bank-2mw.yaml").with_({"site.power_budget_mw": 0.5})
+    with pytest.raises(InfeasibleError) as info:
+        solve(sc)
+    text = str(info.value)
+    need = float(re.search(r"needs at least ([0-9.]+) MW", text).group(1))
+    parts = dict((w, float(mw)) for w, mw in re.findall(r"([a-z-]+) ([0-9.]+) MW", text.split("draw ")[-1]))
+    assert set(parts) == {w.name for w in sc.workloads}
+    assert 0.9 * need <= sum(parts.values()) <= need * (1 + 1e-3)

@@ -29,7 +29,9 @@ def infeasibility_message(built: Built) -> str:
         need_mw = least.objective * p.pue / 1e6
         return (f"no feasible fleet: serving every workload at its tier needs at least {need_mw:.4g} MW of facility "
                 f"power (the least-power fleet), but the site's budget is {p.power_budget_w / 1e6:.4g} MW: short by "
-                f"{need_mw - p.power_budget_w / 1e6:.4g} MW (the smallest change: raise the budget or lower demand)")
+                f"{need_mw - p.power_budget_w / 1e6:.4g} MW (the smallest change: raise the budget or lower demand); "
+                f"of it, the replicas of each workload draw " + ", ".join(
+                    f"{w} {mw:.3g} MW" for w, mw in workload_power_mw(built, least.replicas, p.pue).items()))
     free = dataclasses.replace(relaxed, max_racks=np.full(p.n_hardware, math.inf), max_total_racks=math.inf,
                                max_new_racks=math.inf)
     needed = optimize(free, solver="highs", time_limit_s=30.0, relative_gap=1e-3, fewest_platforms=False)
@@ -48,6 +50,17 @@ def infeasibility_message(built: Built) -> str:
                 + "; ".join(over))
     return "no feasible fleet: no combination of the options covers the demand"
 
+
+
+def workload_power_mw(built: Built, replicas: np.ndarray, pue: float) -> dict[str, float]:
+    """Facility MW each workload's replicas draw in a solution (largest first): what to cut where a budget binds
+    (whole racks add the rest)."""
+    cols = built.options
+    out: dict[str, float] = {}
+    for j in np.flatnonzero(np.asarray(replicas) > 1e-12):
+        w = str(cols["workload"][j])
+        out[w] = out.get(w, 0.0) + float(replicas[j]) * float(cols["power_w"][j]) * pue / 1e6
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def fastest_reachable(loose, sc, hardware, asked: float) -> tuple[float, str]:

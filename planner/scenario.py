@@ -697,7 +697,7 @@ class Scenario(_Section):
         try:
             return Scenario.model_validate(data)
         except ValidationError as exc:
-            raise _validation_error(exc, f"scenario {self.name!r}", None, set_paths=paths) from None
+            raise _validation_error(exc, f"scenario {self.name!r}", None, set_paths=paths, set_by="with_") from None
 
     def fleet_only(self) -> Scenario:
         """What the installed fleet serves (``planner solve --fleet-only``): no new racks, and the objective
@@ -1243,7 +1243,8 @@ def _check_keys_are_text(node: yaml.Node | None, file: str, path: str = "") -> N
         _check_keys_are_text(value, file, f"{path}.{name}" if path else str(name))
 
 
-def _validation_error(exc: ValidationError, file: str, root: yaml.Node | None, set_paths=()) -> InputError:
+def _validation_error(exc: ValidationError, file: str, root: yaml.Node | None, set_paths=(),
+                      set_by: str = "--set") -> InputError:
     problems, seen = [], set()
     for err in exc.errors():
         loc = _clean_loc(tuple(err["loc"]) + tuple((err.get("ctx") or {}).get("loc", ())))
@@ -1253,7 +1254,7 @@ def _validation_error(exc: ValidationError, file: str, root: yaml.Node | None, s
         message = _describe(err, Scenario, loc)
         touched = [p for p in set_paths if loc and p.split(".", 1)[0] == str(loc[0])]
         if touched:
-            message += f" (after --set {', '.join(touched)})"
+            message += f" (after {set_by} {', '.join(touched)})"
         problems.append((_line_of(root, loc), _fmt_loc(loc), message))
     line, field, message = problems[0]
     for other_line, other_field, other_message in problems[1:10]:

@@ -401,3 +401,16 @@ def test_validate_says_when_an_agent_has_no_prefix_cache():
         bare = type(sc).model_validate(raw)
     assert f"workload {sc.workloads[0].name}: agentic without prefix_cache_hit" in " ".join(
         resolved_summary(bare)["warnings"])
+
+
+def test_a_library_what_if_error_names_with_not_the_cli_flag():
+    """issue 27: Scenario.with_ errors said '(after --set ...)' in library use; they now name with_, and the CLI's
+    --set keeps its own words."""
+    from planner.errors import InputError
+    from planner.scenario import load_scenario
+
+    bank = Path(__file__).resolve().parents[1] / "scenarios" / "bank-2mw.yaml"
+    with pytest.raises(InputError, match=r"\(after with_ site\.power_budget_mw\)"):
+        load_scenario(bank).with_({"site.power_budget_mw": -1})
+    with pytest.raises(InputError, match=r"\(after --set site\.power_budget_mw\)"):
+        load_scenario(bank, ["site.power_budget_mw=-1"])

@@ -355,11 +355,13 @@ def measurements() -> None:
 @click.option("--pipeline-parallel", type=click.IntRange(min=1), default=None)
 @click.option("--speculative", type=click.Choice(SPECULATIVE_METHODS), default=None,
               help="the drafter, when the run used speculative decoding and the file does not say")
+@click.option("--custom-ids", "custom_ids", is_flag=True,
+              help="--hardware and --model are ids a scenario defines (hardware.custom, models), not catalog ids")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="write the rows (.csv, .parquet, .yaml or .json) instead of printing them")
 @click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
 def measurements_import(file, tool, hardware, model, precision, chips, role, replicas, tensor_parallel,
-                        pipeline_parallel, speculative, out_path, fmt):
+                        pipeline_parallel, speculative, custom_ids, out_path, fmt):
     """Turn a saved benchmark result FILE into measurement rows."""
     from planner.measurements.importers import import_results
     from planner.measurements.table import write_measurements
@@ -370,7 +372,7 @@ def measurements_import(file, tool, hardware, model, precision, chips, role, rep
 
         check_output_file(out_path, "--out", inputs=[file])  # never over the result it reads
     rows = import_results(file, tool, hardware, model, precision, chips, role, replicas, tensor_parallel,
-                          pipeline_parallel, speculative=speculative)
+                          pipeline_parallel, speculative=speculative, custom_ids=custom_ids)
     if out_path:
         write_measurements(rows, out_path)
         click.echo(f"wrote {len(rows)} rows to {out_path}", err=True)

@@ -496,3 +496,16 @@ def test_import_and_calibrate_refuse_to_write_over_their_input(tmp_path):
                                     "-m", "llama-3.1-8b", "--precision", "fp8", "--chips", "1", "--out", str(result)])
     assert res.exit_code == 2 and "is an input of this command" in res.output, res.output
     assert result.read_bytes() == before
+
+
+def test_import_refuses_ids_no_plan_can_use():
+    """issue 27/28: an unknown --hardware or --model wrote rows no plan could ever use, exit 0; now exit 2 naming
+    the option with the catalog's did-you-mean, unless --custom-ids says the scenario defines them."""
+    base = ["measurements", "import", str(RESULTS / "vllm-serve-2026.json"), "--from", "vllm", "--precision", "fp8",
+            "--chips", "1", "--format", "json"]
+    res = CliRunner().invoke(main, base + ["-H", "h100", "-m", "llama-3.1-8b"])
+    assert res.exit_code == 2 and "--hardware" in res.output and "did you mean 'hgx-h100'" in res.output, res.output
+    res = CliRunner().invoke(main, base + ["-H", "hgx-h100", "-m", "meta-llama/Llama-3.1-8B-Instruct"])
+    assert res.exit_code == 2 and "--model" in res.output and "did you mean" in res.output, res.output
+    res = CliRunner().invoke(main, base + ["-H", "our-h100", "-m", "llama-3.1-8b", "--custom-ids"])
+    assert res.exit_code == 0 and json.loads(res.stdout)[0]["hardware"] == "our-h100", res.output

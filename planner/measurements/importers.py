@@ -23,6 +23,7 @@ import datetime as _dt
 import json
 from pathlib import Path
 
+from planner import catalog
 from planner.errors import InputError
 from planner.measurements.table import Measurement, measurement_of
 
@@ -191,15 +192,29 @@ READERS = {"vllm": vllm_runs, "sglang": sglang_runs, "genai-perf": genai_perf_ru
 TOOLS: tuple[str, ...] = tuple(READERS)
 
 
+def check_catalog_ids(hardware: str, model: str) -> None:
+    """InputError naming the option for an id the catalog does not know (with its did-you-mean)."""
+    for field, lookup, value in (("--hardware", catalog.get_hardware, hardware), ("--model", catalog.get_model, model)):
+        try:
+            lookup(value)
+        except catalog.CatalogError as exc:
+            raise InputError(f"{exc}; an id your scenario defines: --custom-ids", field=field) from None
+
+
 def import_results(path, tool: str, hardware: str, model: str, precision: str, chips: int, role: str = "colocated",
                    replicas: int = 1, tensor_parallel: int | None = None, pipeline_parallel: int | None = None,
-                   expert_parallel: bool = False, speculative: str | None = None) -> list[Measurement]:
+                   expert_parallel: bool = False, speculative: str | None = None,
+                   custom_ids: bool = False) -> list[Measurement]:
     """Rows of the measurement table from one saved result file of ``tool``. The benchmark may have run on
     ``replicas`` data-parallel replicas behind one endpoint: its concurrency and throughputs are divided among
-    them. A run that used speculative decoding needs ``speculative`` (the method) unless the file names it."""
+    them. A run that used speculative decoding needs ``speculative`` (the method) unless the file names it.
+    ``hardware`` and ``model`` must be catalog ids (a row under another id is never used by a plan), unless
+    ``custom_ids``: ids a scenario defines (``hardware.custom``, ``models``)."""
     path = Path(path)
     if tool not in READERS:
         raise InputError(f"unknown tool {tool!r}; expected one of {', '.join(TOOLS)}", field="--from")
+    if not custom_ids:
+        check_catalog_ids(hardware, model)
     if not path.is_file():
         raise InputError("no such file", file=str(path))
     if not (isinstance(replicas, int) and replicas >= 1):

@@ -17,27 +17,14 @@ from planner.sim import BuildOutSimResult, simulate
 from planner.sim.run import windows
 from planner.sim.build import pools_of
 from planner.fleet.check import Inputs
+from tests.test_buildout import GROW as ONE_WORKLOAD
 
-GROW = """
-name: grow
-start_date: 2027-01-01
-periods: [2027-01-01, 2028-01-01, 2029-01-01]
-horizon_years: 5
-service_life_years: 4
-finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.25}
-site: {power_budget_mw: [1, 2, 4]}
-hardware: {allow: [hgx-h100, hgx-h200, gb200-nvl72], price_decline_per_year: 0.15}
-workloads:
-  - {name: chat, model: llama-3.1-70b, requests_per_s: 5, growth_per_year: 2.5, input_tokens: 1000,
-     output_tokens: 300, tier: standard, ttft_s: 1.0}
+# tests/test_buildout.py's growing site with an agent beside its chat workload
+GROW = ONE_WORKLOAD.replace("\ndemand_scenarios:", """
   - {name: agent, model: llama-3.1-8b, kind: agentic, requests_per_s: 2, growth_per_year: 2.0, turns: 4,
      tool_call_gap_s: 3.0, input_tokens: 3000, context_growth_tokens_per_turn: 500, output_tokens: 200,
      tier: standard, ttft_s: 2.0}
-demand_scenarios:
-  - {name: low, probability: 0.3, multiplier: 0.6}
-  - {name: base, probability: 0.5, multiplier: 1.0}
-  - {name: high, probability: 0.2, multiplier: 1.6}
-"""
+demand_scenarios:""")
 DURATION_S = 40.0
 
 

@@ -66,19 +66,18 @@ def limit_row(plan, what: str, settings: dict) -> dict:
             "worth_usd_per_year": max(value, 0.0), "within_gap": value <= noise, "status": looser.status}
 
 
-def run_jobs(jobs: list, progress=None, done_before: int = 0, total: int | None = None) -> list:
+def run_jobs(jobs: list, progress=None) -> list:
     """The re-solves ``jobs`` (callables) on a pool of threads, one per core (a MILP solve and the kernels run
     without the GIL), in order; ``progress(done, total, text)`` hears as each ends."""
     if not jobs:
         return []
-    total = total or len(jobs)
     out = [None] * len(jobs)
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), thread_count()))) as ex:
         futures = {ex.submit(job): k for k, job in enumerate(jobs)}
         for n, fut in enumerate(as_completed(futures), start=1):
             out[futures[fut]] = fut.result()
             if progress:
-                progress(done_before + n, total, f"what-ifs: {done_before + n} of {total} re-solved")
+                progress(n, len(jobs), f"what-ifs: {n} of {len(jobs)} re-solved")
     return out
 
 

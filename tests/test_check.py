@@ -199,3 +199,28 @@ def test_a_huge_integer_in_a_demand_fails_its_checks_not_the_kernels(plan, field
     d = copy.deepcopy(plan.to_dict())
     d["inputs"]["demands"][0][field] = 10**30
     assert failed(d)
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"[" * 100000 + b"]" * 100000, "nested more than 64 levels deep"),
+    (b'{"a":' * 200 + b"1" + b"}" * 200, "nested more than 64 levels deep"),
+    (b'{"status": "\xff"}', "not JSON"),
+])
+def test_a_plan_file_nested_too_deep_or_not_utf8_is_an_input_error(tmp_path, content, match):
+    """issue 28: a deeply nested plan.json was a RecursionError traceback from `planner check`."""
+    path = tmp_path / "plan.json"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=match):
+        check(path)
+    res = CliRunner().invoke(main, ["check", str(path)])
+    assert res.exit_code == 2 and res.stderr.startswith(f"error: {path}: ") and res.stderr.count("\n") == 1
+
+
+def test_a_plan_whose_inputs_cannot_be_read_is_one_line_naming_the_file(plan, tmp_path):
+    d = copy.deepcopy(plan.to_dict())
+    d["inputs"]["hardware"][next(iter(d["inputs"]["hardware"]))]["roles"] = "1e999"
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(d))
+    res = CliRunner().invoke(main, ["check", str(path)])
+    assert res.exit_code == 2 and res.stderr.startswith(f"error: {path}: not a plan"), res.stderr
+    assert res.stderr.count("\n") == 1, res.stderr

@@ -509,3 +509,110 @@ def test_import_refuses_ids_no_plan_can_use():
     assert res.exit_code == 2 and "--model" in res.output and "did you mean" in res.output, res.output
     res = CliRunner().invoke(main, base + ["-H", "our-h100", "-m", "llama-3.1-8b", "--custom-ids"])
     assert res.exit_code == 0 and json.loads(res.stdout)[0]["hardware"] == "our-h100", res.output
+
+
+# ---- defensive parsing (issue 28) -------------------------------------------------------------------------------
+def _vllm_with(tmp_path, **changes):
+    doc = json.loads((RESULTS / "vllm-serve-2026.json").read_text())
+    doc.update(changes)
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"mean_tpot_ms": 0}, r"run 1 field 'mean_tpot_ms' is 0; expected a number above 0"),
+    ({"mean_tpot_ms": -3.0}, r"run 1 field 'mean_tpot_ms' is -3.0; expected a number above 0"),
+    ({"mean_tpot_ms": "fast"}, r"run 1 field 'mean_tpot_ms' is 'fast'; expected a number"),
+    ({"duration": 0}, r"run 1 field 'duration' is 0; expected a number above 0"),
+    ({"duration": "3 s"}, r"run 1 field 'duration' is '3 s'; expected a number"),
+    ({"total_input_tokens": [8192]}, r"run 1 field 'total_input_tokens' is a list"),
+    ({"completed": True}, r"run 1 field 'completed' is true/false"),
+    ({"max_concurrency": {"n": 4}}, r"run 1 field 'max_concurrency' is a mapping"),
+    ({"date": "March 10th"}, r"run 1 field 'date' is 'March 10th'; expected a date"),
+    ({"date": 20260310}, r"run 1 field 'date' is 20260310; expected a date"),
+])
+def test_importer_fields_of_the_wrong_kind_name_the_file_run_and_field(tmp_path, changes, match):
+    """issue 28: bare float(), unchecked divisions and an unguarded strptime were tracebacks; each is now an
+    InputError naming the file, the run and the field."""
+    path = _vllm_with(tmp_path, **changes)
+    with pytest.raises(InputError, match=match) as err:
+        import_results(path, "vllm", "hgx-h100", "llama-3.1-8b", "fp8", 1)
+    assert str(err.value).startswith(f"{path}: ")
+
+
+def test_an_iso_date_is_read_too(tmp_path):
+    (row,) = import_results(_vllm_with(tmp_path, date="2026-03-10T14:30:12"), "vllm", "hgx-h100", "llama-3.1-8b",
+                            "fp8", 1)
+    assert row.date.isoformat() == "2026-03-10"
+
+
+@pytest.mark.parametrize("tool, name, where, match", [
+    ("sglang", "sglang-bench-serving.jsonl", "concurrency", r"run 1 field 'concurrency' is 0"),
+    ("sglang", "sglang-bench-serving.jsonl", "server_info", r"run 1 field 'server_info' is a list"),
+    ("genai-perf", "genai-perf-0.0.12.json", "inter_token_latency", r"field 'inter_token_latency.avg' is 0"),
+    ("genai-perf", "genai-perf-0.0.15.json", "input_config", r"run 1 field 'input_config' is text"),
+    ("genai-perf", "aiperf-0.1.1.json", "start_time", r"run 1 field 'start_time' is '10/03/2026'"),
+])
+def test_sglang_and_genai_perf_fields_are_typed(tmp_path, tool, name, where, match):
+    lines = (RESULTS / name).read_text().splitlines() if name.endswith(".jsonl") else [(RESULTS / name).read_text()]
+    doc = json.loads(lines[0])
+    doc.pop("max_concurrency", None)
+    doc[where] = {"concurrency": 0, "server_info": ["x"], "inter_token_latency": {"avg": 0},
+                  "input_config": "c16", "start_time": "10/03/2026"}[where]
+    if where == "inter_token_latency":
+        doc.pop("output_token_throughput_per_user", None)
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=match):
+        import_results(path, tool, "hgx-h100", "llama-3.1-8b", "fp8", 1)
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"[1, 2]", r"run 1 is a number; expected a JSON object"),
+    (b"42", r"run 1 is a number; expected a JSON object"),
+    (b'"result"', r"run 1 is text; expected a JSON object"),
+    (b"[]", r"is empty"),
+    (b'{"date": "\xff\xfe"}', r"changed.json:1: is not UTF-8 text \(byte 10"),
+    (b"[" * 100000 + b"]" * 100000, r"nested more than 64 levels deep"),
+    (b'{"a":' * 100 + b"1" + b"}" * 100, r"nested more than 64 levels deep"),
+])
+def test_result_documents_that_are_not_runs_are_refused(tmp_path, content, match):
+    path = tmp_path / "changed.json"
+    path.write_bytes(content)
+    for tool in ("vllm", "sglang", "genai-perf"):
+        with pytest.raises(InputError, match=match):
+            import_results(path, tool, "hgx-h100", "llama-3.1-8b", "fp8", 1)
+
+
+def test_sizes_are_refused_before_the_rows_are_read(tmp_path, monkeypatch):
+    """issue 28: a 10^6-row file ran past 300 s in `measurements show`, a 10^6-run JSONL took minutes and GBs to
+    import; files over the size limit or the row cap are refused first (the limits are lowered here)."""
+    from planner.measurements import reading
+
+    monkeypatch.setattr(reading, "MAX_ROWS", 3)
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join([(RESULTS / "vllm-serve-2026.json").read_text().replace("\n", " ")] * 4))
+    with pytest.raises(InputError, match="has more than 3 runs"):
+        import_results(runs, "vllm", "hgx-h100", "llama-3.1-8b", "fp8", 1)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("hardware,model\n" + "hgx-h100,llama-3.1-8b\n" * 4)
+    res = CliRunner().invoke(main, ["measurements", "show", str(rows)])
+    assert res.exit_code == 2 and "has more than 3 rows" in res.output, res.output
+    monkeypatch.setattr(reading, "MAX_FILE_BYTES", 100)
+    with pytest.raises(InputError, match="is larger than 100 bytes"):
+        import_results(RESULTS / "vllm-serve-2026.json", "vllm", "hgx-h100", "llama-3.1-8b", "fp8", 1)
+
+
+@pytest.mark.parametrize("suffix, content, match", [
+    (".csv", b"hardware,model\nhgx-h100,\xff\n", r"rows.csv:2: is not UTF-8"),
+    (".yaml", b"measurements: " + b"[" * 5000 + b"]" * 5000, "nested more than 64 levels deep"),
+    (".json", b"[" * 100000 + b"]" * 100000, "nested more than 64 levels deep"),
+    (".yaml", b"measurements: 7", "expected a list of measurement rows"),
+    (".parquet", b"PAR1 not really", "cannot be read as Parquet"),
+])
+def test_measurement_tables_are_read_defensively(tmp_path, suffix, content, match):
+    path = tmp_path / f"rows{suffix}"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=match):
+        read_measurements(path)

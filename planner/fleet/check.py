@@ -31,6 +31,7 @@ REL = 1e-6  # relative tolerance of a recomputed figure against the reported one
 PLAN_KEYS = ("status", "objective", "fleet", "allocation", "workloads", "totals", "inputs")
 BUILDOUT_KEYS = ("status", "objective", "first_period_order", "net_present_cost_usd", "inputs")
 MAX_PLAN_BYTES = 64 * 1024 * 1024
+MAX_PLAN_DEPTH = 64  # a plan.json nests about 8 deep; deeper is no plan (and never a RecursionError)
 
 
 # ---- reading a plan -------------------------------------------------------------------------------------------
@@ -55,10 +56,19 @@ def read_plan_file(path: Path) -> dict:
     from planner.inputs import read_bytes_limited
 
     raw = read_bytes_limited(path, MAX_PLAN_BYTES, "a plan.json written by planner solve")
+    from planner.measurements.reading import too_deep
+
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"not JSON: {exc}", file=str(path)) from None
+    except RecursionError:  # nested past the parser's own limit
+        data = deep = True
+    else:
+        deep = too_deep(data, MAX_PLAN_DEPTH)
+    if deep:
+        raise InputError(f"not a plan: nested more than {MAX_PLAN_DEPTH} levels deep (a plan.json nests fewer "
+                         f"than 10)", file=str(path))
     try:
         return plan_dict(data)
     except InputError as exc:
@@ -99,8 +109,7 @@ class Inputs:
             self.measurement_headroom = float(d.get("measurement_headroom") or 0.0)
             stale = sorted(f for f, eff in self.efficiency.items() if "layer_floor_s" in eff)
         except Exception as exc:  # noqa: BLE001 - any malformed part means this is no plan we can check
-            raise InputError(f"not a plan: its inputs are incomplete or invalid ({type(exc).__name__}: {exc})"
-                             ) from None
+            raise InputError(f"not a plan: its inputs are incomplete or invalid ({_one_line(exc)})") from None
         if stale:
             raise InputError(f"this plan was written by a planner whose performance model had one fixed cost per "
                              f"layer (layer_floor_s, families {', '.join(stale)}); this one prices kernels and steps "
@@ -110,6 +119,21 @@ class Inputs:
     def annual_cost_per_rack(self, hw_id: str) -> float:
         hw = self.hardware[hw_id]
         return float(annual_rack_cost(hw.rack.capex_usd.value, billed_power_w(hw, self.scenario_finance), **self.finance))
+
+
+def _one_line(exc: Exception) -> str:
+    """An exception as one short line (a pydantic error's first problem and where it is)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            text = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+        except Exception:  # noqa: BLE001 - fall back to the text
+            text = str(exc)
+    else:
+        text = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+    text = " ".join(f"{type(exc).__name__}: {text}".split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 # ---- the checks -------------------------------------------------------------------------------------------------
@@ -134,10 +158,18 @@ def same(name: str, reported, recomputed) -> dict:
 
 
 def check(plan) -> list[dict]:
-    """Every check of a plan (a Plan, its dict, or a path to plan.json); see the module docstring."""
+    """Every check of a plan (a Plan, its dict, or a path to plan.json); see the module docstring. A plan that
+    cannot be checked at all raises InputError (naming the file, where ``plan`` is one)."""
+    d = plan_dict(plan)
+    try:
+        return _checks(d)
+    except InputError as exc:
+        raise (exc.in_file(str(plan)) if isinstance(plan, (str, Path)) else exc) from None
+
+
+def _checks(d: dict) -> list[dict]:
     import polars as pl
 
-    d = plan_dict(plan)
     if "first_period_order" in d:  # a build-out over periods
         from planner.fleet.buildout import check_buildout
 

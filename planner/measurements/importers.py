@@ -19,12 +19,11 @@ TTFT at a percentile, speculative method, date. The formats were read from the t
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 from pathlib import Path
 
 from planner import catalog
 from planner.errors import InputError
+from planner.measurements.reading import date, mapping, number, parse_json, read_text, row_cap, text
 from planner.measurements.table import Measurement, measurement_of
 
 TTFT_PERCENTILES = (90.0, 99.0, 95.0)  # the TTFT read, in this order of preference, else the median
@@ -32,24 +31,33 @@ SPECULATIVE_NAMES = {"eagle": "eagle", "eagle3": "eagle", "nextn": "mtp", "mtp":
                      "draft_model": "draft_model", "ngram": "draft_model"}
 
 
+_NOT_JSON = object()
+
+
 def _json_documents(path: Path) -> list[dict]:
-    """One JSON object, or one per line (JSONL); Python's reader takes a bare Infinity, as SGLang writes it."""
-    text = path.read_text()
+    """One JSON object, or one per line (JSONL); Python's reader takes a bare Infinity, as SGLang writes it. The
+    file is read by the one defensive reader (``reading``): size and run limits, UTF-8, depth, each run a
+    mapping."""
+    text = read_text(path, "a saved benchmark result (JSON or JSON lines)")
     try:
-        whole = json.loads(text)
-        return whole if isinstance(whole, list) else [whole]
+        whole = parse_json(text, path)
     except ValueError:
-        pass
-    docs = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
+        whole = _NOT_JSON
+    if whole is not _NOT_JSON:
+        docs = whole if isinstance(whole, list) else [whole]
+    else:
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        row_cap(len(lines), path, "runs")
+        docs = []
+        for n, line in lines:
             try:
-                docs.append(json.loads(line))
+                docs.append(parse_json(line, path, f"line {n} "))
             except ValueError as exc:
                 raise InputError(f"line {n} is not JSON ({exc})", file=str(path)) from None
     if not docs:
         raise InputError("is empty; expected a saved benchmark result", file=str(path))
-    return docs
+    row_cap(len(docs), path, "runs")
+    return [mapping(doc, path, n) for n, doc in enumerate(docs, 1)]
 
 
 def _need(doc: dict, key: str, path: Path, n: int, why: str = ""):
@@ -59,15 +67,27 @@ def _need(doc: dict, key: str, path: Path, n: int, why: str = ""):
     return value
 
 
-def _ttft_ms(doc: dict, key_of) -> tuple[float | None, float | None]:
+def _num(doc: dict, key: str, path: Path, n: int, why: str = "", **sign) -> float:
+    """A required numeric field of run ``n`` (``positive=True`` or ``nonnegative=True``)."""
+    return number(_need(doc, key, path, n, why), path, n, key, **sign)
+
+
+def _opt(doc: dict, key: str, path: Path, n: int, **sign) -> float | None:
+    """An optional numeric field of run ``n``: None when absent."""
+    value = doc.get(key)
+    return None if value is None else number(value, path, n, key, **sign)
+
+
+def _ttft_ms(doc: dict, key_of, path: Path, n: int) -> tuple[float | None, float | None]:
     """(ms, percentile) of the preferred TTFT percentile present, else the median."""
     for p in TTFT_PERCENTILES:
-        value = doc.get(key_of(p))
+        value = _opt(doc, key_of(p), path, n, positive=True)
         if value is not None:
-            return float(value), p
+            return value, p
     for key in ("median_ttft_ms", "p50_ttft_ms"):
-        if doc.get(key) is not None:
-            return float(doc[key]), 50.0
+        value = _opt(doc, key, path, n, positive=True)
+        if value is not None:
+            return value, 50.0
     return None, None
 
 
@@ -76,7 +96,7 @@ def _pkey(p: float, metric: str) -> str:
 
 
 def _completed(doc: dict, path: Path, n: int) -> float:
-    completed = float(_need(doc, "completed", path, n))
+    completed = _num(doc, "completed", path, n, nonnegative=True)
     if completed <= 0:
         raise InputError(f"run {n} completed no request", file=str(path))
     return completed
@@ -86,25 +106,27 @@ def vllm_runs(path: Path) -> list[dict]:
     runs = []
     for n, doc in enumerate(_json_documents(path), 1):
         completed = _completed(doc, path, n)
-        tpot = _need(doc, "mean_tpot_ms", path, n, " (needs a tokenizer: run without --skip-tokenizer-init)")
-        out = float(_need(doc, "total_output_tokens", path, n)) / completed
-        ttft, pct = _ttft_ms(doc, lambda p: _pkey(p, "ttft"))
-        concurrency = doc.get("max_concurrency")
+        tpot = _num(doc, "mean_tpot_ms", path, n, " (needs a tokenizer: run without --skip-tokenizer-init)",
+                    positive=True)
+        out = _num(doc, "total_output_tokens", path, n, positive=True) / completed
+        ttft, pct = _ttft_ms(doc, lambda p: _pkey(p, "ttft"), path, n)
+        concurrency = _opt(doc, "max_concurrency", path, n, positive=True)
         derived = concurrency is None
         if derived:  # unbounded: Little's law over the measured requests (rate x time in the system)
-            e2e_ms = doc.get("mean_e2el_ms") or (float(doc.get("mean_ttft_ms") or 0.0) + float(tpot) * (out - 1))
-            concurrency = float(_need(doc, "request_throughput", path, n)) * e2e_ms / 1000.0
+            e2e_ms = _opt(doc, "mean_e2el_ms", path, n, positive=True) or (
+                (_opt(doc, "mean_ttft_ms", path, n, nonnegative=True) or 0.0) + tpot * (out - 1))
+            concurrency = _num(doc, "request_throughput", path, n, positive=True) * e2e_ms / 1000.0
         spec = doc.get("spec_decode_num_drafts")
-        date = doc.get("date")
         runs.append({
-            "concurrency": float(concurrency), "concurrency_derived": derived,
-            "input_tokens": float(_need(doc, "total_input_tokens", path, n)) / completed, "output_tokens": out,
-            "output_tokens_per_s": float(_need(doc, "output_throughput", path, n)),
-            "input_tokens_per_s": float(doc["total_input_tokens"]) / float(_need(doc, "duration", path, n)),
-            "tps_per_user": 1000.0 / float(tpot), "ttft_ms": ttft, "ttft_percentile": pct,
+            "concurrency": concurrency, "concurrency_derived": derived,
+            "input_tokens": _num(doc, "total_input_tokens", path, n, positive=True) / completed, "output_tokens": out,
+            "output_tokens_per_s": _num(doc, "output_throughput", path, n, nonnegative=True),
+            "input_tokens_per_s": _num(doc, "total_input_tokens", path, n, positive=True)
+            / _num(doc, "duration", path, n, positive=True),
+            "tps_per_user": 1000.0 / tpot, "ttft_ms": ttft, "ttft_percentile": pct,
             "speculative_seen": bool(spec), "speculative": None,
-            "date": _dt.datetime.strptime(date, "%Y%m%d-%H%M%S").date() if isinstance(date, str) else None,
-            "model_name": doc.get("model_id"), "tool": "vllm bench serve",
+            "date": date(doc.get("date"), path, n, "date"),
+            "model_name": text(doc.get("model_id")), "tool": "vllm bench serve",
         })
     return runs
 
@@ -113,76 +135,87 @@ def sglang_runs(path: Path) -> list[dict]:
     runs = []
     for n, doc in enumerate(_json_documents(path), 1):
         completed = _completed(doc, path, n)
-        tpot = _need(doc, "mean_tpot_ms", path, n, " (SGLang before 2025 saved no TPOT; rerun with a newer one)")
-        ttft, pct = _ttft_ms(doc, lambda p: _pkey(p, "ttft"))
-        concurrency = doc.get("max_concurrency")
+        tpot = _num(doc, "mean_tpot_ms", path, n, " (SGLang before 2025 saved no TPOT; rerun with a newer one)",
+                    positive=True)
+        ttft, pct = _ttft_ms(doc, lambda p: _pkey(p, "ttft"), path, n)
+        concurrency = _opt(doc, "max_concurrency", path, n, positive=True)
         derived = concurrency is None
         if derived:
-            concurrency = _need(doc, "concurrency", path, n)  # measured mean requests in flight
-        info = doc.get("server_info") or {}
-        algorithm = str(info.get("speculative_algorithm") or "").lower()
-        duration = float(_need(doc, "duration", path, n))
+            concurrency = _num(doc, "concurrency", path, n, positive=True)  # measured mean requests in flight
+        info = mapping(doc.get("server_info"), path, n, "server_info")
+        algorithm = (text(info.get("speculative_algorithm")) or "").lower()
+        total_input = _num(doc, "total_input_tokens", path, n, positive=True)
+        input_rate = _opt(doc, "input_throughput", path, n, nonnegative=True) or (
+            total_input / _num(doc, "duration", path, n, positive=True))
         runs.append({
-            "concurrency": float(concurrency), "concurrency_derived": derived,
-            "input_tokens": float(_need(doc, "total_input_tokens", path, n)) / completed,
-            "output_tokens": float(_need(doc, "total_output_tokens", path, n)) / completed,
-            "output_tokens_per_s": float(_need(doc, "output_throughput", path, n)),
-            "input_tokens_per_s": float(doc.get("input_throughput") or doc["total_input_tokens"] / duration),
-            "tps_per_user": 1000.0 / float(tpot), "ttft_ms": ttft, "ttft_percentile": pct,
+            "concurrency": concurrency, "concurrency_derived": derived,
+            "input_tokens": total_input / completed,
+            "output_tokens": _num(doc, "total_output_tokens", path, n, positive=True) / completed,
+            "output_tokens_per_s": _num(doc, "output_throughput", path, n, nonnegative=True),
+            "input_tokens_per_s": input_rate,
+            "tps_per_user": 1000.0 / tpot, "ttft_ms": ttft, "ttft_percentile": pct,
             "speculative_seen": bool(algorithm) or bool(doc.get("accept_length")),
             "speculative": SPECULATIVE_NAMES.get(algorithm), "date": None,
-            "model_name": info.get("served_model_name") or info.get("model_path"), "tool": "sglang bench_serving",
+            "model_name": text(info.get("served_model_name")) or text(info.get("model_path")),
+            "tool": "sglang bench_serving",
         })
     return runs
 
 
-def _stat(doc: dict, metric: str, key: str = "avg"):
+def _stat(doc: dict, metric: str, path: Path, n: int, key: str = "avg", **sign) -> float | None:
+    """``doc[metric][key]`` of a GenAI-Perf export as a number (None when absent)."""
     value = doc.get(metric)
-    return value.get(key) if isinstance(value, dict) else None
+    if value is None:
+        return None
+    value = mapping(value, path, n, metric).get(key)
+    return None if value is None else number(value, path, n, f"{metric}.{key}", **sign)
 
 
-def _genai_concurrency(config: dict):
-    stimulus = (config.get("perf_analyzer") or {}).get("stimulus") or {}
-    for value in (stimulus.get("concurrency"), config.get("concurrency"),
-                  (config.get("loadgen") or {}).get("concurrency")):
+def _genai_concurrency(config: dict, path: Path, n: int):
+    analyzer = mapping(config.get("perf_analyzer"), path, n, "input_config.perf_analyzer")
+    stimulus = mapping(analyzer.get("stimulus"), path, n, "input_config.perf_analyzer.stimulus")
+    loadgen = mapping(config.get("loadgen"), path, n, "input_config.loadgen")
+    for field, value in (("perf_analyzer.stimulus.concurrency", stimulus.get("concurrency")),
+                         ("concurrency", config.get("concurrency")), ("loadgen.concurrency", loadgen.get("concurrency"))):
         if value not in (None, ""):
-            return value
+            return number(value, path, n, f"input_config.{field}", positive=True)
     return None
 
 
 def genai_perf_runs(path: Path) -> list[dict]:
     runs = []
     for n, doc in enumerate(_json_documents(path), 1):
-        config = doc.get("input_config") or {}
-        concurrency = _genai_concurrency(config)
+        config = mapping(doc.get("input_config"), path, n, "input_config")
+        concurrency = _genai_concurrency(config, path, n)
         if concurrency is None:
             raise InputError(f"run {n} was not run at a fixed concurrency (its input_config has none): only "
                              f"--concurrency runs measure an operating point", file=str(path))
-        per_user = _stat(doc, "output_token_throughput_per_user")
+        per_user = _stat(doc, "output_token_throughput_per_user", path, n, positive=True)
         if per_user is None:
-            itl = _stat(doc, "inter_token_latency")
+            itl = _stat(doc, "inter_token_latency", path, n, positive=True)
             if itl is None:
                 raise InputError(f"run {n} has neither output_token_throughput_per_user nor inter_token_latency "
                                  f"(run with streaming)", file=str(path))
-            per_user = 1000.0 / float(itl)
+            per_user = 1000.0 / itl
         ttft, pct = None, None
         for p in TTFT_PERCENTILES + (50.0,):
-            value = _stat(doc, "time_to_first_token", f"p{int(p)}")
+            value = _stat(doc, "time_to_first_token", path, n, f"p{int(p)}", positive=True)
             if value is not None:
-                ttft, pct = float(value), p
+                ttft, pct = value, p
                 break
-        names = config.get("model_names") or config.get("model") or (config.get("endpoint") or {}).get("model_names")
-        inputs = float(_stat(doc, "input_sequence_length") or 0.0)
-        start = doc.get("start_time")
+        endpoint = mapping(config.get("endpoint"), path, n, "input_config.endpoint")
+        names = config.get("model_names") or config.get("model") or endpoint.get("model_names")
+        inputs = _stat(doc, "input_sequence_length", path, n, nonnegative=True) or 0.0
         runs.append({
-            "concurrency": float(concurrency), "concurrency_derived": False,
-            "input_tokens": inputs, "output_tokens": float(_stat(doc, "output_sequence_length") or 0.0),
-            "output_tokens_per_s": float(_stat(doc, "output_token_throughput") or 0.0),
-            "input_tokens_per_s": float(_stat(doc, "request_throughput") or 0.0) * inputs,
-            "tps_per_user": float(per_user), "ttft_ms": ttft, "ttft_percentile": pct,
+            "concurrency": concurrency, "concurrency_derived": False,
+            "input_tokens": inputs,
+            "output_tokens": _stat(doc, "output_sequence_length", path, n, nonnegative=True) or 0.0,
+            "output_tokens_per_s": _stat(doc, "output_token_throughput", path, n, nonnegative=True) or 0.0,
+            "input_tokens_per_s": (_stat(doc, "request_throughput", path, n, nonnegative=True) or 0.0) * inputs,
+            "tps_per_user": per_user, "ttft_ms": ttft, "ttft_percentile": pct,
             "speculative_seen": False, "speculative": None,
-            "date": _dt.date.fromisoformat(start[:10]) if isinstance(start, str) else None,
-            "model_name": names[0] if isinstance(names, list) and names else None,
+            "date": date(doc.get("start_time"), path, n, "start_time"),
+            "model_name": text(names[0]) if isinstance(names, list) and names else None,
             "tool": "aiperf" if "start_time" in doc else "genai-perf",
         })
     return runs
@@ -213,6 +246,9 @@ def import_results(path, tool: str, hardware: str, model: str, precision: str, c
     path = Path(path)
     if tool not in READERS:
         raise InputError(f"unknown tool {tool!r}; expected one of {', '.join(TOOLS)}", field="--from")
+    for field, value in (("--hardware", hardware), ("--model", model)):
+        if not isinstance(value, str) or not value:
+            raise InputError(f"expected an id (text), got {value!r}", field=field)
     if not custom_ids:
         check_catalog_ids(hardware, model)
     if not path.is_file():

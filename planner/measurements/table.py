@@ -21,6 +21,7 @@ from annotated_types import Ge, Gt, Lt
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from planner.errors import InputError
+from planner.measurements.reading import read_text
 from planner.vocabulary import PRECISIONS, SPECULATIVE_METHODS
 
 PosNumber = Annotated[float, Strict(), AllowInfNan(False), Gt(0)]
@@ -115,7 +116,8 @@ def _error_text(exc: ValidationError) -> tuple[str | None, str]:
     elif err["type"] == "missing":
         msg = "missing (required)"
     elif "input" in err and loc:
-        msg = f"{msg} (got {err['input']!r})"
+        got = repr(err["input"])
+        msg = f"{msg} (got {got if len(got) <= 60 else got[:57] + '...'})"
     return loc, msg
 
 
@@ -152,37 +154,66 @@ def _cell(text: str):
 
 
 def _csv_rows(path: Path) -> list[tuple[int, dict]]:
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
+    import io
+
+    from planner.measurements.reading import MAX_ROWS, row_cap
+
+    text = read_text(path, "a CSV file of measurement rows")
+    rows = []
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         if not reader.fieldnames:
             raise InputError("is empty; expected a header line of measurement fields", file=str(path))
-        return [(n + 2, {k.strip(): _cell(v or "") for k, v in r.items() if k is not None})
-                for n, r in enumerate(reader)]
+        for n, r in enumerate(reader):
+            if n >= MAX_ROWS:
+                row_cap(n + 1, path)
+            rows.append((n + 2, {k.strip(): _cell(v if isinstance(v, str) else "") for k, v in r.items()
+                                 if isinstance(k, str)}))
+    except csv.Error as exc:
+        raise InputError(f"is not readable CSV ({exc})", file=str(path), line=reader.line_num or None) from None
+    return rows
 
 
 def _parquet_rows(path: Path) -> list[tuple[int, dict]]:
+    import io
+
     import polars as pl
 
+    from planner.inputs import read_bytes_limited
+    from planner.measurements.reading import MAX_FILE_BYTES, MAX_ROWS, row_cap
+
+    raw = read_bytes_limited(path, MAX_FILE_BYTES, "a Parquet file of measurement rows")
     try:
-        df = pl.read_parquet(path)
+        df = pl.read_parquet(io.BytesIO(raw), n_rows=MAX_ROWS + 1)
     except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a file that is not Parquet
-        raise InputError(f"cannot be read as Parquet ({exc})", file=str(path)) from None
+        raise InputError(f"cannot be read as Parquet ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})",
+                         file=str(path)) from None
+    row_cap(len(df), path)
     return [(n + 1, r) for n, r in enumerate(df.to_dicts())]
 
 
 def _document_rows(path: Path) -> list[tuple[int, dict]]:
     import yaml
 
-    text = path.read_text()
+    from planner.measurements.reading import deep_error, row_cap, too_deep
+
+    json_file = path.suffix.lower() == ".json"
+    text = read_text(path, f"a {'JSON' if json_file else 'YAML'} file of measurement rows")
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if json_file else yaml.safe_load(text)
+    except RecursionError:
+        raise deep_error(path) from None
     except (ValueError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot be parsed ({str(exc).splitlines()[0]})", file=str(path)) from None
+        raise InputError(f"cannot be parsed ({(str(exc).splitlines() or [type(exc).__name__])[0]})",
+                         file=str(path)) from None
+    if too_deep(data):
+        raise deep_error(path)
     if isinstance(data, dict) and "measurements" in data:
         data = data["measurements"]
     if not isinstance(data, list):
         raise InputError("expected a list of measurement rows (or a mapping with a measurements: list)",
                          file=str(path))
+    row_cap(len(data), path)
     return [(n + 1, r) for n, r in enumerate(data)]
 
 

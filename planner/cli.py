@@ -595,6 +595,39 @@ def simulate(plan_file, trace_name, duration_s, seed, period, demand_scenario, f
                           + "; ".join(result.failures), [])
 
 
+@main.command()
+@click.argument("plan_file", metavar="PLAN.json", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--to", "target", required=True, metavar="TARGET",
+              help="vllm, sglang, trtllm, dynamo or llm-d (docs/EXPORT.md)")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=str), default=None,
+              help="write the files into this directory [default: print them]")
+@click.option("--period", default=None, metavar="DATE", help="a build-out's plan: the period starting on DATE "
+                                                              "[default: the last]")
+@click.option("--demand-scenario", "demand_scenario", default=None, metavar="NAME",
+              help="a build-out's plan: this demand scenario [default: the most probable]")
+@click.option("--row", "row", type=click.IntRange(min=0), default=None,
+              help="export this allocation row alone (exit 2 if the target does not run it)")
+@click.option("--strict", is_flag=True, help="exit 2 on a row the target does not run, instead of listing it "
+                                             "as skipped")
+def export(plan_file, target, out_dir, period, demand_scenario, row, strict):
+    """Each allocation row of a plan as the engine's launch command or config, and for dynamo and llm-d the
+    Kubernetes manifests with replica counts; rows the target does not run are listed as skipped with the reason,
+    and a setting it cannot express is exit 2 naming the row and the setting."""
+    from planner.export import export_plan, write_export
+
+    if out_dir:
+        from planner.report.files import check_output_dir
+
+        check_output_dir(out_dir, "--out")
+    result = export_plan(plan_file, target, period=period, demand_scenario=demand_scenario, strict=strict, row=row)
+    if not out_dir:
+        click.echo(result.text(), nl=False)
+        return
+    write_export(result, out_dir)
+    click.echo(f"wrote {out_dir} ({len(result.launches)} row(s) exported, {len(result.skipped)} skipped: "
+               "README.md and manifest.json say why)", err=True)
+
+
 @main.group()
 def trace() -> None:
     """Public traces shipped with planner, and your own: fit a workload to one."""

@@ -1,0 +1,191 @@
+"""What every export target shares: a row's launch (the command and its settings), the export (files, rows
+exported, rows skipped with the reason), shell rendering of a launch, and the run over a plan's rows."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from planner import __version__
+from planner.errors import InputError
+from planner.export.rows import PlanRows, Row, whole_replicas
+
+NEED = re.compile(r"\$([A-Z][A-Z0-9_]*)")  # a value the plan does not hold, named by the variable that must hold it
+
+
+@dataclass
+class Launch:
+    """One row's launch: the command (program first), the options file's settings where the engine reads one
+    (TensorRT-LLM), and the values the plan does not hold that the operator must supply (variable -> what)."""
+
+    row: Row
+    argv: list[str]
+    options: dict | None = None
+    needs: dict[str, str] = field(default_factory=dict)
+
+    def flags(self) -> list[str]:
+        """The command's option names (``--x``), for the tests against the engine's documented flags."""
+        return [a for a in self.argv if a.startswith("--")]
+
+
+@dataclass
+class Export:
+    """A plan exported for one target: its files (relative path -> text), the launches of the rows it runs and
+    the rows it skips with the reason."""
+
+    target: str
+    files: dict[str, str]
+    launches: list[Launch]
+    skipped: list[dict]
+
+    def text(self) -> str:
+        """Every file, each under a header line naming it: what ``planner export`` prints without --out."""
+        return "".join(f"# ==> {name} <==\n{body}" + ("" if body.endswith("\n") else "\n")
+                       for name, body in self.files.items())
+
+
+def header_lines(target, plan: PlanRows) -> list[str]:
+    """The comment lines heading every file: what wrote it, from which plan, against which engine version."""
+    when = f", period {plan.period}" if plan.period else ""
+    scen = f", demand scenario {plan.demand_scenario}" if plan.demand_scenario else ""
+    return [f"written by planner {__version__} export --to {target.key} from plan {plan.scenario!r}{when}{scen}",
+            f"written against {target.engine} {target.version} ({target.reference})"]
+
+
+def row_comment(row: Row) -> list[str]:
+    """What the plan says of a row, for the head of its launch."""
+    return [f"{row.name}: model {row.demand.get('model')}, {row['replicas']} replicas in the plan "
+            f"-> {whole_replicas(row)} to launch, {row['chips_per_replica']} chips each, precision {row['precision']}, "
+            f"batch {row['batch']}, speculative {row['speculative']} ({row['draft_tokens']} draft tokens), "
+            f"acquisition {row['acquisition']}"]
+
+
+def shell_word(arg: str) -> str:
+    """An argument as one shell word; values the operator supplies stay ``$VAR`` inside double quotes."""
+    if not NEED.search(arg):
+        return shlex.quote(arg)
+    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
+    return f'"{escaped}"'
+
+
+def shell_script(launch: Launch, comments: list[str], preamble: list[str] = ()) -> str:
+    """A launch as a bash script: the comments, a check that each value the plan does not hold was supplied, then
+    the command, one option per line."""
+    lines = ["#!/usr/bin/env bash", *(f"# {c}" for c in comments), "set -euo pipefail"]
+    lines += [f': "${{{var}:?set {var} to {what}}}"' for var, what in launch.needs.items()]
+    lines += list(preamble)
+    words = [shell_word(a) for a in launch.argv]
+    k = next((i for i, a in enumerate(launch.argv) if a.startswith("--")), len(words))
+    parts = [" ".join(words[:k])]  # the program and its positional words, then an option a line
+    while k < len(words):  # an option and its value on one line
+        if k + 1 < len(words) and not launch.argv[k + 1].startswith("--"):
+            parts.append(f"{words[k]} {words[k + 1]}")
+            k += 2
+        else:
+            parts.append(words[k])
+            k += 1
+    lines.append("exec " + " \\\n  ".join(parts))
+    return "\n".join(lines) + "\n"
+
+
+def manifest_json(target, plan: PlanRows, launches: list[Launch], skipped: list[dict], files: dict) -> str:
+    """manifest.json: the export's target and version, each exported row's file and replicas, each skipped row
+    with the reason, and the values the plan does not hold."""
+    rows = [{"row": ln.row.index, "workload": ln.row["workload"], "role": ln.row["role"],
+             "hardware": ln.row["hardware"], "replicas": ln.row["replicas"], "replicas_launched": whole_replicas(ln.row),
+             "chips_per_replica": ln.row["chips_per_replica"], "acquisition": ln.row["acquisition"],
+             "file": files.get(ln.row.index), "needs": ln.needs} for ln in launches]
+    return json.dumps({"planner_version": __version__, "target": target.key, "engine": target.engine,
+                       "engine_version": target.version, "reference": target.reference, "scenario": plan.scenario,
+                       "period": plan.period, "demand_scenario": plan.demand_scenario,
+                       "catalog_version": plan.catalog_version, "exported": rows, "skipped": skipped},
+                      indent=2) + "\n"
+
+
+def readme(target, plan: PlanRows, launches: list[Launch], skipped: list[dict]) -> str:
+    """README.md of the export: what is in it, what was skipped and why, what the operator must supply."""
+    lines = [f"# {plan.scenario}: {target.engine} launch configs", "", *header_lines(target, plan), "",
+             f"{len(launches)} row(s) exported, {len(skipped)} skipped. Replicas are the plan's rounded up to whole "
+             "replicas. See docs/EXPORT.md for how each setting is derived.", ""]
+    if skipped:
+        lines += ["## Skipped rows", ""] + [f"- row {s['row']} ({s['workload']} {s['role']} on {s['hardware']}): "
+                                           f"{s['reason']}" for s in skipped] + [""]
+    needs = {(var, what) for ln in launches for var, what in ln.needs.items()}
+    if needs:
+        lines += ["## Values the plan does not hold", ""] + [f"- `{var}`: {what}" for var, what in sorted(needs)] + [""]
+    return "\n".join(lines)
+
+
+def skipped_entry(row: Row, reason: str) -> dict:
+    return {"row": row.index, "workload": row["workload"], "role": row["role"], "hardware": row["hardware"],
+            "reason": reason}
+
+
+def run_target(target, plan: PlanRows, strict: bool = False, row: int | None = None) -> Export:
+    """Every row of the plan through ``target``: launched, or skipped with the reason (``strict``, or a single
+    ``row`` asked for, turns a skip into exit 2). A setting the target cannot express on a row it runs is exit 2
+    naming the row and the setting."""
+    rows = plan.rows
+    if row is not None:
+        if not 0 <= row < len(rows):
+            raise InputError(f"the plan has rows 0 to {len(rows) - 1}, not {row}", field="--row")
+        rows = [rows[row]]
+    launches, skipped = [], []
+    for r in rows:
+        reason = target.skip_reason(r)
+        if reason is not None and (strict or row is not None):
+            raise InputError(f"{r.name}: {target.engine} does not run it: {reason}",
+                             field="--row" if row is not None else "--strict")
+        if reason is not None:
+            skipped.append(skipped_entry(r, reason))
+        else:
+            launches.append(target.launch(r))
+    files = target.files(plan, launches)
+    by_row = {ln.row.index: target.file_for(ln.row) for ln in launches}
+    files["manifest.json"] = manifest_json(target, plan, launches, skipped, by_row)
+    files["README.md"] = readme(target, plan, launches, skipped)
+    return Export(target.key, files, launches, skipped)
+
+
+def model_argument(row: Row, hf_id: str, online: dict[str, list[str]]) -> tuple[str, list[str], dict[str, str]]:
+    """The model to load, the flags that quantize it, and what the operator must supply: the Hugging Face
+    checkpoint where the row's precision is the model's own, or one the engine quantizes on load (``online``:
+    precision -> the engine's flags), else a checkpoint already in that precision (``$CHECKPOINT``), from which
+    the engine reads the quantization."""
+    native = row.model.native_precision
+    if row["precision"] == native:
+        return hf_id, [], {}
+    if row["precision"] in online and native == "bf16":
+        return hf_id, list(online[row["precision"]]), {}
+    return "$CHECKPOINT", [], {"CHECKPOINT": f"a checkpoint of {hf_id} in {row['precision']} (the plan serves it at "
+                                             f"{row['precision']}; the checkpoint as published is {native})"}
+
+
+def drafter_argument(row: Row, kind: str) -> tuple[str, dict[str, str]]:
+    """The draft model's path and what the operator must supply: the workload's drafter where the plan names one
+    from the catalog, else ``$DRAFT_MODEL`` (an EAGLE head's path is not in the plan or the catalog)."""
+    from planner.export.rows import hf_id_of
+
+    found = hf_id_of(row.drafter) if kind == "draft_model" else None
+    if found is not None:
+        return found, {}
+    what = "an EAGLE-3 draft head" if kind == "eagle" else "a draft model"
+    return "$DRAFT_MODEL", {"DRAFT_MODEL": f"{what} for {hf_id_of(row.model) or row.demand.get('model')} "
+                                           f"({row['workload']})"}
+
+
+class ScriptTarget:
+    """A target whose every row is one launch script (vLLM, SGLang, TensorRT-LLM): ``NN-workload-role-hw.sh``."""
+
+    key = engine = version = reference = ""
+
+    def file_for(self, row: Row) -> str:
+        return f"{row.slug}.sh"
+
+    def files(self, plan: PlanRows, launches: list[Launch]) -> dict[str, str]:
+        return {self.file_for(ln.row): self.script(plan, ln) for ln in launches}
+
+    def script(self, plan: PlanRows, launch: Launch) -> str:
+        return shell_script(launch, header_lines(self, plan) + row_comment(launch.row))

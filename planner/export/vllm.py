@@ -1,0 +1,80 @@
+"""vLLM: one ``vllm serve`` command per allocation row (written against vLLM 0.11, its engine arguments page)."""
+
+from __future__ import annotations
+
+import json
+
+from planner import catalog
+from planner.export.common import Launch, ScriptTarget, drafter_argument, model_argument
+from planner.export.rows import (Row, Refusal, check_common, disaggregated, draft_tokens, family_skip, hf_model_id,
+                                 kv_cache_dtype, tokens_per_step)
+
+ENGINE = "vLLM"
+VERSION = "0.11.0"
+REFERENCE = "https://docs.vllm.ai/en/v0.11.0/configuration/engine_args.html"
+PRECISIONS = ("bf16", "fp8", "fp4")
+ONLINE = {"fp8": ["--quantization", "fp8"]}  # vLLM quantizes a 16-bit checkpoint to FP8 on load
+# The planner's speculative methods as vLLM's --speculative-config "method" (None: vLLM infers a draft model)
+METHODS = {"none": None, "mtp": "deepseek_mtp", "eagle": "eagle3", "draft_model": None}
+# NIXL carries the KV cache from prefill to decode instances (docs/features/nixl_connector_usage); the plan
+# names no transfer backend, and NIXL is the one all four targets document
+KV_TRANSFER = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
+def engine_args(row: Row, target: str = ENGINE) -> tuple[str, list[str], dict[str, str]]:
+    """The model and vLLM engine arguments of a row (the same under vllm serve, Dynamo's and llm-d's workers),
+    and the values the operator must supply; refuses what vLLM cannot express."""
+    check_common(row, "vllm", target, PRECISIONS, METHODS)
+    if row["speculative"] == "mtp" and row.model.attention != "mla":
+        raise Refusal(row, "speculative", f"'mtp' on {row.model.id!r}: vLLM's MTP drafter here is DeepSeek-V3's "
+                                          "(deepseek_mtp)", target)
+    model, quantize, needs = model_argument(row, hf_model_id(row, target), ONLINE)
+    args = parallel_args(row) + ["--max-num-seqs", str(row["batch"]),
+                                 "--max-num-batched-tokens", str(tokens_per_step(row)),
+                                 "--kv-cache-dtype", kv_cache_dtype(row)] + quantize
+    spec, spec_needs = speculative_config(row)
+    if spec is not None:
+        args += ["--speculative-config", json.dumps(spec)]
+    return model, args, {**needs, **spec_needs}
+
+
+def parallel_args(row: Row) -> list[str]:
+    """Tensor and pipeline parallel; with expert parallel, attention data-parallel over the replica's chips and
+    the experts spread over them (vLLM's --data-parallel-size with --enable-expert-parallel)."""
+    tp, pp = int(row["tensor_parallel"]), int(row["pipeline_parallel"])
+    if row["expert_parallel"]:
+        return ["--tensor-parallel-size", "1", "--pipeline-parallel-size", str(pp), "--data-parallel-size", str(tp),
+                "--enable-expert-parallel"]
+    return ["--tensor-parallel-size", str(tp), "--pipeline-parallel-size", str(pp)]
+
+
+def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
+    method = row["speculative"] or "none"
+    if method == "none":
+        return None, {}
+    config: dict = {"method": METHODS[method]} if METHODS[method] is not None else {}
+    config["num_speculative_tokens"] = draft_tokens(row)
+    needs: dict[str, str] = {}
+    if method in ("eagle", "draft_model"):
+        config["model"], needs = drafter_argument(row, method)
+    return config, needs
+
+
+class VllmTarget(ScriptTarget):
+    key, engine, version, reference = "vllm", ENGINE, VERSION, REFERENCE
+
+    @property
+    def families(self) -> list[str]:
+        return catalog.serving_engines()["vllm"].families
+
+    def skip_reason(self, row: Row) -> str | None:
+        return family_skip(row, self.families, ENGINE)
+
+    def launch(self, row: Row) -> Launch:
+        model, args, needs = engine_args(row)
+        if disaggregated(row):
+            args += ["--kv-transfer-config", json.dumps(KV_TRANSFER)]
+        return Launch(row, ["vllm", "serve", model, *args], None, needs)
+
+
+TARGET = VllmTarget()

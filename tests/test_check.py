@@ -224,3 +224,39 @@ def test_a_plan_whose_inputs_cannot_be_read_is_one_line_naming_the_file(plan, tm
     res = CliRunner().invoke(main, ["check", str(path)])
     assert res.exit_code == 2 and res.stderr.startswith(f"error: {path}: not a plan"), res.stderr
     assert res.stderr.count("\n") == 1, res.stderr
+
+
+@pytest.mark.parametrize("table", ["fleet", "allocation", "workloads"])
+def test_a_duplicated_row_fails(plan, table):
+    """issue 28: a plan whose fleet row was duplicated passed check (anyone summing fleet.csv ordered every system
+    twice); a repeated row of any table fails, naming the rows."""
+    d = edit(plan, lambda d: d[table].append(copy.deepcopy(d[table][0])))
+    bad = [c for c in check(d) if not c["ok"] and c["check"].startswith(f"{table} rows ")]
+    assert bad and "the same row repeated" in bad[0]["detail"], failed(d)
+
+
+def test_a_contradictory_fleet_row_fails(plan):
+    def contradict(d):
+        twin = copy.deepcopy(d["fleet"][0])
+        twin["racks"] += 1
+        d["fleet"].append(twin)
+    d = edit(plan, contradict)
+    bad = [c for c in check(d) if not c["ok"] and c["check"] == f"fleet rows {d['fleet'][0]['hardware']}"]
+    assert bad and "contradictory" in bad[0]["detail"]
+
+
+def test_a_plan_of_another_catalog_version_says_which(plan, tmp_path):
+    """issue 28: a plan whose catalog_version was changed passed check; it now fails one check naming both
+    versions, and every other check still re-runs against the plan's own inputs (and holds)."""
+    from planner import catalog
+
+    d = edit(plan, lambda d: d["provenance"].update(catalog_version="2025.01.01"))
+    checks = check(d)
+    bad = [c for c in checks if not c["ok"]]
+    assert [c["check"] for c in bad] == ["catalog version"]
+    assert "'2025.01.01'" in bad[0]["detail"] and catalog.CATALOG_VERSION in bad[0]["detail"]
+    assert len(checks) == len(check(plan)) > 10
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(d))
+    res = CliRunner().invoke(main, ["check", str(path)])
+    assert res.exit_code == 4 and "catalog version" in res.stderr, res.output

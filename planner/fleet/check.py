@@ -162,7 +162,7 @@ def check(plan) -> list[dict]:
     cannot be checked at all raises InputError (naming the file, where ``plan`` is one)."""
     d = plan_dict(plan)
     try:
-        return _checks(d)
+        return catalog_checks(d) + _checks(d)
     except InputError as exc:
         raise (exc.in_file(str(plan)) if isinstance(plan, (str, Path)) else exc) from None
 
@@ -173,8 +173,10 @@ def _checks(d: dict) -> list[dict]:
     if "first_period_order" in d:  # a build-out over periods
         from planner.fleet.buildout import check_buildout
 
+        order = d["first_period_order"]
+        dup = duplicate_checks({"first_period_order": order}) if isinstance(order, list) else []
         try:
-            return check_buildout(d)
+            return dup + check_buildout(d)
         except UNREADABLE as exc:
             return [result("build-out", False, f"the plan cannot be read: {_unreadable(exc)}")]
     if d["status"] not in STATUSES:
@@ -186,7 +188,7 @@ def _checks(d: dict) -> list[dict]:
     rows = d["allocation"]
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         return [result("allocation", False, "the allocation is not a list of rows")]
-    checks: list[dict] = []
+    checks: list[dict] = duplicate_checks(d)
     capacity = {}  # row index -> (output, prefill) tokens/s the re-scored replicas serve
     try:
         queues = pools(rows)  # each pool's servers and utilization, from its rows (MODEL.md 9.2)
@@ -211,6 +213,52 @@ def _checks(d: dict) -> list[dict]:
     except (*UNREADABLE, pl.exceptions.PolarsError) as exc:
         checks.append(result("tables", False, f"the fleet or allocation table cannot be read: {_unreadable(exc)}"))
     return checks
+
+
+def catalog_checks(d: dict) -> list[dict]:
+    """The plan's catalog version against this planner's. A plan made with another catalog is re-checked against
+    its own inputs (the hardware, models and efficiencies it carries) all the same, and this check says which
+    versions differ: the plan's figures are not what this catalog would give."""
+    from planner import catalog
+
+    prov = d.get("provenance")
+    version = prov.get("catalog_version") if isinstance(prov, dict) else None
+    ok = version == catalog.CATALOG_VERSION
+    detail = (f"made with catalog {catalog.CATALOG_VERSION}, this planner's" if ok else
+              f"made with catalog {version!r}, this planner's is {catalog.CATALOG_VERSION!r}: every other check "
+              f"re-ran against the plan's own inputs (its hardware, models and efficiencies); solve the scenario "
+              f"again for this catalog's figures")
+    return [result("catalog version", ok, detail)]
+
+
+# Each table's rows and what identifies one (a second row of the same identity is duplicated, or contradicts the
+# first where any figure differs): anyone summing fleet.csv would order every system of a duplicated row twice.
+ROW_KEYS = {"fleet": ("hardware",), "workloads": ("workload",), "curtailment": ("step",),
+            "allocation": ("workload", "role", "hardware", "ffn_hardware", "column"), "rentals": ("hardware", "offer"),
+            "tiers": ("tier",), "first_period_order": ("hardware",)}
+
+
+def duplicate_checks(d: dict) -> list[dict]:
+    """One failed check per identity that more than one row of a table holds."""
+    out = []
+    for table, key in ROW_KEYS.items():
+        rows = d.get(table)
+        if not isinstance(rows, list):
+            continue
+        seen: dict = {}
+        for i, row in enumerate(rows):
+            if isinstance(row, dict):
+                ident = tuple(str(row.get(k)) for k in key)
+                seen.setdefault(ident, []).append(i)
+        for ident, where in seen.items():
+            if len(where) < 2:
+                continue
+            same_rows = all(rows[i] == rows[where[0]] for i in where)
+            name = "/".join(ident)
+            out.append(result(f"{table} rows {name}", False,
+                              f"rows {where} are {'the same row repeated' if same_rows else 'contradictory'}: "
+                              f"each {', '.join(key)} is one row of the {table} table"))
+    return out
 
 
 # What reading a tampered table can raise: a key removed, a value of the wrong kind, a number that is not one.

@@ -1,0 +1,296 @@
+"""planner export (docs/EXPORT.md): every row of every shipped scenario's plan exported or skipped with a reason,
+in each target; argument names checked against each engine's documented ones; settings a target cannot express
+refused with exit 2 naming the row and the setting; CLI output is the library's; --out writes whole files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from planner import catalog
+from planner.cli import main
+from planner.errors import InputError
+from planner.export import TARGETS, export_plan, write_export
+
+pytestmark = pytest.mark.integration  # solves the shipped scenarios (once per module)
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml"))
+
+# The engines' documented option names, each set from its reference page (the versions docs/EXPORT.md states).
+VLLM_FLAGS = {  # https://docs.vllm.ai/en/v0.11.0/configuration/engine_args.html
+    "--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size", "--enable-expert-parallel",
+    "--max-num-seqs", "--max-num-batched-tokens", "--max-model-len", "--kv-cache-dtype", "--quantization",
+    "--speculative-config", "--kv-transfer-config", "--dtype"}
+VLLM_SPECULATIVE_KEYS = {"method", "model", "num_speculative_tokens"}  # SpeculativeConfig, same page
+VLLM_METHODS = {"eagle", "eagle3", "deepseek_mtp", "mtp", "ngram", "medusa", "mlp_speculator", "draft_model"}
+SGLANG_FLAGS = {  # https://docs.sglang.ai/advanced_features/server_arguments.html
+    "--model-path", "--tp-size", "--pp-size", "--dp-size", "--ep-size", "--enable-dp-attention",
+    "--max-running-requests", "--chunked-prefill-size", "--kv-cache-dtype", "--quantization",
+    "--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
+    "--speculative-eagle-topk", "--speculative-num-draft-tokens", "--disaggregation-mode",
+    "--disaggregation-transfer-backend"}
+SGLANG_VALUES = {"--speculative-algorithm": {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE"},
+                 "--disaggregation-mode": {"null", "prefill", "decode"},
+                 "--disaggregation-transfer-backend": {"mooncake", "nixl"},
+                 "--kv-cache-dtype": {"auto", "fp8_e5m2", "fp8_e4m3"}}
+TRTLLM_FLAGS = {"--extra_llm_api_options"}  # https://nvidia.github.io/TensorRT-LLM/1.1.0/commands/trtllm-serve
+TRTLLM_OPTIONS = {  # LlmArgs, https://nvidia.github.io/TensorRT-LLM/1.1.0/llm-api/reference.html
+    "tensor_parallel_size", "pipeline_parallel_size", "moe_expert_parallel_size", "enable_attention_dp",
+    "max_batch_size", "max_num_tokens", "kv_cache_config", "speculative_config", "cache_transceiver_config"}
+TRTLLM_NESTED = {"kv_cache_config": {"dtype"},  # KvCacheConfig
+                 "speculative_config": {"decoding_type", "num_nextn_predict_layers", "max_draft_len",
+                                        "speculative_model_dir"},  # MTPDecodingConfig, EagleDecodingConfig
+                 "cache_transceiver_config": {"backend"}}  # CacheTransceiverConfig
+TRTLLM_DECODING = {"MTP", "Eagle", "DraftTarget"}
+DYNAMO_FLAGS = VLLM_FLAGS | {"--model", "--is-prefill-worker"}  # dynamo.vllm: vLLM's engine args and its own
+# https://docs.nvidia.com/dynamo/archive/0.7.0/kubernetes/api_reference.html (DynamoGraphDeployment v1alpha1)
+DYNAMO_SERVICE_KEYS = {"dynamoNamespace", "componentType", "subComponentType", "replicas", "resources",
+                       "extraPodSpec"}
+# https://github.com/llm-d-incubation/llm-d-modelservice/blob/main/charts/llm-d-modelservice/values.yaml
+LLMD_KEYS = {"modelArtifacts", "routing", "decode", "prefill"}
+LLMD_POOL_KEYS = {"create", "replicas", "parallelism", "containers"}
+LLMD_PARALLELISM = {"tensor", "data", "dataLocal", "workers"}
+FLAGS = {"vllm": VLLM_FLAGS, "sglang": SGLANG_FLAGS, "trtllm": TRTLLM_FLAGS, "dynamo": DYNAMO_FLAGS,
+         "llm-d": VLLM_FLAGS}
+NON_GPU = {"dmatrix-corsair", "groq3-lpu", "groq-lpu", "cerebras-wafer", "sambanova-rdu", "sambanova-rdu2",
+           "taalas-asic", "etched-asic", "tensordyne-lns"}
+
+
+@pytest.fixture(scope="module")
+def plans():
+    """Each shipped scenario's plan, solved once for the module (lazily, as the tests ask for them)."""
+    from planner import load_scenario, solve
+
+    cache: dict[str, dict] = {}
+
+    def plan(name: str) -> dict:
+        if name not in cache:
+            cache[name] = json.loads(json.dumps(solve(load_scenario(ROOT / "scenarios" / f"{name}.yaml")).to_dict()))
+        return cache[name]
+    return plan
+
+
+def periods_rows(plan: dict) -> list[dict]:
+    if "first_period_order" not in plan:
+        return plan["allocation"]
+    scenarios = plan.get("scenarios") or [{"periods": plan["periods"]}]
+    best = max(range(len(scenarios)), key=lambda k: (float(scenarios[k].get("probability") or 0.0), -k))
+    return scenarios[best]["periods"][-1]["allocation"]
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_row_exported_or_skipped_with_a_reason(plans, scenario, target):
+    plan = plans(scenario)
+    rows = periods_rows(plan)
+    out = export_plan(plan, target)
+    launched = [ln.row.index for ln in out.launches]
+    skipped = [s["row"] for s in out.skipped]
+    assert sorted(launched + skipped) == list(range(len(rows)))
+    assert launched, f"{scenario}: no row exported for {target}"
+    for s in out.skipped:  # only hosted APIs and chips the target does not serve
+        assert s["reason"].startswith(("a hosted API", "hardware ", "FFN hardware ")), s
+    for ln in out.launches:
+        assert ln.row.family not in NON_GPU and ln.row["acquisition"] != "api"
+        assert TARGETS[target].file_for(ln.row) in out.files
+    manifest = json.loads(out.files["manifest.json"])
+    assert manifest["target"] == target and manifest["engine_version"] == TARGETS[target].version
+    assert [r["row"] for r in manifest["exported"]] == launched and manifest["skipped"] == out.skipped
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_argument_names_are_the_engines_documented_ones(plans, target):
+    launches = [ln for name in SCENARIOS for ln in export_plan(plans(name), target).launches]
+    assert launches
+    for ln in launches:
+        assert set(ln.flags()) <= FLAGS[target], f"{ln.row.name}: {set(ln.flags()) - FLAGS[target]}"
+        args = dict(zip(ln.argv, ln.argv[1:]))
+        if target in ("vllm", "dynamo", "llm-d") and "--speculative-config" in args:
+            spec = json.loads(args["--speculative-config"])
+            assert set(spec) <= VLLM_SPECULATIVE_KEYS and spec.get("method", "eagle3") in VLLM_METHODS
+        if target == "sglang":
+            for flag, allowed in SGLANG_VALUES.items():
+                assert flag not in args or args[flag] in allowed, (flag, args.get(flag))
+        if target == "trtllm":
+            assert set(ln.options) <= TRTLLM_OPTIONS
+            for key, allowed in TRTLLM_NESTED.items():
+                assert set(ln.options.get(key, {})) <= allowed
+            assert ln.options.get("speculative_config", {}).get("decoding_type", "MTP") in TRTLLM_DECODING
+
+
+def test_values_come_from_the_row(plans):
+    out = export_plan(plans("bank-2mw"), "vllm")
+    for ln in out.launches:
+        args = dict(zip(ln.argv, ln.argv[1:]))
+        r = ln.row
+        assert args["--max-num-seqs"] == str(r["batch"])
+        assert args["--pipeline-parallel-size"] == str(r["pipeline_parallel"])
+        assert args["--tensor-parallel-size"] == str(1 if r["expert_parallel"] else r["tensor_parallel"])
+        assert args["--kv-cache-dtype"] == ("fp8" if r["precision"] in ("fp8", "fp4") else "auto")
+        assert ("--kv-transfer-config" in args) == (r["role"] in ("prefill", "decode"))
+        if r["speculative"] != "none":
+            assert json.loads(args["--speculative-config"])["num_speculative_tokens"] == r["draft_tokens"]
+    sg = export_plan(plans("bank-2mw"), "sglang").launches
+    spec = [dict(zip(ln.argv, ln.argv[1:])) for ln in sg if ln.row["speculative"] == "eagle"]
+    assert spec and all(int(a["--speculative-num-draft-tokens"]) == int(a["--speculative-num-steps"]) + 1
+                        for a in spec)
+
+
+@pytest.mark.parametrize("target", ["dynamo", "llm-d"])
+def test_manifests_carry_replica_counts(plans, target):
+    out = export_plan(plans("sovereign-100mw"), target)
+    import math
+
+    want = sorted(max(1, math.ceil(float(ln.row["replicas"]) - 1e-9)) for ln in out.launches)
+    got = []
+    for name, body in out.files.items():
+        if not name.endswith(".yaml"):
+            continue
+        doc = yaml.safe_load(body)
+        if target == "dynamo":
+            assert doc["kind"] == "DynamoGraphDeployment" and doc["apiVersion"] == "nvidia.com/v1alpha1"
+            for svc_name, svc in doc["spec"]["services"].items():
+                assert set(svc) <= DYNAMO_SERVICE_KEYS, svc_name
+                if svc["componentType"] == "worker":
+                    got.append(svc["replicas"])
+        else:
+            assert set(doc) <= LLMD_KEYS
+            pool = doc["prefill"] if doc["prefill"].get("create") else doc["decode"]
+            assert set(pool) <= LLMD_POOL_KEYS and set(pool["parallelism"]) <= LLMD_PARALLELISM
+            assert set(pool["containers"][0]["args"]) and pool["containers"][0]["modelCommand"] == "vllmServe"
+            got.append(pool["replicas"])
+    assert sorted(got) == want
+
+
+# ---- hand-built rows the targets must refuse -------------------------------------------------------------------
+
+def one_row_plan(model: str = "llama-3.1-70b", family: str = "nvidia-gpu", **row) -> dict:
+    base = {"workload": "w", "role": "decode", "hardware": "gpu-x", "replicas": 2.0, "chips_per_replica": 8,
+            "tensor_parallel": 8, "pipeline_parallel": 1, "expert_parallel": False, "batch": 64, "precision": "fp8",
+            "speculative": "none", "draft_tokens": 0, "acceptance": 0.0, "engines": "trtllm,sglang,vllm",
+            "ffn_hardware": None, "acquisition": "owned", "source": "model"}
+    m = catalog.get_model(model)
+    return {"status": "optimal", "scenario": "hand-built", "allocation": [{**base, **row}],
+            "inputs": {"models": {model: json.loads(m.model_dump_json())},
+                       "hardware": {"gpu-x": {"family": family}},
+                       "demands": [{"name": "w", "model": model, "prefill_tokens": 1000.0}]}}
+
+
+REFUSED = [
+    ({"precision": "int4"}, "precision", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
+    ({"speculative": "medusa", "draft_tokens": 3}, "speculative", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
+    ({"speculative": "mtp", "draft_tokens": 2}, "speculative", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
+    ({"role": "attention"}, "role", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
+    ({"tensor_parallel": 3, "chips_per_replica": 3}, "tensor_parallel", ["vllm", "sglang", "trtllm"]),
+    ({"chips_per_replica": 16}, "chips_per_replica", ["vllm", "sglang", "trtllm"]),
+    ({"expert_parallel": True}, "expert_parallel", ["vllm", "sglang", "trtllm"]),
+]
+
+
+@pytest.mark.parametrize("row, setting, targets", REFUSED)
+def test_a_setting_the_target_cannot_express_is_exit_2_naming_row_and_setting(tmp_path, row, setting, targets):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(one_row_plan(**row)))
+    for target in targets:
+        with pytest.raises(InputError) as err:
+            export_plan(str(path), target)
+        assert err.value.field == setting and str(err.value).startswith(f"row 0 (w {row.get('role', 'decode')} "), \
+            str(err.value)
+        result = CliRunner().invoke(main, ["export", str(path), "--to", target])
+        assert result.exit_code == 2 and "row 0" in result.output and setting in result.output, result.output
+
+
+def test_pipeline_stages_with_data_parallel_attention_are_refused():
+    plan = one_row_plan("qwen3-235b-a22b", expert_parallel=True, tensor_parallel=4, pipeline_parallel=2,
+                        chips_per_replica=8)
+    for target in ("vllm", "sglang", "trtllm"):
+        with pytest.raises(InputError, match="pipeline_parallel 2"):
+            export_plan(plan, target)
+
+
+def test_a_non_gpu_row_is_skipped_unless_strict_or_asked_for():
+    plan = one_row_plan(family="dmatrix-corsair")
+    out = export_plan(plan, "vllm")
+    assert not out.launches and "dmatrix-corsair" in out.skipped[0]["reason"]
+    assert "## Skipped rows" in out.files["README.md"]
+    with pytest.raises(InputError, match="does not run it"):
+        export_plan(plan, "vllm", strict=True)
+    with pytest.raises(InputError, match="does not run it"):
+        export_plan(plan, "vllm", row=0)
+    api = one_row_plan(role="api", acquisition="api", hardware="api:offer")
+    assert "hosted API" in export_plan(api, "sglang").skipped[0]["reason"]
+
+
+def test_values_the_plan_does_not_hold_are_named_for_the_operator():
+    out = export_plan(one_row_plan(speculative="eagle", draft_tokens=3, precision="fp4"), "vllm")
+    needs = out.launches[0].needs
+    assert set(needs) == {"CHECKPOINT", "DRAFT_MODEL"}
+    script = next(body for name, body in out.files.items() if name.endswith(".sh"))
+    assert ': "${DRAFT_MODEL:?' in script and '"$CHECKPOINT"' in script
+    online = export_plan(one_row_plan(precision="fp8"), "vllm").launches[0]  # vLLM quantizes bf16 to fp8 on load
+    assert not online.needs and online.argv[2] == "meta-llama/Llama-3.1-70B-Instruct"
+    assert "--quantization" in online.argv
+
+
+# ---- the command ----------------------------------------------------------------------------------------------
+
+def test_cli_prints_what_the_library_returns(plans, tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plans("gtc-2026-tiers")))
+    for target in TARGETS:
+        result = CliRunner().invoke(main, ["export", str(path), "--to", target])
+        assert result.exit_code == 0, result.output
+        assert result.output == export_plan(str(path), target).text()
+
+
+def test_out_writes_every_file_whole(plans, tmp_path, monkeypatch):
+    import planner.report.files as files
+
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plans("gtc-2026-tiers")))
+    atomic = []
+    real = files.atomic_write
+    monkeypatch.setattr(files, "atomic_write", lambda p, data: (atomic.append(Path(p).name), real(p, data)))
+    out_dir = tmp_path / "out"
+    result = CliRunner().invoke(main, ["export", str(path), "--to", "trtllm", "--out", str(out_dir)])
+    assert result.exit_code == 0, result.output
+    want = export_plan(str(path), "trtllm").files
+    assert sorted(atomic) == sorted(want)
+    assert {p.name: p.read_text() for p in out_dir.iterdir()} == want  # no temporary file left behind
+    assert all(p.stat().st_mode & 0o111 for p in out_dir.glob("*.sh"))
+    (tmp_path / "afile").write_text("x")
+    bad = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--out", str(tmp_path / "afile")])
+    assert bad.exit_code == 2
+
+
+def test_buildout_exports_the_last_period_or_the_one_asked(plans):
+    plan = plans("buildout-2027-2030")
+    last = export_plan(plan, "vllm")
+    dates = json.loads(last.files["manifest.json"])
+    assert dates["period"] == "2030-01-01" and dates["demand_scenario"] == "base"
+    first = export_plan(plan, "vllm", period="2027-01-01", demand_scenario="low")
+    assert json.loads(first.files["manifest.json"])["period"] == "2027-01-01"
+    with pytest.raises(InputError, match="not a period"):
+        export_plan(plan, "vllm", period="2031-01-01")
+    with pytest.raises(InputError, match="one period"):
+        export_plan(plans("bank-2mw"), "vllm", period="2027-01-01")
+
+
+def test_unknown_target_and_help_name_the_registry(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(one_row_plan()))
+    bad = CliRunner().invoke(main, ["export", str(path), "--to", "tgi"])
+    assert bad.exit_code == 2 and all(t in bad.output for t in TARGETS)
+    helptext = CliRunner().invoke(main, ["export", "--help"]).output
+    assert all(t in helptext for t in TARGETS)
+
+
+def test_write_export_is_the_library_of_out(tmp_path):
+    out = export_plan(one_row_plan(), "sglang")
+    written = write_export(out, tmp_path / "x")
+    assert sorted(p.name for p in written) == sorted(out.files)

@@ -690,7 +690,10 @@ class Scenario(_Section):
         data = self.model_dump(mode="json", exclude_unset=True, by_alias=True)
         paths = []
         for item in settings:
-            pairs = [parse_setting(item)] if isinstance(item, str) else list(dict(item).items())
+            if not isinstance(item, (str, dict)) and not hasattr(item, "items"):
+                raise InputError(f"expected 'PATH=VALUE' strings or a mapping of paths to values, got "
+                                 f"{type(item).__name__} {item!r:.60}", field="with_")
+            pairs = [parse_setting(item)] if isinstance(item, str) else list(item.items())
             for path, value in pairs:
                 data = apply_setting(data, str(path), value)
                 paths.append(str(path))
@@ -1448,6 +1451,9 @@ def scenario_from_yaml(text: str, file: str = "<scenario>", settings=()) -> Scen
 def load_scenario(path: str | Path, settings=()) -> Scenario:
     """Read and validate a scenario file, with ``settings`` (``PATH=VALUE`` strings, as ``planner solve --set``)
     applied before validation; any problem raises InputError (file, line, field path, expectation)."""
+    if not (isinstance(path, (str, Path)) or hasattr(path, "__fspath__")):  # planner.solve(None) comes here too
+        raise InputError(f"expected a Scenario or the path of a scenario file, got {type(path).__name__}",
+                         field="scenario")
     path = Path(path)
     return scenario_from_yaml(_read_text(path), str(path), settings)
 

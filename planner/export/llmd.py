@@ -5,12 +5,12 @@ first creates."""
 
 from __future__ import annotations
 
+import json
+
 from planner.export.common import Launch, header_lines, row_comment
 from planner.export.k8s import GPU_FAMILIES, dns_name, env_of, k8s_args, needs_comments, yaml_file
 from planner.export.rows import PlanRows, Row, disaggregated, family_skip, whole_replicas
 from planner.export.vllm import KV_TRANSFER, engine_args
-
-import json
 
 ENGINE = "llm-d"
 VERSION = "0.3.1 (llm-d-modelservice chart, vLLM 0.11.0)"

@@ -17,8 +17,6 @@ from planner.vocabulary import API_KIND, API_PREFIX, SPECULATIVE_METHODS
 
 MAX_PLAN_BYTES = 64 * 1024 * 1024  # the largest plan.json read, as planner check reads them
 HF_SOURCE = re.compile(r"^https://huggingface\.co/([^/\s]+/[^/\s]+)")
-# Tokens one replica may hold in flight beyond its batch's steps are the engine's own business; the export sets
-# only what the plan decided.
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,17 @@ def _fail(exc: Exception) -> None:
     if isinstance(exc, SolverError):
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    from planner.errors import output_error
+    from planner.report.files import silence_stdout
+
+    line = output_error(exc)  # a full disk (ENOSPC, EFBIG) or a closed pipe: one line, exit 1, no partial file
+    if line is not None:
+        silence_stdout()  # what stdout still buffers must not fail again at the interpreter's exit
+        try:
+            click.echo(f"error: {line}", err=True)
+        except OSError:
+            pass
+        sys.exit(1)
     raise exc
 
 
@@ -76,7 +87,11 @@ class PlannerGroup(click.Group):
 
         interrupts.install()
         try:
-            return super().invoke(ctx)
+            value = super().invoke(ctx)
+            from planner.report.files import flush_stdout
+
+            flush_stdout()  # `> /dev/full`, a closed pipe: said here, in one line, not at the interpreter's exit
+            return value
         except KeyboardInterrupt:
             interrupts.report()  # files are written whole or not at all (--out, --html)
             sys.exit(130)

@@ -50,3 +50,19 @@ class CheckFailed(PlannerError):
     def __init__(self, message: str, checks=None):
         self.checks = checks or []
         super().__init__(message)
+
+
+
+def output_error(exc: BaseException) -> str | None:
+    """One line for an OSError of a write that could not be completed (ENOSPC, EFBIG, EDQUOT, EPIPE), naming what
+    was being written; None for any other exception. The file being written is whole or absent (an ``--out`` file
+    is renamed into place only once it is whole, see planner/report/files.py)."""
+    import errno
+
+    codes = {errno.ENOSPC: "disk full", errno.EFBIG: "file too large", errno.EPIPE: "the reader has gone"}
+    if hasattr(errno, "EDQUOT"):
+        codes[errno.EDQUOT] = "disk quota exceeded"
+    if not isinstance(exc, OSError) or exc.errno not in codes:
+        return None
+    where = exc.filename if exc.filename is not None else "standard output"  # files are named (atomic_write)
+    return f"cannot write {where}: {exc.strerror or exc} ({codes[exc.errno]})"

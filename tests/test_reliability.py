@@ -55,3 +55,93 @@ def test_scenario_with_of_the_wrong_type_raises_input_error(setting):
         sc.with_(setting)
     assert err.value.field == "with_"
     assert sc.with_({"site.power_budget_mw": 5}).site.power_budget_mw == 5  # the right types still work
+
+
+# ---- full disks and closed pipes ------------------------------------------------------------------------------------
+RESULT = ROOT / "tests" / "data" / "results" / "vllm-serve-2026.json"
+IMPORT = ["measurements", "import", str(RESULT), "--from", "vllm", "-H", "hgx-h100", "-m", "llama-3.1-8b",
+          "--precision", "fp8", "--chips", "1"]
+
+
+def _one_error_line(stderr: str, *words: str) -> None:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert "Traceback" not in stderr and all(w in lines[0] for w in words), stderr
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    """Every file atomic_write opens fails its write with ENOSPC, as on a full filesystem."""
+    import planner.report.files as files
+
+    real = os.fdopen
+
+    class Full:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            self.fh.write(data[: len(data) // 2])  # part of it lands, then the disk is full
+            self.fh.flush()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(files.os, "fdopen", lambda fd, mode: Full(real(fd, mode)))
+
+
+def test_out_on_a_full_disk_is_one_line_and_no_partial_file(tmp_path, full_disk):
+    """issue 28: `--out` on a full filesystem was a traceback; now one error line naming the file, exit 1, and the
+    file as it was (absent here, the previous one kept below), no temporary left beside it."""
+    out = tmp_path / "rows.csv"
+    res = CliRunner().invoke(main, [*IMPORT, "--out", str(out)])
+    assert res.exit_code == 1, res.output
+    _one_error_line(res.stderr, str(out), "disk full")
+    assert os.listdir(tmp_path) == []
+    out.write_text("previous rows\n")
+    res = CliRunner().invoke(main, [*IMPORT, "--out", str(out)])
+    assert res.exit_code == 1 and out.read_text() == "previous rows\n" and os.listdir(tmp_path) == ["rows.csv"]
+
+
+def test_json_to_dev_full_is_one_line_exit_1():
+    """issue 28: `--format json > /dev/full` was a traceback (or an error at the interpreter's exit)."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([sys.executable, "-m", "planner.cli", *IMPORT, "--format", "json"], stdout=full,
+                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert res.returncode == 1, res.stderr
+    _one_error_line(res.stderr, "standard output", "disk full")
+
+
+def test_a_closed_pipe_is_one_line_exit_1():
+    read, write = os.pipe()
+    os.close(read)  # the reader went away before the first byte (as `| head -c0` would)
+    try:
+        res = subprocess.run([sys.executable, "-m", "planner.cli", "catalog", "--format", "json"], stdout=write,
+                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    finally:
+        os.close(write)
+    assert res.returncode == 1, res.stderr
+    _one_error_line(res.stderr, "standard output", "Broken pipe")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs setrlimit in the child")
+def test_a_file_over_the_size_limit_is_one_line_and_no_partial_file(tmp_path):
+    """EFBIG: a file that may not grow past RLIMIT_FSIZE (Python ignores SIGXFSZ, so the write fails)."""
+    import resource
+
+    out = tmp_path / "rows.json"
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))
+
+    res = subprocess.run([sys.executable, "-m", "planner.cli", *IMPORT, "--out", str(out)], capture_output=True,
+                         text=True, cwd=ROOT, preexec_fn=small_files)
+    assert res.returncode == 1, res.stderr
+    _one_error_line(res.stderr, str(out), "file too large")
+    assert os.listdir(tmp_path) == []

@@ -16,7 +16,10 @@ def atomic_write(path, data: bytes) -> None:
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     with writing():  # an interrupt's watchdog waits for this file to be whole (planner/interrupts.py)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+        try:
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+        except OSError as exc:
+            raise _naming(exc, path) from None
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -24,10 +27,49 @@ def atomic_write(path, data: bytes) -> None:
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+            if isinstance(exc, OSError):  # a full disk (ENOSPC, EFBIG): the old file stays, no partial one
+                raise _naming(exc, path) from None
             raise
+
+
+def _naming(exc: OSError, path: str) -> OSError:
+    """The error naming the file the user asked for, not the temporary one (an fdopen'd write names none)."""
+    if exc.filename == path:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, path) if exc.errno is not None else exc
+
+
+def flush_stdout() -> None:
+    """Flush standard output now, so that a full disk (``> /dev/full``) or a closed pipe surfaces as an OSError
+    naming it while the CLI can still say so in one line, not at the interpreter's exit."""
+    import sys
+
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        exc.filename = "standard output"
+        raise
+
+
+def silence_stdout() -> None:
+    """After standard output failed: point its descriptor at /dev/null, so that the interpreter's last flush of
+    what is still buffered cannot fail again (Python's advice for a broken pipe, docs of the signal module)."""
+    import sys
+
+    try:
+        sys.stdout.flush()
+        return
+    except (OSError, ValueError):
+        pass
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")

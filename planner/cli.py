@@ -541,10 +541,12 @@ def warmup():
 
 def compile_first(quiet: bool) -> None:
     """Compile the kernels before a command whose time limit must not pay for it, saying so on a terminal."""
-    from planner.warmup import COLD_ESTIMATE, kernels_cached, warmup as compile_kernels
+    from planner.kernel_cache import COLD_ESTIMATE, kernels_cached
 
     if kernels_cached():
         return
+    from planner.warmup import warmup as compile_kernels
+
     if not quiet:
         click.echo(f"compiling kernels (first run only, {COLD_ESTIMATE}; `planner warmup` does it ahead)", err=True)
     compile_kernels(progress=None if quiet else lambda name, s: click.echo(f"  {name}: {s:.1f} s", err=True))

@@ -8,36 +8,17 @@ there, so the CLI can run this first, and say so, instead of charging the compil
 
 from __future__ import annotations
 
-import os
 import time
 from importlib import resources
-from pathlib import Path
 
 from planner.fleet.solve import solve
+from planner.kernel_cache import COLD_ESTIMATE, kernels_cached  # noqa: F401 - re-exported
 from planner.perf.estimate import estimate
 from planner.perf.frontier import frontier
 from planner.scenario import load_scenario
 from planner.sim import simulate
-from solvers.jit import ROOT
 
-COLD_ESTIMATE = "about a minute on 2 cores"
 WARMUP_SCENARIO = "warmup.yaml"
-# A driver of each layer: when these are cached, so is what they call.
-SENTINELS = (("perf", "sweep"), ("perf", "kernels"), ("sim", "engine"))
-
-
-def cache_roots() -> list[Path]:
-    """Where numba keeps the cache: beside the sources, or under NUMBA_CACHE_DIR (solvers/jit.py's fallback)."""
-    roots = [ROOT]
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        roots.append(Path(os.environ["NUMBA_CACHE_DIR"]))
-    return roots
-
-
-def kernels_cached() -> bool:
-    """True when every sentinel module has cached kernels (numba's ``.nbi`` index files)."""
-    return all(any(package in p.parts for root in cache_roots() for p in root.rglob(f"{module}.*.nbi"))
-               for package, module in SENTINELS)
 
 
 def warmup(progress=None) -> dict:

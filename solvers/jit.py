@@ -9,6 +9,7 @@ Numba keys a cached function on its own file only: a kernel changed in ``kernels
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -125,3 +126,25 @@ prange = numba.prange
 def thread_count() -> int:
     """Threads the parallel drivers split their work over (numba's setting: NUMBA_NUM_THREADS or the cores)."""
     return int(numba.get_num_threads())
+
+
+# A parallel region pays for itself above this many candidates (about 20 ms of one core's scoring). Below it the
+# drivers run on the calling thread alone: each region ends at a barrier that waits for its slowest thread, and on
+# a machine whose cores are busy with other work a descheduled thread costs a scheduler slice per region (a solve
+# of bank-2mw, 81 small regions, took 0.33 s of kernel time on one thread and 1.1-3.8 s on two, docs/PERFORMANCE.md).
+MIN_PARALLEL_CANDIDATES = 2_000_000
+
+
+@contextlib.contextmanager
+def threads_for(candidates: int):
+    """Yields the threads a parallel driver should use for ``candidates`` units of work, and makes numba's parallel
+    regions launched from this thread use that many meanwhile (numba's setting is per calling thread)."""
+    previous = thread_count()
+    threads = previous if candidates >= MIN_PARALLEL_CANDIDATES else 1
+    if threads != previous:
+        numba.set_num_threads(threads)
+    try:
+        yield threads
+    finally:
+        if threads != previous:
+            numba.set_num_threads(previous)

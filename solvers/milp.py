@@ -914,14 +914,16 @@ def repair_replicas(problem: FleetProblem, racks, replicas, rented=None) -> np.n
 
 
 def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 60.0,
-             relative_gap: float = 1e-4, fewest_platforms: bool = True) -> FleetSolution:
+             relative_gap: float = 1e-4, fewest_platforms: bool = True, start: tuple | None = None) -> FleetSolution:
     """build -> solve -> extract, then (``fewest_platforms``) the tie-break (T): the plan on the fewest hardware
-    types among those no worse than the first."""
+    types among those no worse than the first. ``start``: (racks [H], replicas [J]) of a nearby plan, handed to the
+    solver as a hint (it need not be feasible: a plan of the same problem before its options were sized again)."""
     if objective_named(problem.objective).serves_most:
         return most_served(problem, solver, time_limit_s, relative_gap, fewest_platforms)
     started = time.perf_counter()
     built = build(problem, solver)
-    first = extract(problem, solve(built, time_limit_s, relative_gap))
+    hint = _plan_hint(built, built.used or [], *start) if start is not None else None
+    first = extract(problem, solve(built, time_limit_s, relative_gap, hint=hint))
     if not fewest_platforms or first.status not in HAS_PLAN or first.violations:
         return first
     if (first.racks > 0).sum() <= 1:

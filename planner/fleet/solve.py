@@ -84,19 +84,22 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None) ->
             caps = {int(j): 1.0 for j in np.flatnonzero(np.nan_to_num(servers, nan=1.0) > 1.0)}
         if progress:
             progress(0, 1, f"pools smaller than assumed: {len(caps)} option(s) sized again, solving again")
+        columns = built.problem.n_columns
         built = with_options_at(built, caps)
-        sol = optimize_by(built, settings, deadline, "sizing prefill pools again")
+        start = (sol.racks, sol.replicas) if built.problem.n_columns == columns else None  # no column dropped
+        sol = optimize_by(built, settings, deadline, "sizing prefill pools again", start)
     return built, sol
 
 
-def optimize_by(built: Built, settings, deadline: float, doing: str):
-    """The MILP solved with the time left before ``deadline``; PlannerError naming what used it up when none is."""
+def optimize_by(built: Built, settings, deadline: float, doing: str, start: tuple | None = None):
+    """The MILP solved with the time left before ``deadline``; PlannerError naming what used it up when none is.
+    ``start``: a nearby plan's (racks, replicas), the solver's hint."""
     left = deadline - time.monotonic()
     if left <= 0:
         raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while {doing}; raise "
                            f"--time-limit (or solver.time_limit_s)")
     return optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap,
-                    fewest_platforms=settings.fewest_platforms)
+                    fewest_platforms=settings.fewest_platforms, start=start)
 
 
 def with_options_at(built: Built, caps: dict[int, float]) -> Built:

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from solvers.jit import njit, njit_parallel, prange, thread_count
+from solvers.jit import njit, njit_parallel, prange, threads_for
 from solvers.perf import slots as L
 from solvers.perf.kernels import (
     active_params_per_stage,
@@ -47,6 +47,12 @@ from solvers.perf.serving import (
     resident_share,
 )
 from solvers.perf.split import split_decode_breakdown
+
+# One decode breakdown, and one attention/FFN split row (two breakdowns and their exchange), in units of one
+# batch's scoring in ``best_batch_of_layout``: how ``jit.threads_for`` weighs a driver's work (measured roughly,
+# python benchmarks/bench_engine.py).
+BREAKDOWN_WORK = 32
+SPLIT_ROW_WORK = 64
 
 
 @njit
@@ -231,6 +237,17 @@ def busiest_constants(c):
 
 
 @njit
+def colocated_wait_s(output_tokens, interval_s, streams, accepted_tokens, prefill_s, load, max_servers, scv,
+                     quantile):
+    """The ``quantile`` wait of a prompt in the M/G/c pool of colocated replicas at one batch: as many servers as
+    serve ``load`` output tokens/s at the batch's capacity (at most ``max_servers``), each busy prefilling the share
+    of its time prompts take (MODEL.md 9.2)."""
+    request_s = colocated_request_s(output_tokens, interval_s, streams, accepted_tokens, prefill_s)
+    servers = servers_for_load(load, output_tokens / request_s, max_servers)
+    return wait_quantile_s(servers, prefill_s / request_s, prefill_s, scv, quantile)
+
+
+@njit
 def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefill_s, single_s, load, scv,
                          max_servers, interval, draft, tput, ttft, out):
     """The batch of one (layout, speculative setting) with the most output tokens/s per replica among those that
@@ -257,16 +274,20 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
         if colocated:  # each request also costs the replica its prefill, and prompts queue behind it
             request_s = colocated_request_s(output_tokens, interval[k], batches[k], a, prefill_s)
             served = output_tokens / request_s
-            servers = servers_for_load(load, served, max_servers)
-            ttft[k] += wait_quantile_s(servers, prefill_s / request_s, prefill_s, scv, wl[L.W_TTFT_QUANTILE])
         else:
             served = decode_tokens_per_s(batches[k], a, interval[k])
         tps = served / batches[k]
         ok = kv_fits(held_w, kv_per_stream, batches[k], resident_share(wl[L.W_RESIDENT_S_PER_TOKEN], tps),
-                     c[L.C_USABLE]) & (tps >= wl[L.W_MIN_TPS_PER_USER]) & (ttft[k] <= wl[L.W_TTFT_S] or not colocated)
-        ok = ok & (batches[k] <= c[L.C_STREAM_CAP])
+                     c[L.C_USABLE]) & (tps >= wl[L.W_MIN_TPS_PER_USER]) & (batches[k] <= c[L.C_STREAM_CAP])
+        if colocated and ok:  # the queue's wait (an Erlang C series) only where the batch passes the rest
+            ttft[k] += colocated_wait_s(output_tokens, interval[k], batches[k], a, prefill_s, load, max_servers, scv,
+                                        wl[L.W_TTFT_QUANTILE])
+            ok = ttft[k] <= wl[L.W_TTFT_S]
         tput[k] = served if ok else 0.0
     best = np.argmax(tput)
+    if colocated and tput[best] <= 0.0:  # no batch qualifies: the first batch's TTFT, as every batch's is defined
+        ttft[best] = single_s + colocated_wait_s(output_tokens, interval[best], batches[best], a, prefill_s, load,
+                                                 max_servers, scv, wl[L.W_TTFT_QUANTILE])
     out[L.E_TOKENS_PER_S] = tput[best]
     out[L.E_BATCH] = batches[best]
     out[L.E_TPS_PER_USER] = tput[best] / batches[best]
@@ -288,9 +309,10 @@ def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dra
     ``max_servers[i]`` (default: no limit but ``queue.MAX_SERVERS``). Returns (n * s, N_ENGINE), row i * s + j.
     """
     cap = np.full(layouts.shape[0], np.inf) if max_servers is None else np.asarray(max_servers, dtype=np.float64)
-    return _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
-                                   draft_tokens, accepted_tokens, prefill_rate, prefill_single_s, float(load),
-                                   float(scv), cap, thread_count())
+    with threads_for(layouts.shape[0] * draft_tokens.shape[0] * batches.shape[0]) as threads:
+        return _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
+                                       draft_tokens, accepted_tokens, prefill_rate, prefill_single_s, float(load),
+                                       float(scv), cap, threads)
 
 
 @njit_parallel
@@ -400,8 +422,9 @@ def decode_sweep(model, hw, tp, pp, ep, streams, context_avg, context_max, draft
     """Decode breakdowns of many configurations at once (``speculative_decode_breakdown``: plain decode when
     ``draft_tokens`` is 0): ``tp, pp, ep, streams`` are equal-length arrays. Returns an (n, N_BREAKDOWN) array."""
     draft = np.zeros(L.N_MODEL) if draft is None else draft
-    return _decode_sweep(model, draft, hw, tp, pp, ep, streams, float(context_avg), float(context_max),
-                         float(draft_tokens), float(accepted_tokens), thread_count())
+    with threads_for(BREAKDOWN_WORK * len(tp)) as threads:
+        return _decode_sweep(model, draft, hw, tp, pp, ep, streams, float(context_avg), float(context_max),
+                             float(draft_tokens), float(accepted_tokens), threads)
 
 
 @njit_parallel
@@ -424,8 +447,9 @@ def colocated_points(model, hw, wl, layouts, batches, draft_tokens=0.0, accepted
     frontier, ``estimate`` and calibration see it: (n_layouts * nb, N_POINT) in slots P_*, row i * nb + k. The
     prefill of each layout is computed once; no queueing (one prompt's prefill alone is the TTFT)."""
     draft = np.zeros(L.N_MODEL) if draft is None else draft
-    return _colocated_points(model, draft, hw, wl, layouts, batches, float(draft_tokens), float(accepted_tokens),
-                             thread_count())
+    with threads_for(layouts.shape[0] * batches.shape[0]) as threads:
+        return _colocated_points(model, draft, hw, wl, layouts, batches, float(draft_tokens), float(accepted_tokens),
+                                 threads)
 
 
 @njit_parallel
@@ -463,9 +487,10 @@ def _colocated_points(model, draft, hw, wl, layouts, batches, draft_tokens, acce
 def split_decode_sweep(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
                        context_max, draft_tokens, accepted_tokens, micro_batches):
     """``split_decode_breakdown`` for many (chips_a, chips_f, ep_a, streams) rows. Returns (n, N_SPLIT)."""
-    return _split_decode_sweep(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams,
-                               float(context_avg), float(context_max), float(draft_tokens), float(accepted_tokens),
-                               float(micro_batches), thread_count())
+    with threads_for(SPLIT_ROW_WORK * len(chips_a)) as threads:
+        return _split_decode_sweep(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams,
+                                   float(context_avg), float(context_max), float(draft_tokens),
+                                   float(accepted_tokens), float(micro_batches), threads)
 
 
 @njit_parallel

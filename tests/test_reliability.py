@@ -145,3 +145,62 @@ def test_a_file_over_the_size_limit_is_one_line_and_no_partial_file(tmp_path):
     assert res.returncode == 1, res.stderr
     _one_error_line(res.stderr, str(out), "file too large")
     assert os.listdir(tmp_path) == []
+
+
+# ---- the four cases of the last round ------------------------------------------------------------------------------
+def _solve(settings=None):
+    from planner.fleet.solve import solve
+    from planner.scenario import scenario_from_yaml
+
+    sc = scenario_from_yaml(SMALL)
+    return solve(sc.with_(settings) if settings else sc)
+
+
+def _custom(hw_id: str, **rack):
+    from planner import catalog
+
+    h = catalog.get_hardware("hgx-h100").model_dump(mode="json", exclude_none=True)
+    h["id"] = hw_id
+    h["rack"] = {**h["rack"], **{k: {**h["rack"][k], "value": v} for k, v in rack.items()}}
+    return {"hardware.custom": [h], "hardware.allow": [hw_id]}
+
+
+@pytest.mark.integration
+def test_a_max_revenue_plan_selling_nothing_is_json_without_nan():
+    """was `ValueError: Out of range float values are not JSON compliant: nan` (exit 1)."""
+    from planner.report.files import plan_json
+
+    plan = _solve({"objective": "max_revenue", "prices_usd_per_mtok": {"standard": 0.0}})
+    assert plan.totals["racks"] == 0
+    text = plan_json(plan)
+
+    def no_constant(name):
+        raise AssertionError(f"{name} in the plan's JSON")
+
+    json.loads(text, parse_constant=no_constant)
+
+
+@pytest.mark.integration
+def test_a_free_custom_rack_with_free_electricity_is_an_input_error():
+    """was `invalid FleetProblem: annual_cost_usd_per_rack[...] = 0.0` (exit 1): now exit 2 naming the rack."""
+    with pytest.raises(InputError, match="free-h100 would cost nothing a year") as err:
+        _solve({**_custom("free-h100", capex_usd=0), "finance.electricity_usd_per_mwh": 0})
+    assert err.value.field == "hardware"
+    plan = _solve(_custom("free-h100", capex_usd=0))  # a free rack whose electricity is billed is planned
+    assert all(c["ok"] for c in plan.checks)
+
+
+@pytest.mark.integration
+def test_ten_million_chips_per_rack_passes_its_own_check():
+    """was `error: bug: the plan fails its own check`."""
+    plan = _solve(_custom("big-h100", chips=10 ** 7))
+    assert plan.status == "optimal" and all(c["ok"] for c in plan.checks)
+
+
+def test_a_rate_of_1e_15_is_an_input_error_not_a_solver_failure():
+    """was `solver 'highs' failed ... ('StatusNotOk' ...)`: the rate floor (1e-6 a second) refuses it first."""
+    from planner.scenario import scenario_from_yaml
+
+    with pytest.raises(InputError, match="requests_per_s") as err:
+        scenario_from_yaml(SMALL).with_({"workloads.chat.requests_per_s": 1e-15})
+    assert "1e-06" in str(err.value)

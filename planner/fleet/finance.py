@@ -120,8 +120,16 @@ def rental_cost(chips: float, usd_per_chip_hour: float) -> float:
 def annual_costs(scenario, hardware: list) -> np.ndarray:
     """USD per year of one rack of each system (the MILP's cost coefficients)."""
     args = finance_args(scenario.finance, scenario.horizon_years)
-    return np.array([annual_rack_cost(hw.rack.capex_usd.value, billed_power_w(hw, scenario.finance), **args)
-                     for hw in hardware])
+    costs = np.array([annual_rack_cost(hw.rack.capex_usd.value, billed_power_w(hw, scenario.finance), **args)
+                      for hw in hardware])
+    free = [hw.id for hw, c in zip(hardware, costs) if not c > 0]
+    if free:  # issue 28: reached the MILP as an invalid FleetProblem (its costs must be > 0)
+        from planner.errors import InputError
+
+        raise InputError(f"{', '.join(free)} would cost nothing a year (capex_usd 0 and electricity free): every "
+                         f"fleet of free racks is equally cheap; give it a capex_usd or an electricity price",
+                         field="hardware")
+    return costs
 
 
 def mean_tokens_per_year(peak_output_tokens_per_s: float, peak_to_mean: float) -> float:

@@ -204,3 +204,17 @@ def test_a_rate_of_1e_15_is_an_input_error_not_a_solver_failure():
     with pytest.raises(InputError, match="requests_per_s") as err:
         scenario_from_yaml(SMALL).with_({"workloads.chat.requests_per_s": 1e-15})
     assert "1e-06" in str(err.value)
+
+
+# ---- sizes refused before any work ----------------------------------------------------------------------------------
+def test_robust_with_too_many_samples_is_refused_before_any_variant_is_solved(tmp_path):
+    """issue 28: `--robust` with 401 samples was refused only after all 401 variants were solved, naming the
+    scenario; now before any (a unit test: conftest refuses a whole solve here), naming the samples file."""
+    (tmp_path / "small.yaml").write_text(SMALL)
+    samples = tmp_path / "many.yaml"
+    samples.write_text("base: small.yaml\naxes:\n  - {path: finance.electricity_usd_per_mwh, range: [50, 140]}\n"
+                       "samples: {method: lhs, n: 401, seed: 7}\n")
+    res = CliRunner().invoke(main, ["solve", str(tmp_path / "small.yaml"), "--robust", "mean", "--samples",
+                                    str(samples), "-q"])
+    assert res.exit_code == 2, res.output
+    _one_error_line(res.stderr, str(samples), "samples.n", "401 samples", "at most 400")

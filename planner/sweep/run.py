@@ -225,6 +225,9 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
                          "the same power", field="robustness.late_premium")
     axes, settings = resolve_axes(spec, base)
     drawn = variants(axes, spec.samples.method, spec.samples.n, spec.samples.seed)
+    if robust is not None and len(drawn) > R.MAX_ROBUST_SAMPLES:  # refused before any variant is solved (issue 28)
+        raise InputError(f"{len(drawn)} samples; a robust fleet takes at most {R.MAX_ROBUST_SAMPLES} (every sample's "
+                         f"options are in one MILP): lower samples.n", file=str(path), field="samples.n")
     if drawn:  # a bad value fails here once, naming its axis, rather than in every variant
         base.with_(settings_of(base, settings, drawn[0]))
     reuse = not base.periods and reuses_options([s.path for s in settings if s.path is not None]) and all(

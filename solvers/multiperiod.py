@@ -298,20 +298,35 @@ def _installed_terms(problem: BuildOutProblem, buys, t: int, s: int) -> list[lis
             for h in range(problem.n_hardware)]
 
 
-def solve(built: BuildOutModel, time_limit_s: float = 60.0, relative_gap: float = 1e-3):
+def solve(built: BuildOutModel, time_limit_s: float = 60.0, relative_gap: float = 1e-3, hint: dict | None = None):
+    """``hint``: variable -> value of a nearby plan, the solver's starting point (not for CP-SAT, as in
+    ``solvers.milp.solve``)."""
     from ortools.math_opt.python import mathopt
 
     # no time left is a zero limit (MathOpt refuses a negative one; the solver stops at once with what it has)
     params = mathopt.SolveParameters(time_limit=timedelta(seconds=max(0.0, float(time_limit_s))),
                                      relative_gap_tolerance=float(relative_gap), absolute_gap_tolerance=0.0)
+    model_params = (mathopt.ModelSolveParameters(solution_hints=[mathopt.SolutionHint(variable_values=hint)])
+                    if hint and built.solver != "cp-sat" else None)
     t0 = time.perf_counter()
     try:
         with solver_output_to_stderr():
-            result = interruptible(lambda: mathopt.solve(built.model, _solver_types()[built.solver], params=params))
+            result = interruptible(lambda: mathopt.solve(built.model, _solver_types()[built.solver], params=params,
+                                                         model_params=model_params))
     except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
         raise SolverError(f"solver {built.solver!r} failed ({exc}); try one of: "
                           f"{', '.join(s for s in SOLVERS if s != built.solver)}") from exc
     return result, time.perf_counter() - t0
+
+
+def plan_hint(built: BuildOutModel, buys: np.ndarray, replicas: np.ndarray) -> dict:
+    """A plan as variable -> value (period 0's purchase is one variable shared by every scenario)."""
+    hint = {}
+    for t, per_t in enumerate(built.buys):
+        for s, per_s in enumerate(per_t):
+            hint.update({v: float(buys[t, s, h]) for h, v in enumerate(per_s) if v is not None})
+            hint.update({v: float(replicas[t, s, j]) for j, v in enumerate(built.replicas[t][s]) if v is not None})
+    return hint
 
 
 def _values(result, variables) -> np.ndarray:
@@ -375,10 +390,11 @@ def trim_replicas(problem: BuildOutProblem, buys: np.ndarray, replicas: np.ndarr
 
 
 def optimize(problem: BuildOutProblem, solver: str = "scip", time_limit_s: float = 60.0,
-             relative_gap: float = 1e-3) -> BuildOutSolution:
-    """build -> solve -> extract."""
+             relative_gap: float = 1e-3, start: tuple | None = None) -> BuildOutSolution:
+    """build -> solve -> extract. ``start``: (buys [T, S, H], replicas [T, S, J]) of a nearby plan, the solver's
+    hint (it need not be feasible here: a plan of the same build-out before its options were sized again)."""
     built = build(problem, solver)
-    result, seconds = solve(built, time_limit_s, relative_gap)
+    result, seconds = solve(built, time_limit_s, relative_gap, plan_hint(built, *start) if start else None)
     return extract(problem, built, result, seconds)
 
 

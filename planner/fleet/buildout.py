@@ -382,12 +382,14 @@ def repair_buildout_pools(scenario, bo: BuiltOut, sol, settings, deadline: float
         if progress:
             progress(0, 1, f"pools smaller than assumed in some period: {len(caps)} option(s) sized again, "
                            "solving again")
+        columns = bo.problem.n_columns
         bo = build_buildout(scenario, progress, deadline, built=with_options_at(bo.built, caps))
         left = deadline - time.monotonic()
         if left <= 0:
             raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools "
                                "again; raise --time-limit (or solver.time_limit_s)")
-        sol = optimize(bo.problem, settings.name, left, settings.relative_gap)
+        start = (sol.buys, sol.replicas) if bo.problem.n_columns == columns else None  # no column dropped
+        sol = optimize(bo.problem, settings.name, left, settings.relative_gap, start)
     return bo, sol
 
 

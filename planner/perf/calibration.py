@@ -7,9 +7,12 @@ physical bounds, by coordinate descent on a log scale from the best points of a 
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
+import functools
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import yaml
@@ -25,7 +28,16 @@ from planner.vocabulary import CLAIM_WEIGHT, DEFAULT_SERVING_STACK, ENGINE_STACK
 
 
 def calibration_data() -> dict:
-    return catalog._read_yaml(catalog.DATA_DIR / "calibration.yaml")
+    """calibration.yaml, parsed once per version of the file (a build-out checks every period's efficiencies
+    against its bounds), a copy each call so that no caller changes another's."""
+    path = catalog.DATA_DIR / "calibration.yaml"
+    stat = path.stat()
+    return copy.deepcopy(_calibration_file(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=2)
+def _calibration_file(path: str, mtime_ns: int, size: int) -> dict:
+    return catalog._read_yaml(Path(path))
 
 
 def points() -> list[dict]:

@@ -63,42 +63,70 @@ def numpy_coefficients(mv, hv, grid, k):
     return coef
 
 
-def numpy_step(hv, c, tokens, b, held_kv):
-    e, r, k = c["C_EXPERTS"], c["C_GROUPS"], c["C_EXPERTS_PER_TOKEN"]
-    touched = np.where(e > 0, e * (1.0 - np.exp(tokens * c["C_LOG_MISS"])), 0.0)
-    p = (r - 0.375) / (r + 0.25)  # the busiest expert group (MODEL.md 2.3); R = 1 without expert parallelism
-    z = np.where(r > 1, 4.91 * (p**0.14 - (1.0 - p) ** 0.14), 0.0)
-    m = touched / r
-    share = np.where(e > 0, touched / np.maximum(e, 1.0), 0.0)
-    cap = np.minimum(e / r, touched)
-    busy = np.where(r > 1, np.maximum(m + z * np.sqrt(m * (1.0 - share)), np.minimum(1.0, cap)), m)
-    touched = r * np.minimum(cap, busy)
+def numpy_step(hv, c, touched, tokens, b, held_kv):
+    """One pipeline stage's step over (layouts x batches), as ``sweep.decode_intervals`` and ``draft_steps``:
+    weights and KV read (spilling past the fastest tier where they do not fit), the busiest expert group's reads
+    and matmul rows under expert parallelism (each touched expert padded), the fixed and per-token costs."""
+    r, e, k = c["C_GROUPS"], c["C_EXPERTS"], c["C_EXPERTS_PER_TOKEN"]
+    grouped = r > 1.0
+    p = (r - 0.375) / (r + 0.25)
+    z = np.where(grouped, 4.91 * (np.abs(p) ** 0.14 - np.abs(1.0 - p) ** 0.14), 0.0)
+    z2, inv_r, per_group = z * z, 1.0 / r, e / r
+    inv_e = np.where(e > 0, 1.0 / np.maximum(e, 1e-300), 0.0)
+    m = touched * inv_r
+    busy_touched = busiest_of(np.minimum(per_group, touched), m + np.sqrt(np.maximum(z2 * m * (1.0 - touched * inv_e), 0.0)))
     assigned = tokens * k
-    mu = assigned / r
-    busy = np.where(r > 1, np.maximum(mu + z * np.sqrt(mu * (1.0 - 1.0 / r)), np.minimum(1.0, assigned)), mu)
-    assigned = r * np.minimum(assigned, busy)
-    read_w = c["C_READ_W0"] + c["C_READ_W1"] * touched
-    memory = numpy_tier_read_time(hv, c["C_HELD_W"], read_w, held_kv, c["C_KV_READ"] * b)
-    compute = c["C_COMPUTE"] * tokens + c["C_EXPERT_COMPUTE"] * assigned
-    return np.maximum(memory, compute) + c["C_COMM0"] + c["C_COMM1"] * tokens + c["C_FLOOR"]
+    mu = assigned * inv_r
+    rows = busiest_of(assigned, mu + np.sqrt(np.maximum(z2 * mu * (1.0 - inv_r), 0.0))) + c["C_PAD"] * busy_touched
+    read_grouped = c["C_READ_W0"] + c["C_READ_W1"] * r * busy_touched
+    compute_grouped = c["C_COMPUTE0"] + c["C_COMPUTE"] * tokens + c["C_EXPERT_COMPUTE"] * r * rows
+    read_even = c["C_READ_W0"] + c["C_READ_W1"] * touched
+    compute_even = (c["C_COMPUTE0"] + c["C_EXPERT_COMPUTE"] * c["C_PAD"] * touched
+                    + (c["C_COMPUTE"] + c["C_EXPERT_COMPUTE"] * k) * tokens)
+    read_w = np.where(grouped, read_grouped, read_even)
+    compute = np.where(grouped, compute_grouped, compute_even)
+    fast = (read_w + c["C_KV_READ"] * b) / (hv[L.H_BW] * hv[L.H_BW_EFF])
+    spills = c["C_HELD_W"] + held_kv > hv[L.H_CAP] * hv[L.H_MEM_USABLE]
+    if spills.any():
+        tiered = numpy_tier_read_time(hv, c["C_HELD_W"], read_w, held_kv, c["C_KV_READ"] * b)
+        fast = np.where(spills, tiered, fast)
+    return np.maximum(fast, compute) + c["C_COMM0"] + c["C_FLOOR"] + c["C_COMM1"] * tokens
 
 
-def run_numpy(coef, hv, grid, batches, k, a):
-    """The engine's batch scoring as whole-array numpy over (layouts x batches), per speculative setting."""
+def busiest_of(cap, estimate):
+    return np.minimum(cap, np.maximum(estimate, np.minimum(1.0, cap)))
+
+
+def numpy_touched(model, pp, batches, query_tokens):
+    """Distinct experts touched per MoE layer at each (layout's depth, batch), as ``sweep.touched_experts_table``."""
+    e, k = model[L.M_EXPERTS], model[L.M_EXPERTS_PER_TOKEN]
+    tokens = np.maximum(batches[None, :] / pp, 1.0) * query_tokens
+    return e * (1.0 - (1.0 - k / e) ** tokens) if e > 0 else np.zeros_like(tokens)
+
+
+def run_numpy(coef, mv, hv, grid, batches, k, a):
+    """The engine's batch scoring as whole-array numpy over (layouts x batches), per speculative setting: the same
+    intervals, drafting, memory fit, tier and scheduler bound as ``sweep.best_batch_of_layout``."""
     best = np.zeros((len(grid) * len(k), 2))
     c = {name: coef[0][:, getattr(L, name)][:, None] for name in dir(L) if name.startswith("C_")}
     dc = {name: coef[1][:, getattr(L, name)][:, None] for name in dir(L) if name.startswith("C_")}
-    b = np.maximum(batches[None, :] / c["C_PP"], 1.0)
+    pp = c["C_PP"]
+    b = np.maximum(batches[None, :] / pp, 1.0)
+    streams = batches[None, :]
+    draft_step = None
     for j in range(len(k)):
-        held_kv = c["C_KV_HELD"] * batches[None, :]
-        interval = c["C_PP"] * numpy_step(hv, c, b * (k[j] + 1.0), b, held_kv)
-        held = c["C_HELD_W"] + held_kv
+        q = k[j] + 1.0
+        interval = pp * numpy_step(hv, c, numpy_touched(mv, pp, batches, q), b * q, b, c["C_KV_HELD"] * streams)
+        held_w, kv_per_stream = c["C_HELD_W"], c["C_KV_HELD"]
         if k[j] > 0:
-            interval = interval + c["C_PP"] * k[j] * numpy_step(hv, dc, b, b, dc["C_KV_HELD"] * b)
-            held = held + dc["C_HELD_W"] + dc["C_KV_HELD"] * batches[None, :]
-        tps = a[j] / interval
-        ok = (held <= c["C_USABLE"]) & (tps >= MIN_TPS)
-        tput = np.where(ok, batches[None, :] * tps, 0.0)
+            if draft_step is None:  # the drafter's step does not depend on the draft length
+                draft_step = numpy_step(hv, dc, numpy_touched(DRAFT, pp, batches, 1.0), b, b, dc["C_KV_HELD"] * b)
+            interval = interval + pp * (k[j] * draft_step + b * hv[L.H_SPEC_STREAM_S])
+            held_w, kv_per_stream = held_w + dc["C_HELD_W"], kv_per_stream + dc["C_KV_HELD"]
+        served = streams * a[j] / interval
+        ok = (held_w + kv_per_stream * streams <= c["C_USABLE"]) & (served / streams >= MIN_TPS)
+        ok &= streams <= c["C_STREAM_CAP"]
+        tput = np.where(ok, served, 0.0)
         pick = np.argmax(tput, axis=1)
         best[j::len(k), 0] = tput[np.arange(len(grid)), pick]
         best[j::len(k), 1] = batches[pick]
@@ -107,8 +135,12 @@ def run_numpy(coef, hv, grid, batches, k, a):
 
 def numpy_tier_read_time(hw, held_w, read_w, held_kv, read_kv):
     usable = hw[L.H_MEM_USABLE]
-    w_left, kv_left = np.broadcast_to(held_w, read_w.shape).copy(), held_kv.copy()
-    t = np.zeros_like(read_w)
+    shape = np.broadcast_shapes(np.shape(held_w), np.shape(read_w), np.shape(held_kv))
+    w_left = np.broadcast_to(held_w, shape).astype(float).copy()
+    kv_left = np.broadcast_to(held_kv, shape).astype(float).copy()
+    w_share = np.where(held_w > 0, read_w / np.maximum(held_w, 1e-300), 0.0)
+    kv_share = np.where(held_kv > 0, read_kv / np.maximum(held_kv, 1e-300), 0.0)
+    t = np.zeros(shape)
     n = int(hw[L.H_N_TIERS])
     for i in range(n):
         room = hw[L.H_CAP + i] * usable
@@ -116,9 +148,8 @@ def numpy_tier_read_time(hw, held_w, read_w, held_kv, read_kv):
         w_left -= w_here
         kv_here = np.minimum(kv_left, room - w_here)
         kv_left -= kv_here
-        t += (read_w * w_here / held_w + read_kv * kv_here / np.maximum(held_kv, 1e-300)) / (hw[L.H_BW + i] * hw[L.H_BW_EFF])
-    over = read_w * w_left / held_w + read_kv * kv_left / np.maximum(held_kv, 1e-300)
-    return t + over / (hw[L.H_BW + n - 1] * hw[L.H_BW_EFF])
+        t += (w_share * w_here + kv_share * kv_here) / (hw[L.H_BW + i] * hw[L.H_BW_EFF])
+    return t + (w_share * w_left + kv_share * kv_left) / (hw[L.H_BW + n - 1] * hw[L.H_BW_EFF])
 
 
 def run_python(mv, hv, grid, batches, k, a):
@@ -154,7 +185,7 @@ def main() -> None:
     run_jit(mv, hv, grid[:4], batches, q, a)  # compile or load the cache
     jit_s, jit = timed(run_jit, mv, hv, grid, batches, q, a)
     coef = numpy_coefficients(mv, hv, grid, q)
-    np_s, npy = timed(run_numpy, coef, hv, grid, batches, q, a)
+    np_s, npy = timed(run_numpy, coef, mv, hv, grid, batches, q, a)
     sub = grid[:py_layouts]
     py_n = len(sub) * len(q) * len(batches)
     py_s, py = timed(run_python, mv, hv, sub, batches, q, a, repeats=1)

@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: demo test test-fast test-unit test-slow bench clean
+.PHONY: demo test test-fast test-unit test-slow bench clean docs docs-check
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,14 @@ test-unit: test-fast
 
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow
+
+# the figures the docs quote and the README's screenshot, rewritten from what the code prints (docs/generate.py);
+# docs-check only compares (make test runs the same check: tests/test_docs.py)
+docs: $(VENV)/.installed
+	$(PY) docs/generate.py
+
+docs-check: $(VENV)/.installed
+	$(PY) docs/generate.py --check
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_engine.py

@@ -56,7 +56,7 @@ class CheckFailed(PlannerError):
 def output_error(exc: BaseException) -> str | None:
     """One line for an OSError of a write that could not be completed (ENOSPC, EFBIG, EDQUOT, EPIPE), naming what
     was being written; None for any other exception. The file being written is whole or absent (an ``--out`` file
-    is renamed into place only once it is whole, see planner/report/files.py)."""
+    is renamed into place only once it is whole, see planner/writing.py)."""
     import errno
 
     codes = {errno.ENOSPC: "disk full", errno.EFBIG: "file too large", errno.EPIPE: "the reader has gone"}

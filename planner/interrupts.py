@@ -4,7 +4,7 @@ Python turns SIGINT into KeyboardInterrupt in the main thread, but an interrupt 
 (numba's compiler notifies llvmlite's object cache through ctypes) is printed as "Exception ignored" and swallowed,
 and the command then runs to the end and exits 0. So the CLI's handler also starts a watchdog: if the process is
 still running a moment after the interrupt, the interrupt was lost, and the watchdog ends the process itself,
-once no file is half written (``report.files.atomic_write`` counts its writes in progress).
+once no file is half written (``planner.writing.atomic_write`` counts its writes in progress).
 """
 
 from __future__ import annotations

@@ -249,7 +249,7 @@ def test_cli_prints_what_the_library_returns(plans, tmp_path):
 
 
 def test_out_writes_every_file_whole(plans, tmp_path, monkeypatch):
-    import planner.report.files as files
+    import planner.export as files  # the writer export calls (planner.writing.atomic_write)
 
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plans("gtc-2026-tiers")))

@@ -11,6 +11,7 @@ from planner.errors import InputError
 from planner.export import dynamo, llmd, sglang, trtllm, vllm
 from planner.export.common import Export, Launch, run_target
 from planner.export.rows import PlanRows, Refusal, plan_rows
+from planner.writing import atomic_write
 
 TARGETS = {"vllm": vllm.TARGET, "sglang": sglang.TARGET, "trtllm": trtllm.TARGET, "dynamo": dynamo.TARGET,
            "llm-d": llmd.TARGET}
@@ -31,8 +32,6 @@ def export_plan(plan, target: str, period: str | None = None, demand_scenario: s
 def write_export(export: Export, out_dir) -> list[Path]:
     """The export's files into ``out_dir`` (made if missing), each written whole or not at all; scripts
     executable."""
-    from planner.report.files import atomic_write
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []

@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 from planner.errors import InputError
+from planner.writing import atomic_write
 
 
 def _figures(m) -> list[tuple[str, float]]:
@@ -121,8 +122,6 @@ def write_efficiency(result: dict, path, source: str, scope: str = "hardware") -
     hardware, the default: the fit speaks for the systems measured, not their whole family) or the family's
     (``scope`` family, asked for)."""
     import yaml
-
-    from planner.report.files import atomic_write
 
     basis = (f"fitted {_dt.date.today().isoformat()} to {len(result['rows'])} measured figures of {source} "
              f"(planner calibrate --measurements)")

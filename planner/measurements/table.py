@@ -23,6 +23,7 @@ from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, Validati
 from planner.errors import InputError
 from planner.measurements.reading import read_text
 from planner.vocabulary import PRECISIONS, SPECULATIVE_METHODS
+from planner.writing import atomic_write
 
 PosNumber = Annotated[float, Strict(), AllowInfNan(False), Gt(0)]
 PosCount = Annotated[int, Strict(), Ge(1)]
@@ -256,8 +257,6 @@ def resolve_measurements(entries, base_dir: Path | None) -> list[dict]:
 def write_measurements(rows: list[Measurement], path: str | Path) -> None:
     """Rows to CSV, Parquet, YAML or JSON by the file's suffix, every field a column (written whole or not at
     all)."""
-    from planner.report.files import atomic_write
-
     path = Path(path)
     suffix = path.suffix.lower()
     data = [m.to_row() for m in rows]

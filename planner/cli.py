@@ -147,8 +147,12 @@ def main() -> None:
               help="--verify: seconds of simulated arrivals [default: planner simulate's]")
 @click.option("--trace", "trace_name", default=None, metavar="FILE|NAME",
               help="--verify: replay a trace's shape of traffic instead of Poisson arrivals")
+@click.option("--trust-measurements", "trust_measurements", is_flag=True,
+              help="plan measurement rows beyond the memory-bandwidth or compute roofline or the memory of their "
+                   "hardware as measured (each named by a warning in the assumptions); without it such a row is "
+                   "exit 2 (docs/MODEL.md 12.4)")
 def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whatif, settings, objective, detail,
-          fleet_only, robust, samples_file, verify, seed, sim_duration_s, trace_name):
+          fleet_only, robust, samples_file, verify, seed, sim_duration_s, trace_name, trust_measurements):
     """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
     each workload is served, cost and power; with --robust, the one fleet that holds up best over samples."""
     from planner.errors import InfeasibleError, InputError
@@ -158,7 +162,8 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whati
 
     from planner.report.files import check_output_dir, check_output_file
 
-    settings = [*settings, *([f"objective={objective}"] if objective else [])]
+    settings = [*settings, *([f"objective={objective}"] if objective else []),
+                *(["trust_measurements=true"] if trust_measurements else [])]
     sc = load_scenario(scenario, settings).with_solver(solver, time_limit)  # validated like the file's fields
     compile_first(quiet or fmt == "json")  # the time limit bounds the search, never the compilation
     if fleet_only:
@@ -388,6 +393,11 @@ def measurements_import(file, tool, hardware, model, precision, chips, role, rep
         check_output_file(out_path, "--out", inputs=[file])  # never over the result it reads
     rows = import_results(file, tool, hardware, model, precision, chips, role, replicas, tensor_parallel,
                           pipeline_parallel, speculative=speculative, custom_ids=custom_ids)
+    from planner import catalog
+    from planner.measurements.physics import import_warnings
+
+    for line in import_warnings(rows, catalog.hardware_catalog(), catalog.model_catalog()):  # custom ids: unchecked
+        click.echo(f"warning: {line}", err=True)
     if out_path:
         write_measurements(rows, out_path)
         click.echo(f"wrote {len(rows)} rows to {out_path}", err=True)

@@ -32,6 +32,7 @@ from pydantic import (
     PrivateAttr,
     Strict,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     model_validator,
 )
@@ -480,6 +481,10 @@ class Scenario(_Section):
     measurement_headroom: Share = Field(
         0.0, description="share of a measured replica's throughput held back (0: use it as measured, since a "
         "measured point already includes its queueing and batching)")
+    trust_measurements: bool = Field(
+        False, description="plan measurement rows beyond the physical bounds of their hardware (memory-bandwidth "
+        "and compute rooflines, memory fit; docs/MODEL.md 12.4) as measured, each named by a warning in the plan's "
+        "assumptions; false: such a row is an input error (planner solve --trust-measurements sets it)")
     serving_stack: ServingStack = Field(
         "vendor-best", description="the serving engine the plan assumes (docs/MODEL.md 5.3): vendor-best (the "
         "efficiencies fitted to the vendors' best published figures) or an engine's own where the published corpus "
@@ -517,6 +522,23 @@ class Scenario(_Section):
             where = ("hardware", "allow") if self.hardware.allow is not None else ("start_date",)
             raise _problem(f"no allowed hardware is available by start_date {self.start_date}{self._earliest()}",
                            *where)
+        return self
+
+    @model_validator(mode="after")
+    def _measurements_physical(self, info: ValidationInfo) -> Scenario:
+        """Measurement rows within the bounds of their hardware (planner.measurements.physics), unless trusted;
+        ``info.context["measurement_origins"]`` names each row's file and row where the rows came from files."""
+        if not self.measurements or self.trust_measurements:
+            return self
+        from planner.measurements import physics
+
+        found = physics.problems(self.measurements, self.known_hardware(), self.resolved_models())
+        if found:
+            i, breaches = found[0]
+            origins = (info.context or {}).get("measurement_origins") if info is not None else None
+            origin = origins[i] if origins and i < len(origins) else None
+            raise _problem(physics.message(i, self.measurements[i], breaches, origin, len(found) - 1),
+                           *(("measurements",) if origin else ("measurements", i)))
         return self
 
     # ---- build-outs over periods ------------------------------------------------------------------------------
@@ -1436,14 +1458,21 @@ def scenario_from_yaml(text: str, file: str = "<scenario>", settings=()) -> Scen
             data["efficiency"] = read_efficiency(path if path.is_absolute() or base is None else base / path)
         except InputError as exc:
             raise exc.in_file(file) from None
+    origins = None  # each row's file and row, for the errors that name a row (a row inline: None)
     if isinstance(data.get("measurements"), list):  # files become their rows, read relative to the scenario
         try:
-            data["measurements"] = [r for e in data["measurements"] for r in (
-                resolve_measurements([e], base) if isinstance(e, str) else [e])]
+            rows, origins = [], []
+            for e in data["measurements"]:
+                found = resolve_measurements([e], base) if isinstance(e, str) else [e]
+                rows.extend(found)
+                first = 2 if isinstance(e, str) and e.lower().endswith(".csv") else 1  # CSV: the header is line 1
+                origins.extend(f"{e} {'line' if first == 2 else 'row'} {k + first}" if isinstance(e, str) else None
+                               for k in range(len(found)))
+            data["measurements"] = rows
         except InputError as exc:
             raise exc.in_file(file) from None
     try:
-        return Scenario.model_validate(data)
+        return Scenario.model_validate(data, context={"measurement_origins": origins})
     except ValidationError as exc:
         raise _validation_error(exc, file, root, set_paths=[parse_setting(t)[0] for t in settings or ()]) from None
 

@@ -616,3 +616,112 @@ def test_measurement_tables_are_read_defensively(tmp_path, suffix, content, matc
     path.write_bytes(content)
     with pytest.raises(InputError, match=match):
         read_measurements(path)
+
+
+# ---- rows held to physics (issue 28) ------------------------------------------------------------------------------
+# a 70B model at 5,000 tok/s/user and 4 M tok/s on one H100: 100x and more beyond its memory bandwidth, and its weights
+# and KV at concurrency 800 do not fit the chip
+BEYOND = {"hardware": "hgx-h100", "model": "llama-3.1-70b", "precision": "fp8", "chips": 1, "input_tokens": 1000,
+          "output_tokens": 300, "concurrency": 800, "tps_per_user": 5000, "output_tokens_per_s": 4e6}
+
+
+def _scenario_with(tmp_path, rows_text: str, name: str = "beyond.csv"):
+    (tmp_path / name).write_text(rows_text)
+    text = (MIX.read_text().replace("h100-h200-llama8b.csv", name).replace("llama-3.1-8b", "llama-3.1-70b")
+            .replace("requests_per_s: 40", "requests_per_s: 2000"))
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+def _csv(*rows: dict) -> str:
+    keys = list(rows[0])
+    return ",".join(keys) + "\n" + "".join(",".join(str(r[k]) for k in keys) + "\n" for r in rows)
+
+
+def test_the_bounds_of_a_row_by_hand():
+    from planner import catalog
+    from planner.measurements.physics import SLACK, row_bounds, row_problems
+
+    hw, model = catalog.get_hardware("hgx-h100"), catalog.get_model("llama-3.1-8b")
+    m = measurement_of(GOOD, "row 1")
+    b = row_bounds(m, hw, model)
+    bandwidth = hw.chip.memory[0].bandwidth_bytes_per_s.value
+    kv_token = model.kv_elements_per_token_per_layer * 1.0 * model.layers  # fp8 KV, no sliding window
+    step = model.active_params * 1.0 + 8 * 1150 * kv_token  # weights + 8 streams at a mean context of 1,150 tokens
+    assert b["output_tokens_per_s"] == pytest.approx(8 * bandwidth / step)
+    assert b["tps_per_user"] == pytest.approx(bandwidth / model.active_params)
+    assert row_problems(0, m, hw, model) == []  # 900 tok/s: well within 3,300
+    at_edge = measurement_of({**GOOD, "output_tokens_per_s": 0.99 * SLACK * b["output_tokens_per_s"]}, "row 1")
+    assert row_problems(0, at_edge, hw, model) == []  # within the slack
+    past = measurement_of({**GOOD, "output_tokens_per_s": 1.01 * SLACK * b["output_tokens_per_s"]}, "row 1")
+    (breach,) = row_problems(0, past, hw, model)
+    assert breach.figure == "output_tokens_per_s" and "memory-bandwidth roofline at concurrency 8" in breach.text
+    fast = measurement_of({**GOOD, "speculative": "eagle", "output_tokens_per_s": 2 * b["output_tokens_per_s"]}, "r")
+    assert row_problems(0, fast, hw, model) == []  # speculative decoding accepts several tokens a step
+    too_big = measurement_of({**GOOD, "model": "llama-3.1-405b", "precision": "bf16", "output_tokens_per_s": 1.0,
+                              "tps_per_user": 0.5}, "row 1")
+    (breach,) = row_problems(0, too_big, hw, catalog.get_model("llama-3.1-405b"))
+    assert breach.figure == "memory" and "do not fit the memory of 1 hgx-h100 chip" in breach.text
+    prefill = measurement_of({**GOOD, "role": "prefill", "input_tokens_per_s": 1e9, "ttft_s": 0.1,
+                              "ttft_percentile": 50}, "row 1")
+    assert [x.figure for x in row_problems(0, prefill, hw, model)] == ["input_tokens_per_s"]
+
+
+def test_a_scenario_row_beyond_physics_is_refused_naming_the_row_and_the_bound(tmp_path):
+    from planner.scenario import load_scenario
+
+    path = _scenario_with(tmp_path, _csv(BEYOND))
+    with pytest.raises(InputError) as err:
+        load_scenario(path)
+    text = str(err.value)
+    assert err.value.exit_code == 2
+    assert "measurements[0] (hgx-h100 llama-3.1-70b fp8, 1 chip, colocated, concurrency 800; beyond.csv line 2)" \
+        in text
+    assert "4,000,000 output tok/s on 1 hgx-h100 chip is 329x the memory-bandwidth roofline" in text
+    assert "5,000 tok/s per user" in text and "need 2.77x the memory" in text and "--trust-measurements" in text
+    inline = MIX.read_text().replace("measurements: [h100-h200-llama8b.csv]", "measurements:\n  - " + json.dumps(
+        {**GOOD, "output_tokens_per_s": 4e6}))
+    path.write_text(inline)
+    with pytest.raises(InputError, match=r"s.yaml:\d+: measurements\[0\]: measurements\[0\] \(hgx-h100 llama-3.1-8b"):
+        load_scenario(path)
+    sc = load_scenario(path, ["trust_measurements=true"])  # trusted: planned as measured
+    assert sc.trust_measurements and sc.measurements[0].output_tokens_per_s == 4e6
+    with pytest.raises(InputError, match="beyond physics"):  # the library's what-if holds it too
+        sc.with_({"trust_measurements": False})
+
+
+def test_the_shipped_measurement_files_are_within_physics():
+    from planner import catalog
+    from planner.measurements.physics import problems
+
+    rows = read_measurements(DATA / "measurements" / "h100-h200-llama8b.csv")
+    rows += imported("vllm-serve-2026.json", "vllm") + imported("sglang-bench-serving.jsonl", "sglang",
+                                                                 speculative="eagle")
+    assert problems(rows, catalog.hardware_catalog(), catalog.model_catalog()) == []
+
+
+@pytest.mark.integration
+def test_solve_refuses_a_row_beyond_physics_and_plans_it_trusted_with_a_warning(tmp_path):
+    path = _scenario_with(tmp_path, _csv(BEYOND))
+    res = CliRunner().invoke(main, ["solve", str(path), "--format", "json", "--quiet"])
+    assert res.exit_code == 2, res.output
+    assert res.stdout == "" and "beyond physics" in res.stderr and "beyond.csv line 2" in res.stderr
+    ok = CliRunner().invoke(main, ["solve", str(path), "--format", "json", "--quiet", "--trust-measurements"])
+    assert ok.exit_code == 0, ok.output
+    plan = json.loads(ok.stdout)
+    assert [r["source"] for r in plan["allocation"]] == ["measured"]
+    warnings = [a for a in plan["assumptions"] if a.startswith("warning: trusted measurement beyond physics")]
+    assert len(warnings) == 1 and "hgx-h100 llama-3.1-70b fp8" in warnings[0]
+
+
+def test_import_warns_of_runs_beyond_physics(tmp_path):
+    doc = json.loads((RESULTS / "vllm-serve-2026.json").read_text())
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    args = ["measurements", "import", str(tmp_path / "r.json"), "--from", "vllm", "-H", "hgx-h100", "--precision",
+            "fp8", "--chips", "1", "--format", "json"]
+    fine = CliRunner().invoke(main, [*args, "-m", "llama-3.1-8b"])
+    assert fine.exit_code == 0 and "beyond physics" not in fine.stderr
+    big = CliRunner().invoke(main, [*args, "-m", "llama-3.1-405b"])  # 405 GB of fp8 weights on one 80 GB chip
+    assert big.exit_code == 0, big.output
+    assert "warning: run 1 (hgx-h100 llama-3.1-405b) is beyond physics" in big.stderr and "do not fit" in big.stderr

@@ -313,8 +313,12 @@ def estimate(model, hardware, chips, batch, precision, input_tokens, output_toke
 @click.option("--svg", type=click.Path(dir_okay=False, path_type=str), default=None, help="write the chart as SVG")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="write the chart and its points as a self-contained HTML page")
+@click.option("--points", "most", type=click.IntRange(min=2), default=20, show_default=True,
+              help="table: at most this many points a system, chosen evenly along its frontier (JSON and CSV: "
+                   "every point)")
+@click.option("--all", "every", is_flag=True, help="table: every point of each frontier")
 def frontier(model, hardware, precision, input_tokens, output_tokens, speculative, draft_tokens, acceptance,
-             draft_model, fmt, png, svg, html_path):
+             draft_model, fmt, png, svg, html_path, most, every):
     """Pareto frontier of output tokens/s per MW against tokens/s per user, per hardware."""
     from planner.perf.frontier import best_at_tiers, frontier as frontier_of
     from planner.report import render
@@ -348,8 +352,19 @@ def frontier(model, hardware, precision, input_tokens, output_tokens, speculativ
         cols = ["hardware", "tier", "tps_per_user", "output_tokens_per_s_per_mw", "output_tokens_per_s_per_mw_low",
                 "output_tokens_per_s_per_mw_high", "chips", "tensor_parallel", "pipeline_parallel", "expert_parallel",
                 "batch", "precision", "draft_tokens", "bound"]
-        render.table(points, title=f"frontier: {model}, {input_tokens} in / {output_tokens} out", columns=cols)
-        render.table(best_at_tiers(points),
+        labels = {"tps_per_user": "tok/s per user", "output_tokens_per_s_per_mw": "tok/s per MW",
+                  "output_tokens_per_s_per_mw_low": "per MW low", "output_tokens_per_s_per_mw_high": "per MW high",
+                  "tensor_parallel": "tp", "pipeline_parallel": "pp", "expert_parallel": "ep",
+                  "precision": "prec", "draft_tokens": "draft", "min_tps_per_user": "tier tok/s per user"}
+        drop = ["output_tokens_per_s_per_mw_low", "output_tokens_per_s_per_mw_high", "bound", "draft_tokens",
+                "expert_parallel", "pipeline_parallel", "tensor_parallel", "tier"]
+        shown = render.thin_frontier(points, None if every else most)
+        thinned = len(shown) < len(points)
+        render.table(shown, title=f"frontier: {model}, {input_tokens} in / {output_tokens} out"
+                     + (f" ({len(shown)} of {len(points)} points, evenly along each frontier; every point: --all)"
+                        if thinned else ""),
+                     columns=cols, labels=labels, drop=drop, more="--format json or csv")
+        render.table(best_at_tiers(points), labels=labels, drop=["min_tps_per_user"],
                      title="best output tokens/s per MW at each tier (tier boundaries: "
                            + ", ".join(f"{k} {v:g}" for k, v in TIERS.items()) + " tok/s/user)")
 
@@ -404,13 +419,26 @@ def measurements_import(file, tool, hardware, model, precision, chips, role, rep
     elif fmt == "json":
         click.echo(render.to_json([r.to_row() for r in rows]))
     else:
-        render.table([r.to_row() for r in rows], title=f"measurements from {file}")
+        render.table([r.to_row() for r in rows], title=f"measurements from {file}", columns=MEASURED_BRIEF,
+                     labels=MEASURED_LABELS, drop=MEASURED_DROP, wraps=["source"],
+                     more="every field: --format json or --out FILE")
+
+
+# The compact tables of measurement rows (import and show; JSON and files keep every field).
+MEASURED_BRIEF = ["hardware", "model", "precision", "chips", "role", "input_tokens", "output_tokens", "concurrency",
+                  "tps_per_user", "output_tokens_per_s", "ttft_s", "source"]
+MEASURED_DROP = ["source", "role", "ttft_s", "chips", "precision"]
+MEASURED_LABELS = {"precision": "prec", "input_tokens": "in", "output_tokens": "out", "concurrency": "conc",
+                   "tps_per_user": "tok/s per user", "predicted_tps_per_user": "model tok/s per user",
+                   "output_tokens_per_s": "tok/s", "predicted_output_tokens_per_s": "model tok/s",
+                   "error_pct": "error %", "ttft_s": "TTFT s"}
 
 
 @measurements.command("show")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=str))
 @click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
-def measurements_show(file, fmt):
+@click.option("--detail", is_flag=True, help="table: every field of each row beside the model's figures")
+def measurements_show(file, fmt, detail):
     """The rows of a measurement FILE, each beside what the model predicts for the same point."""
     from planner.measurements.curves import beside_model
     from planner.measurements.table import read_measurements
@@ -421,13 +449,13 @@ def measurements_show(file, fmt):
         click.echo(render.to_json(rows))
     else:
         render.table(rows, title=f"{file}: measured beside the model (error_pct: measured / predicted - 1)",
-                     columns=["hardware", "model", "precision", "chips", "role", "input_tokens", "output_tokens",
-                              "concurrency", "tps_per_user", "predicted_tps_per_user", "output_tokens_per_s",
-                              "predicted_output_tokens_per_s", "error_pct"],
-                     labels={"precision": "prec", "input_tokens": "in", "output_tokens": "out",
-                             "concurrency": "conc", "tps_per_user": "tok/s/user", "predicted_tps_per_user": "model tok/s/user",
-                             "output_tokens_per_s": "tok/s", "predicted_output_tokens_per_s": "model tok/s",
-                             "error_pct": "error %"})
+                     columns=None if detail else
+                     ["hardware", "model", "precision", "chips", "role", "input_tokens", "output_tokens",
+                      "concurrency", "tps_per_user", "predicted_tps_per_user", "output_tokens_per_s",
+                      "predicted_output_tokens_per_s", "error_pct"],
+                     labels=MEASURED_LABELS, wraps=["source"],
+                     drop=() if detail else ["role", "chips", "precision", "output_tokens", "input_tokens"],
+                     more=None if detail else "--detail or --format json")
 
 
 @measurements.command("schema")
@@ -443,26 +471,33 @@ def measurements_schema():
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @click.option("--table", "which", type=click.Choice(["hardware", "models"]), default=None,
               help="only this table (CSV holds one table: hardware unless --table models)")
+@click.option("--detail", is_flag=True, help="table: every column (as JSON and CSV have them)")
 @click.pass_context
-def catalog(ctx, fmt, which):
+def catalog(ctx, fmt, which, detail):
     """List the hardware and model catalogs (``catalog show ID`` for one entry with sources)."""
     if ctx.invoked_subcommand is not None:
         return
     from planner.report import render
-    from planner.report.catalog_view import hardware_rows, model_rows
+    from planner.report import catalog_view as view
 
-    tables = {"hardware": hardware_rows(), "models": model_rows()}
+    if fmt == "table" and not detail:
+        tables = {"hardware": (view.hardware_brief_rows, view.HARDWARE_BRIEF, view.HARDWARE_DROP),
+                  "models": (view.model_rows, view.MODEL_BRIEF, view.MODEL_DROP)}
+    else:
+        tables = {"hardware": (view.hardware_rows, None, ()), "models": (view.model_rows, None, ())}
     if which:
         tables = {which: tables[which]}
     if fmt == "json":
-        click.echo(render.to_json(tables))
+        click.echo(render.to_json({name: rows() for name, (rows, _, _) in tables.items()}))
     elif fmt == "csv":
-        click.echo(render.to_csv(tables[which or "hardware"]), nl=False)
+        click.echo(render.to_csv(tables[which or "hardware"][0]()), nl=False)
     else:
         titles = {"hardware": "hardware (per chip unless the column says rack)",
                   "models": "models (parameters derived from the public configs)"}
-        for name, rows in tables.items():
-            render.table(rows, title=titles[name])
+        for name, (rows, columns, drop) in tables.items():
+            render.table(rows(), title=titles[name], columns=columns, labels=view.LABELS, drop=drop,
+                         wraps=["vendor", "memory_per_chip", "roles"],
+                         more=None if detail else "--detail or --format json")
 
 
 @catalog.command("show")

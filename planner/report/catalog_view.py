@@ -102,3 +102,34 @@ def _sources_of(obj) -> set[str]:
         for v in obj:
             found |= _sources_of(v)
     return found
+
+
+# The compact catalog tables (``planner catalog``; ``--detail``, JSON and CSV keep every column of the rows above)
+HARDWARE_BRIEF = ["id", "vendor", "chips_per_rack", "memory", "tb_per_s", "fp8_pflops", "fp4_pflops", "rack_kw",
+                  "rack_capex_musd", "available", "weakest_confidence"]
+HARDWARE_DROP = ["weakest_confidence", "fp4_pflops", "available", "tb_per_s", "vendor"]
+MODEL_BRIEF = ["id", "layers", "hidden", "attention", "experts", "total_params_b", "active_params_b",
+               "kv_kb_per_token_bf16", "native_precision"]
+MODEL_DROP = ["hidden", "layers", "attention"]
+LABELS = {"chips_per_rack": "chips per rack", "memory": "memory per chip", "tb_per_s": "TB/s (fastest)",
+          "fp8_pflops": "fp8 PF", "fp4_pflops": "fp4 PF", "rack_kw": "rack kW", "rack_capex_musd": "rack M USD",
+          "available": "from", "weakest_confidence": "weakest source", "total_params_b": "params B",
+          "active_params_b": "active B", "kv_kb_per_token_bf16": "KV kB per token (bf16)",
+          "native_precision": "native"}
+
+
+def hardware_brief_rows() -> list[dict]:
+    """The hardware rows as the compact table shows them: the memory tiers by capacity alone (one a line), the fastest tier's
+    bandwidth in its own column, the month a system is available from."""
+    rows = []
+    for hw, row in zip(catalog.hardware_catalog().values(), hardware_rows()):
+        tiers = hw.chip.memory
+        rows.append({**row, "memory": "\n".join(f"{_gb(t.capacity_bytes.value)} GB {t.tier}" for t in tiers),
+                     "tb_per_s": tiers[0].bandwidth_bytes_per_s.value / 1e12 if tiers else None,
+                     "available": row["available"][:7]})
+    return rows
+
+
+def _gb(value: float) -> str:
+    gb = value / 1e9
+    return f"{gb:,.0f}" if gb >= 100 else f"{gb:.3g}"

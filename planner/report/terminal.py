@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from pathlib import Path
 
 import click
@@ -46,20 +47,27 @@ def progress_display(enabled: bool):
 # The compact tables of the one-screen answer; --detail shows every column and the supporting tables.
 FLEET_BRIEF = ["hardware", "racks", "chips", "facility_power_mw", "capex_usd", "annual_cost_usd"]
 FLEET_INSTALLED = ["racks_installed", "racks_new", "racks_retired"]  # shown where the scenario has installed racks
-ALLOCATION_BRIEF = ["workload", "role", "hardware", "replicas", "layout", "batch", "precision", "speculative",
-                    "tps_per_user", "ttft_s", "source"]
+# one row per workload and system, its layouts folded into ``serving`` (brief_allocation)
+ALLOCATION_BRIEF = ["workload", "hardware", "chips", "serving", "tps_per_user", "ttft_s"]
 WORKLOAD_BRIEF = ["workload", "model", "tier", "tps_per_user", "ttft_s", "ttft_target_s", "cost_usd_per_mtok",
                   "power_mw", "served_share"]
+# what a narrow terminal leaves out first, in order (the table names them; --detail and JSON keep every one)
+WORKLOAD_DROP = ["tier", "power_mw", "ttft_target_s", "model"]
+FLEET_DROP = ["chips", "capex_usd", "racks_retired", "breakeven_utilization", "rental_usd_per_year"]
+ALLOCATION_DROP = ["ttft_s", "chips"]
+MORE = "--detail or --format json"
 # Short headers for the compact tables (the interface's names stay in JSON, CSV, Parquet and --detail).
 CURTAILMENT_BRIEF = ["step", "workload", "tier", "step_power_mw", "shed_facility_power_mw", "shed_share_of_peak",
                      "racks_powered_off", "shed_output_tokens_per_s", "forgone_revenue_usd_per_hour",
                      "deferrable_hours_per_day"]
 BRIEF_LABELS = {"facility_power_mw": "facility MW", "capex_usd": "capex USD", "annual_cost_usd": "USD/year",
-                "tps_per_user": "tok/s/user", "ttft_target_s": "TTFT target s", "ttft_s": "TTFT s",
+                "tps_per_user": "tok/s per user", "ttft_target_s": "TTFT target s", "ttft_s": "TTFT s",
                 "cost_usd_per_mtok": "USD/Mtok", "power_mw": "IT MW", "served_share": "served",
-                "speculative": "drafter", "racks_installed": "kept",
+                "speculative": "drafter", "racks_installed": "kept", "chips": "chips",
                 "racks_new": "bought", "racks_retired": "retired", "chips_rented": "rented chips",
-                "rental_usd_per_year": "rent USD/year", "breakeven_utilization": "own above"}
+                "rental_usd_per_year": "rent USD/year", "breakeven_utilization": "own above",
+                "serving": "serving (replicas x layout, precision, batch)"}
+ANSWER_INDENT = " " * 10  # the answer's lines continue under their text ("buy:      ...")
 
 
 def shares_as_percent(rows: list[dict]) -> list[dict]:
@@ -81,20 +89,66 @@ def fleet_columns(columns: list[str], rows: list[dict]) -> list[str]:
     return out
 
 
+def layout_words(r: dict) -> str:
+    """One allocation row as the folded table says it: ``decode 21 x tp4, fp8, batch 174, eagle``."""
+    if r.get("acquisition") == "api" or r.get("role") == "api":  # a hosted offer: its share of the workload
+        return f"api {100 * r['replicas']:.3g}% to {r.get('measurement') or r['hardware']}"
+    layout = f"tp{r['tensor_parallel']}" + (f" pp{r['pipeline_parallel']}" if r["pipeline_parallel"] > 1 else "")
+    layout += " ep" if r.get("expert_parallel") else ""
+    if r.get("role") == "attention" and r.get("ffn_hardware"):  # an attention/FFN pair: its FFN side's row follows
+        layout += f" (FFN on {render.short_id(r['ffn_hardware'])})"
+    parts = [f"{r['role']} {render.fmt(r['replicas'])} x {layout}", r["precision"], f"batch {r['batch']}"]
+    if r.get("speculative") not in (None, "none"):
+        parts.append(r["speculative"])
+    if r.get("source") not in (None, "model"):
+        parts.append(r["source"])
+    return ", ".join(p for p in parts if p)
+
+
 def brief_allocation(rows: list[dict]) -> tuple[list[dict], list[str]]:
-    """Allocation rows with the layout as one cell (chips = tp x pp, ep) and the drafter column only if used."""
-    out = []
+    """One row per (workload, system), the system's several layouts and roles for the workload folded into one
+    ``serving`` cell (every row whole: ``--detail``, ``--format json/csv``): the chips it uses on the system, the
+    slowest stream it serves and the longest TTFT it leaves."""
+    folded: dict[tuple, dict] = {}
     for r in rows:
-        ep = " ep" if r.get("expert_parallel") else ""
-        layout = f"{r['chips_per_replica']:g} = tp{r['tensor_parallel']} pp{r['pipeline_parallel']}{ep}"
-        if r.get("attention_chips") is not None:  # an attention/FFN pair: chips of each side
-            layout = f"{r['attention_chips']:g}+{r['ffn_chips']:g} split"
-        if r.get("acquisition") == "api":  # a hosted offer: its share of the workload, no chips
-            layout = f"hosted: {100 * r['replicas']:.3g}% of the workload"
-        out.append({**r, "layout": layout})
-    optional = {"speculative": (None, "none"), "source": (None, "model")}  # shown only where some row differs
-    cols = [c for c in ALLOCATION_BRIEF if c not in optional or any(r.get(c) not in optional[c] for r in rows)]
-    return out, cols
+        key = (r["workload"], r["hardware"])
+        f = folded.setdefault(key, {"workload": r["workload"], "hardware": r["hardware"], "chips": 0.0,
+                                    "serving": [], "tps_per_user": None, "ttft_s": None})
+        if r.get("role") != "api":
+            f["chips"] += float(r["replicas"]) * float(r["chips_per_replica"])
+        f["serving"].append(layout_words(r))
+        if r.get("tps_per_user") is not None and r.get("role") not in ("prefill", "ffn"):
+            f["tps_per_user"] = min(f["tps_per_user"] or math.inf, r["tps_per_user"])
+        if r.get("ttft_s") is not None:
+            f["ttft_s"] = max(f["ttft_s"] or 0.0, r["ttft_s"])
+    out = []
+    for f in folded.values():
+        chips = f["chips"]
+        out.append({**f, "serving": "\n".join(f["serving"]),
+                    "chips": None if chips == 0 else int(round(chips)) if abs(chips - round(chips)) < 1e-9 else chips})
+    return out, list(ALLOCATION_BRIEF)
+
+
+def answer_ids(d: dict) -> set:
+    """The ids a plan's answer names (workloads, models, systems), for ``render.shorten_ids``."""
+    ids = {w.get("workload") for w in d.get("workloads", [])} | {w.get("model") for w in d.get("workloads", [])}
+    ids |= {f.get("hardware") for f in d.get("fleet", [])} | {r.get("hardware") for r in d.get("allocation", [])}
+    return {i for i in ids if isinstance(i, str)}
+
+
+def echo_wrapped(line: str, ids=(), first: str = "", indent: str | None = None) -> None:
+    """A line of the answer at the terminal's width, wrapped at spaces (never inside a word), long ids shortened
+    as in the tables."""
+    for part in render.wrap(render.shorten_ids(line, ids), indent=ANSWER_INDENT if indent is None else indent,
+                            first=first):
+        click.echo(part)
+
+
+def echo_assumptions(d: dict) -> None:
+    click.echo("assumptions:")
+    ids = answer_ids(d)
+    for line in d["assumptions"]:
+        echo_wrapped(line, ids, first="  - ", indent="    ")
 
 
 def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None, detail: bool = False) -> None:
@@ -120,32 +174,33 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
     from planner.report.summary import summary_lines
 
     d = plan.to_dict()
-    for line in summary_lines(d, reason):
-        click.echo(line)
+    ids = answer_ids(d)
+    for k, line in enumerate(summary_lines(d, reason)):
+        echo_wrapped(line, ids, indent="  " if k == 0 else None)
     if d.get("robust"):
         from planner.sweep.report import robust_lines
 
         for line in robust_lines(d["robust"]):
-            click.echo(line)
+            echo_wrapped(line, ids, indent="    ")
         click.echo(f"  this scenario adds {d['robust']['racks_added_for_this_scenario']} racks to the robust fleet")
     if not len(plan.fleet) and not len(plan.allocation):
         return
     if not detail:
         fleet = plan.fleet.to_dicts()
-        render.table(fleet, title="what to buy", columns=fleet_columns(FLEET_BRIEF, fleet), labels=BRIEF_LABELS)
+        render.table(fleet, title="what to buy", columns=fleet_columns(FLEET_BRIEF, fleet), labels=BRIEF_LABELS,
+                     drop=FLEET_DROP, more=MORE)
         render.table(shares_as_percent(plan.workloads.to_dicts()), title="workloads", columns=WORKLOAD_BRIEF,
-                     labels=BRIEF_LABELS)
+                     labels=BRIEF_LABELS, drop=WORKLOAD_DROP, more=MORE)
         rows, cols = brief_allocation(plan.allocation.to_dicts())
-        render.table(rows, title="how each workload is served (chips per replica = tensor x pipeline)",
-                     columns=cols, labels=BRIEF_LABELS)
-        click.echo("assumptions:")
-        for line in d["assumptions"]:
-            click.echo(f"  - {line}")
-        click.echo("(every column, the totals, the tiers and why these systems: --detail; all of it: --format json)")
+        render.table(rows, title="how each workload is served, one row per system (tp x pp chips per replica)",
+                     columns=cols, labels=BRIEF_LABELS, drop=ALLOCATION_DROP, wraps=["serving"], more=MORE)
+        echo_assumptions(d)
+        echo_wrapped("(every row and column, the totals, the tiers and why these systems: --detail; all of it: "
+                     "--format json)", indent="")
         return
     s, t = plan.solver, plan.timings
-    click.echo(f"solver: {s['candidates_scored']:,} candidates scored in {t.get('engine_s', 0):.2f} s, "
-               f"{s['columns']} columns, MILP {t.get('solve_s', 0):.2f} s")
+    echo_wrapped(f"solver: {s['candidates_scored']:,} candidates scored in {t.get('engine_s', 0):.2f} s, "
+                 f"{s['columns']} columns, MILP {t.get('solve_s', 0):.2f} s", indent="  ")
     render.table(plan.fleet.to_dicts(), title="fleet", columns=fleet_columns(FLEET_COLUMNS, plan.fleet.to_dicts()))
     render.table(plan.allocation.to_dicts(), title="allocation (per workload and role)", columns=ALLOCATION_COLUMNS)
     render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_COLUMNS)
@@ -159,6 +214,4 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
         render.table(plan.alternatives.to_dicts(),
                      title="why these systems: the cheapest option on each system per workload and role "
                            "(annual cost and IT power per 1,000 tokens/s of capacity; used = in the plan)")
-    click.echo("assumptions:")
-    for line in d["assumptions"]:
-        click.echo(f"  - {line}")
+    echo_assumptions(d)

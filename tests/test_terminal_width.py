@@ -1,0 +1,152 @@
+"""Terminal output that fits (issue 27 item 4): every line of catalog, measurements, frontier and the answer within
+COLUMNS, nothing cut inside a word, long ids shortened one way, the frontier thinned to 20 points a system (--all:
+every point), one allocation row per workload and system; JSON and CSV stay whole."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner import catalog
+from planner.cli import main
+from planner.perf.frontier import frontier
+from planner.report import render
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT = ROOT / "tests" / "data" / "results" / "vllm-serve-2026.json"
+MEASURED = ROOT / "tests" / "data" / "measurements" / "h100-h200-llama8b.csv"
+WIDTHS = (80, 120)
+FRONTIER = ["frontier", "-m", "llama-3.1-70b", "-H", "hgx-h100", "-H", "gb200-nvl72", "-H", "cs3"]
+
+
+def run(width, *args):
+    res = CliRunner(env={"COLUMNS": str(width)}).invoke(main, list(args), catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def fits(text: str, width: int) -> None:
+    wide = [line for line in text.splitlines() if len(line) > width]
+    assert not wide, f"{len(wide)} lines over {width} columns, first: {wide[0]!r}"
+
+
+def test_short_id_keeps_both_ends_and_short_ids_whole():
+    long = "meta-llama/Llama-3.1-70B-Instruct"
+    short = render.short_id(long)
+    assert len(short) == render.ID_WIDTH and short.startswith("meta-llama") and short.endswith("Instruct")
+    assert "…" in short and render.short_id("llama-3.1-70b") == "llama-3.1-70b"
+    assert render.short_id("gb300-nvl72+groq3-lpx") == "gb300-nvl72+groq3-lpx"  # a pair: each side on its own
+    assert render.short_id(12.5) == 12.5
+    assert render.shorten_ids(f"{long} on hgx-h100", [long, "hgx-h100"]) == f"{short} on hgx-h100"
+    for hw in catalog.hardware_catalog():  # every shipped id is shown whole
+        assert render.short_id(hw) == hw
+
+
+def test_wrap_never_breaks_a_word():
+    text = "USD/Mtok: " + "; ".join(f"workload-with-a-long-name-{k} 0.{k}23" for k in range(8))
+    lines = render.wrap(text, 40, indent=" " * 10)
+    assert " ".join(lines).split() == text.split()
+    assert all(len(x) <= 40 or " " not in x.strip() for x in lines)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_catalog_fits_and_shows_every_id_whole(width):
+    out = run(width, "catalog")
+    fits(out, width)
+    firsts = {line.split()[0] for line in out.splitlines() if line.strip()}
+    assert set(catalog.hardware_catalog()) <= firsts and set(catalog.model_catalog()) <= firsts
+    fits(run(width, "catalog", "--detail"), width)
+
+
+def test_catalog_json_and_csv_keep_every_column():
+    from planner.report.catalog_view import hardware_rows, model_rows
+
+    data = json.loads(run(80, "catalog", "--format", "json"))
+    assert data == json.loads(json.dumps({"hardware": hardware_rows(), "models": model_rows()}))
+    header = run(80, "catalog", "--format", "csv").splitlines()[0].split(",")
+    assert header == list(hardware_rows()[0])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_measurements_show_and_import_fit(width):
+    out = run(width, "measurements", "show", str(MEASURED))
+    fits(out, width)
+    assert out.count("llama-3.1-8b") == 5
+    fits(run(width, "measurements", "show", str(MEASURED), "--detail"), width)
+    out = run(width, "measurements", "import", str(RESULT), "--from", "vllm", "-H", "hgx-h100", "-m", "llama-3.1-8b",
+              "--precision", "fp8", "--chips", "1")
+    fits(out, width)
+    assert len([line for line in out.splitlines() if line.startswith("hgx-h100")]) == 1  # one row, one line
+
+
+def frontier_rows(out: str) -> dict:
+    table = out[:out.index("best output tokens/s per MW")]
+    counts: dict = {}
+    for line in table.splitlines():
+        first = line.split()[0] if line.strip() else ""
+        if first in ("hgx-h100", "gb200-nvl72", "cs3"):
+            counts[first] = counts.get(first, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_frontier_is_thinned_to_20_points_a_system_and_all_shows_every_point(width):
+    points = frontier("llama-3.1-70b", ["hgx-h100", "gb200-nvl72", "cs3"])
+    want = {}
+    for p in points:
+        want[p["hardware"]] = want.get(p["hardware"], 0) + 1
+    assert max(want.values()) > 20  # the check means something
+    out = run(width, *FRONTIER)
+    fits(out, width)
+    shown = frontier_rows(out)
+    assert set(shown) == set(want) and all(n <= 20 for n in shown.values())
+    assert all(shown[h] == min(20, want[h]) for h in want)
+    every = run(width, *FRONTIER, "--all")
+    fits(every, width)
+    assert frontier_rows(every) == want
+
+
+def test_frontier_json_and_csv_keep_every_point():
+    points = frontier("llama-3.1-70b", ["hgx-h100", "gb200-nvl72", "cs3"])
+    assert json.loads(run(80, *FRONTIER, "--format", "json")) == json.loads(json.dumps(points))
+    assert len(run(80, *FRONTIER, "--format", "csv").splitlines()) == len(points) + 1
+
+
+def test_thin_frontier_keeps_the_ends_and_spreads_along_the_front():
+    pts = [{"hardware": "a", "tps_per_user": float(k + 1), "output_tokens_per_s_per_mw": 1e6 / (k + 1)}
+           for k in range(500)]
+    thin = render.thin_frontier(pts, 20)
+    assert len(thin) == 20 and thin[0] is pts[0] and thin[-1] is pts[-1]
+    assert [p["tps_per_user"] for p in thin] == sorted(p["tps_per_user"] for p in thin)
+    # evenly along the (log-scaled) front: consecutive picks cover similar ratios of speed
+    ratios = [b["tps_per_user"] / a["tps_per_user"] for a, b in zip(thin, thin[1:])]
+    assert max(ratios) < 2.5 * min(ratios)
+    assert render.thin_frontier(pts, None) == pts and render.thin_frontier(pts[:5], 20) == pts[:5]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_answer_fits_and_folds_layouts(width):
+    """bank-2mw: the headline wrapped at spaces within the width, every table within it, one allocation row per
+    workload and system (bank-2mw serves each workload with several roles on one system)."""
+    from planner.fleet.solve import solve
+    from planner.report.summary import summary_lines
+
+    out = run(width, "solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "-q")
+    fits(out, width)
+    d = json.loads(run(width, "solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "-q", "--format", "json"))
+    head = out[:out.index("what to buy")]
+    assert " ".join(head.split()) == " ".join(" ".join(summary_lines(d)).split())  # the same words, none broken
+    served = out[out.index("how each workload is served"):out.index("assumptions:")]
+    pairs = {(r["workload"], r["hardware"]) for r in d["allocation"]}
+    assert len(pairs) < len(d["allocation"])  # the check means something
+    rows = [line.split()[:2] for line in served.splitlines() if line.split()[:1] in ([w] for w, _ in pairs)]
+    assert sorted(map(tuple, rows)) == sorted(pairs)
+    assumptions = out[out.index("assumptions:"):]
+    assert " ".join(assumptions.split()[1:]).count("- ") >= len(d["assumptions"])
+    assert " ".join(assumptions.split()).replace(" - ", " ").split()[1:-1] != []
+    detail = run(width, "solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "-q", "--detail")
+    fits(detail, width)
+    plan = solve(ROOT / "scenarios" / "bank-2mw.yaml")
+    assert [r for r in d["allocation"]] == json.loads(json.dumps(plan.to_dict()["allocation"]))  # JSON whole

@@ -130,6 +130,25 @@ EVAL_TOL = 1e-6  # evaluate(): a row is violated when its scaled slack is below 
 # maps to CPSAT_MAX_BOUND, at most CPSAT_MAX_SCALING per replica.
 CPSAT_MAX_BOUND = 1e7
 CPSAT_MAX_SCALING = 1e5
+# The least time limit a solver is handed (issue 28): a deadline that passed while the options were scored, or a
+# tie-break after a first solve that spent the whole limit, leaves nothing or a negative remainder, and MathOpt
+# refuses a negative limit and the solvers treat a zero one unevenly. A solve past its deadline gets this much
+# more: enough for the solver to start, take its hint and stop with the best plan it has (or the reason there is
+# none). MAX_SOLVE_SECONDS: above the longest limit a scenario may set (1e6 s), finite for timedelta.
+MIN_SOLVE_SECONDS = 0.05
+MAX_SOLVE_SECONDS = 1e7
+
+
+def solver_seconds(time_limit_s) -> float:
+    """The limit a solver is handed for ``time_limit_s``: at least MIN_SOLVE_SECONDS (never zero, negative or
+    NaN), at most MAX_SOLVE_SECONDS."""
+    try:
+        seconds = float(time_limit_s)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not seconds >= MIN_SOLVE_SECONDS:  # NaN too
+        return MIN_SOLVE_SECONDS
+    return min(seconds, MAX_SOLVE_SECONDS)
 
 
 class SolverError(RuntimeError):
@@ -709,8 +728,8 @@ def solve_parameters(built: FleetModel, time_limit_s: float, relative_gap: float
     from ortools.sat import sat_parameters_pb2
 
     # A run whose first solve spent its whole limit leaves the tie-break a negative remainder, which MathOpt
-    # rejects: no time left is a zero limit (the solver stops at once and the first plan stands).
-    params = mathopt.SolveParameters(time_limit=timedelta(seconds=max(0.0, float(time_limit_s))),
+    # rejects: no time left is the least limit (solver_seconds; the solver stops at once and the first plan stands).
+    params = mathopt.SolveParameters(time_limit=timedelta(seconds=solver_seconds(time_limit_s)),
                                      relative_gap_tolerance=float(relative_gap),
                                      absolute_gap_tolerance=float(absolute_gap))
     if built.solver == "cp-sat":

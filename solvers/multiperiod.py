@@ -51,7 +51,7 @@ from datetime import timedelta
 import numpy as np
 
 from solvers.milp import (SolverError, _frozen, _solver_types, _status, interruptible, solver_key,
-                          solver_output_to_stderr)
+                          solver_output_to_stderr, solver_seconds)
 from solvers.vocabulary import HAS_PLAN, SOLVERS
 
 EVAL_TOL = 1e-6
@@ -303,8 +303,8 @@ def solve(built: BuildOutModel, time_limit_s: float = 60.0, relative_gap: float 
     ``solvers.milp.solve``)."""
     from ortools.math_opt.python import mathopt
 
-    # no time left is a zero limit (MathOpt refuses a negative one; the solver stops at once with what it has)
-    params = mathopt.SolveParameters(time_limit=timedelta(seconds=max(0.0, float(time_limit_s))),
+    # no time left is the least limit (MathOpt refuses a negative one; the solver stops at once with what it has)
+    params = mathopt.SolveParameters(time_limit=timedelta(seconds=solver_seconds(time_limit_s)),
                                      relative_gap_tolerance=float(relative_gap), absolute_gap_tolerance=0.0)
     model_params = (mathopt.ModelSolveParameters(solution_hints=[mathopt.SolutionHint(variable_values=hint)])
                     if hint and built.solver != "cp-sat" else None)

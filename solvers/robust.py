@@ -287,7 +287,7 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
 def solve(built: RobustModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4, hint: dict | None = None):
     """(result, wall seconds) of one solver run, by solvers.milp.solve (its parameters, stdout guard, interrupt
     handling and errors); ``hint`` (variable -> value, :func:`hint_of`): a known plan to start from."""
-    raw = milp.solve(built, max(float(time_limit_s), 0.01), relative_gap, hint=hint)
+    raw = milp.solve(built, milp.solver_seconds(time_limit_s), relative_gap, hint=hint)
     return raw.result, raw.wall_seconds
 
 

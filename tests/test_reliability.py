@@ -218,3 +218,146 @@ def test_robust_with_too_many_samples_is_refused_before_any_variant_is_solved(tm
                                     str(samples), "-q"])
     assert res.exit_code == 2, res.output
     _one_error_line(res.stderr, str(samples), "samples.n", "401 samples", "at most 400")
+
+
+# ---- time limits honoured to the end (issue 28 item 6) -------------------------------------------------------------
+def _capture_solve_parameters(monkeypatch):
+    """mathopt.solve replaced by one that records the parameters it was handed and raises (nothing is solved)."""
+    from ortools.math_opt.python import mathopt
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_solve(model, solver_type, params=None, model_params=None, **_):
+        seen.append(params)
+        raise Stop
+
+    monkeypatch.setattr(mathopt, "solve", fake_solve)
+    return seen
+
+
+@pytest.mark.parametrize("limit", [-0.06, 0.0, -1e9, float("nan"), float("-inf")])
+def test_no_solver_is_handed_a_zero_or_negative_limit(monkeypatch, limit):
+    """A deadline that passed while the options were scored, or a tie-break after a first solve that spent the
+    whole limit, used to hand MathOpt a negative limit (SolverError on a busy machine): every entry point now hands
+    the least limit, MIN_SOLVE_SECONDS."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from generators import random_problem
+
+    from solvers import milp, robust
+    from solvers.milp import MIN_SOLVE_SECONDS, SolverError, solve_parameters, solver_seconds
+
+    assert solver_seconds(limit) == MIN_SOLVE_SECONDS
+    assert solver_seconds(float("inf")) == milp.MAX_SOLVE_SECONDS and solver_seconds(7.5) == 7.5
+    built = milp.build(random_problem(1, 3, 2), "scip")
+    assert solve_parameters(built, limit, 1e-4).time_limit.total_seconds() == MIN_SOLVE_SECONDS
+    seen = _capture_solve_parameters(monkeypatch)
+    with pytest.raises(SolverError):
+        milp.solve(built, limit)
+    with pytest.raises(SolverError):
+        robust.solve(built, limit)
+    assert [p.time_limit.total_seconds() for p in seen] == [MIN_SOLVE_SECONDS] * 2
+
+
+def test_a_build_out_solve_is_never_handed_a_zero_or_negative_limit(monkeypatch):
+    from solvers import multiperiod
+    from solvers.milp import MIN_SOLVE_SECONDS, SolverError
+
+    seen = _capture_solve_parameters(monkeypatch)
+    built = type("B", (), {"model": None, "solver": "scip"})()
+    for limit in (-0.06, 0.0):
+        with pytest.raises(SolverError):
+            multiperiod.solve(built, limit)
+    assert [p.time_limit.total_seconds() for p in seen] == [MIN_SOLVE_SECONDS] * 2
+
+
+def _repair_without_solving(monkeypatch, caps):
+    """repair_pools on stand-ins: a plan exists (status optimal) whose pools are smaller than assumed (``caps``)."""
+    import dataclasses
+
+    import planner.fleet.solve as solve_module
+
+    @dataclasses.dataclass
+    class Sol:
+        status: str
+        racks: tuple = ()
+        replicas: tuple = ()
+
+    problem = type("P", (), {"n_columns": 1})()
+    built = type("Built", (), {"problem": problem})()
+    monkeypatch.setattr(solve_module, "plan_replicas", lambda b, s: None)
+    monkeypatch.setattr(solve_module, "allocation_rows", lambda b, r: [])
+    monkeypatch.setattr(solve_module, "assumed_servers_above_pools", lambda b, rows: caps)
+    # the real optimize_by (conftest wraps it to catch unit tests that solve): optimize itself is faked below
+    monkeypatch.setattr(solve_module, "optimize_by", getattr(solve_module.optimize_by, "__wrapped__",
+                                                             solve_module.optimize_by))
+    settings = type("S", (), {"name": "scip", "time_limit_s": 5.0, "relative_gap": 1e-3,
+                              "fewest_platforms": False})()
+    return solve_module, built, Sol("optimal"), settings, Sol
+
+
+def test_repair_past_the_deadline_returns_the_plan_so_far(monkeypatch):
+    """The deadline passed after the first plan: the pools' repair returns that plan, status time_limit, instead of
+    raising 'the time limit ran out'."""
+    import time
+
+    solve_module, built, sol, settings, _ = _repair_without_solving(monkeypatch, {0: 1.0})
+    monkeypatch.setattr(solve_module, "with_options_at", lambda *a: pytest.fail("no time: nothing re-generated"))
+    monkeypatch.setattr(solve_module, "optimize", lambda *a, **k: pytest.fail("no time: nothing solved"))
+    got_built, got = solve_module.repair_pools(built, sol, settings, time.monotonic() - 1.0)
+    assert got_built is built and got.status == "time_limit"
+
+
+def test_a_repair_round_without_a_plan_in_the_time_left_keeps_the_plan_so_far(monkeypatch):
+    import time
+
+    from solvers.vocabulary import NO_PLAN
+
+    solve_module, built, sol, settings, Sol = _repair_without_solving(monkeypatch, {0: 1.0})
+    again = type("Built", (), {"problem": built.problem})()
+    monkeypatch.setattr(solve_module, "with_options_at", lambda b, caps: again)
+    monkeypatch.setattr(solve_module, "optimize", lambda *a, **k: Sol(NO_PLAN))
+    got_built, got = solve_module.repair_pools(built, sol, settings, time.monotonic() + 60.0)
+    assert got_built is built and got.status == "time_limit"
+
+
+def test_no_time_before_the_first_milp_is_an_error_naming_what_used_it():
+    import time
+
+    import planner.fleet.solve as solve_module
+    from planner.errors import PlannerError
+
+    settings = type("S", (), {"time_limit_s": 5.0})()
+    with pytest.raises(PlannerError, match="time limit of 5 s ran out while scoring candidates"):
+        solve_module.optimize_by.__wrapped__(None, settings, time.monotonic() - 1.0, "scoring candidates")
+
+
+@pytest.mark.integration
+def test_a_deadline_passing_after_the_first_plan_ends_in_that_plan(monkeypatch):
+    """End to end on mixed-site (whose pools are repaired): the clock jumps past the deadline as the first MILP
+    returns; the answer is that plan, status time_limit, checked, exit-0 material (INTERFACE.md 1.6)."""
+    import time
+    import types
+
+    import planner.fleet.solve as solve_module
+    from planner.fleet.problem import build_problem
+    from planner.scenario import load_scenario
+
+    sc = load_scenario(ROOT / "scenarios" / "mixed-site.yaml")
+    built = build_problem(sc)
+    shift = [0.0]
+    monkeypatch.setattr(solve_module, "time", types.SimpleNamespace(
+        monotonic=lambda: time.monotonic() + shift[0], perf_counter=time.perf_counter))
+    real = solve_module.optimize
+
+    def first_then_late(*args, **kwargs):
+        sol = real(*args, **kwargs)
+        shift[0] = 1e6  # the deadline has passed
+        return sol
+
+    monkeypatch.setattr(solve_module, "optimize", first_then_late)
+    plan = solve_module.solve(sc, options_from=built)
+    assert plan.status == "time_limit" and all(c["ok"] for c in plan.checks)
+    assert plan.to_dict()["status"] == "time_limit"

@@ -72,7 +72,9 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None) ->
     has fewer servers than its option's ``servers`` (c_assumed), that option is generated again at the pool's
     whole servers and the MILP solved again. c_assumed only decreases, so this ends; after REPAIR_ROUNDS rounds,
     every pooled option is generated at one server (which any pool has) and solved once more. Returns the Built
-    and solution of the last solve."""
+    and solution of the last solve. A plan exists here, so the time limit never ends in an error: where the deadline
+    passes before a round (or a round's solve ends with no plan in the time left), the plan so far is the answer,
+    its status time_limit (docs/INTERFACE.md 1.6: a plan, stopped by the time limit)."""
     for rnd in range(REPAIR_ROUNDS + 1):
         if sol.status not in HAS_PLAN:
             return built, sol
@@ -84,18 +86,25 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None) ->
             caps = {int(j): 1.0 for j in np.flatnonzero(np.nan_to_num(servers, nan=1.0) > 1.0)}
         if progress:
             progress(0, 1, f"pools smaller than assumed: {len(caps)} option(s) sized again, solving again")
-        columns = built.problem.n_columns
-        built = with_options_at(built, caps)
-        start = (sol.racks, sol.replicas) if built.problem.n_columns == columns else None  # no column dropped
-        sol = optimize_by(built, settings, deadline, "sizing prefill pools again", start)
+        again = with_options_at(built, caps) if deadline > time.monotonic() else None
+        start = (sol.racks, sol.replicas) if again and again.problem.n_columns == built.problem.n_columns else None
+        found = optimize_by(again, settings, deadline, "sizing prefill pools again", start, so_far=sol) if again \
+            else None
+        if found is None or found.status == NO_PLAN:  # no time for this round, or its solve found no plan in it
+            return built, dataclasses.replace(sol, status="time_limit")  # the best plan found so far stands
+        built, sol = again, found
     return built, sol
 
 
-def optimize_by(built: Built, settings, deadline: float, doing: str, start: tuple | None = None):
-    """The MILP solved with the time left before ``deadline``; PlannerError naming what used it up when none is.
-    ``start``: a nearby plan's (racks, replicas), the solver's hint."""
+def optimize_by(built: Built, settings, deadline: float, doing: str, start: tuple | None = None, so_far=None):
+    """The MILP solved with the time left before ``deadline`` (never less than the solvers' least limit,
+    ``solvers.milp.MIN_SOLVE_SECONDS``). ``start``: a nearby plan's (racks, replicas), the solver's hint.
+    ``so_far``: the solution of the plan found so far, if any. No time left: None where a plan was found so far
+    (the caller keeps it), else PlannerError naming what used the time up (no plan at all)."""
     left = deadline - time.monotonic()
     if left <= 0:
+        if so_far is not None and so_far.status in HAS_PLAN:
+            return None
         raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while {doing}; raise "
                            f"--time-limit (or solver.time_limit_s)")
     return optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap,

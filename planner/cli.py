@@ -376,10 +376,12 @@ def measurements() -> None:
 
 @measurements.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=str))
-@click.option("--from", "tool", type=click.Choice(("vllm", "sglang", "genai-perf")), required=True,
-              help="the tool that wrote FILE")
+@click.option("--from", "tool", type=click.Choice(("vllm", "sglang", "genai-perf")), default=None,
+              help="the tool that wrote FILE (default: told from its keys; one they contradict is refused)")
 @click.option("--hardware", "-H", required=True, help="hardware id the benchmark ran on")
-@click.option("--model", "-m", required=True, help="model id it served")
+@click.option("--model", "-m", default=None,
+              help="catalog model it served, or its Hugging Face id (default: the file's model_id, model or "
+                   "tokenizer; one they contradict is refused)")
 @click.option("--precision", type=PRECISION, required=True)
 @click.option("--chips", type=click.IntRange(min=1), required=True, help="chips per replica")
 @click.option("--role", type=click.Choice(("colocated", "decode", "prefill")), default="colocated",

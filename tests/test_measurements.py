@@ -506,6 +506,8 @@ def test_import_refuses_ids_no_plan_can_use():
     res = CliRunner().invoke(main, base + ["-H", "h100", "-m", "llama-3.1-8b"])
     assert res.exit_code == 2 and "--hardware" in res.output and "did you mean 'hgx-h100'" in res.output, res.output
     res = CliRunner().invoke(main, base + ["-H", "hgx-h100", "-m", "meta-llama/Llama-3.1-8B-Instruct"])
+    assert res.exit_code == 0 and json.loads(res.stdout)[0]["model"] == "llama-3.1-8b", res.output  # its HF id
+    res = CliRunner().invoke(main, base + ["-H", "hgx-h100", "-m", "mistralai/Mixtral-8x7B-Instruct-v0.1"])
     assert res.exit_code == 2 and "--model" in res.output and "did you mean" in res.output, res.output
     res = CliRunner().invoke(main, base + ["-H", "our-h100", "-m", "llama-3.1-8b", "--custom-ids"])
     assert res.exit_code == 0 and json.loads(res.stdout)[0]["hardware"] == "our-h100", res.output
@@ -717,6 +719,8 @@ def test_solve_refuses_a_row_beyond_physics_and_plans_it_trusted_with_a_warning(
 
 def test_import_warns_of_runs_beyond_physics(tmp_path):
     doc = json.loads((RESULTS / "vllm-serve-2026.json").read_text())
+    for key in ("model_id", "tokenizer_id"):  # the file's 8B ids would contradict -m llama-3.1-405b (issue 27)
+        doc.pop(key)
     (tmp_path / "r.json").write_text(json.dumps(doc))
     args = ["measurements", "import", str(tmp_path / "r.json"), "--from", "vllm", "-H", "hgx-h100", "--precision",
             "fp8", "--chips", "1", "--format", "json"]
@@ -725,3 +729,110 @@ def test_import_warns_of_runs_beyond_physics(tmp_path):
     big = CliRunner().invoke(main, [*args, "-m", "llama-3.1-405b"])  # 405 GB of fp8 weights on one 80 GB chip
     assert big.exit_code == 0, big.output
     assert "warning: run 1 (hgx-h100 llama-3.1-405b) is beyond physics" in big.stderr and "do not fit" in big.stderr
+
+
+# ---- imports that check (issue 27 item 3): Hugging Face ids and the file's format -----------------------------------
+IMPORT_ARGS = ["-H", "hgx-h200", "--precision", "fp8", "--chips", "8", "--format", "json"]
+
+
+@pytest.mark.parametrize("hf, catalog_id", [
+    ("meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b"),  # the catalog's own source
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),  # the name before Meta's rename
+    ("nvidia/Llama-3.1-405B-Instruct-FP8", "llama-3.1-405b"),  # a quantized checkpoint of the same architecture
+    ("deepseek-ai/DeepSeek-R1-0528", "deepseek-r1"), ("moonshotai/Kimi-K2-Instruct-0905", "kimi-k2"),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b"), ("openai/gpt-oss-120b", "gpt-oss-120b"),
+    ("meta-llama/Llama-2-70b-chat-hf", "llama-2-70b"), ("/models/Llama-3.1-8B-Instruct/", "llama-3.1-8b"),
+    ("llama-3.1-70b", "llama-3.1-70b"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", None), ("deepseek-ai/DeepSeek-V2", None),
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", None),
+])
+def test_hugging_face_ids_map_to_catalog_models(hf, catalog_id):
+    from planner.measurements.importers import catalog_model_of
+
+    assert catalog_model_of(hf) == catalog_id
+
+
+@pytest.mark.parametrize("name, tool", [("vllm-serve-2026.json", "vllm"), ("vllm-benchmark-serving-0.8.json", "vllm"),
+                                        ("sglang-bench-serving.jsonl", "sglang"),
+                                        ("genai-perf-0.0.12.json", "genai-perf"),
+                                        ("genai-perf-0.0.15.json", "genai-perf"), ("aiperf-0.1.1.json", "genai-perf")])
+def test_without_from_and_m_the_file_says_its_tool_and_model(name, tool):
+    assert guess_tool(RESULTS / name) == tool
+    res = CliRunner().invoke(main, ["measurements", "import", str(RESULTS / name), *IMPORT_ARGS])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert rows and {r["model"] for r in rows} == {"llama-3.1-8b"}
+    assert all("model llama-3.1-8b from the file's meta-llama/Llama-3.1-8B-Instruct" in r["source"] for r in rows)
+
+
+@pytest.mark.parametrize("name, wrong, right, words", [
+    ("sglang-bench-serving.jsonl", "vllm", "sglang", "an SGLang result (JSONL of 2 runs with server_info"),
+    ("vllm-serve-2026.json", "sglang", "vllm", "a vLLM result (JSON with model_id"),
+    ("aiperf-0.1.1.json", "vllm", "genai-perf", "a GenAI-Perf / AIPerf profile export (JSON with input_config"),
+    ("genai-perf-0.0.12.json", "sglang", "genai-perf", "a GenAI-Perf / AIPerf profile export"),
+])
+def test_a_file_read_as_another_tools_is_refused(name, wrong, right, words):
+    res = CliRunner().invoke(main, ["measurements", "import", str(RESULTS / name), "--from", wrong, "-m",
+                                    "llama-3.1-8b", *IMPORT_ARGS])
+    assert res.exit_code == 2, res.output
+    assert f"{name}: looks like {words}" in res.stderr and f"not {wrong}; use --from {right}" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_the_issues_import_maps_an_hf_id_and_refuses_one_the_file_contradicts(tmp_path):
+    """issue 27: `-m meta-llama/Llama-3.1-70B-Instruct` on a file that served the 8B wrote a row with no model,
+    exit 0. The HF id of the file's own model maps to its catalog id; another model's is refused, naming the
+    file's model as the did-you-mean; an id that is no catalog model is refused naming the nearest."""
+    path = RESULTS / "vllm-serve-2026.json"
+    out = tmp_path / "bad.csv"
+    res = CliRunner().invoke(main, ["measurements", "import", str(path), "--from", "vllm", "-H", "hgx-h200", "-m",
+                                    "meta-llama/Llama-3.1-70B-Instruct", "--precision", "fp8", "--chips", "8",
+                                    "--out", str(out)])
+    assert res.exit_code == 2 and not out.exists(), res.output
+    assert ("-m meta-llama/Llama-3.1-70B-Instruct contradicts the file, which served meta-llama/Llama-3.1-8B-Instruct "
+            "(catalog llama-3.1-8b); did you mean -m llama-3.1-8b?") in res.stderr
+    res = CliRunner().invoke(main, ["measurements", "import", str(path), "-m", "llama-3.1-70b", *IMPORT_ARGS])
+    assert res.exit_code == 2 and "did you mean -m llama-3.1-8b?" in res.stderr, res.output
+    res = CliRunner().invoke(main, ["measurements", "import", str(path), "--from", "vllm", "-m",
+                                    "meta-llama/Llama-3.1-8B-Instruct", "--out", str(out), *IMPORT_ARGS[:-2]])
+    assert res.exit_code == 0, res.output
+    (row,) = read_measurements(out)
+    assert row.model == "llama-3.1-8b" and "is catalog llama-3.1-8b" in row.source
+    doc = json.loads(path.read_text())
+    doc["model_id"] = doc["tokenizer_id"] = "meta-llama/Llama-3.1-70B-Instruct"
+    (tmp_path / "70b.json").write_text(json.dumps(doc))
+    (row,) = import_results(tmp_path / "70b.json", "vllm", "hgx-h200", "meta-llama/Llama-3.1-70B-Instruct", "fp8", 8)
+    assert row.model == "llama-3.1-70b"
+    with pytest.raises(InputError, match=r"--model: 'Qwen/Qwen3-30B-A3B' is neither a catalog model nor the Hugging "
+                                         r"Face id of one \(did you mean 'qwen3-"):
+        import_results(path, "vllm", "hgx-h200", "Qwen/Qwen3-30B-A3B", "fp8", 8)
+
+
+def test_a_file_whose_model_is_unknown_needs_m(tmp_path):
+    doc = json.loads((RESULTS / "vllm-serve-2026.json").read_text())
+    doc["model_id"] = doc["tokenizer_id"] = "acme/our-finetune-7b"
+    path = tmp_path / "ft.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"ft.json: served 'acme/our-finetune-7b', which is no catalog model "
+                                         r"\(did you mean '.*'\?\); say -m"):
+        import_results(path, "vllm", "hgx-h200", None, "fp8", 8)
+    (row,) = import_results(path, "vllm", "hgx-h200", "llama-2-7b", "fp8", 8)  # -m decides; the name is noted
+    assert row.model == "llama-2-7b" and "served as acme/our-finetune-7b" in row.source
+    for key in ("model_id", "tokenizer_id"):
+        doc.pop(key)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="names no model"):
+        import_results(path, "vllm", "hgx-h200", None, "fp8", 8)
+    (row,) = import_results(path, None, "hgx-h200", "llama-3.1-8b", "fp8", 8)  # still told a vLLM file by its keys
+    assert row.source.startswith("vllm bench serve result")
+    # a scenario's own model (--custom-ids) is not held to the file's catalog ids
+    (row,) = import_results(RESULTS / "vllm-serve-2026.json", "vllm", "hgx-h200", "our-8b", "fp8", 8, custom_ids=True)
+    assert row.model == "our-8b"
+
+
+def test_a_file_with_no_tools_keys_needs_from(tmp_path):
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps({"completed": 8, "mean_tpot_ms": 10.0}))
+    with pytest.raises(InputError, match=r"bare.json: does not say which tool wrote it .*; say --from "
+                                         r"vllm\|sglang\|genai-perf"):
+        import_results(path, None, "hgx-h200", "llama-3.1-8b", "fp8", 8)

@@ -19,6 +19,7 @@ TTFT at a percentile, speculative method, date. The formats were read from the t
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from planner import catalog
@@ -38,6 +39,11 @@ def _json_documents(path: Path) -> list[dict]:
     """One JSON object, or one per line (JSONL); Python's reader takes a bare Infinity, as SGLang writes it. The
     file is read by the one defensive reader (``reading``): size and run limits, UTF-8, depth, each run a
     mapping."""
+    return _documents(path)[0]
+
+
+def _documents(path: Path) -> tuple[list[dict], bool]:
+    """The runs of a result file and whether it was JSON lines (one object per line)."""
     text = read_text(path, "a saved benchmark result (JSON or JSON lines)")
     try:
         whole = parse_json(text, path)
@@ -57,7 +63,7 @@ def _json_documents(path: Path) -> list[dict]:
     if not docs:
         raise InputError("is empty; expected a saved benchmark result", file=str(path))
     row_cap(len(docs), path, "runs")
-    return [mapping(doc, path, n) for n, doc in enumerate(docs, 1)]
+    return [mapping(doc, path, n) for n, doc in enumerate(docs, 1)], whole is _NOT_JSON
 
 
 def _need(doc: dict, key: str, path: Path, n: int, why: str = ""):
@@ -102,9 +108,9 @@ def _completed(doc: dict, path: Path, n: int) -> float:
     return completed
 
 
-def vllm_runs(path: Path) -> list[dict]:
+def vllm_runs(path: Path, docs: list[dict] | None = None) -> list[dict]:
     runs = []
-    for n, doc in enumerate(_json_documents(path), 1):
+    for n, doc in enumerate(_json_documents(path) if docs is None else docs, 1):
         completed = _completed(doc, path, n)
         tpot = _num(doc, "mean_tpot_ms", path, n, " (needs a tokenizer: run without --skip-tokenizer-init)",
                     positive=True)
@@ -127,13 +133,14 @@ def vllm_runs(path: Path) -> list[dict]:
             "speculative_seen": bool(spec), "speculative": None,
             "date": date(doc.get("date"), path, n, "date"),
             "model_name": text(doc.get("model_id")), "tool": "vllm bench serve",
+            "model_ids": _ids(doc.get("model_id"), doc.get("tokenizer_id"), doc.get("tokenizer")),
         })
     return runs
 
 
-def sglang_runs(path: Path) -> list[dict]:
+def sglang_runs(path: Path, docs: list[dict] | None = None) -> list[dict]:
     runs = []
-    for n, doc in enumerate(_json_documents(path), 1):
+    for n, doc in enumerate(_json_documents(path) if docs is None else docs, 1):
         completed = _completed(doc, path, n)
         tpot = _num(doc, "mean_tpot_ms", path, n, " (SGLang before 2025 saved no TPOT; rerun with a newer one)",
                     positive=True)
@@ -158,6 +165,8 @@ def sglang_runs(path: Path) -> list[dict]:
             "speculative": SPECULATIVE_NAMES.get(algorithm), "date": None,
             "model_name": text(info.get("served_model_name")) or text(info.get("model_path")),
             "tool": "sglang bench_serving",
+            "model_ids": _ids(info.get("served_model_name"), info.get("model_path"), info.get("tokenizer_path"),
+                              doc.get("model_id"), doc.get("tokenizer_id")),
         })
     return runs
 
@@ -182,9 +191,9 @@ def _genai_concurrency(config: dict, path: Path, n: int):
     return None
 
 
-def genai_perf_runs(path: Path) -> list[dict]:
+def genai_perf_runs(path: Path, docs: list[dict] | None = None) -> list[dict]:
     runs = []
-    for n, doc in enumerate(_json_documents(path), 1):
+    for n, doc in enumerate(_json_documents(path) if docs is None else docs, 1):
         config = mapping(doc.get("input_config"), path, n, "input_config")
         concurrency = _genai_concurrency(config, path, n)
         if concurrency is None:
@@ -217,6 +226,9 @@ def genai_perf_runs(path: Path) -> list[dict]:
             "date": date(doc.get("start_time"), path, n, "start_time"),
             "model_name": text(names[0]) if isinstance(names, list) and names else None,
             "tool": "aiperf" if "start_time" in doc else "genai-perf",
+            "model_ids": _ids(*(names if isinstance(names, list) else [names]), config.get("tokenizer"),
+                              config.get("tokenizer", {}).get("name") if isinstance(config.get("tokenizer"), dict)
+                              else None),
         })
     return runs
 
@@ -225,38 +237,204 @@ READERS = {"vllm": vllm_runs, "sglang": sglang_runs, "genai-perf": genai_perf_ru
 TOOLS: tuple[str, ...] = tuple(READERS)
 
 
-def check_catalog_ids(hardware: str, model: str) -> None:
+# ---- which tool wrote a file: from its keys -------------------------------------------------------------------------
+# Keys only one tool writes (read from the tools' sources, as the readers above): a file's tool is the one with the
+# most of them in its first run. ``backend`` is no evidence: each benchmark client drives several servers.
+TOOL_KEYS = {
+    "genai-perf": ("input_config", "time_to_first_token", "output_token_throughput", "request_latency",
+                   "output_sequence_length"),
+    "sglang": ("server_info", "mean_e2e_latency_ms", "total_output_tokens_retokenized", "accept_length",
+               "total_input_text_tokens"),
+    "vllm": ("model_id", "tokenizer_id", "mean_e2el_ms", "num_prompts", "burstiness", "request_goodput"),
+}
+TOOL_WORDS = {"vllm": "a vLLM result", "sglang": "an SGLang result", "genai-perf": "a GenAI-Perf / AIPerf profile export"}
+
+
+def detect_tool(docs: list[dict], jsonl: bool = False) -> tuple[str, str] | None:
+    """(tool, evidence in words) for a result file's parsed runs, or None when its keys do not tell."""
+    if not docs or not isinstance(docs[0], dict):
+        return None
+    doc = docs[0]
+    found = {}
+    for tool, keys in TOOL_KEYS.items():
+        hits = [k for k in keys if k in doc]
+        if tool == "genai-perf":  # GenAI-Perf's metrics are {unit, avg, pNN} mappings; the others' are numbers
+            hits = [k for k in hits if k == "input_config" or isinstance(doc.get(k), dict)]
+        if hits:
+            found[tool] = hits
+    if not found:
+        return None
+    ranked = sorted(found.items(), key=lambda kv: -len(kv[1]))
+    if len(ranked) > 1 and len(ranked[0][1]) == len(ranked[1][1]):
+        return None
+    tool, hits = ranked[0]
+    form = f"JSONL of {len(docs)} runs" if jsonl else "JSON"
+    return tool, f"{form} with {', '.join(hits[:3])}"
+
+
+def check_tool(path: Path, tool: str | None, docs: list[dict], jsonl: bool) -> str:
+    """The tool to read ``path`` with: ``tool`` (``--from``) where the file's keys agree or do not tell, the
+    detected one where ``tool`` is None; a contradiction is an InputError naming both."""
+    seen = detect_tool(docs, jsonl)
+    if tool is None:
+        if seen is None:
+            raise InputError(f"does not say which tool wrote it (none of the keys {', '.join(sorted(set(sum(TOOL_KEYS.values(), ()))))}"
+                             f"); say --from {'|'.join(TOOLS)}", file=str(path))
+        return seen[0]
+    if seen is not None and seen[0] != tool:
+        raise InputError(f"looks like {TOOL_WORDS[seen[0]]} ({seen[1]}), not {tool}; use --from {seen[0]}",
+                         file=str(path))
+    return tool
+
+
+# ---- which catalog model a file served: Hugging Face ids -----------------------------------------------------------
+# A catalog model's Hugging Face id is the repository of its ``source`` (the config.json it was read from). A file's
+# id maps to the model whose id matches once both are normalized: organisation and "Meta-" dropped, lower case,
+# and trailing variant words taken off (Instruct, chat, hf, base, a quantization such as FP8 or AWQ, a release
+# date such as 0528 or 2507): a checkpoint of the same architecture. Anything else (a fine-tune under another
+# name, a distillation) maps to nothing and needs -m.
+_VARIANT = re.compile(r"[-_.](instruct|chat|hf|base|it|fp8|fp8-dynamic|dynamic|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|"
+                      r"w4a16|w8a8|w4a8|w8a16|bf16|fp16|quantized|\d{4})$")
+_HF_SOURCE = re.compile(r"huggingface\.co/([^/\s]+/[^/\s]+)")
+
+
+def _ids(*values) -> list[str]:
+    out = []
+    for value in values:
+        value = text(value)
+        if value and value.strip() and value.strip() not in out:
+            out.append(value.strip())
+    return out
+
+
+def _normal(name: str) -> str:
+    name = name.strip().rstrip("/").lower()
+    name = name.rsplit("/", 1)[-1]  # org/name, or a local path to a checkpoint: its last part
+    name = name.removeprefix("meta-")
+    while True:
+        shorter = _VARIANT.sub("", name)
+        if shorter == name or not shorter:
+            return name
+        name = shorter
+
+
+def hf_id(model_id: str) -> str | None:
+    """The Hugging Face id of a catalog model (from its ``source``), None when its source is elsewhere."""
+    m = _HF_SOURCE.search(catalog.get_model(model_id).source)
+    return m.group(1) if m else None
+
+
+def catalog_model_of(name: str | None) -> str | None:
+    """The catalog model a Hugging Face id (or a catalog id, or a checkpoint path) names, or None."""
+    if not name or not isinstance(name, str):
+        return None
+    models = catalog.model_catalog()
+    if name in models:
+        return name
+    key = _normal(name)
+    for model_id in models:
+        names = {model_id.lower(), _normal(model_id)}
+        source = hf_id(model_id)
+        if source:
+            names |= {source.lower(), _normal(source)}
+        if name.lower() in names or key in names:
+            return model_id
+    return None
+
+
+def nearest_model(name: str) -> str:
+    """The catalog model closest to ``name`` by its normalized spelling (for a did-you-mean)."""
+    import difflib
+
+    models = sorted(catalog.model_catalog())
+    key = _normal(name)
+    close = difflib.get_close_matches(key, models, n=1, cutoff=0.0)
+    return close[0] if close else models[0]
+
+
+def resolve_model(path: Path, model: str | None, runs: list[dict], custom_ids: bool) -> tuple[str, str | None]:
+    """(the catalog model the rows are for, a note on where it came from) from ``-m`` and the ids the file names.
+    ``-m`` may be a catalog id or the Hugging Face id of one; without it the file's ids decide; ``-m`` that names
+    another catalog model than the file's ids is refused (InputError, with the file's model as did-you-mean)."""
+    named = _ids(*(i for run in runs for i in run.get("model_ids") or [run.get("model_name")]))
+    mapped = {}
+    for name in named:
+        found = catalog_model_of(name)
+        if found:
+            mapped.setdefault(found, name)
+    if model is None:
+        if len(mapped) == 1:
+            (found, name), = mapped.items()
+            return found, f"model {found} from the file's {name}"
+        if len(mapped) > 1:
+            raise InputError(f"names several catalog models ({', '.join(f'{v} = {k}' for k, v in mapped.items())}); "
+                             f"say which with -m", file=str(path))
+        if named:
+            raise InputError(f"served {named[0]!r}, which is no catalog model (did you mean {nearest_model(named[0])!r}?"
+                             f"); say -m with a catalog id (planner catalog), or --custom-ids -m with a scenario's "
+                             f"model", file=str(path))
+        raise InputError("names no model (no model_id, model or tokenizer field); say -m with a catalog id",
+                         file=str(path))
+    if not isinstance(model, str) or not model:
+        raise InputError(f"expected an id (text), got {model!r}", field="--model")
+    if custom_ids and model not in catalog.model_catalog():
+        return model, None  # a scenario's own model: the file's ids are only noted
+    as_catalog = catalog_model_of(model)
+    if as_catalog is None:
+        raise InputError(f"{model!r} is neither a catalog model nor the Hugging Face id of one (did you mean "
+                         f"{nearest_model(model)!r}?); known: {', '.join(sorted(catalog.model_catalog()))}; an id "
+                         f"your scenario defines: --custom-ids", field="--model")
+    if mapped and as_catalog not in mapped:
+        theirs, name = next(iter(mapped.items()))
+        raise InputError(f"-m {model} contradicts the file, which served {name} (catalog {theirs}); did you mean "
+                         f"-m {theirs}?", file=str(path))
+    return as_catalog, (f"-m {model} is catalog {as_catalog}" if as_catalog != model else None)
+
+
+def check_catalog_ids(hardware: str, model: str | None = None) -> None:
     """InputError naming the option for an id the catalog does not know (with its did-you-mean)."""
-    for field, lookup, value in (("--hardware", catalog.get_hardware, hardware), ("--model", catalog.get_model, model)):
+    checks = (("--hardware", catalog.get_hardware, hardware), ("--model", catalog.get_model, model))
+    for field, lookup, value in checks:
+        if value is None:
+            continue
         try:
             lookup(value)
         except catalog.CatalogError as exc:
             raise InputError(f"{exc}; an id your scenario defines: --custom-ids", field=field) from None
 
 
-def import_results(path, tool: str, hardware: str, model: str, precision: str, chips: int, role: str = "colocated",
+def import_results(path, tool: str | None, hardware: str, model: str | None, precision: str, chips: int,
+                   role: str = "colocated",
                    replicas: int = 1, tensor_parallel: int | None = None, pipeline_parallel: int | None = None,
                    expert_parallel: bool = False, speculative: str | None = None,
                    custom_ids: bool = False) -> list[Measurement]:
     """Rows of the measurement table from one saved result file of ``tool``. The benchmark may have run on
     ``replicas`` data-parallel replicas behind one endpoint: its concurrency and throughputs are divided among
     them. A run that used speculative decoding needs ``speculative`` (the method) unless the file names it.
-    ``hardware`` and ``model`` must be catalog ids (a row under another id is never used by a plan), unless
-    ``custom_ids``: ids a scenario defines (``hardware.custom``, ``models``)."""
+    ``hardware`` must be a catalog id and ``model`` a catalog id or the Hugging Face id of one (a row under
+    another id is never used by a plan), unless ``custom_ids``: ids a scenario defines (``hardware.custom``,
+    ``models``). ``tool`` None: the tool is detected from the file's keys; a ``tool`` the keys contradict is
+    refused. ``model`` None: the model is the catalog model the file's Hugging Face ids name; a ``model`` they
+    contradict is refused."""
     path = Path(path)
-    if tool not in READERS:
+    if tool is not None and tool not in READERS:
         raise InputError(f"unknown tool {tool!r}; expected one of {', '.join(TOOLS)}", field="--from")
-    for field, value in (("--hardware", hardware), ("--model", model)):
-        if not isinstance(value, str) or not value:
-            raise InputError(f"expected an id (text), got {value!r}", field=field)
+    if not isinstance(hardware, str) or not hardware:
+        raise InputError(f"expected an id (text), got {hardware!r}", field="--hardware")
+    if model is not None and (not isinstance(model, str) or not model):
+        raise InputError(f"expected an id (text), got {model!r}", field="--model")
     if not custom_ids:
-        check_catalog_ids(hardware, model)
+        check_catalog_ids(hardware)
     if not path.is_file():
         raise InputError("no such file", file=str(path))
     if not (isinstance(replicas, int) and replicas >= 1):
         raise InputError(f"expected a whole number >= 1, got {replicas!r}", field="--replicas")
+    docs, jsonl = _documents(path)
+    tool = check_tool(path, tool, docs, jsonl)
+    runs = READERS[tool](path, docs)
+    model, how = resolve_model(path, model, runs, custom_ids)
     rows = []
-    for n, run in enumerate(READERS[tool](path), 1):
+    for n, run in enumerate(runs, 1):
         method = speculative or run["speculative"] or ("none" if not run["speculative_seen"] else None)
         if method is None:
             raise InputError(f"run {n} used speculative decoding; say which method with --speculative "
@@ -266,7 +444,10 @@ def import_results(path, tool: str, hardware: str, model: str, precision: str, c
             notes.append("concurrency from the measured requests in flight (no max_concurrency)")
         if replicas > 1:
             notes.append(f"one of {replicas} replicas")
-        if run["model_name"] and model.lower() not in str(run["model_name"]).lower().replace("_", "-"):
+        if how:
+            notes.append(how)
+        if run["model_name"] and catalog_model_of(run["model_name"]) != model and \
+                model.lower() not in str(run["model_name"]).lower().replace("_", "-"):
             notes.append(f"served as {run['model_name']}")
         row = {
             "hardware": hardware, "model": model, "precision": precision, "chips": chips, "role": role,
@@ -286,16 +467,8 @@ def import_results(path, tool: str, hardware: str, model: str, precision: str, c
 def guess_tool(path) -> str | None:
     """The tool that wrote a result file, from its keys (None when unclear)."""
     try:
-        doc = _json_documents(Path(path))[0]
+        seen = detect_tool(*_documents(Path(path)))
     except (InputError, OSError):
         return None
-    if not isinstance(doc, dict):
-        return None
-    if "input_config" in doc or isinstance(doc.get("output_token_throughput"), dict):
-        return "genai-perf"
-    if "model_id" in doc or "num_prompts" in doc:
-        return "vllm"
-    if "total_output_tokens_retokenized" in doc or "mean_e2e_latency_ms" in doc:
-        return "sglang"
-    return None
+    return seen[0] if seen else None
 

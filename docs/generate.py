@@ -125,7 +125,34 @@ def screenshot(plans: Plans, args: list[str]) -> str:
             f"{people(t['annual_cost_usd'], 'USD')} a year](docs/report.png)")
 
 
-GENERATORS = {"answer": answer, "totals": totals, "cost": cost, "screenshot": screenshot}
+# the system column of the tiers table where the precision of the fastest point does not say it all
+TIER_LABELS = {"vr-nvl72+groq3-lpx": "vr-nvl72+groq3-lpx (fp4 attention, fp8 FFN)",
+               "groq3-lpx": "groq3-lpx alone (fp8, not in the test block)"}
+
+
+def tiers(plans: Plans, args: list[str]) -> str:
+    """GTC2026's table: best output tokens/s per MW at each tier (``best_at_tiers`` of the frontier) and the
+    fastest frontier point, per system. Arguments: MODEL INPUT_TOKENS OUTPUT_TOKENS HARDWARE..."""
+    from planner.perf.frontier import best_at_tiers, frontier
+    from planner.vocabulary import TIERS
+
+    model, inp, out, *hardware = args
+    points = frontier(model, hardware, input_tokens=int(inp), output_tokens=int(out))
+    best = {(r["hardware"], r["tier"]): r["output_tokens_per_s_per_mw"] for r in best_at_tiers(points)}
+    head = ("| system | " + " | ".join(f"{t} ({v:,.0f})" for t, v in TIERS.items())
+            + " | fastest frontier point (tok/s/user) |\n|---|" + "---:|" * (len(TIERS) + 1))
+    rows = []
+    for hw in hardware:
+        mine = [p for p in points if p["hardware"] == hw]
+        fastest = max(mine, key=lambda p: p["tps_per_user"]) if mine else None
+        label = TIER_LABELS.get(hw) or (f"{hw} ({fastest['precision']})" if fastest else hw)
+        cells = [f"{best.get((hw, t), 0.0):,.0f}" for t in TIERS]
+        speed = f"{fastest['tps_per_user']:,.0f}" if fastest else "-"
+        rows.append(f"| {label} | " + " | ".join(cells) + f" | {speed} |")
+    return head + "\n" + "\n".join(rows)
+
+
+GENERATORS = {"answer": answer, "totals": totals, "cost": cost, "screenshot": screenshot, "tiers": tiers}
 
 
 # ---- regions ----------------------------------------------------------------------------------------------------------

@@ -16,8 +16,9 @@ _spec.loader.exec_module(generate)
 
 @pytest.mark.integration
 def test_the_docs_quote_what_the_code_prints():
-    """Every generated region (the README's answer and screenshot line, GTC2026's totals, OPTIMIZER's max_platforms
-    figures) and the screenshot's stored answer match a fresh solve: `make docs` fixes a failure."""
+    """Every generated region (the README's answer and screenshot line, GTC2026's tiers table and plan totals,
+    OPTIMIZER's max_platforms figures) and the screenshot's stored answer match a fresh solve: `make docs` fixes a
+    failure."""
     problems = generate.check()
     assert problems == [], "\n\n".join(problems) + "\n\nrun `make docs` and commit what it rewrites"
 

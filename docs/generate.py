@@ -155,7 +155,7 @@ def tiers(plans: Plans, args: list[str]) -> str:
 GENERATORS = {"answer": answer, "totals": totals, "cost": cost, "screenshot": screenshot, "tiers": tiers}
 
 
-# ---- regions ----------------------------------------------------------------------------------------------------------
+# ---- regions ---------------------------------------------------------------------------------------------------------
 
 def render_regions(text: str, plans: Plans, where: str = "") -> tuple[str, list[tuple[str, str, str]]]:
     """``text`` with every region rewritten, and (spec, old body, new body) for each region that changed."""

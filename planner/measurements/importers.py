@@ -247,7 +247,8 @@ TOOL_KEYS = {
                "total_input_text_tokens"),
     "vllm": ("model_id", "tokenizer_id", "mean_e2el_ms", "num_prompts", "burstiness", "request_goodput"),
 }
-TOOL_WORDS = {"vllm": "a vLLM result", "sglang": "an SGLang result", "genai-perf": "a GenAI-Perf / AIPerf profile export"}
+TOOL_WORDS = {"vllm": "a vLLM result", "sglang": "an SGLang result",
+              "genai-perf": "a GenAI-Perf / AIPerf profile export"}
 
 
 def detect_tool(docs: list[dict], jsonl: bool = False) -> tuple[str, str] | None:
@@ -278,8 +279,9 @@ def check_tool(path: Path, tool: str | None, docs: list[dict], jsonl: bool) -> s
     seen = detect_tool(docs, jsonl)
     if tool is None:
         if seen is None:
-            raise InputError(f"does not say which tool wrote it (none of the keys {', '.join(sorted(set(sum(TOOL_KEYS.values(), ()))))}"
-                             f"); say --from {'|'.join(TOOLS)}", file=str(path))
+            keys = ", ".join(sorted({k for keys in TOOL_KEYS.values() for k in keys}))
+            raise InputError(f"does not say which tool wrote it (none of the keys {keys}); say --from "
+                             f"{'|'.join(TOOLS)}", file=str(path))
         return seen[0]
     if seen is not None and seen[0] != tool:
         raise InputError(f"looks like {TOOL_WORDS[seen[0]]} ({seen[1]}), not {tool}; use --from {seen[0]}",
@@ -370,8 +372,8 @@ def resolve_model(path: Path, model: str | None, runs: list[dict], custom_ids: b
             raise InputError(f"names several catalog models ({', '.join(f'{v} = {k}' for k, v in mapped.items())}); "
                              f"say which with -m", file=str(path))
         if named:
-            raise InputError(f"served {named[0]!r}, which is no catalog model (did you mean {nearest_model(named[0])!r}?"
-                             f"); say -m with a catalog id (planner catalog), or --custom-ids -m with a scenario's "
+            raise InputError(f"served {named[0]!r}, which is no catalog model (did you mean "
+                             f"{nearest_model(named[0])!r}?); say -m with a catalog id (planner catalog), or --custom-ids -m with a scenario's "
                              f"model", file=str(path))
         raise InputError("names no model (no model_id, model or tokenizer field); say -m with a catalog id",
                          file=str(path))

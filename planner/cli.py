@@ -248,6 +248,10 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whati
             if out_dir:
                 wrote(out_dir)
         raise
+    if not getattr(plan, "is_buildout", False):  # a system bought for under 2% of the cost: what it saves
+        from planner.fleet.whatif import minor_platforms
+
+        minor_platforms(plan)  # re-solved before anything is shown (the answer only reads plan.minor_platforms)
     report.emit(plan, fmt, out_dir, detail=detail)
     if out_dir:
         wrote(f"{out_dir} (plan.json, and each table as CSV and Parquet)")

@@ -150,3 +150,38 @@ def test_the_answer_fits_and_folds_layouts(width):
     fits(detail, width)
     plan = solve(ROOT / "scenarios" / "bank-2mw.yaml")
     assert [r for r in d["allocation"]] == json.loads(json.dumps(plan.to_dict()["allocation"]))  # JSON whole
+
+
+def test_minor_platform_words():
+    from planner.report.summary import minor_words
+
+    m = {"hardware": "hgx-h100", "racks": 1, "share_of_cost": 0.0116, "saves_usd_per_year": 13_562.0,
+         "saves_facility_power_mw": 0.00075, "within_gap": False, "without": "57 x hgx-b200, 1 x hgx-h200",
+         "status": "optimal"}
+    text = minor_words(m)
+    assert text.startswith("1 x hgx-h100 is 1.2% of the annual cost") and "saves 13.6 k USD a year" in text
+    assert "(57 x hgx-b200, 1 x hgx-h200)" in text and "0.75 kW more" in text
+    assert "saves nothing" in minor_words({**m, "within_gap": True})
+    assert minor_words({**m, "saves_usd_per_year": None, "status": "no plan without it: infeasible"}).endswith(
+        "no plan without it: infeasible")
+
+
+@pytest.mark.integration
+def test_a_platform_bought_for_under_2_percent_is_named_with_its_saving():
+    """bank-2mw with the B200 supply capped at the plan's 57 racks and a little more extraction traffic buys one
+    H100 server beside them (1.2% of the cost): the answer names it and what it saves against the plan re-solved
+    without it; the JSON carries minor_platforms."""
+    args = ["solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "-q", "--set", "hardware.max_racks.hgx-b200=57",
+            "--set", "workloads.document-extraction.requests_per_s=1000"]
+    d = json.loads(run(80, *args, "--format", "json"))
+    shares = {f["hardware"]: f["annual_cost_usd"] / d["totals"]["annual_cost_usd"] for f in d["fleet"]}
+    minor = [h for h, s in shares.items() if s < 0.02]
+    assert minor and [m["hardware"] for m in d["minor_platforms"]] == minor
+    m = d["minor_platforms"][0]
+    assert m["share_of_cost"] == pytest.approx(shares[m["hardware"]]) and m["saves_usd_per_year"] > 0
+    assert m["hardware"] not in m["without"]
+    out = run(80, *args)
+    fits(out, 80)
+    assert "minor:" in out and f"x {m['hardware']} is" in out
+    plain = json.loads(run(80, "solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "-q", "--format", "json"))
+    assert plain["minor_platforms"] == []  # one system: nothing to name, nothing re-solved

@@ -69,6 +69,7 @@ class Plan:
     one_more_rack: list | None = None  # a fleet-only plan: what one more rack of each system adds (whatif)
     rentals: list = field(default_factory=list)  # chips rented per offer (OPTIMIZER.md 11)
     verification: dict | None = None  # solve --verify: the simulation and its repair rounds (planner.sim.verify)
+    minor_platforms: list | None = None  # systems bought for under 2% of the cost, what each saves (whatif)
 
     def to_dict(self) -> dict:
         from planner.report.summary import assumptions
@@ -80,6 +81,8 @@ class Plan:
             d["one_more_rack"] = self.one_more_rack
         if self.verification is not None:
             d["verification"] = self.verification
+        if self.minor_platforms is not None:
+            d["minor_platforms"] = self.minor_platforms
         d["rentals"] = self.rentals
         ready = isinstance(d["inputs"], dict) and {"scenario", "demands"} <= set(d["inputs"])
         d["assumptions"] = assumptions(d) if ready else []  # what decides the cost, in words

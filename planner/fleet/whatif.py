@@ -1,6 +1,7 @@
 """What a limit costs: the plan re-solved with one more MW of facility power, one more rack of floor space, or
-one more rack of each system at its supply cap, for each limit that binds (``planner.report.summary``); and for a
-plan that buys nothing, what one more rack of each system would add (``one_more_rack``). Re-solves, not duals: the MILP's integer racks make duals meaningless, and each re-solve is checked like any plan."""
+one more rack of each system at its supply cap, for each limit that binds (``planner.report.summary``); for a
+plan that buys nothing, what one more rack of each system would add (``one_more_rack``); and what a system
+bought for under 2% of the fleet's cost saves against the plan without it (``minor_platforms``). Re-solves, not duals: the MILP's integer racks make duals meaningless, and each re-solve is checked like any plan."""
 
 from __future__ import annotations
 
@@ -90,6 +91,69 @@ def whatif_tables(plan, progress=None) -> dict:
         progress(0, len(limits) + len(families), f"what-ifs: {len(limits) + len(families)} re-solves")
     rows = run_jobs(limits + families, progress)
     return {"limits": rows[:len(limits)], "families": family_order(rows[len(limits):])}
+
+
+MINOR_SHARE = 0.02  # a system bought for less than this share of the fleet's annual cost is named in the answer
+
+
+def minor_hardware(plan) -> list[tuple[str, int, float]]:
+    """(hardware, racks bought, share of the annual cost) of each system the plan buys (none of it installed)
+    for less than ``MINOR_SHARE`` of the fleet's annual cost, beside at least one other system."""
+    if not solved_in_memory(plan) or not len(plan.fleet):
+        return []
+    total = float(plan.totals.get("annual_cost_usd") or 0.0)
+    rows = plan.fleet.to_dicts()
+    if total <= 0 or len(rows) < 2:
+        return []
+    return [(f["hardware"], int(f["racks_new"]), float(f["annual_cost_usd"]) / total) for f in rows
+            if f.get("racks_new", 0) > 0 and not f.get("racks_installed") and f["annual_cost_usd"] < MINOR_SHARE * total]
+
+
+def minor_platform_jobs(plan) -> list:
+    """One re-solve per system the plan buys for under ``MINOR_SHARE`` of its cost (``minor_row``); none when
+    there is no such system."""
+    return [functools.partial(minor_row, plan, hw, racks, share) for hw, racks, share in minor_hardware(plan)]
+
+
+def minor_platforms(plan, progress=None) -> list[dict]:
+    """What each system bought for under 2% of the fleet's annual cost saves (``minor_row``), stored on the plan
+    (``plan.minor_platforms``, the plan JSON's ``minor_platforms``): computed before anything is shown, so that
+    the answer only reads it. Cheap: one re-solve per such system, on the plan's scored options."""
+    plan.minor_platforms = run_jobs(minor_platform_jobs(plan), progress)
+    return plan.minor_platforms
+
+
+def without_hardware(built, hw_id: str):
+    """``built`` with every option that runs on ``hw_id`` (either side of a pair) left out; its hardware list kept,
+    so that ``solve(..., options_from=...)`` reuses the rest."""
+    cols = built.options
+    mask = np.array([h != hw_id and f != hw_id for h, f in zip(cols["hardware"], cols["ffn_hardware"])], dtype=bool)
+    return dataclasses.replace(built, options={c: v[mask] for c, v in cols.items()})
+
+
+def minor_row(plan, hw_id: str, racks: int, share: float) -> dict:
+    """The plan re-solved without ``hw_id`` (its supply cap set to 0 and its options left out, the other options
+    as scored): ``saves_usd_per_year`` is what that plan costs more a year (the saving of buying the system;
+    ``within_gap`` when smaller than the solvers' gap), ``saves_facility_power_mw`` the facility power it draws
+    more, ``without`` what it buys instead; a plan that cannot be had without the system says why (``status``)."""
+    from planner.fleet.solve import solve
+
+    row = {"hardware": hw_id, "racks": racks, "share_of_cost": share, "saves_usd_per_year": None,
+           "saves_facility_power_mw": None, "within_gap": None, "without": None, "status": None}
+    try:
+        alone = solve(plan.built.scenario.with_({f"hardware.max_racks.{hw_id}": 0}),
+                      options_from=without_hardware(plan.built, hw_id))
+    except PlannerError as exc:
+        row["status"] = f"no plan without it: {str(exc).splitlines()[0]}"
+        return row
+    value = alone.objective_usd_per_year - plan.objective_usd_per_year
+    gaps = [g for g in (plan.solver.get("relative_gap"), alone.solver.get("relative_gap")) if g is not None]
+    row.update(saves_usd_per_year=value,
+               saves_facility_power_mw=alone.totals["facility_power_mw"] - plan.totals["facility_power_mw"],
+               within_gap=abs(value) <= max(gaps, default=0.0) * abs(plan.objective_usd_per_year),
+               without=", ".join(f"{r['racks']:,} x {r['hardware']}" for r in alone.fleet.to_dicts()),
+               status=alone.status)
+    return row
 
 
 def fleet_families(scenario) -> list[tuple[str, list[str]]]:

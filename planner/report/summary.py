@@ -159,6 +159,10 @@ def assumptions(d: dict) -> list[str]:
     if tie:
         lines.append(f"ties: among plans no worse than the first found, the one on the fewest hardware types "
                      f"(solver.fewest_platforms): {tie}")
+    if d.get("minor_platforms"):
+        lines.append("minor platforms: a system bought for under 2% of the fleet's annual cost is named with what "
+                     "it saves: the plan re-solved without it (its supply cap 0, the other options as scored), "
+                     "against this one (minor_platforms)")
     lines.append("fractional replicas: a row's replicas may be fractional (a share of a replica's time); racks "
                  "are whole (docs/OPTIMIZER.md)")
     return lines
@@ -195,6 +199,7 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     lines.append(f"USD/Mtok: {per}")
     limits = binding_limits(d)
     lines.append("binding:  " + ("; ".join(limits) if limits else "no limit binds: demand sets the size"))
+    lines += [f"minor:    {minor_words(m)}" for m in d.get("minor_platforms") or []]
     short = [f"{w['workload']} ({100 * w['served_share']:.3g}% served)" for w in d["workloads"]
              if w.get("served_share") is not None and w["served_share"] < 1.0 - 1e-6]
     short += [f"{name} ({why})" for name, why in (d.get("unserved") or {}).items()]
@@ -219,6 +224,22 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     return lines
 
 
+def minor_words(m: dict) -> str:
+    """A system bought for under 2% of the fleet's annual cost (the plan's ``minor_platforms``), and what it saves
+    against the plan re-solved without it."""
+    text = (f"{m['racks']:,} x {m['hardware']} is {100 * m['share_of_cost']:.2g}% of the annual cost; ")
+    if m.get("saves_usd_per_year") is None:
+        return text + (m.get("status") or "not re-solved")
+    instead = f" ({m['without']})" if m.get("without") else ""
+    if m["within_gap"] or m["saves_usd_per_year"] <= 0:
+        return text + (f"the plan without it{instead} costs about the same (within the solvers' gap): the "
+                       f"system saves nothing a buyer should count on")
+    power = m.get("saves_facility_power_mw") or 0.0
+    return text + (f"it saves {people(m['saves_usd_per_year'], 'USD')} a year against the plan without it{instead}"
+                   + (f", which also draws {people(power)} MW more" if power >= 1 else
+                      f", which also draws {people(1e3 * power)} kW more" if power > 1e-6 else ""))
+
+
 def curtailment_words(d: dict) -> str | None:
     """What the site can shed at its peak (the plan's ``curtailment`` table, OPTIMIZER.md 13), as a clause of the
     power line: what comes off with every workload kept (headroom, spare racks), and with the first workload the
@@ -239,7 +260,8 @@ def curtailment_words(d: dict) -> str | None:
 
 OBJECTIVE_WORDS = {"min_cost": "the cheapest fleet a year", "min_power": "the fleet that draws the least power",
                    "max_revenue": "the fleet that earns the most over its cost",
-                   "max_served": "the most of the demand served, then the cheapest such fleet"}
+                   "max_served": "the most of the demand served, then the cheapest such fleet",
+                   "min_carbon": "the fleet that emits the least CO2e a year"}
 
 
 def headline(d: dict) -> str:

@@ -111,10 +111,11 @@ def brief_allocation(rows: list[dict]) -> tuple[list[dict], list[str]]:
     slowest stream it serves and the longest TTFT it leaves."""
     folded: dict[tuple, dict] = {}
     for r in rows:
-        key = (r["workload"], r["hardware"])
-        f = folded.setdefault(key, {"workload": r["workload"], "hardware": r["hardware"], "chips": 0.0,
+        hosted = r.get("role") == "api"  # a hosted offer: "api", the offer named in its serving cell
+        key = (r["workload"], "api" if hosted else r["hardware"])
+        f = folded.setdefault(key, {"workload": r["workload"], "hardware": key[1], "chips": 0.0,
                                     "serving": [], "tps_per_user": None, "ttft_s": None})
-        if r.get("role") != "api":
+        if not hosted:
             f["chips"] += float(r["replicas"]) * float(r["chips_per_replica"])
         f["serving"].append(layout_words(r))
         if r.get("tps_per_user") is not None and r.get("role") not in ("prefill", "ffn"):

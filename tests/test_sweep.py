@@ -349,3 +349,70 @@ def test_the_ray_engine_gives_the_same_robust_fleet(tmp_path, robust_outcome):
 
     on_ray = sweep(sweep_file(tmp_path, ROBUST), engine="ray", robust="mean")
     assert on_ray.table.equals(robust_outcome.table) and on_ray.robust["fleet"] == robust_outcome.robust["fleet"]
+
+
+# ---- workers die with their parent (issue 28) -----------------------------------------------------------------------
+def _pool_workers(parent: int) -> set[int]:
+    """The process-pool workers (multiprocessing's spawn_main) whose parent is ``parent``, from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"spawn_main" in cmdline:
+            found.add(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended; only its entry waits to be reaped
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGKILL"])
+def test_a_sweep_ended_by_a_signal_leaves_no_worker_running(tmp_path, signame):
+    """The issue's case: `timeout` ended a sweep with SIGTERM and a pool worker ran on for 25 minutes. Each chunk
+    here takes many seconds, so a worker that outlived its parent would still be found running."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    values = ", ".join(str(10 + 5 * k) for k in range(12))
+    path = sweep_file(tmp_path, f"axes:\n  - {{path: finance.electricity_usd_per_mwh, values: [{values}]}}\n"
+                                "  - {path: site.power_budget_mw, values: [0.9, 1.2, 1.6, 2.0, 2.5, 3.0]}\n"
+                                "samples: {method: grid}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "sweep", str(path), "--workers", "2", "-q",
+                             "--no-regret", "--format", "csv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT)
+    try:
+        workers: set[int] = set()
+        give_up = time.monotonic() + 240
+        while len(workers) < 2 and proc.poll() is None and time.monotonic() < give_up:
+            workers |= _pool_workers(proc.pid)
+            time.sleep(0.2)
+        assert len(workers) == 2, f"the pool's workers never started (exit {proc.poll()})"
+        time.sleep(1.0)  # the workers are inside their first chunk
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=60)
+        left = set(workers)
+        give_up = time.monotonic() + 15
+        while left and time.monotonic() < give_up:
+            left = {p for p in left if _alive(p)}
+            time.sleep(0.1)
+        assert not left, f"workers {sorted(left)} outlived their parent"
+        if signame == "SIGTERM":  # the interrupt path: one line, exit 130
+            assert proc.returncode == 130 and err.decode().strip().splitlines()[-1] == "error: interrupted"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

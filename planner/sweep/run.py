@@ -289,13 +289,22 @@ def _run_local(args, chunks, shared, hardware, workloads, extra, workers, progre
             if progress:
                 progress(k + 1, len(chunks), "variants")
         return parts
+    from planner.sweep.workers import end_pool, worker_init
+
     context = multiprocessing.get_context("spawn")  # no fork of the solvers' threads
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    # each worker dies with this process (planner.sweep.workers); an interrupt or SIGTERM here ends the pool now
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=worker_init,
+                                  initargs=(os.getpid(),))
+    try:
         futures = [pool.submit(solve_chunk, *args, chunk, shared, hardware, workloads, *extra) for chunk in chunks]
         for k, future in enumerate(cf.as_completed(futures)):
             parts.append(future.result())
             if progress:
                 progress(k + 1, len(chunks), "variants")
+    except BaseException:
+        end_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     return parts
 
 

@@ -767,7 +767,9 @@ def sweep(sweep_file, engine, address, workers, out_dir, fmt, quiet, robust, reg
     from planner.sweep.report import summary_lines, write_sweep
     from planner.sweep.robust import parse_statistic
     from planner.sweep.run import sweep as run_sweep
+    from planner.sweep.workers import sigterm_as_interrupt
 
+    sigterm_as_interrupt()  # SIGTERM ends the sweep's pool and exits like Ctrl-C (130); its workers die with it
     if out_dir:
         check_output_dir(out_dir, "--out")
     if html_path:

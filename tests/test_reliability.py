@@ -46,6 +46,24 @@ def test_library_calls_with_the_wrong_type_raise_input_error(call, field):
     assert err.value.field == field
 
 
+@pytest.mark.parametrize("call, field", [
+    (lambda: planner.frontier(None), "model"),
+    (lambda: planner.frontier(42), "model"),
+    (lambda: planner.frontier("llama-3.1-8b", hardware=42), "hardware"),
+    (lambda: planner.frontier("llama-3.1-8b", hardware=[None]), "hardware"),
+    (lambda: planner.frontier("llama-3.1-8b", precision=5), "precision"),
+    (lambda: planner.frontier("llama-3.1-8b", speculative="draft_model", draft_model=5), "draft_model"),
+    (lambda: planner.estimate("llama-3.1-8b", "hgx-h100", precision=8), "precision"),
+    (lambda: planner.estimate("llama-3.1-8b", "hgx-h100", speculative="draft_model", draft_model=5), "draft_model"),
+])
+def test_frontier_and_estimate_with_the_wrong_type_raise_input_error_naming_the_argument(call, field):
+    """planner.frontier(None) was a TypeError from deep inside ('NoneType' object is not iterable); a precision of
+    the wrong type an empty frontier; a drafter's id of the wrong type a TypeError."""
+    with pytest.raises(InputError, match="expected") as err:
+        call()
+    assert err.value.field == field
+
+
 @pytest.mark.parametrize("setting", [42, [1, 2], None, 3.5])
 def test_scenario_with_of_the_wrong_type_raises_input_error(setting):
     from planner.scenario import scenario_from_yaml

@@ -42,6 +42,17 @@ def check_positive(**values) -> None:
             raise InputError(f"expected a positive number, got {value!r}", field=name.replace("_", "-"))
 
 
+def check_id(value, field: str, what: str, optional: bool = False) -> None:
+    """A library argument that names something (a catalog id, a precision): text, or None where ``optional``;
+    anything else is an InputError naming the argument (not a TypeError from deep inside)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value:
+        got = repr(value)
+        raise InputError(f"expected {what} (text{', or None' if optional else ''}), got {type(value).__name__} "
+                         f"{got if len(got) <= 60 else got[:57] + '...'}", field=field)
+
+
 def check_whole(**values) -> None:
     """Counts (chips, streams): positive whole numbers."""
     check_positive(**values)
@@ -256,9 +267,11 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
     draft token (MODEL.md 3.4)."""
     if not isinstance(model, str):
         raise InputError(f"expected one model id, got {model!r}", field="model")
+    check_id(draft_model, "draft_model", "the drafter's model id", optional=True)
     spec = speculation(speculative, draft_tokens, acceptance, draft_model, model=model)
     if not isinstance(hardware, str):
         raise InputError(f"expected one hardware id, got {hardware!r}", field="hardware")
+    check_id(precision, "precision", "a precision", optional=True)
     a_id, f_id = parse_pair(hardware)
     if f_id is not None:
         if chips is not None:

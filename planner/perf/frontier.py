@@ -10,7 +10,7 @@ import numpy as np
 from planner import catalog
 from planner.catalog import Hardware, Model
 from planner.errors import InputError
-from planner.perf.estimate import check_pair, check_positive, check_split, parse_pair, spec_tokens
+from planner.perf.estimate import check_id, check_pair, check_positive, check_split, parse_pair, spec_tokens
 from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
 from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts, parallel_grid, split_grid
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors, workload_vector
@@ -148,7 +148,16 @@ def frontier(model: str, hardware: list[str] | None = None, precision: str | Non
              acceptance: float | None = None, draft_model: str | None = None) -> list[dict]:
     """Per hardware, the Pareto frontier of output tokens/s per MW against tokens/s per user (interface:
     ``planner frontier``), with speculative decoding as ``estimate`` takes it (``auto``: every draft length, the
-    frontier of them all). Hardware that cannot serve the model (model lock, prefill-only, no fit) is skipped."""
+    frontier of them all). Hardware that cannot serve the model (model lock, prefill-only, no fit) is skipped.
+    Arguments of the wrong type are an InputError naming the argument."""
+    if not isinstance(model, str):
+        raise InputError(f"expected one model id, got {type(model).__name__} {model!r:.60}", field="model")
+    if not (hardware is None or isinstance(hardware, str) or (
+            isinstance(hardware, (list, tuple)) and all(isinstance(h, str) and h for h in hardware))):
+        raise InputError(f"expected a hardware id, a list of them or None (every system), got "
+                         f"{type(hardware).__name__} {hardware!r:.60}", field="hardware")
+    check_id(precision, "precision", "a precision", optional=True)
+    check_id(draft_model, "draft_model", "the drafter's model id", optional=True)
     spec = speculation(speculative, draft_tokens, acceptance, draft_model,
                        model=model if isinstance(model, str) else None)
     m = catalog.get_model(model)

@@ -416,3 +416,96 @@ def test_a_sweep_ended_by_a_signal_leaves_no_worker_running(tmp_path, signame):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ---- Ray: its output never on stdout; a lost worker is one error line after the table (issue 28) -----------------
+FAKE_RAY = '''"""A stand-in for Ray with its habits: init writes raylet lines to file descriptor 1 and to sys.stdout; the
+task numbered FAKE_RAY_FAIL_AT dies as a worker does."""
+import os
+
+from . import exceptions
+
+_state = {"init": False, "n": 0}
+
+
+def is_initialized():
+    return _state["init"]
+
+
+def init(**kw):
+    assert kw.get("log_to_driver") is False
+    os.write(1, b"\\x1b[33m(raylet)\\x1b[0m A worker died or was killed while executing a task.\\n")
+    print("(raylet) a line from Python")
+    _state["init"] = True
+
+
+def shutdown():
+    print("(raylet) shutting down")
+    _state["init"] = False
+
+
+class _Ref:
+    def __init__(self, value=None, error=None):
+        self.value, self.error = value, error
+
+
+def put(value):
+    return _Ref(value)
+
+
+def remote(fn):
+    class Task:
+        @staticmethod
+        def remote(*args):
+            _state["n"] += 1
+            if _state["n"] == int(os.environ.get("FAKE_RAY_FAIL_AT", "0")):
+                return _Ref(error=exceptions.WorkerCrashedError("The worker died unexpectedly while executing this task."))
+            return _Ref(fn(*[a.value if isinstance(a, _Ref) else a for a in args]))
+    return Task
+
+
+def wait(refs, num_returns=1):
+    return refs[:num_returns], refs[num_returns:]
+
+
+def get(ref):
+    if ref.error is not None:
+        raise ref.error
+    return ref.value
+'''
+
+
+def _sweep_on_fake_ray(tmp_path, fail_at: int):
+    import csv
+    import io
+    import os
+    import subprocess
+    import sys
+
+    fake = tmp_path / "fake"
+    (fake / "ray").mkdir(parents=True)
+    (fake / "ray" / "__init__.py").write_text(FAKE_RAY)
+    (fake / "ray" / "exceptions.py").write_text(
+        "class RayError(Exception):\n    pass\n\n\nclass WorkerCrashedError(RayError):\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), str(ROOT)]), "FAKE_RAY_FAIL_AT": str(fail_at)}
+    res = subprocess.run([sys.executable, "-m", "planner.cli", "sweep", str(sweep_file(tmp_path, SMALL)), "--engine",
+                          "ray", "--format", "csv", "-q", "--no-regret"], capture_output=True, env=env, cwd=ROOT,
+                         timeout=600)
+    out, err = res.stdout.decode(), res.stderr.decode()
+    return res.returncode, list(csv.DictReader(io.StringIO(out))), out, err
+
+
+def test_ray_output_never_reaches_stdout(tmp_path):
+    code, rows, out, err = _sweep_on_fake_ray(tmp_path, fail_at=0)
+    assert code == 0, err
+    assert "raylet" not in out and "raylet" in err  # on stderr, where it tells what happened
+    assert [int(r["variant"]) for r in rows] == [0, 1, 2, 3]
+
+
+def test_a_lost_ray_worker_ends_in_one_error_line_after_the_table_of_what_finished(tmp_path):
+    code, rows, out, err = _sweep_on_fake_ray(tmp_path, fail_at=2)
+    assert code == 1
+    assert "raylet" not in out and rows and all(r["status"] for r in rows)  # parseable: the variants that finished
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "lost a worker" in errors[0] and "WorkerCrashedError" in errors[0]
+    assert f"the {len(rows)} of 4 variants that finished" in errors[0] and "Traceback" not in err

@@ -190,13 +190,18 @@ class SweepOutcome:
     robust: dict | None = None
     base_plan: object = None  # the base scenario's Plan (None when it has none)
     robust_outcome: object = None  # planner.sweep.robust.RobustOutcome
-    robust_error: PlannerError | None = None  # why --robust found no fleet (the table stands without it)
+    robust_error: PlannerError | None = None  # why --robust found no fleet, or why the engine stopped midway
+    # (SweepIncomplete): the table stands without it, and the CLI raises it after the table
 
 
 def run_sweep(path, engine: str = "local", address: str | None = None, workers: int | None = None,
               progress=None, regret: bool = True):
-    """The sweep table (Polars) of a sweep file, one row per variant in variant order."""
-    return sweep(path, engine, address, workers, progress, regret).table
+    """The sweep table (Polars) of a sweep file, one row per variant in variant order. An engine that lost a
+    worker midway raises SweepIncomplete, its ``table`` the variants that finished."""
+    outcome = sweep(path, engine, address, workers, progress, regret)
+    if isinstance(outcome.robust_error, SweepIncomplete):
+        raise outcome.robust_error
+    return outcome.table
 
 
 def sweep(path, engine: str = "local", address: str | None = None, workers: int | None = None, progress=None,
@@ -252,11 +257,21 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     chunks = _chunks(jobs, workers * 4)
     args = (base, settings)
     extra = (base_fleet, unit, robust is not None)  # a robust fleet is compared with the base plan's regret
-    parts = (_run_local(args, chunks, shared, hardware, workloads, extra, workers, progress) if engine == "local"
-             else _run_ray(args, chunks, shared, hardware, workloads, extra, address, progress))
+    lost = None
+    try:
+        parts = (_run_local(args, chunks, shared, hardware, workloads, extra, workers, progress)
+                 if engine == "local" else _run_ray(args, chunks, shared, hardware, workloads, extra, address, progress))
+    except SweepIncomplete as exc:  # the variants that finished, then one error line (exit 1)
+        parts, lost = exc.parts, exc
     rows = sorted((r for part, _ in parts for r in part), key=lambda r: r["variant"])
     table = pl.DataFrame(rows, infer_schema_length=None)
     outcome = SweepOutcome(table, base_plan=base_plan)
+    if lost is not None:
+        if not rows:
+            raise lost  # nothing finished: the error alone
+        lost.table = table  # the library's run_sweep raises it with the table of what finished
+        outcome.robust_error = lost  # no robust fleet over part of the samples: the table, then the error
+        return outcome
     if robust is not None:
         kept = {k: v for _, part in parts for k, v in part.items()}
         if progress:
@@ -308,28 +323,69 @@ def _run_local(args, chunks, shared, hardware, workloads, extra, workers, progre
     return parts
 
 
+RAY_LOGS = "/tmp/ray/session_latest/logs"  # where Ray keeps its own logs (its default temp dir)
+
+
+class SweepIncomplete(PlannerError):
+    """The engine lost a worker, a node or its agent: ``parts`` holds the chunks that finished, whose rows the
+    sweep still shows (then this error's one line, exit 1)."""
+
+    def __init__(self, message: str, parts: list):
+        super().__init__(message)
+        self.parts = parts
+
+
 def _run_ray(args, chunks, shared, hardware, workloads, extra, address, progress) -> list[tuple]:
-    """Each chunk's (rows, problems), as Ray tasks (the base scenario and the shared options put once)."""
+    """Each chunk's (rows, problems), as Ray tasks (the base scenario and the shared options put once). Ray's own
+    output never reaches stdout, which carries the table: its workers' logs are not forwarded (log_to_driver off)
+    and while Ray runs, file descriptor 1 and sys.stdout point at stderr (its raylet, dashboard and worker-death
+    lines land there, and in its session logs). A worker, node or agent lost midway raises SweepIncomplete with the
+    chunks that finished."""
+    import contextlib
+    import sys
+
     try:
         import ray
     except ImportError:
         raise PlannerError("the ray engine needs Ray: pip install 'planner[ray]' (or use --engine local)") from None
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-    try:
-        task = ray.remote(solve_chunk)
-        base_ref = ray.put(args[0])
-        shared_ref = ray.put(shared)
-        pending = [task.remote(base_ref, args[1], chunk, shared_ref, hardware, workloads, *extra) for chunk in chunks]
-        parts, done = [], 0
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            parts.append(ray.get(ready[0]))
-            done += 1
-            if progress:
-                progress(done, len(chunks), "variants")
-        return parts
-    finally:
+    from solvers.milp import solver_output_to_stderr
+
+    parts: list = []
+    with solver_output_to_stderr(), contextlib.redirect_stdout(sys.stderr):
+        started = not ray.is_initialized()
         if started:
-            ray.shutdown()
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+            except Exception as exc:  # noqa: BLE001 - Ray raises many kinds for a cluster it cannot reach or start
+                raise PlannerError(f"the ray engine could not start ({_first_line(exc)}); Ray's own logs are on "
+                                   f"stderr and in {RAY_LOGS}") from None
+        try:
+            task = ray.remote(solve_chunk)
+            base_ref = ray.put(args[0])
+            shared_ref = ray.put(shared)
+            pending = [task.remote(base_ref, args[1], chunk, shared_ref, hardware, workloads, *extra)
+                       for chunk in chunks]
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                parts.append(ray.get(ready[0]))
+                if progress:
+                    progress(len(parts), len(chunks), "variants")
+        except (KeyboardInterrupt, PlannerError):
+            raise
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a lost worker, node or agent, in any of Ray's kinds
+            done = sum(len(rows) for rows, _ in parts)
+            total = sum(len(c) for c in chunks)
+            raise SweepIncomplete(f"the ray engine lost a worker or its agent ({_first_line(exc)}); the table holds "
+                                  f"the {done} of {total} variants that finished; Ray's own logs are on stderr and "
+                                  f"in {RAY_LOGS}", parts) from None
+        finally:
+            if started:
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+    return parts
+
+
+def _first_line(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0]
+    text = type(exc).__name__ + (f": {text}" if text else "")
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -51,6 +51,7 @@ from planner.catalog import (
 from planner.errors import InputError
 from planner.lengths import JSON_SCHEMA as LENGTHS_JSON_SCHEMA
 from planner.lengths import Lengths, MeanTokens, lengths_of, mean_tokens, spec_or_number
+from planner.measurements import physics
 from planner.measurements.table import Measurement, resolve_measurements
 from planner.perf.grid import Layouts
 from planner.perf.pack import family_efficiency
@@ -530,8 +531,6 @@ class Scenario(_Section):
         ``info.context["measurement_origins"]`` names each row's file and row where the rows came from files."""
         if not self.measurements or self.trust_measurements:
             return self
-        from planner.measurements import physics
-
         found = physics.problems(self.measurements, self.known_hardware(), self.resolved_models())
         if found:
             i, breaches = found[0]

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.catalog import KV_BYTES, WEIGHT_BYTES
+from pydantic import ValidationError
+
+from planner.catalog import KV_BYTES, WEIGHT_BYTES, Hardware, Model
 from planner.errors import InputError
+from planner.measurements.table import Measurement
 from planner.vocabulary import MAX_DRAFT_TOKENS
 
 SLACK = 1.5  # a row is refused only beyond SLACK times a bound: rooflines are bounds, never estimates
@@ -194,11 +197,6 @@ def import_warnings(rows, hardware: dict, models: dict) -> list[str]:
 def plan_warnings(inputs: dict) -> list[str]:
     """``trusted_warnings`` of a plan's ``inputs`` (its measurement rows, hardware and models, as plan.json holds
     them): the lines its assumptions carry; none where the inputs cannot be read (``check`` says why)."""
-    from pydantic import ValidationError
-
-    from planner.catalog import Hardware, Model
-    from planner.measurements.table import Measurement
-
     try:
         rows = [Measurement.model_validate(r) for r in inputs.get("measurements") or []]
         if not rows:

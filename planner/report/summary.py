@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from planner.measurements.physics import plan_warnings
 from planner.perf.speculative import acceptance_words, auto_words
 from planner.vocabulary import AUTO_SPECULATIVE
 
@@ -152,8 +153,6 @@ def assumptions(d: dict) -> list[str]:
                      f"rows planned from them (source: measured), at their measured throughput less "
                      f"{100 * (d['inputs'].get('measurement_headroom') or 0):.3g}% headroom; a (workload, system, "
                      f"precision) with measurements takes no option from the model")
-        from planner.measurements.physics import plan_warnings
-
         lines.extend(plan_warnings(d["inputs"]))  # rows beyond physics, planned under --trust-measurements
     tie = d.get("solver", {}).get("tie_break")
     if tie:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from planner.errors import InfeasibleError, InputError, PlannerError
 from planner.sweep.sample import ResolvedAxis, variants
 from planner.sweep.spec import load_sweep
+from planner.sweep.workers import end_pool, worker_init
+from solvers.milp import solver_output_to_stderr
 
 # Scenario paths whose change leaves every scored option as it is: costs, limits and demand rates.
 OPTION_FREE = ("finance.*", "site.*", "prices_usd_per_mtok*", "objective", "solver.*", "hardware.max_racks*",
@@ -304,8 +306,6 @@ def _run_local(args, chunks, shared, hardware, workloads, extra, workers, progre
             if progress:
                 progress(k + 1, len(chunks), "variants")
         return parts
-    from planner.sweep.workers import end_pool, worker_init
-
     context = multiprocessing.get_context("spawn")  # no fork of the solvers' threads
     # each worker dies with this process (planner.sweep.workers); an interrupt or SIGTERM here ends the pool now
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=worker_init,
@@ -348,8 +348,6 @@ def _run_ray(args, chunks, shared, hardware, workloads, extra, address, progress
         import ray
     except ImportError:
         raise PlannerError("the ray engine needs Ray: pip install 'planner[ray]' (or use --engine local)") from None
-    from solvers.milp import solver_output_to_stderr
-
     parts: list = []
     with solver_output_to_stderr(), contextlib.redirect_stdout(sys.stderr):
         started = not ray.is_initialized()

@@ -157,6 +157,9 @@ class Rack(Strict):
     chips: Figure
     power_kw: Figure = Field(description="design (IT) power of one rack")
     capex_usd: Figure
+    embodied_kg_co2e: Figure | None = Field(None, description="cradle-to-gate manufacturing emissions of one "
+                                            "catalog rack (chips, memory, boards, host, network, chassis), kg CO2e: "
+                                            "the min_carbon objective spreads it over the rack's service life")
     available: DateFigure
     acquisition: Acquisition = Field("merchant", description="how it can be obtained: merchant (racks anyone can "
                                      "buy), cloud (rented from one cloud only), select (sold to a few customers)")
@@ -171,6 +174,8 @@ class Rack(Strict):
             raise ValueError(f"chips must be a whole number >= 1, got {self.chips.value}")
         if self.capex_usd.value < 0:
             raise ValueError(f"capex_usd must be >= 0, got {self.capex_usd.value}")
+        if self.embodied_kg_co2e is not None and not self.embodied_kg_co2e.value > 0:
+            raise ValueError(f"embodied_kg_co2e must be > 0, got {self.embodied_kg_co2e.value}")
         return self
 
 

@@ -72,7 +72,7 @@ from planner.vocabulary import (
 from solvers.objectives import objective as objective_named
 
 Tier = Literal["standard", "high", "premium", "ultra"]
-Objective = Literal["min_cost", "min_power", "max_revenue", "max_served"]
+Objective = Literal["min_cost", "min_power", "max_revenue", "max_served", "min_carbon"]
 SolverName = Literal["scip", "highs", "cp-sat"]
 # The Literals pydantic needs, held to the vocabulary's one definition of each word.
 assert get_args(Tier) == tuple(TIERS) and get_args(Objective) == OBJECTIVES and get_args(SolverName) == SOLVERS
@@ -149,6 +149,10 @@ class Site(_Section):
         DEFAULT_CURTAILMENT_ORDER, description="the order in which the plan's curtailment table sheds workloads at "
         "the peak (docs/OPTIMIZER.md 13): tier (the slowest tier first; the default) or revenue (the least revenue "
         "lost per MW shed first)")
+    grid_kg_co2_per_mwh: NonNegNumber | None = Field(
+        None, description="emissions of the grid's energy, kg CO2e per MWh of facility energy (location-based; "
+        "0 for energy matched hour by hour with carbon-free supply); the min_carbon objective needs it, and with it "
+        "every plan reports its emissions (docs/OPTIMIZER.md 15)")
 
 
 class Installed(_Section):
@@ -510,6 +514,9 @@ class Scenario(_Section):
         if self.periods and objective_named(self.objective).serves_most:
             raise _problem(f"a build-out does not take {self.objective}: it serves every period's demand whole",
                            "objective")
+        if self.objective == "min_carbon":
+            for loc, message in _carbon_problems(self):
+                raise _problem(message, *loc)
         if objective_named(self.objective).needs_prices:
             unpriced = [(i, w) for i, w in enumerate(self.workloads) if self.price_of(w) is None]
             if unpriced:
@@ -861,6 +868,26 @@ def _period_problems(s: Scenario):
             for name in (d.multiplier if isinstance(d.multiplier, dict) else {}):
                 if name not in known:
                     yield ("demand_scenarios", i, "multiplier", name), f"no workload named {name!r}"
+
+
+def _carbon_problems(sc: Scenario):
+    """What min_carbon cannot price (docs/OPTIMIZER.md 15): no grid intensity, a build-out (not yet), an API offer
+    (no emissions figure of its own), a system without its making's emissions."""
+    if sc.site.grid_kg_co2_per_mwh is None:
+        yield ("site", "grid_kg_co2_per_mwh"), ("min_carbon needs the grid's emissions: set site.grid_kg_co2_per_mwh "
+                                                "(kg CO2e per MWh; e.g. about 370 for the US average in 2024)")
+        return
+    if sc.periods:
+        yield ("objective",), "a build-out does not take min_carbon yet: plan one period with it"
+    for i, w in enumerate(sc.workloads):
+        if w.api:
+            yield ("workloads", i, "api"), ("min_carbon cannot price an api offer (no emissions figure of its own): "
+                                            "drop the offer or use another objective")
+    for hw_id, hw in sc.resolved_hardware().items():
+        if hw.rack.embodied_kg_co2e is None:
+            yield ("hardware",), (f"min_carbon needs {hw_id}'s rack.embodied_kg_co2e (the emissions of making one "
+                                  f"rack): give it in hardware.overrides.{hw_id} or leave {hw_id} out of "
+                                  f"hardware.allow")
 
 
 def _efficiency_problems(efficiency: dict, known_hw: dict):

@@ -84,26 +84,23 @@ def rack_bounds(problem, needs: np.ndarray) -> np.ndarray:
 
 def primary_costs(problem) -> np.ndarray:
     """p_h of the problem's objective (solvers.objectives)."""
-    return objective(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.floor_power_w)
+    return objective(problem.objective).primary(problem)
 
 
 def rent_costs(problem) -> np.ndarray:
-    """(12): a rented chip's cost in the objective's primary (0 under min_power)."""
-    return np.zeros(problem.n_rentals) if objective(problem.objective).prices_by_power else \
-        problem.rent_cost_usd_per_chip
+    """(12): a rented chip in the objective's primary (0 under min_power)."""
+    return objective(problem.objective).rent_primary(problem)
 
 
 def column_costs(problem) -> np.ndarray:
-    """c_j of (11) and (13): each replica's own cost and energy in the objective's primary (its peak watts beyond
+    """c_j of (11), (13) and (14): each replica beyond its racks in the objective's primary (its peak watts beyond
     the racks' floor under min_power)."""
-    if objective(problem.objective).prices_by_power:
-        return problem.replica_power_w
-    return problem.own_cost_usd + problem.replica_energy_usd
+    return objective(problem.objective).column_primary(problem)
 
 
 def kept_costs(problem) -> np.ndarray:
-    """p'_h of an installed rack kept in service (solvers.milp (9)): the objective's primary of its yearly cost."""
-    return objective(problem.objective).primary(problem.kept_annual_cost_usd_per_rack, problem.floor_power_w)
+    """p'_h of an installed rack kept in service (solvers.milp (9)) in the objective's primary."""
+    return objective(problem.objective).kept_primary(problem)
 
 
 def sells(problem) -> bool:

@@ -196,6 +196,11 @@ class FleetProblem:
     rack_idle_power_w: np.ndarray | None = None  # [H] (13) IT watts of a rack doing no work (None: rack_power_w)
     column_power_w: np.ndarray | None = None  # [J] (13) IT watts a replica draws at peak beyond its chips' idle
     column_energy_usd: np.ndarray | None = None  # [J] (13) USD/year of that draw's energy at the mean load
+    # (14) min_carbon's measures, kg CO2e a year (None where the scenario gives no grid intensity):
+    carbon_kg_per_rack: np.ndarray | None = None  # [H] a rack bought: its making over its life + its floor's energy
+    installed_carbon_kg_per_rack: np.ndarray | None = None  # [H] an installed rack kept: its floor's energy
+    column_carbon_kg: np.ndarray | None = None  # [J] a replica's energy beyond the floor at the mean load
+    rent_carbon_kg_per_chip: np.ndarray | None = None  # [R] a rented chip: its share of a rack's making and energy
 
     def __post_init__(self):
         if self.coverage is None:
@@ -220,7 +225,9 @@ class FleetProblem:
         if self.racks_at_least is None:
             object.__setattr__(self, "racks_at_least", np.zeros(len(self.chips_per_rack)))
         object.__setattr__(self, "racks_at_least", _frozen(self.racks_at_least, float))
-        for name in ("column_cost_usd", "rack_idle_power_w", "column_power_w", "column_energy_usd"):
+        for name in ("column_cost_usd", "rack_idle_power_w", "column_power_w", "column_energy_usd",
+                     "carbon_kg_per_rack", "installed_carbon_kg_per_rack", "column_carbon_kg",
+                     "rent_carbon_kg_per_chip"):
             if getattr(self, name) is not None:  # None: the default (left None, as (9)'s costs)
                 object.__setattr__(self, name, _frozen(getattr(self, name), float))
         for name, dtype in (("rent_hardware", np.int64), ("rent_cost_usd_per_chip", float), ("rent_max_chips", float)):
@@ -324,6 +331,25 @@ class FleetProblem:
             yield f"max_total_racks = {self.max_total_racks!r}, expected >= 0 (inf = no limit)"
         if self.objective not in OBJECTIVES:
             yield f"objective = {self.objective!r}, expected one of {', '.join(OBJECTIVES)}"
+        elif self.objective == "min_carbon" or self.carbon_kg_per_rack is not None:
+            yield from self._carbon_problems(self.objective == "min_carbon")
+
+    def _carbon_problems(self, priced: bool):
+        """(14): the measures finite and >= 0; priced (min_carbon), every one given, a rack's above 0 and a kept
+        one's at most it."""
+        H, J, R = self.n_hardware, self.n_columns, self.n_rentals
+        for name, size in (("carbon_kg_per_rack", H), ("kept_carbon_kg_per_rack", H), ("replica_carbon_kg", J),
+                           ("carbon_rented", R)):
+            arr = getattr(self, name)
+            if arr is None or arr.shape != (size,) or not np.all(np.isfinite(arr) & (arr >= 0)):
+                yield f"{name} must be {size} finite values >= 0 under min_carbon (14)"
+                return
+        if not priced:
+            return
+        if not np.all(self.carbon_kg_per_rack > 0):
+            yield "carbon_kg_per_rack must be > 0: a rack that emits nothing makes every fleet of it equal (14)"
+        elif np.any(self.kept_carbon_kg_per_rack > self.carbon_kg_per_rack * (1 + 1e-12)):
+            yield "installed_carbon_kg_per_rack exceeds carbon_kg_per_rack: keeping a rack never emits more (14)"
 
     @property
     def n_rentals(self) -> int:
@@ -351,6 +377,22 @@ class FleetProblem:
         return np.zeros(len(self.workload)) if self.column_energy_usd is None else self.column_energy_usd
 
     @property
+    def kept_carbon_kg_per_rack(self) -> np.ndarray | None:
+        """(14): kg CO2e a year of keeping an installed rack (a new rack's figure where not given)."""
+        given = self.installed_carbon_kg_per_rack
+        return self.carbon_kg_per_rack if given is None else given
+
+    @property
+    def replica_carbon_kg(self) -> np.ndarray:
+        """[J] (14): kg CO2e a year of a replica's energy beyond the racks' floor (zeros where not given)."""
+        return np.zeros(len(self.workload)) if self.column_carbon_kg is None else self.column_carbon_kg
+
+    @property
+    def carbon_rented(self) -> np.ndarray:
+        """[R] (14): kg CO2e a year per rented chip (zeros where not given)."""
+        return np.zeros(self.n_rentals) if self.rent_carbon_kg_per_chip is None else self.rent_carbon_kg_per_chip
+
+    @property
     def kept_annual_cost_usd_per_rack(self) -> np.ndarray:
         """c'_h of (9): USD/year of keeping an installed rack in service (a new rack's cost where not given)."""
         given = self.installed_annual_cost_usd_per_rack
@@ -375,13 +417,14 @@ class FleetProblem:
 
 # ---- derived data (pure functions of the problem) -------------------------------------------------------------
 def primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """p_h of (O): USD/year per rack for min_cost and max_revenue, IT watts per rack for min_power."""
-    return objective_named(problem.objective).primary(problem.annual_cost_usd_per_rack, problem.floor_power_w)
+    """p_h of (O), the objective's array (solvers.objectives): USD/year per rack for the cost objectives, IT
+    watts for min_power, kg CO2e a year for min_carbon."""
+    return objective_named(problem.objective).primary(problem)
 
 
 def kept_primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """p'_h of (9): the primary of keeping an installed rack in service (its capex sunk)."""
-    return objective_named(problem.objective).primary(problem.kept_annual_cost_usd_per_rack, problem.floor_power_w)
+    """p'_h of (9): the primary of keeping an installed rack in service (its capex, or its making, sunk)."""
+    return objective_named(problem.objective).kept_primary(problem)
 
 
 def new_racks(problem: FleetProblem, racks) -> np.ndarray:
@@ -398,7 +441,7 @@ def annual_cost_of(problem: FleetProblem, racks) -> float:
 
 def secondary_coefficients(problem: FleetProblem) -> np.ndarray:
     """q_h of (O): the tie-break measure between racks of equal primary value."""
-    return objective_named(problem.objective).secondary(problem.annual_cost_usd_per_rack, problem.floor_power_w)
+    return objective_named(problem.objective).secondary(problem)
 
 
 def rack_tie_coefficients(problem: FleetProblem) -> np.ndarray:
@@ -408,18 +451,14 @@ def rack_tie_coefficients(problem: FleetProblem) -> np.ndarray:
 
 
 def column_primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """c_j of (11) and (13): each replica's own cost and energy beyond the racks' floor in the objective's primary
-    (under min_power its peak IT watts beyond the floor: an API column draws none)."""
-    goal = objective_named(problem.objective)
-    if goal.prices_by_power:
-        return problem.replica_power_w
-    return problem.own_cost_usd + problem.replica_energy_usd
+    """c_j of (11), (13) and (14): each replica's own cost and energy beyond the racks' floor in the objective's
+    primary (under min_power its peak IT watts beyond the floor: an API column draws none)."""
+    return objective_named(problem.objective).column_primary(problem)
 
 
 def rent_primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """(12): a rented chip's cost in the objective's primary (0 under min_power: no site power)."""
-    goal = objective_named(problem.objective)
-    return np.zeros(problem.n_rentals) if goal.prices_by_power else problem.rent_cost_usd_per_chip
+    """(12): a rented chip in the objective's primary (0 under min_power: no site power)."""
+    return objective_named(problem.objective).rent_primary(problem)
 
 
 def rent_upper_bounds(problem: FleetProblem) -> np.ndarray:
@@ -1079,7 +1118,8 @@ class Evaluation:
     total_racks_slack: float
     annual_cost_usd: float
     rack_power_w: float  # IT power at the peak draw (13): the racks' floor plus the replicas' draw beyond it
-    objective: float  # what the objective minimises (solvers.objectives): cost, IT power, or cost less revenue
+    objective: float  # what the objective minimises (solvers.objectives): cost, IT power, carbon, or cost less
+    # revenue
     violations: tuple  # names like "demand[w=2]", empty when the plan is feasible
     shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # max_revenue: served share per group
     revenue_usd: float = 0.0  # max_revenue: USD/year of the served shares
@@ -1134,11 +1174,23 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
         facility_power_w=facility, power_slack_w=problem.power_budget_w - facility,
         total_racks=int(round(r.sum())), total_racks_slack=problem.max_total_racks - r.sum(),
         annual_cost_usd=cost, rack_power_w=it_power,
-        objective=goal.value(cost, it_power, revenue), violations=(), shares=shares, revenue_usd=revenue)
+        objective=primary_value(problem, r, x, rent) - (revenue if goal.credits_revenue else 0.0), violations=(),
+        shares=shares, revenue_usd=revenue)
     violations = tuple(_violations(problem, r, x, ev, tol)) + tuple(
         f"rent[{k}]" for k in np.flatnonzero((rent < -tol) | (rent > problem.rent_max_chips + tol)))
     object.__setattr__(ev, "violations", violations)
     return ev
+
+
+def primary_value(problem: FleetProblem, racks, replicas, rented) -> float:
+    """(O)'s primary of a plan, as the objective's arrays give it: p'_h on the racks in service, p_h - p'_h more on
+    the new ones (9), c_j on the replicas, the rented chips' (12). The annual cost under the cost objectives, the
+    peak IT draw under min_power, kg CO2e a year under min_carbon."""
+    r = np.asarray(racks, dtype=float)
+    kept = kept_primary_coefficients(problem)
+    return float(kept @ r + (primary_coefficients(problem) - kept) @ new_racks(problem, r)
+                 + column_primary_coefficients(problem) @ np.asarray(replicas, dtype=float)
+                 + rent_primary_coefficients(problem) @ np.asarray(rented, dtype=float))
 
 
 def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float):

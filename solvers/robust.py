@@ -95,8 +95,8 @@ class RobustProblem:
         if self.late_premium is not None:
             if not (math.isfinite(self.late_premium) and self.late_premium >= 0):
                 yield f"late_premium = {self.late_premium!r}, expected >= 0 (None: no late racks)"
-            if objective_named(first.objective).prices_by_power:
-                yield "a late premium needs a cost objective: a rack bought late draws the same power"
+            if not objective_named(first.objective).is_cost:
+                yield "a late premium needs a cost objective: a rack bought late draws the same power and emits the same"
         for s, p in enumerate(self.samples[1:], start=1):
             if p.n_hardware != first.n_hardware:
                 yield f"sample {s} has {p.n_hardware} hardware types, sample 0 has {first.n_hardware}"
@@ -485,8 +485,9 @@ def topped_up(problem, fleet, solver: str = "scip", time_limit_s: float = 60.0, 
                                               f"budget (hardware index {int(over[0])})")
     if late_premium == 0.0:
         return milp.optimize(p, solver, time_limit_s, relative_gap, fewest_platforms=False)
-    if objective_named(p.objective).prices_by_power:
-        raise ValueError("a late premium needs a cost objective: a rack bought late draws the same power")
+    if not objective_named(p.objective).is_cost:
+        raise ValueError("a late premium needs a cost objective: a rack bought late draws the same power and emits "
+                         "the same")
     # every rack at (1 + e) c, less e c on the kept ones: kept at c, added at (1 + e) c (racks >= kept)
     dear = dataclasses.replace(p, annual_cost_usd_per_rack=p.annual_cost_usd_per_rack * (1.0 + late_premium))
     sol = milp.optimize(dear, solver, time_limit_s, relative_gap, fewest_platforms=False)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from planner import __version__
 from planner.errors import InputError
-from planner.export.rows import PlanRows, Row, whole_replicas
+from planner.export.rows import PlanRows, Row, hf_id_of, whole_replicas
 
 NEED = re.compile(r"\$([A-Z][A-Z0-9_]*)")  # a value the plan does not hold, named by the variable that must hold it
 
@@ -166,8 +166,6 @@ def model_argument(row: Row, hf_id: str, online: dict[str, list[str]]) -> tuple[
 def drafter_argument(row: Row, kind: str) -> tuple[str, dict[str, str]]:
     """The draft model's path and what the operator must supply: the workload's drafter where the plan names one
     from the catalog, else ``$DRAFT_MODEL`` (an EAGLE head's path is not in the plan or the catalog)."""
-    from planner.export.rows import hf_id_of
-
     found = hf_id_of(row.drafter) if kind == "draft_model" else None
     if found is not None:
         return found, {}

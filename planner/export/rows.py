@@ -13,6 +13,7 @@ from pathlib import Path
 
 from planner import catalog
 from planner.errors import InputError
+from planner.inputs import read_bytes_limited
 from planner.vocabulary import API_KIND, API_PREFIX, SPECULATIVE_METHODS
 
 MAX_PLAN_BYTES = 64 * 1024 * 1024  # the largest plan.json read, as planner check reads them
@@ -77,8 +78,6 @@ def plan_dict_of(plan) -> dict:
     if isinstance(plan, dict):
         return plan
     if isinstance(plan, (str, Path)):
-        from planner.inputs import read_bytes_limited
-
         raw = read_bytes_limited(Path(plan), MAX_PLAN_BYTES, "a plan.json written by planner solve")
         try:
             data = json.loads(raw.decode("utf-8"))

@@ -22,7 +22,7 @@ from planner.fleet.curtail import curtailment_table
 from planner.fleet.demand import Demand
 from planner.fleet.draw import mean_power_mw
 from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, billed_power_w, finance_args,
-                                   kept_rack_cost_parts, rental_cost)
+                                   kept_rack_cost_parts, rack_carbon_parts, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
 from planner.vocabulary import API_KIND, API_PREFIX, DECODE_ROLES, DEFAULT_CURTAILMENT_ORDER, PREFILL_ROLES, STATUSES
 from solvers.objectives import objective as objective_named
@@ -101,6 +101,8 @@ class Inputs:
             self.models = {k: Model.model_validate(v) for k, v in d["models"].items()}
             self.efficiency = {k: dict(v) for k, v in d["efficiency"].items()}
             self.rack_costs = d["rack_costs"]
+            self.grid_kg_per_mwh = sc["site"].get("grid_kg_co2_per_mwh")  # (14), absent in plans before it
+            self.horizon_years = float(sc["horizon_years"])
             self.installed = dict(d.get("installed") or {})  # (9), absent in plans written before it
             self.max_new_racks = sc.get("max_new_racks")
             from planner.measurements.table import Measurement
@@ -119,6 +121,15 @@ class Inputs:
     def annual_cost_per_rack(self, hw_id: str) -> float:
         hw = self.hardware[hw_id]
         return float(annual_rack_cost(hw.rack.capex_usd.value, billed_power_w(hw, self.scenario_finance), **self.finance))
+
+    def rack_carbon(self) -> dict | None:
+        """hardware id -> kg CO2e a year of one rack by part (OPTIMIZER.md 15), None without the grid's figure."""
+        if self.grid_kg_per_mwh is None:
+            return None
+        return {h: rack_carbon_parts(hw.rack.embodied_kg_co2e.value if hw.rack.embodied_kg_co2e else 0.0,
+                                     billed_power_w(hw, self.scenario_finance), self.horizon_years,
+                                     self.grid_kg_per_mwh, self.pue, self.finance["load_share"])
+                for h, hw in self.hardware.items()}
 
 
 def _one_line(exc: Exception) -> str:
@@ -490,7 +501,7 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     rentals = d.get("rentals") or []
     out.extend(rental_checks(rentals, inputs))
     fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue, inputs.installed, rentals,
-                        inputs.scenario_finance)
+                        inputs.scenario_finance, inputs.rack_carbon(), inputs.grid_kg_per_mwh)
     for f in fleet.iter_rows(named=True):
         held = f["chips"] + f.get("chips_rented", 0.0)
         out.append(result(f"chips {f['hardware']}", f["chips_used"] <= held * (1 + 1e-6) + 1e-9,
@@ -555,8 +566,10 @@ def objective_checks(d: dict, totals: dict, inputs: Inputs) -> list[dict]:
     out = [same("objective_usd_per_year", d.get("objective_usd_per_year"), totals["annual_cost_usd"]),
            result("objective name", d.get("objective") == inputs.objective.name,
                   f"plan says {d.get('objective')!r}, its inputs {inputs.objective.name!r}")]
-    value = inputs.objective.value(totals["annual_cost_usd"], totals["power_mw"] * 1e6,
-                                   totals["revenue_usd_per_year"])
+    value = inputs.objective.value({"annual_cost_usd": totals["annual_cost_usd"],
+                                    "rack_power_w": totals["power_mw"] * 1e6,
+                                    "carbon_kg_per_year": totals.get("carbon_kg_co2e_per_year") or 0.0,
+                                    "revenue_usd": totals["revenue_usd_per_year"]})
     solver = d.get("solver") or {}
     bound = solver.get("best_bound")
     if bound is not None:

@@ -38,7 +38,8 @@ def peak_draw_mw(hw, racks: float, rows: list[dict], loads: list[float], finance
 
 
 def site_draw(hw, racks: int, rows, finance) -> dict:
-    """MW of one system's racks at the peak and on average, and USD a year of the energy its replicas draw above the
+    """MW of one system's racks at the peak and on average (and the mean above the racks' floor), and USD a year of
+    the energy its replicas draw above the
     racks' floor (OPTIMIZER.md 12, the MILP's (13)): the floor of every rack in service plus each row's draw beyond
     its chips' floor (a row on rented chips counted as if at the site). Design power (at average_load_share on
     average) where the scenario bills a flat share, or without a finance section."""
@@ -46,8 +47,9 @@ def site_draw(hw, racks: int, rows, finance) -> dict:
     peak = peak_draw_mw(hw, racks, mine, [1.0] * len(mine), finance)
     if finance is None or not uses_power_curves(finance):
         share = 1.0 if finance is None else float(finance_value(finance, "average_load_share"))
-        return {"peak": peak, "mean": peak * share, "energy_usd": 0.0}
+        return {"peak": peak, "mean": peak * share, "energy_usd": 0.0, "above_floor_mw": 0.0}
     floor = racks * idle_power_w(hw) / 1e6
     mean = floor + sum(r["mean_power_mw"] - row_idle_mw(r, hw) for r in mine)
-    return {"peak": peak, "mean": mean,
-            "energy_usd": replica_energy_usd((mean - floor) * 1e6, 1.0, finance) if mean > floor else 0.0}
+    above = max(mean - floor, 0.0)  # the replicas' mean draw beyond the floor, billed (and emitted) with them
+    return {"peak": peak, "mean": mean, "above_floor_mw": above,
+            "energy_usd": replica_energy_usd(above * 1e6, 1.0, finance) if mean > floor else 0.0}

@@ -112,6 +112,31 @@ def installed_rack_cost_parts(scenario, hw, capex_usd: float) -> dict:
     return {k: float(v) for k, v in parts.items()}
 
 
+# ---- emissions (min_carbon, docs/OPTIMIZER.md 15) -------------------------------------------------------------
+def rack_carbon_parts(embodied_kg: float, power_w: float, horizon_years: float, grid_kg_per_mwh: float, pue: float,
+                      load_share: float = 1.0) -> dict:
+    """kg CO2e a year of one rack, by part: its making spread evenly over the horizon (``embodied``) and the grid's
+    emissions of its billed facility energy (``energy``: power_w x load_share x pue x 8760 h at grid_kg_per_mwh)."""
+    return {"embodied": float(embodied_kg) / float(horizon_years),
+            "energy": float(power_w) * load_share * pue * HOURS_PER_YEAR / 1e6 * float(grid_kg_per_mwh)}
+
+
+def rack_carbon_kg(scenario, hw) -> dict:
+    """``rack_carbon_parts`` of one rack of ``hw`` under the scenario (the energy on the same billed power as its
+    cost: the idle floor under the power curves); its making 0 where the catalog has no figure (min_carbon refuses
+    such a system, scenario validation)."""
+    embodied = hw.rack.embodied_kg_co2e.value if hw.rack.embodied_kg_co2e is not None else 0.0
+    args = finance_args(scenario.finance, scenario.horizon_years)
+    return rack_carbon_parts(embodied, billed_power_w(hw, scenario.finance), scenario.horizon_years,
+                             scenario.site.grid_kg_co2_per_mwh, args["pue"], args["load_share"])
+
+
+def replica_carbon_kg(above_w, mean_load, finance, grid_kg_per_mwh: float) -> float:
+    """kg CO2e a year of a replica's draw ``above_w`` beyond its chips' floor at ``mean_load`` (as
+    ``replica_energy_usd``, at the grid's emissions instead of its price)."""
+    return float(above_w) * mean_load * finance_value(finance, "pue") * HOURS_PER_YEAR / 1e6 * grid_kg_per_mwh
+
+
 def rental_cost(chips: float, usd_per_chip_hour: float) -> float:
     """USD a year of rented chips: every hour of the year paid (OPTIMIZER.md 11)."""
     return float(chips) * usd_per_chip_hour * HOURS_PER_YEAR

@@ -16,7 +16,8 @@ import numpy as np
 from planner import __version__, catalog
 from planner.fleet.curtail import curtailment_table, tier_label
 from planner.fleet.draw import mean_power_mw, site_draw
-from planner.fleet.finance import annual_revenue, idle_power_w, mean_tokens_per_year, rental_cost, usd_per_mtok
+from planner.fleet.finance import (annual_revenue, idle_power_w, mean_tokens_per_year, rack_carbon_kg, rental_cost,
+                                   replica_carbon_kg, usd_per_mtok)
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, pool_key, pools, ttft_percentiles
 from planner.fleet.problem import Built, rental_offers
 from planner.perf.grid import engines_running, pair_engines
@@ -136,7 +137,8 @@ def extract_plan(built: Built, sol) -> Plan:
     alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(replicas > 1e-9)))
     costs = dict(zip([h.id for h in built.hardware], built.problem.annual_cost_usd_per_rack.tolist()))
     fleet = fleet_table({h.id: racks[i] for i, h in enumerate(built.hardware)}, built.hardware_by_id, costs, alloc,
-                        built.problem.pue, built.inputs["installed"], rentals, sc.finance)
+                        built.problem.pue, built.inputs["installed"], rentals, sc.finance,
+                        rack_carbon(sc, built.hardware), sc.site.grid_kg_co2_per_mwh)
     wl = workload_table(built.demands, alloc, fleet, shares)
     totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w)
     curtailment = curtailment_table(fleet, alloc, wl, built.demands, built.hardware_by_id, sc.finance,
@@ -361,8 +363,27 @@ def allocation_table(rows: list[dict]):
               .sort(["workload", "role", "hardware"]))
 
 
+def rack_carbon(scenario, hardware: list) -> dict | None:
+    """hardware id -> kg CO2e a year of one rack by part (its making, its floor's energy), where the site gives its
+    grid's emissions (OPTIMIZER.md 15); else None."""
+    if scenario.site.grid_kg_co2_per_mwh is None:
+        return None
+    return {h.id: rack_carbon_kg(scenario, h) for h in hardware}
+
+
+def fleet_carbon_kg(hw, kept: int, new: int, chips_rented: float, draw: dict, carbon: dict, finance,
+                    grid_kg_per_mwh: float) -> float:
+    """kg CO2e a year of one system's racks in service (OPTIMIZER.md 15, the MILP's (14)): a new rack its making
+    and floor, a kept one its floor (its making sunk), the replicas' draw above the floor at the mean load, and a
+    rented chip its share of a rack's."""
+    whole = carbon["embodied"] + carbon["energy"]
+    return (new * whole + kept * carbon["energy"] + chips_rented * whole / hw.chips_per_rack
+            + replica_carbon_kg(draw["above_floor_mw"] * 1e6, 1.0, finance, grid_kg_per_mwh))
+
+
 def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, alloc, pue: float,
-                installed: dict | None = None, rentals: list | None = None, finance=None):
+                installed: dict | None = None, rentals: list | None = None, finance=None, carbon: dict | None = None,
+                grid_kg_per_mwh: float | None = None):
     """Per system in service, installed or rented (``racks``: id -> racks in service, in the plan's order): the
     racks kept from the installed fleet, bought and retired (OPTIMIZER.md 9; ``installed``: id -> the plan inputs'
     installed entry), the chips rented (11; ``rentals``: the plan's rows), chips, the chips the allocation uses,
@@ -408,6 +429,8 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
             "breakeven_utilization": (full / hw.chips_per_rack / rental_cost(1.0, cheapest)
                                       if cheapest is not None else None),
             "capex_confidence": hw.rack.capex_usd.confidence,
+            "carbon_kg_co2e_per_year": (fleet_carbon_kg(hw, kept, new, chips_rented, draw, carbon[hw_id], finance,
+                                                        grid_kg_per_mwh) if carbon is not None else None),
         })
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
@@ -548,6 +571,8 @@ def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
         "revenue_usd_per_year": revenue,
         "profit_usd_per_year": revenue - cost,
         "revenue_usd_per_year_per_mw": revenue / power if power > 0 else None,
+        "carbon_kg_co2e_per_year": (float(fleet["carbon_kg_co2e_per_year"].sum())
+                                    if len(fleet) and fleet["carbon_kg_co2e_per_year"].null_count() == 0 else None),
     }
 
 

@@ -14,8 +14,8 @@ import numpy as np
 from planner import catalog
 from planner.fleet.demand import Demand, demand_of
 from planner.fleet.finance import (annual_costs, annual_revenue, idle_power_w, installed_rack_cost_parts,
-                                   rack_cost_parts, replica_energy_usd, uses_power_curves,
-                                   rental_cost)
+                                   rack_carbon_kg, rack_cost_parts, replica_carbon_kg, replica_energy_usd,
+                                   rental_cost, uses_power_curves)
 from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for
 from planner.vocabulary import API_KIND, API_PREFIX
 from solvers.objectives import objective as objective_named
@@ -182,6 +182,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         column_cost_usd=api_column_costs(cols, demands) if np.any(cols["kind"] == API_KIND) else None,
         **rental_arrays(hw_list),
         **power_arrays(scenario, cols, chips, hw_list, demands),
+        **carbon_arrays(scenario, cols, chips, hw_list, demands, installed),
         workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
         capacity=coverage.max(axis=1) if n else np.zeros(0),
         chips=chips, integer_replicas=integer_replicas(chips, hw_list), demand=demand, coverage=coverage,
@@ -222,6 +223,30 @@ def power_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demands
     load = column_mean_load(cols, demands) if len(chips) else np.zeros(0)
     energy = np.array([replica_energy_usd(a, m, scenario.finance) for a, m in zip(above, load)])
     return {"rack_idle_power_w": idle, "column_power_w": above, "column_energy_usd": energy}
+
+
+def carbon_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demands: list[Demand],
+                  installed: dict) -> dict:
+    """(14)'s arrays, kg CO2e a year, where the site gives its grid's emissions (OPTIMIZER.md 15): a rack bought
+    (its making over the horizon and its floor's energy), an installed rack kept (its floor's energy: its making
+    is sunk), each replica's energy beyond the floor at its mean load, and a rented chip (its share of a rack of
+    its system: making and floor, as if it stood on this site's grid)."""
+    grid = scenario.site.grid_kg_co2_per_mwh
+    if grid is None:
+        return {}
+    parts = [rack_carbon_kg(scenario, h) for h in hw_list]
+    rack = np.array([p["embodied"] + p["energy"] for p in parts])
+    kept = np.array([p["energy"] if h.id in installed else r for p, h, r in zip(parts, hw_list, rack)])
+    column = np.zeros(len(cols["workload"]))
+    if uses_power_curves(scenario.finance) and len(chips):
+        idle = np.array([idle_power_w(h) for h in hw_list]) / np.array([h.chips_per_rack for h in hw_list], float)
+        above = np.maximum(np.asarray(cols["power_w"], dtype=float) - chips @ idle, 0.0)
+        load = column_mean_load(cols, demands)
+        column = np.array([replica_carbon_kg(a, m, scenario.finance, grid) for a, m in zip(above, load)])
+    per_chip = rack / np.array([h.chips_per_rack for h in hw_list], dtype=float)
+    rent = np.array([per_chip[k] for k, _ in rental_offers(hw_list)], dtype=float)
+    return {"carbon_kg_per_rack": rack, "installed_carbon_kg_per_rack": kept if installed else None,
+            "column_carbon_kg": column, "rent_carbon_kg_per_chip": rent}
 
 
 def group_values(objective: str, demands: list[Demand], revenue: np.ndarray) -> np.ndarray | None:

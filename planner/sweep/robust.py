@@ -17,7 +17,8 @@ import numpy as np
 from planner.errors import InputError
 
 MAX_ROBUST_SAMPLES = 400  # the robust MILP holds every sample's columns at once
-UNITS = {"min_cost": "usd_per_year", "max_revenue": "usd_per_year", "min_power": "w", "max_served": "usd_per_year"}
+UNITS = {"min_cost": "usd_per_year", "max_revenue": "usd_per_year", "min_power": "w", "max_served": "usd_per_year",
+         "min_carbon": "kg_co2e_per_year"}
 
 
 def objective_unit(objective: str) -> str:

@@ -33,8 +33,6 @@ UPWARD = {
     ("planner.catalog", "planner.perf"): "Model.kv_bytes_per_token is the kernel's own figure, on perf.pack's vector",
     ("planner.measurements.curves", "planner.fleet"): "check re-reads a measured row as a fleet.options.Rescore",
     ("planner.scenario", "planner.fleet"): "validate's summary builds each workload's demand (fleet.problem)",
-    ("planner.fleet.plan", "planner.report"): "Plan.to_dict adds report.summary's assumptions",
-    ("planner.fleet.whatif", "planner.report"): "the binding limits are found by report.summary.binding",
     ("planner.sweep.report", "planner.report"): "a sweep's table uses report's labels, CSV guard and JSON",
 }
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner import __version__, catalog
+from planner.fleet.assumptions import assumptions
 from planner.fleet.curtail import curtailment_table, tier_label
 from planner.fleet.draw import mean_power_mw, site_draw
 from planner.fleet.finance import (annual_revenue, idle_power_w, mean_tokens_per_year, rack_carbon_kg, rental_cost,
@@ -73,8 +74,6 @@ class Plan:
     minor_platforms: list | None = None  # systems bought for under 2% of the cost, what each saves (whatif)
 
     def to_dict(self) -> dict:
-        from planner.report.summary import assumptions
-
         d = self._as_dict()
         if self.robust is not None:
             d["robust"] = self.robust

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import numpy as np
 
 from planner.errors import PlannerError
-from planner.report.summary import binding
+from planner.fleet.assumptions import binding
 from solvers.jit import thread_count
 from solvers.milp import optimize
 from solvers.vocabulary import HAS_PLAN

@@ -1,0 +1,188 @@
+"""What a plan assumes and where it runs into its limits, in words: the plan JSON's ``assumptions`` and the
+binding limits the what-ifs loosen (``planner.report.summary`` draws the answer from them). Analysis, not
+rendering: it sits with the plan (docs/ARCHITECTURE.md, Layers)."""
+
+from __future__ import annotations
+
+import math
+
+from planner.measurements.physics import plan_warnings
+from planner.perf.speculative import acceptance_words, auto_words
+from planner.vocabulary import AUTO_SPECULATIVE
+
+BINDING_SHARE = 0.995  # a limit used to this share or more is reported as binding
+
+
+def people(value: float, unit: str = "") -> str:
+    """3-4 significant figures with k, M, G for people: 45.9 M, 2.06, 1,607 k."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    mag = abs(value)
+    for scale, suffix in ((1e12, " T"), (1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if mag >= max(scale, 1e4):  # below 10 k, plain digits read better
+            text = f"{value / scale:.3g}{suffix}"
+            break
+    else:
+        text = f"{value:,.0f}" if mag >= 100 else f"{value:.3g}"
+    return text + (f" {unit}" if unit and not text.endswith(" ") else unit)
+
+
+def binding(d: dict) -> list[dict]:
+    """The limits the plan runs into, one dict each: ``kind`` (power, floor_space, platforms, supply, new_racks),
+    ``hardware`` (supply only), ``limit`` (its value) and ``text``. The one place a limit is judged binding."""
+    totals, sc = d["totals"], d["inputs"]["scenario"]
+    out = []
+    budget = sc["site"].get("power_budget_mw")
+    if budget and totals["facility_power_mw"] >= BINDING_SHARE * budget:
+        out.append({"kind": "power", "hardware": None, "limit": budget,
+                    "text": f"power: {people(totals['facility_power_mw'])} of {people(budget)} MW"})
+    max_racks = sc["site"].get("max_racks")
+    if max_racks and totals["racks"] >= BINDING_SHARE * max_racks:
+        out.append({"kind": "floor_space", "hardware": None, "limit": max_racks,
+                    "text": f"floor space: {totals['racks']:,} of {max_racks:,} racks"})
+    most = sc.get("max_platforms")
+    if most and len(d["fleet"]) >= most:
+        out.append({"kind": "platforms", "hardware": None, "limit": most,
+                    "text": f"platforms: {len(d['fleet'])} of at most {most} hardware types"})
+    caps = sc.get("max_racks") or {}
+    for f in d["fleet"]:
+        cap, bought = caps.get(f["hardware"]), f.get("racks_new", f["racks"])
+        if cap is not None and cap > 0 and bought >= cap:  # a system that cannot be bought binds no supply
+            out.append({"kind": "supply", "hardware": f["hardware"], "limit": cap,
+                        "text": f"supply of {f['hardware']}: {bought:,} of {cap:,} racks bought"})
+    most_new = sc.get("max_new_racks")
+    if most_new is not None and sum(f.get("racks_new", f["racks"]) for f in d["fleet"]) >= most_new:
+        out.append({"kind": "new_racks", "hardware": None, "limit": most_new,
+                    "text": f"new racks: {most_new:,} at most (hardware.max_new_racks)"})
+    return out
+
+
+def binding_limits(d: dict) -> list[str]:
+    """The binding limits in words (``binding``)."""
+    return [b["text"] for b in binding(d)]
+
+
+def layout_words(d: dict) -> str:
+    """Which layouts the plan may use, and any row no public engine runs (MODEL.md 2.9)."""
+    sc = d["inputs"]["scenario"]
+    if sc.get("layouts", "supported") != "any":
+        return ("layouts: only those a public engine of the serving stack runs (each allocation row's engines; "
+                "data/engines.yaml)")
+    alone = sorted({f"{r['workload']} on {r['hardware']} (tp{r['tensor_parallel']} pp{r['pipeline_parallel']}"
+                    f"{' ep' if r['expert_parallel'] else ''})" for r in d.get("allocation", [])
+                    if not r.get("engines") and r.get("role") != "api"})
+    return ("layouts: any the model can cost (layouts: any); "
+            + (f"no public engine runs {', '.join(alone)}" if alone else "every row's layout runs on a public engine"))
+
+
+def installed_words(d: dict) -> list[str]:
+    """The installed fleet (OPTIMIZER.md 9): what is kept, what retires and why, what retired before the plan."""
+    installed = d["inputs"].get("installed") or {}
+    lines = []
+    for f in d["fleet"]:
+        have = installed.get(f["hardware"])
+        if not have:
+            continue
+        keep = sum(have["kept_costs"].values())
+        text = (f"installed {f['hardware']}: {have['racks']:,} racks in service at the start (capex sunk; "
+                f"{people(keep, 'USD')} a year each to keep: maintenance and energy), the first retiring "
+                f"{have['retire_by']}; the plan keeps {f['racks_installed']:,}")
+        if f["racks_retired"]:
+            text += (f" and retires {f['racks_retired']:,} now: the demand is served without them, and keeping "
+                     f"them would cost {people(f['racks_retired'] * keep, 'USD')} a year")
+        lines.append(text)
+    past = d["inputs"]["scenario"].get("installed_past_life") or {}
+    for hw_id, n in sorted(past.items()):
+        lines.append(f"installed {hw_id}: {n:,} racks past their service life at the start, retired before the "
+                     f"plan")
+    return lines
+
+
+def carbon_words(sc: dict) -> list[str]:
+    """How the plan's emissions are counted (OPTIMIZER.md 15), where the site gives its grid's."""
+    grid = sc["site"].get("grid_kg_co2_per_mwh")
+    if grid is None:
+        return []
+    return [f"emissions: the grid at {grid:g} kg CO2e/MWh of facility energy (site.grid_kg_co2_per_mwh, "
+            f"location-based), each rack's making (the catalog's rack.embodied_kg_co2e, estimates) spread over "
+            f"{sc['horizon_years']:g} years, an installed rack's making sunk, rented chips as if on this grid; "
+            f"hosted API tokens not counted"]
+
+
+def assumptions(d: dict) -> list[str]:
+    """What decides the cost and is easy to miss: load, peaks, drafters, prices, what $/Mtok includes."""
+    sc = d["inputs"]["scenario"]
+    fin = sc["finance"]
+    lines = [
+        f"$/Mtok = annual cost (capex annuity at {100 * fin['wacc']:.3g}% over {sc['horizon_years']:g} years, "
+        f"maintenance {100 * fin['maintenance_share_of_capex_per_year']:.3g}% of capex a year, energy at "
+        f"{fin['electricity_usd_per_mwh']:g} USD/MWh x PUE {fin['pue']:g}) / tokens generated a year at the mean "
+        f"rate (peak / peak_to_mean); no software, staff or network",
+        (f"racks draw {100 * fin['average_load_share']:.3g}% of their rated power on average and the budget holds "
+         f"design power (finance.average_load_share)" if fin.get("average_load_share") is not None else
+         "racks draw by their power curves (docs/MODEL.md 14): the budget holds the peak draw, energy is billed at "
+         "the mean draw (replicas working 1 / peak_to_mean of the time, resting at their idle floor otherwise)")
+        + "; every pool is sized for "
+        f"the peak" + (f" plus {100 * sc['site']['capacity_headroom']:.3g}% headroom (site.capacity_headroom)"
+                       if sc["site"].get("capacity_headroom") else " at 100% of its modelled throughput (no headroom: "
+                       "site.capacity_headroom)") + own_headroom(d),
+        f"curtailment: at the peak every pool runs at 1 / (1 + headroom) of its capacity, packed onto as few racks as "
+        f"its chips need, the emptied racks powered off; workloads are then shed whole, "
+        + ("the slowest tier first" if sc["site"].get("curtailment_order", "tier") == "tier" else
+           "the least revenue lost per MW first") + " (site.curtailment_order); shed traffic can wait only for "
+        "the hours its own pools' spare capacity at the mean rate works it off the same day (docs/OPTIMIZER.md 13)",
+        f"serving stack: {sc.get('serving_stack', 'vendor-best')} (efficiencies fitted to "
+        + ("the vendors' best published figures" if sc.get("serving_stack", "vendor-best") == "vendor-best"
+           else f"{sc['serving_stack']}'s published figures where the corpus has them, vendor-best's elsewhere")
+        + "; docs/MODEL.md 5.3)",
+        layout_words(d),
+        *installed_words(d),
+        *carbon_words(sc),
+    ]
+    for w in d["inputs"]["demands"]:
+        spec = ("no speculative decoding" if w["speculative"] == "none" else
+                auto_words(w.get("auto_methods") or (), w["model"]) if w["speculative"] == AUTO_SPECULATIVE else
+                acceptance_words(w["speculative"], w["model"], w["acceptance"], w.get("acceptance_by_k")))
+        lines.append(f"{w['name']}: peak {w['peak_to_mean']:g}x the mean rate; {spec}"
+                     + (f"; precision pinned to {w['precision']}" if w.get("precision") else ""))
+        if w.get("api"):
+            lines.append(f"{w['name']}: hosted api offers ({', '.join(o[0] for o in w['api'])}) taken at their stated "
+                         f"speed (max_tps_per_user) with no rate limit and their TTFT unchecked, priced on the tokens "
+                         f"they serve at the mean rate; an offer below the tier is left out")
+    if d["objective"] == "max_revenue":
+        prices = sc.get("prices_usd_per_mtok") or {}
+        lines.append("prices: " + (", ".join(f"{k} {v:g} USD/Mtok" for k, v in prices.items()) or "per workload"))
+    excluded = sc.get("excluded_hardware") or {}
+    if sc.get("acquisition") is not None:
+        left = sorted(k for k, why in excluded.items() if "acquisition" in why)
+        lines.append(f"buying policy: {', '.join(sc['acquisition'])} systems only (hardware.acquisition)"
+                     + (f"; left out: {', '.join(left)}" if left else ""))
+    else:
+        lines.append(f"buying policy: the systems named in hardware.allow ({len(excluded)} others left out)")
+    measured = [r for r in d.get("allocation", []) if r.get("source") == "measured"]
+    if d["inputs"].get("measurements"):
+        lines.append(f"measurements: {len(d['inputs']['measurements'])} measured rows; {len(measured)} allocation "
+                     f"rows planned from them (source: measured), at their measured throughput less "
+                     f"{100 * (d['inputs'].get('measurement_headroom') or 0):.3g}% headroom; a (workload, system, "
+                     f"precision) with measurements takes no option from the model")
+        lines.extend(plan_warnings(d["inputs"]))  # rows beyond physics, planned under --trust-measurements
+    tie = d.get("solver", {}).get("tie_break")
+    if tie:
+        lines.append(f"ties: among plans no worse than the first found, the one on the fewest hardware types "
+                     f"(solver.fewest_platforms): {tie}")
+    if d.get("minor_platforms"):
+        lines.append("minor platforms: a system bought for under 2% of the fleet's annual cost is named with what "
+                     "it saves: the plan re-solved without it (its supply cap 0, the other options as scored), "
+                     "against this one (minor_platforms)")
+    lines.append("fractional replicas: a row's replicas may be fractional (a share of a replica's time); racks "
+                 "are whole (docs/OPTIMIZER.md)")
+    return lines
+
+
+def own_headroom(d: dict) -> str:
+    """The workloads whose headroom differs from the site's (workloads[].capacity_headroom, or solve --verify's
+    repair), as a clause; empty when none does."""
+    site = float(d["inputs"]["scenario"]["site"].get("capacity_headroom") or 0.0)
+    own = [f"{x['name']} {100 * x['headroom']:.3g}%" for x in d["inputs"]["demands"]
+           if abs(float(x.get("headroom") or 0.0) - site) > 1e-12]
+    return f", except {', '.join(own)} (workloads' capacity_headroom)" if own else ""

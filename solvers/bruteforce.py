@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solvers import robust
 from solvers.jit import njit
 from solvers.objectives import objective
 
@@ -404,15 +405,13 @@ def robust_brute_force(problem) -> tuple[float, np.ndarray]:
     ``brute_force``) whose installed racks fit its supply caps, power budget and rack limit; without a premium the
     fleet must hold a need as bought. Among equal statistics the lower mean wins (as (Q2) of solvers.robust).
     (inf, zeros) when no fleet serves every sample; min_cost and min_power only."""
-    from solvers.robust import rack_upper_bounds, sample_statistic
-
     samples = problem.samples
     if any(sells(p) for p in samples):
         raise ValueError("the robust brute force does not sell shares (max_revenue)")
     if not all(np.all(p.integer_replicas) for p in samples):
         raise ValueError("brute force needs every column to have integer replicas")
     H = problem.n_hardware
-    top = rack_upper_bounds(problem).astype(np.int64)
+    top = robust.rack_upper_bounds(problem).astype(np.int64)
     if float(np.prod(top + 1.0)) > MAX_RACK_VECTORS:
         raise ValueError("too big for brute force")
     needs = []
@@ -447,7 +446,7 @@ def robust_brute_force(problem) -> tuple[float, np.ndarray]:
         f = np.array([sample_cost(s, p, racks) for s, p in enumerate(samples)])
         if not np.all(np.isfinite(f)):
             continue
-        value, mean = sample_statistic(f, problem.weight, problem.percentile), float(problem.weight @ f)
+        value, mean = robust.sample_statistic(f, problem.weight, problem.percentile), float(problem.weight @ f)
         tol = 1e-9 * max(1.0, abs(value))
         if value < best - tol or (value <= best + tol and mean < best_mean - 1e-9 * max(1.0, abs(mean))):
             best, best_mean, fleet = value, mean, racks

@@ -103,65 +103,37 @@ have no column.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
-import os
-import sys
-import threading
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import numpy as np
 
+from solvers import backends
+# The solver machinery and the rows live in solvers.backends and solvers.formulation; their names stay importable
+# from here (planner/ and the tests import SolverError, solver_output_to_stderr, solve_parameters ... from milp).
+from solvers.backends import (CPSAT_MAX_BOUND, CPSAT_MAX_SCALING, MAX_SOLVE_SECONDS, MIN_SOLVE_SECONDS,  # noqa: F401
+                              SolverError, cpsat_var_scaling, interruptible, solve_parameters, solver_key,
+                              solver_output_to_stderr, solver_seconds, status_of)
+from solvers.formulation import (RACK_TIE, REPLICA_TIE, TIE_FACTOR, add_chip_rows,  # noqa: F401
+                                 add_demand_rows, add_new_racks, add_objective_cap, add_platform_rows,
+                                 add_power_row, add_rent_variables, add_total_racks_row, add_used,
+                                 column_primary_coefficients, frozen, kept_primary_coefficients, limits_platforms,
+                                 padded_replica_bounds, primary_coefficients, primary_terms, rack_tie_coefficients,
+                                 rack_upper_bounds, rent_primary_coefficients, rent_upper_bounds,
+                                 replica_tie_coefficients, replica_upper_bounds, secondary_coefficients,
+                                 set_objective)
 from solvers.objectives import objective as objective_named
-from solvers.vocabulary import HAS_PLAN, NO_PLAN, OBJECTIVES, SOLVERS
+from solvers.vocabulary import HAS_PLAN, OBJECTIVES, SOLVERS  # noqa: F401
 
-RACK_TIE = 1e-7  # D_R in (O)
-REPLICA_TIE = 1e-8  # D_X in (O)
-TIE_FACTOR = 1.0 + RACK_TIE + REPLICA_TIE
 SERVED_WEIGHT = 1e3  # (10a): the whole demand is worth this many times the most any plan can cost
 TIE_TIME_FACTOR = 2.0  # (T1) may take this many times the first solve's time ...
 TIE_MIN_SECONDS = 1.0  # ... or this, whichever is longer (within the time limit)
 EVAL_TOL = 1e-6  # evaluate(): a row is violated when its scaled slack is below -EVAL_TOL
-# CP-SAT solves continuous variables as integers after multiplying them by mip_var_scaling; its default 1.0 turns
-# continuous replicas into integer ones (a worse plan reported as optimal). We scale so the largest replica bound
-# maps to CPSAT_MAX_BOUND, at most CPSAT_MAX_SCALING per replica.
-CPSAT_MAX_BOUND = 1e7
-CPSAT_MAX_SCALING = 1e5
-# The least time limit a solver is handed (issue 28): a deadline that passed while the options were scored, or a
-# tie-break after a first solve that spent the whole limit, leaves nothing or a negative remainder, and MathOpt
-# refuses a negative limit and the solvers treat a zero one unevenly. A solve past its deadline gets this much
-# more: enough for the solver to start, take its hint and stop with the best plan it has (or the reason there is
-# none). MAX_SOLVE_SECONDS: above the longest limit a scenario may set (1e6 s), finite for timedelta.
-MIN_SOLVE_SECONDS = 0.05
-MAX_SOLVE_SECONDS = 1e7
-
-
-def solver_seconds(time_limit_s) -> float:
-    """The limit a solver is handed for ``time_limit_s``: at least MIN_SOLVE_SECONDS (never zero, negative or
-    NaN), at most MAX_SOLVE_SECONDS."""
-    try:
-        seconds = float(time_limit_s)
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if not seconds >= MIN_SOLVE_SECONDS:  # NaN too
-        return MIN_SOLVE_SECONDS
-    return min(seconds, MAX_SOLVE_SECONDS)
-
-
-class SolverError(RuntimeError):
-    """A solver is unknown, missing from this OR-Tools build, or failed; the message names the alternatives."""
 
 
 # ---- the problem ----------------------------------------------------------------------------------------------
-def _frozen(a, dtype) -> np.ndarray:
-    arr = np.array(a, dtype=dtype, copy=True)
-    arr.setflags(write=False)
-    return arr
-
-
 @dataclass(frozen=True, eq=False)
 class FleetProblem:
     """Everything the MILP needs, as numpy arrays and scalars (formulation at the top of this module)."""
@@ -208,38 +180,38 @@ class FleetProblem:
             if len(self.workload):
                 cov[np.arange(len(self.workload)), np.asarray(self.workload, dtype=np.int64)] = self.capacity
             object.__setattr__(self, "coverage", cov)
-        object.__setattr__(self, "coverage", _frozen(self.coverage, float))
+        object.__setattr__(self, "coverage", frozen(self.coverage, float))
         if self.row_group is None:
             object.__setattr__(self, "row_group", np.arange(len(self.demand)))
-        object.__setattr__(self, "row_group", _frozen(self.row_group, np.int64))
+        object.__setattr__(self, "row_group", frozen(self.row_group, np.int64))
         if self.group_value is None:
             object.__setattr__(self, "group_value", np.zeros(int(self.row_group.max(initial=-1)) + 1))
-        object.__setattr__(self, "group_value", _frozen(self.group_value, float))
+        object.__setattr__(self, "group_value", frozen(self.group_value, float))
         for name, dtype in (("chips_per_rack", float), ("rack_power_w", float), ("annual_cost_usd_per_rack", float),
                             ("max_racks", float), ("workload", np.int64), ("capacity", float), ("chips", float),
                             ("integer_replicas", bool), ("demand", float)):
-            object.__setattr__(self, name, _frozen(getattr(self, name), dtype))
+            object.__setattr__(self, name, frozen(getattr(self, name), dtype))
         if self.min_racks is None:
             object.__setattr__(self, "min_racks", np.zeros(len(self.chips_per_rack)))
-        object.__setattr__(self, "min_racks", _frozen(self.min_racks, float))
+        object.__setattr__(self, "min_racks", frozen(self.min_racks, float))
         if self.racks_at_least is None:
             object.__setattr__(self, "racks_at_least", np.zeros(len(self.chips_per_rack)))
-        object.__setattr__(self, "racks_at_least", _frozen(self.racks_at_least, float))
+        object.__setattr__(self, "racks_at_least", frozen(self.racks_at_least, float))
         for name in ("column_cost_usd", "rack_idle_power_w", "column_power_w", "column_energy_usd",
                      "carbon_kg_per_rack", "installed_carbon_kg_per_rack", "column_carbon_kg",
                      "rent_carbon_kg_per_chip"):
             if getattr(self, name) is not None:  # None: the default (left None, as (9)'s costs)
-                object.__setattr__(self, name, _frozen(getattr(self, name), float))
+                object.__setattr__(self, name, frozen(getattr(self, name), float))
         for name, dtype in (("rent_hardware", np.int64), ("rent_cost_usd_per_chip", float), ("rent_max_chips", float)):
             value = getattr(self, name)
-            object.__setattr__(self, name, _frozen(np.zeros(0) if value is None else value, dtype))
+            object.__setattr__(self, name, frozen(np.zeros(0) if value is None else value, dtype))
         if self.installed_racks is None:
             object.__setattr__(self, "installed_racks", np.zeros(len(self.chips_per_rack)))
-        object.__setattr__(self, "installed_racks", _frozen(self.installed_racks, float))
+        object.__setattr__(self, "installed_racks", frozen(self.installed_racks, float))
         if self.installed_annual_cost_usd_per_rack is not None:  # None: a new rack's (left None so that
             # dataclasses.replace of the costs carries no stale copy)
             object.__setattr__(self, "installed_annual_cost_usd_per_rack",
-                               _frozen(self.installed_annual_cost_usd_per_rack, float))
+                               frozen(self.installed_annual_cost_usd_per_rack, float))
         for name in ("pue", "power_budget_w", "max_total_racks", "max_platforms", "max_new_racks"):
             object.__setattr__(self, name, float(getattr(self, name)))
         problems = list(self._problems())
@@ -416,17 +388,6 @@ class FleetProblem:
 
 
 # ---- derived data (pure functions of the problem) -------------------------------------------------------------
-def primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """p_h of (O), the objective's array (solvers.objectives): USD/year per rack for the cost objectives, IT
-    watts for min_power, kg CO2e a year for min_carbon."""
-    return objective_named(problem.objective).primary(problem)
-
-
-def kept_primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """p'_h of (9): the primary of keeping an installed rack in service (its capex, or its making, sunk)."""
-    return objective_named(problem.objective).kept_primary(problem)
-
-
 def new_racks(problem: FleetProblem, racks) -> np.ndarray:
     """[H] new_h of (9): the racks in service beyond the installed ones."""
     return np.maximum(np.asarray(racks, dtype=float) - problem.installed_racks, 0.0)
@@ -439,35 +400,6 @@ def annual_cost_of(problem: FleetProblem, racks) -> float:
     return float(kept @ r + (problem.annual_cost_usd_per_rack - kept) @ new_racks(problem, r))
 
 
-def secondary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """q_h of (O): the tie-break measure between racks of equal primary value."""
-    return objective_named(problem.objective).secondary(problem)
-
-
-def rack_tie_coefficients(problem: FleetProblem) -> np.ndarray:
-    """D_R q_h / M of (O), with M = max q/p, so every coefficient is at most D_R p_h."""
-    p, q = primary_coefficients(problem), secondary_coefficients(problem)
-    return RACK_TIE * q / np.max(q / p)
-
-
-def column_primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """c_j of (11), (13) and (14): each replica's own cost and energy beyond the racks' floor in the objective's
-    primary (under min_power its peak IT watts beyond the floor: an API column draws none)."""
-    return objective_named(problem.objective).column_primary(problem)
-
-
-def rent_primary_coefficients(problem: FleetProblem) -> np.ndarray:
-    """(12): a rented chip in the objective's primary (0 under min_power: no site power)."""
-    return objective_named(problem.objective).rent_primary(problem)
-
-
-def rent_upper_bounds(problem: FleetProblem) -> np.ndarray:
-    """[R] (12): an offer never rents more than its limit, nor more chips of its type than every column at its
-    bound X_j would use."""
-    need = problem.chips.T @ replica_upper_bounds(problem)
-    return np.minimum(problem.rent_max_chips, need[problem.rent_hardware]) if problem.n_rentals else np.zeros(0)
-
-
 def rented_chips(problem: FleetProblem, rented) -> np.ndarray:
     """[H] the chips each hardware type rents, from the offers' rented chips [R]."""
     out = np.zeros(problem.n_hardware)
@@ -476,53 +408,7 @@ def rented_chips(problem: FleetProblem, rented) -> np.ndarray:
     return out
 
 
-def replica_tie_coefficients(problem: FleetProblem) -> np.ndarray:
-    """D_X sum_h p_h chips_jh / chips_per_rack_h of (O): the primary value of the rack shares a replica occupies."""
-    p = primary_coefficients(problem)
-    return REPLICA_TIE * (problem.chips / problem.chips_per_rack) @ p
-
-
-def replica_upper_bounds(problem: FleetProblem) -> np.ndarray:
-    """X_j of (5): one column alone never needs more replicas than cover, by themselves, every demand row it
-    serves."""
-    cov, d = problem.coverage, problem.demand[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        need = np.where((cov > 0) & (d > 0), d / np.where(cov > 0, cov, 1.0), 0.0)
-    ub = need.max(axis=1, initial=0.0)
-    # ceil with a relative guard so 2.0000000001 (rounding) stays 2, but 2.001 becomes 3
-    return np.where(problem.integer_replicas, np.ceil(ub * (1.0 - 1e-12)), ub)
-
-
-def rack_upper_bounds(problem: FleetProblem) -> np.ndarray:
-    """R_h of (5): supply cap, power budget, site rack limit, and enough racks for every column at its bound."""
-    need = problem.chips.T @ replica_upper_bounds(problem) / problem.chips_per_rack
-    need = np.where(need > 0, np.maximum(need, problem.min_racks), need)  # (7): a bought type's minimum purchase
-    need = np.maximum(need, problem.racks_at_least)  # (8): kept racks, within the caps
-    ub = np.minimum(problem.max_racks + problem.installed_racks, np.ceil(need * (1.0 - 1e-12)))
-    ub = np.minimum(ub, problem.max_new_racks + problem.installed_racks)  # (9)
-    ub = np.minimum(ub, problem.max_total_racks)
-    if math.isfinite(problem.power_budget_w):
-        with np.errstate(divide="ignore"):  # a rack at rest drawing nothing is bounded by the rest alone
-            ub = np.minimum(ub, problem.power_budget_w / (problem.pue * problem.floor_power_w) * (1.0 + 1e-12))
-    return np.floor(ub * (1.0 + 1e-12))
-
-
 # ---- build -> solve -> extract --------------------------------------------------------------------------------
-def _solver_types():
-    from ortools.math_opt.python import mathopt
-
-    return {"scip": mathopt.SolverType.GSCIP, "highs": mathopt.SolverType.HIGHS, "cp-sat": mathopt.SolverType.CP_SAT}
-
-
-def solver_key(name: str) -> str:
-    """Canonical solver name ('scip', 'highs', 'cp-sat'); accepts any case and cp_sat / cpsat."""
-    key = str(name).strip().lower().replace("_", "-")
-    key = "cp-sat" if key == "cpsat" else key
-    if key not in SOLVERS:
-        raise SolverError(f"unknown solver {name!r}; available: {', '.join(SOLVERS)}")
-    return key
-
-
 @dataclass
 class FleetModel:
     """What :func:`build` returns: the MathOpt model and the handles :func:`extract` reads back."""
@@ -578,7 +464,7 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     """The MathOpt model of (1)-(5) and (O), scaled as described at the top of this module."""
     from ortools.math_opt.python import mathopt
 
-    solver = solver_key(solver_name)
+    solver = backends.require(solver_name)
     t0 = time.perf_counter()
     m = mathopt.Model(name="fleet")
     r_ub, x_ub = rack_upper_bounds(problem), replica_upper_bounds(problem)
@@ -586,298 +472,36 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     racks = [m.add_integer_variable(lb=float(r_lb[h]), ub=float(r_ub[h]), name=f"racks[{h}]")
              for h in range(problem.n_hardware)]
     cpsat_scaling = cpsat_var_scaling(x_ub[~problem.integer_replicas])
-    if solver == "cp-sat":  # the grid's last point must reach past the bound, or the bound becomes a cut
-        x_ub = np.where(problem.integer_replicas, x_ub, x_ub + 2.0 / cpsat_scaling)
+    x_ub = padded_replica_bounds(x_ub, problem.integer_replicas, solver, cpsat_scaling)
     replicas = [m.add_variable(lb=0.0, ub=float(x_ub[j]), is_integer=bool(problem.integer_replicas[j]),
                                name=f"x[{j}]") for j in range(problem.n_columns)]
     shares = ([m.add_variable(lb=0.0, ub=1.0, name=f"share[g={g}]") for g in range(len(problem.group_value))]
               if objective_named(problem.objective).sells_shares else [])
-    _add_demand_rows(m, problem, replicas, shares)
-    rent_ub = rent_upper_bounds(problem)
-    rented = [m.add_variable(lb=0.0, ub=float(rent_ub[r]), name=f"rent[{r}]") for r in range(problem.n_rentals)]
-    _add_chip_rows(m, problem, racks, replicas, rented=rented)
-    _add_power_row(m, problem, racks, replicas=replicas)
-    _add_total_racks_row(m, problem, racks)
-    new = _add_new_racks(m, problem, racks, r_ub)
-    used = _add_platform_rows(m, problem, racks, r_ub)
-    scale = _set_objective(m, problem, racks, replicas, shares, new, rented)
+    add_demand_rows(m, problem, replicas, shares)
+    rented = add_rent_variables(m, problem)
+    add_chip_rows(m, problem, racks, replicas, rented=rented)
+    add_power_row(m, problem, racks, replicas=replicas)
+    add_total_racks_row(m, problem, racks)
+    new = add_new_racks(m, problem, racks, r_ub)
+    used = add_platform_rows(m, problem, racks, r_ub)
+    scale = set_objective(m, problem, racks, replicas, shares, new, rented)
     return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares,
                       used, new, rented)
 
 
-def _add_new_racks(m, problem: FleetProblem, racks, r_ub) -> list:
-    """(9): new_h >= racks_h - installed_h within the supply cap, and sum_h new_h <= max_new_racks. Returns the
-    new_h variables (none without an installed fleet: new_h is racks_h, and only the sum's row is added)."""
-    new = []
-    if problem.has_installed:
-        for h, r in enumerate(racks):
-            ub = max(0.0, min(float(problem.max_racks[h]), float(r_ub[h])))
-            v = m.add_integer_variable(lb=0.0, ub=ub, name=f"new[{h}]")
-            row = m.add_linear_constraint(lb=-float(problem.installed_racks[h]), name=f"new_racks[h={h}]")
-            row.set_coefficient(v, 1.0)
-            row.set_coefficient(r, -1.0)
-            new.append(v)
-    if math.isfinite(problem.max_new_racks):
-        row = m.add_linear_constraint(ub=problem.max_new_racks, name="max_new_racks")
-        for v in new or racks:
-            row.set_coefficient(v, 1.0)
-    return new
-
-
-def cpsat_var_scaling(continuous_upper_bounds: np.ndarray) -> float:
-    """CP-SAT's mip_var_scaling: continuous replicas are solved on a grid of 1/this replicas. As fine as
-    CPSAT_MAX_SCALING allows while the largest bound still maps inside CPSAT_MAX_BOUND (with room for the margin)."""
-    largest = float(np.max(continuous_upper_bounds, initial=0.0)) + 1.0
-    return float(min(CPSAT_MAX_SCALING, 0.5 * CPSAT_MAX_BOUND / largest))
-
-
-def _add_demand_rows(m, problem: FleetProblem, replicas, shares=(), tag: str = "") -> None:
-    """(1), divided by demand_w; under max_revenue (6) the right side is the served share of the row's group."""
-    coef = problem.coverage / np.where(problem.demand > 0, problem.demand, 1.0)[None, :]
-    for w in range(problem.n_workloads):
-        if problem.demand[w] <= 0:
-            continue
-        row = m.add_linear_constraint(lb=0.0 if shares else 1.0, name=f"demand[{tag}w={w}]")
-        if shares:
-            row.set_coefficient(shares[int(problem.row_group[w])], -1.0)
-        for j in np.flatnonzero(coef[:, w] > 0):
-            row.set_coefficient(replicas[j], float(coef[j, w]))
-
-
-def _installed(racks, late=()) -> list[list]:
-    """[H] the variables whose sum is each type's installed racks: racks_h, plus a robust sample's late racks
-    y_sh where given (solvers.robust)."""
-    return [[r] + ([late[h]] if late else []) for h, r in enumerate(racks)]
-
-
-def _add_chip_rows(m, problem: FleetProblem, racks, replicas, tag: str = "", late=(), rented=()) -> None:
-    """(2), divided by chips_per_rack_h, on the installed racks and (12) the chips rented."""
-    share = problem.chips / problem.chips_per_rack
-    for h, installed in enumerate(_installed(racks, late)):
-        row = m.add_linear_constraint(ub=0.0, name=f"chips[{tag}h={h}]")
-        for v in installed:
-            row.set_coefficient(v, -1.0)
-        for r, v in enumerate(rented):
-            if problem.rent_hardware[r] == h:
-                row.set_coefficient(v, -1.0 / float(problem.chips_per_rack[h]))
-        for j in np.flatnonzero(share[:, h]).tolist():
-            row.set_coefficient(replicas[j], float(share[j, h]))
-
-
-def _add_power_row(m, problem: FleetProblem, racks, tag: str = "", late=(), replicas=()) -> None:
-    """(3) at the peak draw (13): the installed racks' floor plus each replica's draw beyond it, divided by pue *
-    max rack power."""
-    if not math.isfinite(problem.power_budget_w):
-        return
-    unit = problem.pue * float(problem.rack_power_w.max())
-    row = m.add_linear_constraint(ub=problem.power_budget_w / unit, name=f"power[{tag}]" if tag else "power")
-    for h, installed in enumerate(_installed(racks, late)):
-        for v in installed:
-            row.set_coefficient(v, float(problem.pue * problem.floor_power_w[h] / unit))
-    above = problem.replica_power_w
-    for j, v in enumerate(replicas):
-        if above[j] > 0:
-            row.set_coefficient(v, float(problem.pue * above[j] / unit))
-
-
-def _add_total_racks_row(m, problem: FleetProblem, racks, tag: str = "", late=()) -> None:
-    """(4), on the installed racks."""
-    if not math.isfinite(problem.max_total_racks):
-        return
-    row = m.add_linear_constraint(ub=problem.max_total_racks, name=f"total_racks[{tag}]" if tag else "total_racks")
-    for installed in _installed(racks, late):
-        for v in installed:
-            row.set_coefficient(v, 1.0)
-
-
-def limits_platforms(problem: FleetProblem) -> bool:
-    return math.isfinite(problem.max_platforms) or bool(np.any(problem.min_racks > 0))
-
-
-def _add_platform_rows(m, problem: FleetProblem, racks, r_ub) -> list:
-    """(7): a binary per hardware type, 1 when any rack of it is bought (racks_h <= R_h used_h); at least
-    min_racks_h racks when it is (racks_h >= min_racks_h used_h); at most max_platforms types. Returns the
-    binaries (none when the problem limits neither)."""
-    if not limits_platforms(problem):
-        return []
-    used = _add_used(m, problem, racks, r_ub)
-    for h, u in enumerate(used):
-        if problem.min_racks[h] > 0:
-            lower = m.add_linear_constraint(lb=0.0, name=f"min_racks[h={h}]")
-            lower.set_coefficient(racks[h], 1.0)
-            lower.set_coefficient(u, -float(problem.min_racks[h]))
-    if math.isfinite(problem.max_platforms):
-        row = m.add_linear_constraint(ub=problem.max_platforms, name="platforms")
-        for u in used:
-            row.set_coefficient(u, 1.0)
-    return used
-
-
-def _add_used(m, problem: FleetProblem, racks, r_ub) -> list:
-    """used_h binaries with racks_h <= R_h used_h, shared by (7) and (T)."""
-    used = [m.add_binary_variable(name=f"used[{h}]") for h in range(problem.n_hardware)]
-    for h, u in enumerate(used):
-        upper = m.add_linear_constraint(ub=0.0, name=f"used_upper[h={h}]")
-        upper.set_coefficient(racks[h], 1.0)
-        upper.set_coefficient(u, -max(float(r_ub[h]), 0.0))
-    return used
-
-
-def _primary_terms(problem: FleetProblem, racks, new=(), replicas=(), rented=()) -> list[tuple]:
-    """(variable, coefficient) of (O)'s primary: p_h racks_h, or with an installed fleet (9) p'_h racks_h plus
-    (p_h - p'_h) new_h; (11) c_j x_j for the columns with a cost of their own; (12) the chips rented."""
-    p = primary_coefficients(problem)
-    own = column_primary_coefficients(problem)
-    rent = rent_primary_coefficients(problem)
-    columns = ([(v, float(own[j])) for j, v in enumerate(replicas) if own[j] > 0]
-               + [(v, float(rent[r])) for r, v in enumerate(rented)])
-    if not new:
-        return [(v, float(p[h])) for h, v in enumerate(racks)] + columns
-    kept = kept_primary_coefficients(problem)
-    return ([(v, float(kept[h])) for h, v in enumerate(racks)]
-            + [(v, float(p[h] - kept[h])) for h, v in enumerate(new)] + columns)
-
-
-def _set_objective(m, problem: FleetProblem, racks, replicas, shares=(), new=(), rented=()) -> float:
-    """(O) divided by max p_h, less the revenue of the served shares under max_revenue (6); returns the divisor."""
-    tie = rack_tie_coefficients(problem)
-    replica_coef = replica_tie_coefficients(problem)
-    scale = float(primary_coefficients(problem).max())
-    m.objective.clear()
-    m.objective.is_maximize = False
-    for h, v in enumerate(racks):
-        m.objective.set_linear_coefficient(v, float(tie[h] / scale))
-    for j, v in enumerate(replicas):
-        m.objective.set_linear_coefficient(v, float(replica_coef[j] / scale))
-    for v, c in _primary_terms(problem, racks, new, replicas, rented):
-        m.objective.set_linear_coefficient(v, m.objective.get_linear_coefficient(v) + c / scale)
-    for g, v in enumerate(shares):
-        m.objective.set_linear_coefficient(v, float(-problem.group_value[g] / scale))
-    return scale
-
-
-def solve_parameters(built: FleetModel, time_limit_s: float, relative_gap: float, absolute_gap: float = 0.0):
-    """MathOpt parameters: the time limit and relative gap (the absolute gap is 0 unless given, so only the relative
-    one stops the search: HiGHS's default 1e-6 absolute gap would otherwise hide the tie-break terms; (T)'s integer
-    objective gives 0.5, which proves it exactly), and CP-SAT's variable
-    scaling so continuous replicas stay (nearly) continuous. Integrality tolerances stay at the solvers' defaults:
-    SCIP with numerics/feastol 1e-9 proved a plan 1.8% worse than HiGHS's 'optimal' (see repair_replicas for what
-    the default 1e-6 costs instead)."""
-    from ortools.math_opt.python import mathopt
-    from ortools.sat import sat_parameters_pb2
-
-    # A run whose first solve spent its whole limit leaves the tie-break a negative remainder, which MathOpt
-    # rejects: no time left is the least limit (solver_seconds; the solver stops at once and the first plan stands).
-    params = mathopt.SolveParameters(time_limit=timedelta(seconds=solver_seconds(time_limit_s)),
-                                     relative_gap_tolerance=float(relative_gap),
-                                     absolute_gap_tolerance=float(absolute_gap))
-    if built.solver == "cp-sat":
-        params.cp_sat = sat_parameters_pb2.SatParameters(
-            mip_var_scaling=built.cpsat_var_scaling, mip_max_bound=CPSAT_MAX_BOUND, mip_wanted_precision=1e-9)
-    return params
-
-
-_REDIRECT = {"lock": threading.Lock(), "depth": 0, "saved": None}
-
-
-@contextlib.contextmanager
-def solver_output_to_stderr():
-    """Point file descriptor 1 at stderr while a solver runs: the solvers' C++ cores print to it (this HiGHS build
-    prints debug lines on large MILPs), and stdout carries a command's JSON. Python's own stdout is flushed first
-    and is not used inside. Solves on several threads at once (the report's what-ifs) share one redirection: the
-    first in saves stdout, the last out puts it back."""
-    with _REDIRECT["lock"]:
-        if _REDIRECT["depth"] == 0:
-            sys.stdout.flush()
-            try:
-                _REDIRECT["saved"] = os.dup(1)
-            except OSError:  # no file descriptor 1 at all: nothing to protect
-                _REDIRECT["saved"] = None
-            if _REDIRECT["saved"] is not None:
-                os.dup2(2, 1)
-        _REDIRECT["depth"] += 1
-    try:
-        yield
-    finally:
-        with _REDIRECT["lock"]:
-            _REDIRECT["depth"] -= 1
-            if _REDIRECT["depth"] == 0 and _REDIRECT["saved"] is not None:
-                os.dup2(_REDIRECT["saved"], 1)
-                os.close(_REDIRECT["saved"])
-                _REDIRECT["saved"] = None
-
-
-def interruptible(fn):
-    """``fn()`` on a worker thread while this one waits, so that Ctrl-C (KeyboardInterrupt, which Python delivers
-    to the main thread only between bytecodes) stops the caller at once rather than when the solver's C++ core
-    returns. The solvers release the GIL while they run. On an interrupt the worker is abandoned (a daemon thread:
-    it ends with the process, or at its time limit); this OR-Tools build's SolveInterrupter makes SCIP hang, so it
-    is not used. Exceptions of ``fn`` are re-raised here."""
-
-    box: dict = {}
-
-    def run():
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, name="planner-milp", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.05)
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
-
-
 def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4,
           absolute_gap: float = 0.0, hint: dict | None = None) -> RawSolve:
-    """Run the solver named at build time; a missing or failing solver raises SolverError. ``hint``: variable ->
-    value of a known plan, a starting point for SCIP and HiGHS (CP-SAT was slower with one, so it gets none)."""
-    from ortools.math_opt.python import mathopt
-
+    """Run the solver named at build time (``solvers.backends.run``); a missing or failing solver raises
+    SolverError. ``hint``: variable -> value of a known plan, a starting point for the backends that take one."""
     params = solve_parameters(built, time_limit_s, relative_gap, absolute_gap)
-    model_params = (mathopt.ModelSolveParameters(solution_hints=[mathopt.SolutionHint(variable_values=hint)])
-                    if hint and built.solver != "cp-sat" else None)
-    t0 = time.perf_counter()
-    try:
-        with solver_output_to_stderr():
-            result = interruptible(lambda: mathopt.solve(built.model, _solver_types()[built.solver], params=params,
-                                                         model_params=model_params))
-    except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
-        others = ", ".join(s for s in SOLVERS if s != built.solver)
-        raise SolverError(f"solver {built.solver!r} failed or is not in this OR-Tools build ({exc}); "
-                          f"try one of: {others}") from exc
-    return RawSolve(built, result, time.perf_counter() - t0, float(relative_gap))
-
-
-def _status(result) -> str:
-    """The one map from MathOpt's termination to a plan's status (``solvers.vocabulary``): optimal; a plan stopped
-    by the time limit is time_limit (HiGHS names that limit UNDETERMINED), by any other limit feasible; infeasible;
-    no_plan when a limit came before any plan. Anything else raises SolverError."""
-    from ortools.math_opt.python import mathopt
-
-    R = mathopt.TerminationReason
-    reason = result.termination.reason
-    if reason == R.OPTIMAL:
-        return "optimal"
-    if reason == R.FEASIBLE:
-        limit = result.termination.limit
-        timed = limit is not None and limit.name in ("TIME", "UNDETERMINED")
-        return "time_limit" if timed else "feasible"
-    if reason in (R.INFEASIBLE, R.INFEASIBLE_OR_UNBOUNDED):  # never unbounded: every variable is bounded
-        return "infeasible"
-    if reason == R.NO_SOLUTION_FOUND:
-        return NO_PLAN
-    raise SolverError(f"solver stopped with {reason.name}: {result.termination.detail!r}; "
-                      f"try another of: {', '.join(SOLVERS)}")
+    result, seconds = backends.run(built, params, backends.hint_parameters(built.solver, hint))
+    return RawSolve(built, result, seconds, float(relative_gap))
 
 
 def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
     """The plan from a solve: integers rounded, the primary objective recomputed, the bound and gap made honest."""
     built, result = raw.built, raw.result
-    status = _status(result)
+    status = status_of(result)
     detail = f"{result.termination.reason.name}" + (
         f" ({result.termination.limit.name})" if result.termination.limit is not None else "")
     H, J = problem.n_hardware, problem.n_columns
@@ -1036,8 +660,8 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     the plan returned is within the gap the first solve proved."""
     started = time.perf_counter()
     m = built.model
-    used = built.used or _add_used(m, problem, built.racks, rack_upper_bounds(problem))
-    _add_objective_cap(m, problem, built, first.objective)
+    used = built.used or add_used(m, problem, built.racks, rack_upper_bounds(problem))
+    add_objective_cap(m, problem, built, first.objective)
     m.objective.clear()
     m.objective.is_maximize = False
     for u in used:
@@ -1046,11 +670,11 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     hint = _plan_hint(built, used, first.racks, first.replicas)
     t1 = solve(built, budget, relative_gap=0.0, absolute_gap=0.5, hint=hint)  # integer objective: gap < 1 proves it
     first_types = int((first.racks > 0).sum())
-    proved = _status(t1.result) == "optimal"
+    proved = status_of(t1.result) == "optimal"
     kept = dataclasses.replace(first, tie_break=(
         f"the first plan's {first_types} hardware types are the fewest at its objective" if proved else
         f"no plan on fewer than the first plan's {first_types} hardware types found in {budget:.2g} s"))
-    if _status(t1.result) not in HAS_PLAN:
+    if status_of(t1.result) not in HAS_PLAN:
         return kept
     t1_racks = np.rint(np.asarray(t1.result.variable_values(built.racks), dtype=float))
     types = int((t1_racks > 0.5).sum())
@@ -1059,7 +683,7 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     row = m.add_linear_constraint(ub=float(types), name="tie_platforms")
     for u in used:
         row.set_coefficient(u, 1.0)
-    _set_objective(m, problem, built.racks, built.replicas, built.shares, built.new, built.rented)
+    set_objective(m, problem, built.racks, built.replicas, built.shares, built.new, built.rented)
     left = time_limit_s - (time.perf_counter() - started)
     if left <= 0:
         return kept
@@ -1075,22 +699,8 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
 
 def _plan_hint(built: FleetModel, used, racks, replicas) -> dict:
     """A plan as variable -> value, for :func:`solve`'s hint (shares are left to the solver)."""
-    hint = {v: float(x) for v, x in zip(built.racks, racks)}
-    hint.update({v: float(x) for v, x in zip(built.replicas, replicas)})
-    hint.update({u: float(r > 0.5) for u, r in zip(used, racks)})
-    return hint
-
-
-def _add_objective_cap(m, problem: FleetProblem, built: FleetModel, value: float) -> None:
-    """(T)'s row: the primary objective (less the revenue under max_revenue) at most ``value``, divided by max p_h
-    like (O), with a relative 1e-9 of room for the solver's rounding."""
-    scale = built.objective_scale
-    room = 1e-9 * max(abs(value), scale)
-    row = m.add_linear_constraint(ub=(value + room) / scale, name="tie_objective")
-    for v, c in _primary_terms(problem, built.racks, built.new, built.replicas, built.rented):
-        row.set_coefficient(v, c / scale)
-    for g, s in enumerate(built.shares):
-        row.set_coefficient(s, float(-problem.group_value[g] / scale))
+    return backends.hint_from((built.racks, racks), (built.replicas, replicas),
+                              (used, [float(r > 0.5) for r in racks]))
 
 
 def _with_first_bound(sol: FleetSolution, first: FleetSolution, extra_seconds: float, note: str) -> FleetSolution:

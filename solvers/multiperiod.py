@@ -46,13 +46,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import numpy as np
 
-from solvers.milp import (SolverError, _frozen, _solver_types, _status, interruptible, solver_key,
-                          solver_output_to_stderr, solver_seconds)
-from solvers.vocabulary import HAS_PLAN, SOLVERS
+from solvers import backends
+from solvers.backends import SolverError
+from solvers.formulation import frozen
+from solvers.milp import FleetProblem, repair_replicas
+from solvers.vocabulary import HAS_PLAN
 
 EVAL_TOL = 1e-6
 
@@ -92,13 +93,13 @@ class BuildOutProblem:
                             ("probability", float), ("buy_cost", float), ("available", bool), ("alive", bool),
                             ("power_budget_w", float), ("max_total_racks", float), ("max_racks", float),
                             ("existing", float)):
-            object.__setattr__(self, name, _frozen(getattr(self, name), dtype))
+            object.__setattr__(self, name, frozen(getattr(self, name), dtype))
         if self.fixed_first is not None:
-            object.__setattr__(self, "fixed_first", _frozen(self.fixed_first, float))
+            object.__setattr__(self, "fixed_first", frozen(self.fixed_first, float))
         if self.group_value is not None:
-            object.__setattr__(self, "group_value", _frozen(self.group_value, float))
+            object.__setattr__(self, "group_value", frozen(self.group_value, float))
             rows = np.arange(self.demand.shape[2]) if self.row_group is None else self.row_group
-            object.__setattr__(self, "row_group", _frozen(rows, np.int64))
+            object.__setattr__(self, "row_group", frozen(rows, np.int64))
         object.__setattr__(self, "pue", float(self.pue))
         problems = list(self._problems())
         if problems:
@@ -208,10 +209,11 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
     """The MathOpt model of (1)-(6) and (O)."""
     from ortools.math_opt.python import mathopt
 
-    solver = solver_key(solver_name)
-    if solver == "cp-sat":
-        raise SolverError("the build-out MILP is solved with scip or highs (CP-SAT rounds its continuous "
-                          "replicas); choose one of: scip, highs")
+    solver = backends.require(solver_name)
+    if not backends.BACKENDS[solver].exact_continuous:
+        exact = ", ".join(name for name, b in backends.BACKENDS.items() if b.exact_continuous)
+        raise SolverError(f"the build-out MILP is solved with {exact.replace(', ', ' or ')} "
+                          f"({backends.BACKENDS[solver].label} rounds its continuous replicas); choose one of: {exact}")
     t0 = time.perf_counter()
     m = mathopt.Model(name="buildout")
     T, S, H, J = problem.n_periods, problem.n_scenarios, problem.n_hardware, problem.n_columns
@@ -299,24 +301,11 @@ def _installed_terms(problem: BuildOutProblem, buys, t: int, s: int) -> list[lis
 
 
 def solve(built: BuildOutModel, time_limit_s: float = 60.0, relative_gap: float = 1e-3, hint: dict | None = None):
-    """``hint``: variable -> value of a nearby plan, the solver's starting point (not for CP-SAT, as in
-    ``solvers.milp.solve``)."""
-    from ortools.math_opt.python import mathopt
-
-    # no time left is the least limit (MathOpt refuses a negative one; the solver stops at once with what it has)
-    params = mathopt.SolveParameters(time_limit=timedelta(seconds=solver_seconds(time_limit_s)),
-                                     relative_gap_tolerance=float(relative_gap), absolute_gap_tolerance=0.0)
-    model_params = (mathopt.ModelSolveParameters(solution_hints=[mathopt.SolutionHint(variable_values=hint)])
-                    if hint and built.solver != "cp-sat" else None)
-    t0 = time.perf_counter()
-    try:
-        with solver_output_to_stderr():
-            result = interruptible(lambda: mathopt.solve(built.model, _solver_types()[built.solver], params=params,
-                                                         model_params=model_params))
-    except Exception as exc:  # noqa: BLE001 - OR-Tools raises plain RuntimeError/ValueError for missing solvers
-        raise SolverError(f"solver {built.solver!r} failed ({exc}); try one of: "
-                          f"{', '.join(s for s in SOLVERS if s != built.solver)}") from exc
-    return result, time.perf_counter() - t0
+    """(result, wall seconds) of one solver run by ``solvers.backends.run`` (the least limit where none is left:
+    MathOpt refuses a negative one); ``hint``: variable -> value of a nearby plan, the solver's starting point (for
+    the backends that take one, as in ``solvers.milp.solve``)."""
+    params = backends.solve_parameters(built, time_limit_s, relative_gap)
+    return backends.run(built, params, backends.hint_parameters(built.solver, hint), failure="failed")
 
 
 def plan_hint(built: BuildOutModel, buys: np.ndarray, replicas: np.ndarray) -> dict:
@@ -324,8 +313,7 @@ def plan_hint(built: BuildOutModel, buys: np.ndarray, replicas: np.ndarray) -> d
     hint = {}
     for t, per_t in enumerate(built.buys):
         for s, per_s in enumerate(per_t):
-            hint.update({v: float(buys[t, s, h]) for h, v in enumerate(per_s) if v is not None})
-            hint.update({v: float(replicas[t, s, j]) for j, v in enumerate(built.replicas[t][s]) if v is not None})
+            hint.update(backends.hint_from((per_s, buys[t, s]), (built.replicas[t][s], replicas[t, s])))
     return hint
 
 
@@ -337,7 +325,7 @@ def _values(result, variables) -> np.ndarray:
 
 def extract(problem: BuildOutProblem, built: BuildOutModel, result, seconds: float) -> BuildOutSolution:
     T, S, H, J = problem.n_periods, problem.n_scenarios, problem.n_hardware, problem.n_columns
-    status = _status(result)
+    status = backends.status_of(result)
     dual = float(result.termination.objective_bounds.dual_bound) * built.objective_scale
     if status not in HAS_PLAN:
         empty = np.zeros((T, S, H))
@@ -368,8 +356,6 @@ def trim_replicas(problem: BuildOutProblem, buys: np.ndarray, replicas: np.ndarr
     (``solvers.milp.repair_replicas``: the fewest, by the rack value they occupy, that still serve what the plan
     serves, racks and integer replicas held). Idle replicas cost nothing in (O), so a solver may leave some; they
     would inflate each workload's share of the fleet's cost."""
-    from solvers.milp import FleetProblem, repair_replicas
-
     out = replicas.copy()
     if problem.integer_replicas.all() or not problem.n_columns:
         return out

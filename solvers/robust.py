@@ -56,7 +56,7 @@ import time
 from dataclasses import dataclass, field
 import numpy as np
 
-from solvers import milp
+from solvers import backends, formulation, milp
 from solvers.objectives import objective as objective_named
 from solvers.vocabulary import HAS_PLAN
 
@@ -77,7 +77,7 @@ class RobustProblem:
         object.__setattr__(self, "samples", tuple(self.samples))
         S = len(self.samples)
         w = np.full(S, 1.0 / max(S, 1)) if self.weight is None else np.asarray(self.weight, dtype=float)
-        object.__setattr__(self, "weight", milp._frozen(w, float))
+        object.__setattr__(self, "weight", formulation.frozen(w, float))
         problems = list(self._problems())
         if problems:
             raise ValueError("invalid RobustProblem: " + "; ".join(problems))
@@ -126,7 +126,7 @@ class RobustProblem:
 @dataclass
 class RobustModel:
     """What :func:`build` returns: the MathOpt model and its variables; it has what solvers.milp.solve reads of a
-    model (``model``, ``solver``, ``cpsat_var_scaling``)."""
+    model (``model``, ``solver``, ``cpsat_var_scaling``: solvers.backends.solve_parameters and run)."""
 
     model: object  # mathopt.Model
     racks: list  # [H]
@@ -172,7 +172,7 @@ def sample_statistic(values, weight, percentile: float | None) -> float:
 
 def rack_upper_bounds(problem: RobustProblem) -> np.ndarray:
     """R_h: the most racks of type h any one sample could use (solvers.milp (5))."""
-    return np.max([milp.rack_upper_bounds(p) for p in problem.samples], axis=0)
+    return np.max([formulation.rack_upper_bounds(p) for p in problem.samples], axis=0)
 
 
 def hard_caps(p) -> np.ndarray:
@@ -185,7 +185,7 @@ def hard_caps(p) -> np.ndarray:
 
 def _primary(problem: RobustProblem) -> np.ndarray:
     """[S, H] p_sh."""
-    return np.array([milp.primary_coefficients(p) for p in problem.samples])
+    return np.array([formulation.primary_coefficients(p) for p in problem.samples])
 
 
 def objective_floor(problem: RobustProblem) -> float:
@@ -198,8 +198,8 @@ def objective_floor(problem: RobustProblem) -> float:
 def _add_cap_rows(m, p, s: int, racks, late, r_ub) -> None:
     """(5) of sample s: its hard caps on the installed racks, where the variables' box does not already hold them."""
     caps = hard_caps(p)
-    most = r_ub + (milp.rack_upper_bounds(p) if late else 0.0)  # the installed racks' box
-    installed = milp._installed(racks, late)
+    most = r_ub + (formulation.rack_upper_bounds(p) if late else 0.0)  # the installed racks' box
+    installed = formulation.installed_terms(racks, late)
     for h in np.flatnonzero(caps < most).tolist():
         row = m.add_linear_constraint(ub=float(caps[h]), name=f"cap[s={s},h={h}]")
         for v in installed[h]:
@@ -210,7 +210,7 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
     """The MathOpt model of (M), or of (Q) (``cap`` given: of (Q2), the mean under the percentile ``cap``)."""
     from ortools.math_opt.python import mathopt
 
-    solver = milp.solver_key(solver_name)
+    solver = backends.require(solver_name)
     t0 = time.perf_counter()
     m = mathopt.Model(name="robust-fleet")
     r_ub = rack_upper_bounds(problem)
@@ -221,29 +221,28 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
     late_factor = None if problem.late_premium is None else 1.0 + float(problem.late_premium)
     sells = objective_named(problem.objective).sells_shares
     replicas, shares, late_racks, f_terms = [], [], [], []
-    bounds = [milp.replica_upper_bounds(p) for p in problem.samples]
-    scaling = milp.cpsat_var_scaling(np.concatenate([b[~p.integer_replicas] for b, p in zip(bounds, problem.samples)]
+    bounds = [formulation.replica_upper_bounds(p) for p in problem.samples]
+    scaling = backends.cpsat_var_scaling(np.concatenate([b[~p.integer_replicas]
+                                                         for b, p in zip(bounds, problem.samples)]
                                                     + [np.zeros(1)]))
     big_late = np.zeros(problem.n_samples)
     for s, p in enumerate(problem.samples):
-        x_ub = bounds[s]
-        if solver == "cp-sat":  # as solvers.milp.build: the grid's last point reaches past the bound
-            x_ub = np.where(p.integer_replicas, x_ub, x_ub + 2.0 / scaling)
+        x_ub = formulation.padded_replica_bounds(bounds[s], p.integer_replicas, solver, scaling)  # as milp.build
         x = [m.add_variable(lb=0.0, ub=float(x_ub[j]), is_integer=bool(p.integer_replicas[j]), name=f"x[{s},{j}]")
              for j in range(p.n_columns)]
         v = ([m.add_variable(lb=0.0, ub=1.0, name=f"share[{s},{g}]") for g in range(len(p.group_value))]
              if sells else [])
         y = []
         if late_factor is not None:
-            y_ub = milp.rack_upper_bounds(p)
+            y_ub = formulation.rack_upper_bounds(p)
             y = [m.add_integer_variable(lb=0.0, ub=float(y_ub[h]), name=f"late[{s},{h}]")
                  for h in range(problem.n_hardware)]
             big_late[s] = late_factor * float(primary[s] @ y_ub)
         tag = f"s={s},"
-        milp._add_demand_rows(m, p, x, v, tag)
-        milp._add_chip_rows(m, p, racks, x, tag, y)
-        milp._add_power_row(m, p, racks, tag, y, x)
-        milp._add_total_racks_row(m, p, racks, tag, y)
+        formulation.add_demand_rows(m, p, x, v, tag)
+        formulation.add_chip_rows(m, p, racks, x, tag, y)
+        formulation.add_power_row(m, p, racks, tag, y, x)
+        formulation.add_total_racks_row(m, p, racks, tag, y)
         _add_cap_rows(m, p, s, racks, y, r_ub)
         replicas.append(x)
         shares.append(v)
@@ -251,8 +250,9 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
         f_terms.append([(racks[h], primary[s, h] / scale) for h in range(problem.n_hardware)]
                        + [(y[h], late_factor * primary[s, h] / scale) for h in range(len(y))]
                        + [(v[g], -float(p.group_value[g]) / scale) for g in range(len(v))]
-                       + [(x[j], float(c) / scale) for j, c in enumerate(milp.column_primary_coefficients(p)) if c > 0])
-    milp._add_platform_rows(m, problem.samples[0], racks, r_ub)
+                       + [(x[j], float(c) / scale) for j, c in enumerate(formulation.column_primary_coefficients(p))
+                          if c > 0])
+    formulation.add_platform_rows(m, problem.samples[0], racks, r_ub)
     t, exceeds = None, []
     if problem.percentile is not None:
         floor = objective_floor(problem)
@@ -287,13 +287,13 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
 def solve(built: RobustModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4, hint: dict | None = None):
     """(result, wall seconds) of one solver run, by solvers.milp.solve (its parameters, stdout guard, interrupt
     handling and errors); ``hint`` (variable -> value, :func:`hint_of`): a known plan to start from."""
-    raw = milp.solve(built, milp.solver_seconds(time_limit_s), relative_gap, hint=hint)
+    raw = milp.solve(built, backends.solver_seconds(time_limit_s), relative_gap, hint=hint)
     return raw.result, raw.wall_seconds
 
 
 def extract(problem: RobustProblem, built: RobustModel, result, seconds: float) -> RobustSolution:
     """The fleet read back (racks rounded), each sample's objective recomputed by :func:`evaluate`."""
-    status = milp._status(result)
+    status = backends.status_of(result)
     H, S = problem.n_hardware, problem.n_samples
     if status not in HAS_PLAN:
         return RobustSolution(np.zeros(H), (), (), np.full(S, math.nan), math.nan, math.nan, status, math.nan,
@@ -320,12 +320,10 @@ def hint_of(problem: RobustProblem, built: RobustModel, sol: RobustSolution) -> 
     """A solution of ``built`` from a plan of the same samples: its racks, late racks, replicas and shares, and
     for (Q) t at the plan's percentile with z_s = 1 on the samples above it (of weight <= 1 - q/100, by the
     percentile's definition)."""
-    hint = {v: float(sol.racks[h]) for h, v in enumerate(built.racks)}
+    hint = backends.hint_from((built.racks, sol.racks))
     for s in range(problem.n_samples):
-        hint.update({v: float(sol.late[s][h]) for h, v in enumerate(built.late[s])})
-        hint.update({v: float(sol.replicas[s][j]) for j, v in enumerate(built.replicas[s])})
-        if built.shares[s]:
-            hint.update({v: float(sol.shares[s][g]) for g, v in enumerate(built.shares[s])})
+        hint.update(backends.hint_from((built.late[s], sol.late[s]), (built.replicas[s], sol.replicas[s]),
+                                       (built.shares[s], sol.shares[s] if built.shares[s] else ())))
     if built.t is not None:
         t = sample_statistic(sol.sample_objective, problem.weight, problem.percentile)
         hint[built.t] = t / built.scale
@@ -462,7 +460,7 @@ def evaluate(problem: RobustProblem, racks, replicas, shares=None, late=None) ->
             violations.append(f"sample {s}: late racks without a late premium")
         ev = milp.evaluate(p, racks + y, replicas[s], None if shares is None else shares[s])
         premium = 0.0 if problem.late_premium is None else problem.late_premium
-        f[s] = ev.objective + premium * float(milp.primary_coefficients(p) @ y)
+        f[s] = ev.objective + premium * float(formulation.primary_coefficients(p) @ y)
         violations += [f"sample {s}: {v}" for v in ev.violations]
         served.append(ev.shares)
     return RobustEvaluation(f, sample_statistic(f, problem.weight, problem.percentile), tuple(violations),
@@ -478,7 +476,7 @@ def topped_up(problem, fleet, solver: str = "scip", time_limit_s: float = 60.0, 
 
     kept = np.rint(np.asarray(fleet, dtype=float))
     p = dataclasses.replace(problem, racks_at_least=kept)
-    over = np.flatnonzero(kept > milp.rack_upper_bounds(p))
+    over = np.flatnonzero(kept > formulation.rack_upper_bounds(p))
     if len(over):
         return milp.FleetSolution(kept, np.zeros(p.n_columns), "infeasible", math.inf, math.inf, math.inf, solver,
                                   0.0, detail="the kept racks exceed this sample's supply cap, rack limit or power "

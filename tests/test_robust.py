@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from solvers import backends
 from solvers import bruteforce as bf
 from solvers import milp as F
 from solvers import robust as R
@@ -33,13 +34,13 @@ def two_systems(demand: float, cost_a: float, cost_b: float) -> F.FleetProblem:
 
 
 # ---- hand cases -----------------------------------------------------------------------------------------------
-def test_the_fleet_serves_the_largest_sample():
+@pytest.mark.parametrize("solver", backends.available_exact())
+def test_the_fleet_serves_the_largest_sample(solver):
     # demand 400, 800, 1200: 1, 2 and 3 racks alone; one fleet for all must hold 3 racks
     p = R.RobustProblem([one_system(d, 1e6) for d in (400.0, 800.0, 1200.0)])
-    for solver in ("scip", "highs"):
-        sol = R.optimize(p, solver)
-        assert sol.status == "optimal" and sol.racks.tolist() == [3.0]
-        assert sol.value == pytest.approx(3e6) and sol.violations == ()
+    sol = R.optimize(p, solver)
+    assert sol.status == "optimal" and sol.racks.tolist() == [3.0]
+    assert sol.value == pytest.approx(3e6) and sol.violations == ()
 
 
 def test_the_mean_weighs_each_sample_by_its_price():
@@ -165,13 +166,13 @@ def tiny_samples(seed: int) -> R.RobustProblem:
 
 
 @pytest.mark.parametrize("seed", range(80))
-def test_scip_and_highs_find_the_brute_force_optimum(seed):
+def test_the_exact_backends_find_the_brute_force_optimum(seed):
     p = tiny_samples(seed)
     try:
         exact, fleet = bf.robust_brute_force(p)
     except ValueError:
         pytest.skip("too big for brute force")
-    for solver in ("scip", "highs"):
+    for solver in backends.available_exact():
         sol = R.optimize(p, solver, relative_gap=1e-9)
         if math.isinf(exact):
             assert sol.status == "infeasible", (seed, solver)
@@ -196,17 +197,17 @@ def test_one_sample_is_the_single_period_optimum():
             assert robust.value == pytest.approx(single.objective, rel=1e-6)
 
 
-def test_max_revenue_weighs_each_sample_s_revenue():
+@pytest.mark.parametrize("solver", backends.available_exact())
+def test_max_revenue_weighs_each_sample_s_revenue(solver):
     # 800 units worth 4e6/year in sample a and 1e6 in b; a rack (1e6) serves 400. Racks r: f_a = r - 2r, f_b =
     # r - r/2 (in 1e6): the mean falls by 0.25e6 a rack, so both racks, f = (-2e6, +1e6)
     def selling(value: float) -> F.FleetProblem:
         return dataclasses.replace(one_system(800.0, 1e6), objective="max_revenue", group_value=np.array([value]))
 
     p = R.RobustProblem([selling(4e6), selling(1e6)])
-    for solver in ("scip", "highs"):
-        sol = R.optimize(p, solver)
-        assert sol.racks.tolist() == [2.0] and sol.violations == ()
-        assert sol.sample_objective.tolist() == pytest.approx([-2e6, 1e6]) and sol.mean == pytest.approx(-0.5e6)
+    sol = R.optimize(p, solver)
+    assert sol.racks.tolist() == [2.0] and sol.violations == ()
+    assert sol.sample_objective.tolist() == pytest.approx([-2e6, 1e6]) and sol.mean == pytest.approx(-0.5e6)
 
 
 @pytest.mark.parametrize("seed", range(0, 40, 3))

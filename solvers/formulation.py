@@ -1,0 +1,276 @@
+"""The fleet MILP's rows and objective terms, as public builders shared by the single-period MILP
+(``solvers.milp.build``, whose header holds the numbered formulation these implement: docs/OPTIMIZER.md 1) and the
+robust fleet (``solvers.robust.build``, which calls them once per sample with its tag and late racks).
+
+Each builder names the numbered row it adds. They take a ``solvers.milp.FleetProblem`` (``problem``), a MathOpt
+model ``m`` and its variables, add rows scaled as section 2 of the formulation says, and return what a caller needs
+back (the variables they add). The coefficient arrays of (O) come from the objective's registry entry
+(``solvers.objectives``), so no builder holds a formula of its own for an objective.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solvers.backends import BACKENDS
+from solvers.objectives import objective as objective_named
+
+RACK_TIE = 1e-7  # D_R in (O)
+REPLICA_TIE = 1e-8  # D_X in (O)
+TIE_FACTOR = 1.0 + RACK_TIE + REPLICA_TIE
+
+
+def frozen(a, dtype) -> np.ndarray:
+    arr = np.array(a, dtype=dtype, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+# ---- (O)'s coefficients: pure functions of the problem -------------------------------------------------------
+def primary_coefficients(problem) -> np.ndarray:
+    """p_h of (O), the objective's array (solvers.objectives): USD/year per rack for the cost objectives, IT
+    watts for min_power, kg CO2e a year for min_carbon."""
+    return objective_named(problem.objective).primary(problem)
+
+
+def kept_primary_coefficients(problem) -> np.ndarray:
+    """p'_h of (9): the primary of keeping an installed rack in service (its capex, or its making, sunk)."""
+    return objective_named(problem.objective).kept_primary(problem)
+
+
+def secondary_coefficients(problem) -> np.ndarray:
+    """q_h of (O): the tie-break measure between racks of equal primary value."""
+    return objective_named(problem.objective).secondary(problem)
+
+
+def rack_tie_coefficients(problem) -> np.ndarray:
+    """D_R q_h / M of (O), with M = max q/p, so every coefficient is at most D_R p_h."""
+    p, q = primary_coefficients(problem), secondary_coefficients(problem)
+    return RACK_TIE * q / np.max(q / p)
+
+
+def replica_tie_coefficients(problem) -> np.ndarray:
+    """D_X sum_h p_h chips_jh / chips_per_rack_h of (O): the primary value of the rack shares a replica occupies."""
+    p = primary_coefficients(problem)
+    return REPLICA_TIE * (problem.chips / problem.chips_per_rack) @ p
+
+
+def column_primary_coefficients(problem) -> np.ndarray:
+    """c_j of (11), (13) and (14): each replica's own cost and energy beyond the racks' floor in the objective's
+    primary (under min_power its peak IT watts beyond the floor: an API column draws none)."""
+    return objective_named(problem.objective).column_primary(problem)
+
+
+def rent_primary_coefficients(problem) -> np.ndarray:
+    """(12): a rented chip in the objective's primary (0 under min_power: no site power)."""
+    return objective_named(problem.objective).rent_primary(problem)
+
+
+# ---- (5) implied bounds ----------------------------------------------------------------------------------------
+def replica_upper_bounds(problem) -> np.ndarray:
+    """X_j of (5): one column alone never needs more replicas than cover, by themselves, every demand row it
+    serves."""
+    cov, d = problem.coverage, problem.demand[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where((cov > 0) & (d > 0), d / np.where(cov > 0, cov, 1.0), 0.0)
+    ub = need.max(axis=1, initial=0.0)
+    # ceil with a relative guard so 2.0000000001 (rounding) stays 2, but 2.001 becomes 3
+    return np.where(problem.integer_replicas, np.ceil(ub * (1.0 - 1e-12)), ub)
+
+
+def rack_upper_bounds(problem) -> np.ndarray:
+    """R_h of (5): supply cap, power budget, site rack limit, and enough racks for every column at its bound."""
+    need = problem.chips.T @ replica_upper_bounds(problem) / problem.chips_per_rack
+    need = np.where(need > 0, np.maximum(need, problem.min_racks), need)  # (7): a bought type's minimum purchase
+    need = np.maximum(need, problem.racks_at_least)  # (8): kept racks, within the caps
+    ub = np.minimum(problem.max_racks + problem.installed_racks, np.ceil(need * (1.0 - 1e-12)))
+    ub = np.minimum(ub, problem.max_new_racks + problem.installed_racks)  # (9)
+    ub = np.minimum(ub, problem.max_total_racks)
+    if math.isfinite(problem.power_budget_w):
+        with np.errstate(divide="ignore"):  # a rack at rest drawing nothing is bounded by the rest alone
+            ub = np.minimum(ub, problem.power_budget_w / (problem.pue * problem.floor_power_w) * (1.0 + 1e-12))
+    return np.floor(ub * (1.0 + 1e-12))
+
+
+def rent_upper_bounds(problem) -> np.ndarray:
+    """[R] (12): an offer never rents more than its limit, nor more chips of its type than every column at its
+    bound X_j would use."""
+    need = problem.chips.T @ replica_upper_bounds(problem)
+    return np.minimum(problem.rent_max_chips, need[problem.rent_hardware]) if problem.n_rentals else np.zeros(0)
+
+
+def padded_replica_bounds(x_ub: np.ndarray, integer_replicas: np.ndarray, solver: str, scaling: float) -> np.ndarray:
+    """X_j of (5) as the variables carry them: on a backend that solves continuous variables on a grid (CP-SAT,
+    ``solvers.backends``), continuous X_j get 2 steps of the grid more, so the grid's last point reaches past the
+    bound (else the bound becomes a cut); unchanged elsewhere."""
+    if not BACKENDS[solver].scales_continuous:
+        return x_ub
+    return np.where(integer_replicas, x_ub, x_ub + 2.0 / scaling)
+
+
+# ---- rows: (1) demand, (2) chips, (3) power, (4) racks, (7) platforms, (9) new racks, (12) rentals -------------
+def installed_terms(racks, late=()) -> list[list]:
+    """(2)-(4)'s installed racks: [H] the variables whose sum is each type's installed racks: racks_h, plus a
+    robust sample's late racks y_sh where given (solvers.robust)."""
+    return [[r] + ([late[h]] if late else []) for h, r in enumerate(racks)]
+
+
+def add_demand_rows(m, problem, replicas, shares=(), tag: str = "") -> None:
+    """(1), divided by demand_w; under max_revenue (6) the right side is the served share of the row's group."""
+    coef = problem.coverage / np.where(problem.demand > 0, problem.demand, 1.0)[None, :]
+    for w in range(problem.n_workloads):
+        if problem.demand[w] <= 0:
+            continue
+        row = m.add_linear_constraint(lb=0.0 if shares else 1.0, name=f"demand[{tag}w={w}]")
+        if shares:
+            row.set_coefficient(shares[int(problem.row_group[w])], -1.0)
+        for j in np.flatnonzero(coef[:, w] > 0):
+            row.set_coefficient(replicas[j], float(coef[j, w]))
+
+
+def add_chip_rows(m, problem, racks, replicas, tag: str = "", late=(), rented=()) -> None:
+    """(2), divided by chips_per_rack_h, on the installed racks and (12) the chips rented."""
+    share = problem.chips / problem.chips_per_rack
+    for h, installed in enumerate(installed_terms(racks, late)):
+        row = m.add_linear_constraint(ub=0.0, name=f"chips[{tag}h={h}]")
+        for v in installed:
+            row.set_coefficient(v, -1.0)
+        for r, v in enumerate(rented):
+            if problem.rent_hardware[r] == h:
+                row.set_coefficient(v, -1.0 / float(problem.chips_per_rack[h]))
+        for j in np.flatnonzero(share[:, h]).tolist():
+            row.set_coefficient(replicas[j], float(share[j, h]))
+
+
+def add_power_row(m, problem, racks, tag: str = "", late=(), replicas=()) -> None:
+    """(3) at the peak draw (13): the installed racks' floor plus each replica's draw beyond it, divided by pue *
+    max rack power."""
+    if not math.isfinite(problem.power_budget_w):
+        return
+    unit = problem.pue * float(problem.rack_power_w.max())
+    row = m.add_linear_constraint(ub=problem.power_budget_w / unit, name=f"power[{tag}]" if tag else "power")
+    for h, installed in enumerate(installed_terms(racks, late)):
+        for v in installed:
+            row.set_coefficient(v, float(problem.pue * problem.floor_power_w[h] / unit))
+    above = problem.replica_power_w
+    for j, v in enumerate(replicas):
+        if above[j] > 0:
+            row.set_coefficient(v, float(problem.pue * above[j] / unit))
+
+
+def add_total_racks_row(m, problem, racks, tag: str = "", late=()) -> None:
+    """(4), on the installed racks."""
+    if not math.isfinite(problem.max_total_racks):
+        return
+    row = m.add_linear_constraint(ub=problem.max_total_racks, name=f"total_racks[{tag}]" if tag else "total_racks")
+    for installed in installed_terms(racks, late):
+        for v in installed:
+            row.set_coefficient(v, 1.0)
+
+
+def limits_platforms(problem) -> bool:
+    """Whether (7) applies: a platform limit or a minimum purchase."""
+    return math.isfinite(problem.max_platforms) or bool(np.any(problem.min_racks > 0))
+
+
+def add_platform_rows(m, problem, racks, r_ub) -> list:
+    """(7): a binary per hardware type, 1 when any rack of it is bought (racks_h <= R_h used_h); at least
+    min_racks_h racks when it is (racks_h >= min_racks_h used_h); at most max_platforms types. Returns the
+    binaries (none when the problem limits neither)."""
+    if not limits_platforms(problem):
+        return []
+    used = add_used(m, problem, racks, r_ub)
+    for h, u in enumerate(used):
+        if problem.min_racks[h] > 0:
+            lower = m.add_linear_constraint(lb=0.0, name=f"min_racks[h={h}]")
+            lower.set_coefficient(racks[h], 1.0)
+            lower.set_coefficient(u, -float(problem.min_racks[h]))
+    if math.isfinite(problem.max_platforms):
+        row = m.add_linear_constraint(ub=problem.max_platforms, name="platforms")
+        for u in used:
+            row.set_coefficient(u, 1.0)
+    return used
+
+
+def add_used(m, problem, racks, r_ub) -> list:
+    """used_h binaries with racks_h <= R_h used_h, shared by (7) and (T)."""
+    used = [m.add_binary_variable(name=f"used[{h}]") for h in range(problem.n_hardware)]
+    for h, u in enumerate(used):
+        upper = m.add_linear_constraint(ub=0.0, name=f"used_upper[h={h}]")
+        upper.set_coefficient(racks[h], 1.0)
+        upper.set_coefficient(u, -max(float(r_ub[h]), 0.0))
+    return used
+
+
+def add_rent_variables(m, problem) -> list:
+    """(12): rent_r >= 0 continuous chips of each offer, at most its limit within what the columns could use
+    (rent_upper_bounds); :func:`add_chip_rows` adds them to (2)'s right side."""
+    rent_ub = rent_upper_bounds(problem)
+    return [m.add_variable(lb=0.0, ub=float(rent_ub[r]), name=f"rent[{r}]") for r in range(problem.n_rentals)]
+
+
+def add_new_racks(m, problem, racks, r_ub) -> list:
+    """(9): new_h >= racks_h - installed_h within the supply cap, and sum_h new_h <= max_new_racks. Returns the
+    new_h variables (none without an installed fleet: new_h is racks_h, and only the sum's row is added)."""
+    new = []
+    if problem.has_installed:
+        for h, r in enumerate(racks):
+            ub = max(0.0, min(float(problem.max_racks[h]), float(r_ub[h])))
+            v = m.add_integer_variable(lb=0.0, ub=ub, name=f"new[{h}]")
+            row = m.add_linear_constraint(lb=-float(problem.installed_racks[h]), name=f"new_racks[h={h}]")
+            row.set_coefficient(v, 1.0)
+            row.set_coefficient(r, -1.0)
+            new.append(v)
+    if math.isfinite(problem.max_new_racks):
+        row = m.add_linear_constraint(ub=problem.max_new_racks, name="max_new_racks")
+        for v in new or racks:
+            row.set_coefficient(v, 1.0)
+    return new
+
+
+# ---- (O) and (T)'s objective cap --------------------------------------------------------------------------------
+def primary_terms(problem, racks, new=(), replicas=(), rented=()) -> list[tuple]:
+    """(variable, coefficient) of (O)'s primary: p_h racks_h, or with an installed fleet (9) p'_h racks_h plus
+    (p_h - p'_h) new_h; (11) c_j x_j for the columns with a cost of their own; (12) the chips rented."""
+    p = primary_coefficients(problem)
+    own = column_primary_coefficients(problem)
+    rent = rent_primary_coefficients(problem)
+    columns = ([(v, float(own[j])) for j, v in enumerate(replicas) if own[j] > 0]
+               + [(v, float(rent[r])) for r, v in enumerate(rented)])
+    if not new:
+        return [(v, float(p[h])) for h, v in enumerate(racks)] + columns
+    kept = kept_primary_coefficients(problem)
+    return ([(v, float(kept[h])) for h, v in enumerate(racks)]
+            + [(v, float(p[h] - kept[h])) for h, v in enumerate(new)] + columns)
+
+
+def set_objective(m, problem, racks, replicas, shares=(), new=(), rented=()) -> float:
+    """(O) divided by max p_h, less the revenue of the served shares under max_revenue (6); returns the divisor."""
+    tie = rack_tie_coefficients(problem)
+    replica_coef = replica_tie_coefficients(problem)
+    scale = float(primary_coefficients(problem).max())
+    m.objective.clear()
+    m.objective.is_maximize = False
+    for h, v in enumerate(racks):
+        m.objective.set_linear_coefficient(v, float(tie[h] / scale))
+    for j, v in enumerate(replicas):
+        m.objective.set_linear_coefficient(v, float(replica_coef[j] / scale))
+    for v, c in primary_terms(problem, racks, new, replicas, rented):
+        m.objective.set_linear_coefficient(v, m.objective.get_linear_coefficient(v) + c / scale)
+    for g, v in enumerate(shares):
+        m.objective.set_linear_coefficient(v, float(-problem.group_value[g] / scale))
+    return scale
+
+
+def add_objective_cap(m, problem, built, value: float) -> None:
+    """(T)'s row: the primary objective (less the revenue under max_revenue) at most ``value``, divided by max p_h
+    like (O), with a relative 1e-9 of room for the solver's rounding."""
+    scale = built.objective_scale
+    room = 1e-9 * max(abs(value), scale)
+    row = m.add_linear_constraint(ub=(value + room) / scale, name="tie_objective")
+    for v, c in primary_terms(problem, built.racks, built.new, built.replicas, built.rented):
+        row.set_coefficient(v, c / scale)
+    for g, s in enumerate(built.shares):
+        row.set_coefficient(s, float(-problem.group_value[g] / scale))

@@ -3,8 +3,8 @@
 A damaged cache file (truncated, overwritten) is a cache miss, not an error: ``_tolerate_damaged_cache``.
 
 Numba keys a cached function on its own file only: a kernel changed in ``kernels.py`` leaves the cached drivers in
-``sweep.py`` that call it stale, silently. So the cache is dropped whenever any source of ``solvers/`` changes
-(``drop_stale_cache``, run once on import).
+``sweep.py`` that call it stale, silently. So the cache is dropped whenever a jitted source of ``solvers/`` changes
+(``drop_stale_cache``, run once on import; ``JITTED`` names them).
 """
 
 from __future__ import annotations
@@ -82,11 +82,16 @@ def _remove(path) -> None:
 _tolerate_damaged_cache()
 
 
+# The sources whose code numba compiles, or that compiled code reads (constants, the slots): a change elsewhere in
+# solvers/ (the MILPs, the objectives) leaves every kernel as it was, and must not cost a recompilation.
+JITTED = ("jit.py", "bruteforce.py", "perf", "sim")
+
+
 def drop_stale_cache(root: Path = ROOT) -> bool:
-    """Delete numba's cache files under ``root`` when the sources' digest differs from the one recorded beside
-    them; returns True if it dropped them. A read-only install is left as it is."""
+    """Delete numba's cache files under ``root`` when the jitted sources' digest (``JITTED``) differs from the one
+    recorded beside them; returns True if it dropped them. A read-only install is left as it is."""
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] in JITTED):
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     stamp = root / "__pycache__" / STAMP

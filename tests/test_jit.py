@@ -1,11 +1,13 @@
-"""The numba cache is dropped when any source of the numerical layer changes (numba itself only watches a cached
-function's own file, so a kernel edit would leave its callers' cached code stale)."""
+"""The numba cache is dropped when a jitted source of the numerical layer changes (numba itself only watches a
+cached function's own file, so a kernel edit would leave its callers' cached code stale), and only then."""
 
 from solvers.jit import STAMP, drop_stale_cache
 
 
-def test_cache_dropped_when_a_source_changes(tmp_path):
-    (tmp_path / "kernels.py").write_text("x = 1\n")
+def test_cache_dropped_when_a_jitted_source_changes(tmp_path):
+    (tmp_path / "perf").mkdir()
+    (tmp_path / "perf" / "kernels.py").write_text("x = 1\n")
+    (tmp_path / "milp.py").write_text("y = 1\n")
     cache = tmp_path / "__pycache__"
     cache.mkdir()
     assert drop_stale_cache(tmp_path)  # no stamp yet: drop and record
@@ -13,7 +15,9 @@ def test_cache_dropped_when_a_source_changes(tmp_path):
     (cache / "sweep.f-1.py311.1.nbc").write_text("code")
     assert not drop_stale_cache(tmp_path)  # sources unchanged: the cache stays
     assert (cache / "sweep.f-1.py311.nbi").exists()
-    (tmp_path / "kernels.py").write_text("x = 2\n")
+    (tmp_path / "milp.py").write_text("y = 2\n")  # no kernel there: the compiled code stays valid
+    assert not drop_stale_cache(tmp_path) and (cache / "sweep.f-1.py311.nbi").exists()
+    (tmp_path / "perf" / "kernels.py").write_text("x = 2\n")
     assert drop_stale_cache(tmp_path)
     assert not list(cache.glob("*.nb*")) and (cache / STAMP).is_file()
 

@@ -5,6 +5,10 @@ MathOpt model, :func:`solve` runs one solver on it, :func:`extract` reads the pl
 :func:`optimize` chains them. :func:`evaluate` recomputes every constraint and the objective from a plan alone,
 without any solver; ``solvers.bruteforce`` finds the same optimum by enumeration on tiny problems.
 
+The numbered formulation is below; ``solvers.formulation`` builds its rows (public builders that the robust fleet
+shares), and ``solvers.backends`` holds the solvers as data and what every solve shares (parameters, status,
+hints, stdout guard, interrupts, ``SolverError``).
+
 The columns (deployment options) come from the candidate engine, which has already applied what does not fit the
 arrays: hardware not available by the scenario's start date and model-locked hardware serving another model simply
 have no column.

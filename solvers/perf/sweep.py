@@ -256,19 +256,27 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
     step (0: plain decode), ``a`` accepted; with a drafter, ``draft`` holds its step at each batch
     (``draft_steps``, the same for every draft length of the layout). Colocated, prompts queue in an M/G/c pool
     (service scv ``scv``) of the servers that serve ``load`` output tokens/s at each batch's capacity
-    (``servers_for_load``, at most ``max_servers``). Writes the E_* slots of ``out``; ``interval``, ``tput`` and
-    ``ttft`` are the calling thread's buffers."""
+    (``servers_for_load``, at most ``max_servers``). Writes the E_* slots of ``out`` (where no batch qualifies:
+    nothing served, the first batch, a lone prompt's TTFT); ``interval``, ``tput`` and ``ttft`` are the calling
+    thread's buffers."""
     nb = batches.shape[0]
-    decode_intervals(hw, c, touched_row, batches, k_draft + 1.0, interval)
     held_w, kv_per_stream = c[L.C_HELD_W], c[L.C_KV_HELD]
     if k_draft > 0.0:
-        pp = c[L.C_PP]
-        for k in range(nb):  # K draft steps and each verify step's per-stream work, per micro-batch
-            interval[k] += pp * (k_draft * draft[k] + max(batches[k] / pp, 1.0) * hw[L.H_SPEC_STREAM_S])
         held_w += dc[L.C_HELD_W]
         kv_per_stream += dc[L.C_KV_HELD]
     output_tokens = wl[L.W_OUTPUT_TOKENS]
     colocated = prefill_s > 0.0
+    # No batch qualifies where the weights alone overflow the memory (the KV only adds), or where the first batch
+    # already misses the tier: a step only grows with the batch, so tokens/s per user only falls (MODEL.md 3).
+    if held_w > c[L.C_USABLE] or not reaches_tier(hw, wl, c, touched_row, batches, k_draft, a, prefill_s, interval,
+                                                  draft):
+        serves_nothing(batches, single_s, out)
+        return
+    decode_intervals(hw, c, touched_row, batches, k_draft + 1.0, interval)
+    if k_draft > 0.0:
+        pp = c[L.C_PP]
+        for k in range(nb):  # K draft steps and each verify step's per-stream work, per micro-batch
+            interval[k] += pp * (k_draft * draft[k] + max(batches[k] / pp, 1.0) * hw[L.H_SPEC_STREAM_S])
     for k in range(nb):
         ttft[k] = single_s
         if colocated:  # each request also costs the replica its prefill, and prompts queue behind it
@@ -285,14 +293,41 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
             ok = ttft[k] <= wl[L.W_TTFT_S]
         tput[k] = served if ok else 0.0
     best = np.argmax(tput)
-    if colocated and tput[best] <= 0.0:  # no batch qualifies: the first batch's TTFT, as every batch's is defined
-        ttft[best] = single_s + colocated_wait_s(output_tokens, interval[best], batches[best], a, prefill_s, load,
-                                                 max_servers, scv, wl[L.W_TTFT_QUANTILE])
+    if tput[best] <= 0.0:
+        serves_nothing(batches, single_s, out)
+        return
     out[L.E_TOKENS_PER_S] = tput[best]
     out[L.E_BATCH] = batches[best]
     out[L.E_TPS_PER_USER] = tput[best] / batches[best]
     out[L.E_TTFT_S] = ttft[best]
     out[L.E_PREFILL_SHARE] = prefill_s * tput[best] / output_tokens
+
+
+@njit
+def reaches_tier(hw, wl, c, touched_row, batches, k_draft, a, prefill_s, interval, draft):
+    """Whether the first (smallest) batch reaches the tier's tokens/s per user: its step as
+    ``best_batch_of_layout`` prices it (``decode_intervals`` on that batch alone, the drafting added), colocated
+    with each request's prefill."""
+    decode_intervals(hw, c, touched_row[:1], batches[:1], k_draft + 1.0, interval[:1])
+    step = interval[0]
+    if k_draft > 0.0:
+        pp = c[L.C_PP]
+        step += pp * (k_draft * draft[0] + max(batches[0] / pp, 1.0) * hw[L.H_SPEC_STREAM_S])
+    if prefill_s > 0.0:
+        served = wl[L.W_OUTPUT_TOKENS] / colocated_request_s(wl[L.W_OUTPUT_TOKENS], step, batches[0], a, prefill_s)
+    else:
+        served = decode_tokens_per_s(batches[0], a, step)
+    return served / batches[0] >= wl[L.W_MIN_TPS_PER_USER]
+
+
+@njit
+def serves_nothing(batches, single_s, out):
+    """The E_* slots of a (layout, setting) that serves nothing: no tokens, the first batch, a lone prompt's TTFT."""
+    out[L.E_TOKENS_PER_S] = 0.0
+    out[L.E_BATCH] = batches[0]
+    out[L.E_TPS_PER_USER] = 0.0
+    out[L.E_TTFT_S] = single_s
+    out[L.E_PREFILL_SHARE] = 0.0
 
 
 def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens,

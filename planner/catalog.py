@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Annotated, Literal, get_args
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from planner import yaml_io
 from planner.vocabulary import ACQUISITIONS, HARDWARE_ROLES, PRECISIONS
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -419,10 +419,8 @@ class CatalogError(ValueError):
 
 
 def _read_yaml(path: Path) -> dict:
-    # libyaml's safe loader when PyYAML was built with it (about 10x faster); same safe semantics
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+    # the project's YAML rules on libyaml's parser when PyYAML was built with it (about 10x faster)
+    data = yaml_io.load_trusted(path)
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: expected a mapping at the top level")
     return data

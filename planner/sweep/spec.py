@@ -23,7 +23,9 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Gt, Le
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from planner import yaml_io
 from planner.errors import InputError
+from planner.inputs import read_bytes_limited
 
 
 class _Strict(BaseModel):
@@ -114,19 +116,25 @@ class SweepSpec(_Strict):
 
 
 def load_sweep(path) -> tuple[SweepSpec, Path]:
-    """The validated sweep file and its base scenario's path; InputError names the file and the field."""
-    from planner.inputs import read_yaml_mapping
-
+    """The validated sweep file and its base scenario's path; InputError names the file, the line and the field.
+    The file is read as a scenario is (``planner.yaml_io``: at most ``MAX_FILE_BYTES``, UTF-8, hostile YAML
+    refused)."""
     path = Path(path)
-    data = read_yaml_mapping(path, "base, axes and samples")
+    text = yaml_io.decode(read_bytes_limited(path, yaml_io.MAX_FILE_BYTES, "a sweep YAML file"), str(path))
+    data, root = yaml_io.parse(text, str(path), "a sweep file")
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping of base, axes and samples", file=str(path),
+                         line=yaml_io.line_of(root, ()))
+    yaml_io.check_keys_are_text(root, str(path))
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "tuple[")))
+        parts = tuple(p for p in err["loc"] if not str(p).startswith(("function-", "tuple[")))
+        loc = ".".join(str(p) for p in parts)
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
-        raise InputError(msg, file=str(path), field=loc or None) from None
+        raise InputError(msg, file=str(path), line=yaml_io.line_of(root, parts), field=loc or None) from None
     base = Path(spec.base)
     return spec, base if base.is_absolute() else path.parent / base

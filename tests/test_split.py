@@ -108,3 +108,27 @@ def test_estimate_accepts_pairs():
     ffn_bytes = catalog.get_model("kimi-k2").total_params * 1.0  # fp8, an upper bound (attention excluded)
     assert est["decode"]["ffn_chips"] * 0.5e9 <= 2 * ffn_bytes
     assert est["tps_per_user"] == pytest.approx(est["output_tokens_per_s"] / 16)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_more_streams_never_raise_speed_nor_fit(seed):
+    """The premise of split_options' pruning (a layout whose first batch neither fits nor reaches the tier is
+    skipped): along the batch grid, tokens/s per user never rises and a side that does not fit never fits again."""
+    from planner.perf.grid import BATCHES
+
+    rng = np.random.default_rng(30_000 + seed)
+    attn, ffn = split_vectors(random_model(rng))
+    ha, hf = random_hw(rng), random_hw(rng)
+    ca, cf = float(rng.choice([1, 2, 8, 64])), float(rng.choice([8, 64, 256, 1024]))
+    ep, k = float(rng.integers(0, 2)), float(rng.integers(0, 4))
+    draft = random_model(rng)
+    rows = []
+    for streams in BATCHES:
+        out = np.zeros(L.N_SPLIT)
+        S.split_decode_breakdown(attn, ffn, draft, ha, hf, ca, cf, ep, float(streams), 3000.0, 4000.0, k, 1.7, 2.0,
+                                 np.zeros(L.N_BREAKDOWN), out)
+        rows.append(out)
+    tps = np.array([r[L.S_TPS_PER_USER] for r in rows])
+    fits = np.array([r[L.S_FITS_ATTENTION] > 0.5 and r[L.S_FITS_FFN] > 0.5 for r in rows])
+    assert np.all(np.diff(tps) <= 1e-12 * tps[:-1])
+    assert not np.any(fits[1:] & ~fits[:-1])

@@ -271,18 +271,22 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
     found = []
     settings, ks, accepted = spec_settings(demand)
     for (k, acceptance), acc in zip(settings, accepted):
-        ca, cf, ep = (np.repeat(grid[:, j], nb) for j in range(3))
-        streams = np.tile(BATCHES, len(grid))
+        # Layouts whose first batch neither fits nor reaches the tier have no batch that does (the KV and the step
+        # only grow with the batch): the full sweep scores the others alone.
+        first = split_decode_sweep(attn, ffn, draft, ha, hf, grid[:, 0], grid[:, 1], grid[:, 2],
+                                   np.full(len(grid), BATCHES[0]), wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX],
+                                   float(k), acc, MICRO_BATCHES)
+        live = grid[split_ok(first, demand.min_tps_per_user)]
+        ca, cf, ep = (np.repeat(live[:, j], nb) for j in range(3))
+        streams = np.tile(BATCHES, len(live))
         res = split_decode_sweep(attn, ffn, draft, ha, hf, ca, cf, ep, streams, wl[L.W_CONTEXT_AVG],
                                  wl[L.W_CONTEXT_MAX], float(k), acc, MICRO_BATCHES)
-        opts.candidates_scored += len(streams)
-        ok = (res[:, L.S_FITS_ATTENTION] > 0.5) & (res[:, L.S_FITS_FFN] > 0.5) & (
-            res[:, L.S_TPS_PER_USER] >= demand.min_tps_per_user)
-        tput = np.where(ok, res[:, L.S_TOKENS_PER_S], 0.0).reshape(len(grid), nb)
-        best = tput.argmax(axis=1)
+        opts.candidates_scored += len(grid) + len(streams)
+        tput = np.where(split_ok(res, demand.min_tps_per_user), res[:, L.S_TOKENS_PER_S], 0.0).reshape(len(live), nb)
+        best = tput.argmax(axis=1) if len(live) else np.zeros(0, dtype=int)
         for i, b in enumerate(best):
             if tput[i, b] > 0:
-                found.append((tput[i, b], grid[i], BATCHES[b], k, acceptance,
+                found.append((tput[i, b], live[i], BATCHES[b], k, acceptance,
                               res[i * nb + b, L.S_TPS_PER_USER], res[i * nb + b, L.S_POWER_W]))
     found.sort(key=lambda f: (f[1][0] * capex_a + f[1][1] * capex_f) / f[0])
     for served, g, batch, draft, acceptance, tps, power in found[:SPLIT_KEEP]:
@@ -293,6 +297,12 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
             ttft_s=float("nan"), output_tokens_per_s=float(served), prefill_tokens_per_s=0.0, prefill_share=0.0,
             power_w=float(power), ffn_hardware=hw_f.id, ffn_chips=int(g[1]), ffn_precision=prec_f,
         )
+
+
+def split_ok(res: np.ndarray, min_tps_per_user: float) -> np.ndarray:
+    """Rows of a split sweep whose attention and FFN sides fit and that reach the tier."""
+    return (res[:, L.S_FITS_ATTENTION] > 0.5) & (res[:, L.S_FITS_FFN] > 0.5) & (
+        res[:, L.S_TPS_PER_USER] >= min_tps_per_user)
 
 
 # ---- re-scorers: one allocation row through the full kernels, for check ------------------------------------

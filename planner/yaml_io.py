@@ -215,6 +215,6 @@ def load_trusted(path: str | Path) -> Any:
 
 
 def load_value(text: str) -> Any:
-    """One YAML value of the command line (``--set``), with PyYAML's plain safe loader; a yaml.YAMLError
-    propagates."""
-    return yaml.load(text, Loader=yaml.SafeLoader)  # noqa: S506 - a safe loader
+    """One YAML value of the command line (``--set``), read as a scenario's are (``Loader``: ``9e6`` is a
+    number, as the docs' own example ``capex_usd=9e6`` needs); a yaml.YAMLError propagates."""
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - a safe loader

@@ -220,3 +220,12 @@ def test_the_workloads_table_shows_the_served_share_as_a_percentage():
         {"served_share": "100%"}, {"served_share": "62.5%"}, {"served_share": None}]
     res = CliRunner().invoke(main, ["solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "-q"])
     assert res.exit_code == 0 and "100%" in res.output, res.output
+
+
+def test_no_source_key_is_defined_twice():
+    """sources.yaml defined A1, A2 and T1-T4 twice (the A100 datasheet and AWS Neuron docs; Google's TPU 8 and
+    Tensordyne), so YAML kept the later and the A100's and TPU 8's figures cited the wrong documents."""
+    import re
+
+    keys = re.findall(r"^([A-Za-z0-9_-]+):", (catalog.DATA_DIR / "sources.yaml").read_text(), flags=re.M)
+    assert len(keys) == len(set(keys)), sorted({k for k in keys if keys.count(k) > 1})

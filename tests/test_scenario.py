@@ -414,3 +414,12 @@ def test_a_library_what_if_error_names_with_not_the_cli_flag():
         load_scenario(bank).with_({"site.power_budget_mw": -1})
     with pytest.raises(InputError, match=r"\(after --set site\.power_budget_mw\)"):
         load_scenario(bank, ["site.power_budget_mw=-1"])
+
+
+def test_set_reads_an_exponent_as_a_number():
+    """The docs' own example, `--set hardware.overrides.vr-nvl72.capex_usd=9e6`, was refused: PyYAML's plain loader
+    reads 9e6 as text. --set values are read as the scenario's are."""
+    from planner.scenario import load_scenario
+
+    sc = load_scenario("scenarios/bank-2mw.yaml", ["hardware.overrides.hgx-b200.capex_usd=9e6"])
+    assert sc.resolved_hardware()["hgx-b200"].rack.capex_usd.value == 9e6

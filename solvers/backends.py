@@ -104,6 +104,7 @@ def solver_types() -> dict:
 
 
 _AVAILABLE: list = []  # available()'s answer, kept once a probe has found any backend
+_RUNS: dict = {}  # runs()'s answers that were yes, per backend
 
 
 def available() -> tuple[str, ...]:
@@ -111,22 +112,33 @@ def available() -> tuple[str, ...]:
     per process, then cached; a probe that finds none, as under a test's stand-in solver, is not kept)."""
     if _AVAILABLE:
         return tuple(_AVAILABLE)
-    from ortools.math_opt.python import mathopt
-
-    found = []
-    for name, solver_type in solver_types().items():
-        m = mathopt.Model(name="probe")
-        x = m.add_integer_variable(lb=0.0, ub=1.0, name="x")
-        m.minimize(x)
-        try:
-            with solver_output_to_stderr():
-                result = mathopt.solve(m, solver_type)
-        except Exception:  # noqa: BLE001 - a solver missing from the build raises a plain RuntimeError/ValueError
-            continue
-        if result.termination.reason == mathopt.TerminationReason.OPTIMAL:
-            found.append(name)
+    found = [name for name in solver_types() if runs(name)]
     _AVAILABLE[:] = found
     return tuple(found)
+
+
+def runs(name: str) -> bool:
+    """Whether this OR-Tools build runs backend ``name``: it solves a one-variable model (once per process and
+    backend; a solve costs a few milliseconds, so a command probes only the backend it uses)."""
+    if name in _RUNS:
+        return _RUNS[name]
+    from ortools.math_opt.python import mathopt
+
+    solver_type = solver_types().get(name)
+    if solver_type is None:
+        return False
+    m = mathopt.Model(name="probe")
+    x = m.add_integer_variable(lb=0.0, ub=1.0, name="x")
+    m.minimize(x)
+    try:
+        with solver_output_to_stderr():
+            result = mathopt.solve(m, solver_type)
+    except Exception:  # noqa: BLE001 - a solver missing from the build raises a plain RuntimeError/ValueError
+        return False
+    ok = result.termination.reason == mathopt.TerminationReason.OPTIMAL
+    if ok:  # a probe that fails is not kept: a test's stand-in solver must not poison the process
+        _RUNS[name] = True
+    return ok
 
 
 def available_exact() -> tuple[str, ...]:
@@ -139,8 +151,8 @@ def require(name: str) -> str:
     """:func:`solver_key` of ``name``, refused with SolverError (naming the backends there are) where this OR-Tools
     build cannot run it."""
     key = solver_key(name)
-    there = available()
-    if key not in there:
+    if not runs(key):
+        there = available()
         raise SolverError(f"solver {key!r} is not in this OR-Tools build; try one of: "
                           f"{', '.join(there) or '(none found)'}")
     return key

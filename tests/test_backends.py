@@ -58,6 +58,7 @@ def test_every_available_backend_solves_a_small_problem(solver):
 
 def test_an_unavailable_backend_is_refused_naming_the_others(monkeypatch):
     monkeypatch.setattr(backends, "available", lambda: ("scip", "cp-sat"))
+    monkeypatch.setattr(backends, "runs", lambda name: name in ("scip", "cp-sat"))
     with pytest.raises(backends.SolverError,
                        match=r"'highs' is not in this OR-Tools build; try one of: scip, cp-sat"):
         F.build(small_problem(), "highs")
@@ -108,3 +109,14 @@ def test_status_of_a_solve(solver):
                                 integer_replicas=[True], demand=[1050.0])
     status = backends.status_of(F.solve(F.build(infeasible, solver), 30, 1e-9).result)
     assert status in ("infeasible", NO_PLAN)
+
+
+def test_a_build_probes_only_its_own_backend(monkeypatch):
+    """A command pays for probing the backend it uses, not every backend of the build (each probe is a solve)."""
+    probed = []
+    real = backends.runs
+    monkeypatch.setattr(backends, "_RUNS", {})
+    monkeypatch.setattr(backends, "runs", lambda name: probed.append(name) or real(name))
+    F.build(small_problem(), "highs")
+    assert probed == ["highs"]
+

@@ -34,24 +34,3 @@ def read_bytes_limited(path: Path, limit: int, expected: str) -> bytes:
     if len(raw) > limit:  # it grew while we looked
         raise InputError(f"is larger than {limit} bytes; expected {expected}", file=name)
     return raw
-
-
-def read_yaml_mapping(path, expected: str) -> dict:
-    """A small YAML file that must hold a mapping (an efficiency file, a sweep file): InputError naming the file
-    when it is missing, unparseable or not a mapping (``expected`` says what it should hold)."""
-    from pathlib import Path
-
-    import yaml
-
-    from planner.errors import InputError
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", file=str(path))
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise InputError(f"YAML syntax error: {str(exc).splitlines()[0]}", file=str(path)) from None
-    if not isinstance(data, dict):
-        raise InputError(f"expected a mapping of {expected}", file=str(path))
-    return data

@@ -14,6 +14,7 @@ import datetime as _dt
 import math
 from pathlib import Path
 
+from planner import yaml_io
 from planner.errors import InputError
 from planner.writing import atomic_write
 
@@ -140,10 +141,13 @@ def read_efficiency(path) -> dict[str, dict[str, float]]:
     from planner.perf.calibration import calibration_data
     from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table
 
-    from planner.inputs import read_yaml_mapping
+    from planner.measurements.reading import read_text
 
     path = Path(path)
-    data = read_yaml_mapping(path, "family -> {parameter: value}")
+    expected = "an efficiency file (family -> {parameter: value})"
+    data, _ = yaml_io.parse(read_text(path, expected), str(path), expected)
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping of family -> {parameter: value}", file=str(path))
     bounds = calibration_data()["bounds"]
     out = {}
     for family, params in data.items():

@@ -20,6 +20,7 @@ from typing import Annotated, Literal
 from annotated_types import Ge, Gt, Lt
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
+from planner import yaml_io
 from planner.errors import InputError
 from planner.measurements.reading import read_text
 from planner.vocabulary import PRECISIONS, SPECULATIVE_METHODS
@@ -194,19 +195,21 @@ def _parquet_rows(path: Path) -> list[tuple[int, dict]]:
 
 
 def _document_rows(path: Path) -> list[tuple[int, dict]]:
-    import yaml
-
     from planner.measurements.reading import deep_error, row_cap, too_deep
 
     json_file = path.suffix.lower() == ".json"
-    text = read_text(path, f"a {'JSON' if json_file else 'YAML'} file of measurement rows")
-    try:
-        data = json.loads(text) if json_file else yaml.safe_load(text)
-    except RecursionError:
-        raise deep_error(path) from None
-    except (ValueError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot be parsed ({(str(exc).splitlines() or [type(exc).__name__])[0]})",
-                         file=str(path)) from None
+    expected = f"a {'JSON' if json_file else 'YAML'} file of measurement rows"
+    text = read_text(path, expected)
+    if not json_file:  # the project's one YAML reader: line-accurate errors, size and depth guards
+        data, _ = yaml_io.parse(text, str(path), expected)
+    else:
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise deep_error(path) from None
+        except ValueError as exc:
+            raise InputError(f"cannot be parsed ({(str(exc).splitlines() or [type(exc).__name__])[0]})",
+                             file=str(path)) from None
     if too_deep(data):
         raise deep_error(path)
     if isinstance(data, dict) and "measurements" in data:

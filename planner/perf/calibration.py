@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from planner import catalog
+from planner import catalog, yaml_io
 from planner.perf.frontier import sweep_points
 from planner.perf.estimate import batch_ttft_per_layout
 from planner.perf.grid import BATCHES, Layouts
@@ -418,7 +418,7 @@ def write_fit(families: list[str] | None = None) -> None:
     """Refit ``families`` (default: every family named in calibration.yaml) and rewrite data/efficiency.yaml with
     provenance."""
     path = catalog.DATA_DIR / "efficiency.yaml"
-    table = yaml.safe_load(path.read_text())
+    table = yaml_io.load_trusted(path)
     for family in families or calibration_data()["fit"]:
         fitted = fit_family(family)
         ids = [p["id"] for p in family_points(family)]

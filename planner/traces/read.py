@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import yaml
 
+from planner import yaml_io
 from planner.errors import InputError
 from planner.inputs import read_bytes_limited
 
@@ -63,7 +63,7 @@ class Trace:
 @functools.lru_cache(maxsize=1)
 def shipped_traces() -> dict[str, dict]:
     """The traces shipped in planner/data/traces/traces.yaml, by name (source, licence, window, rows)."""
-    data = yaml.safe_load((TRACES_DIR / "traces.yaml").read_text(encoding="utf-8"))
+    data = yaml_io.load_trusted(TRACES_DIR / "traces.yaml")
     return {entry["name"]: entry for entry in data["traces"]}
 
 

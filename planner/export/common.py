@@ -8,9 +8,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from planner import __version__
+from planner import __version__, catalog
 from planner.errors import InputError
-from planner.export.rows import PlanRows, Row, hf_id_of, whole_replicas
+from planner.export.rows import PlanRows, Row, family_skip, hf_id_of, whole_replicas
 
 NEED = re.compile(r"\$([A-Z][A-Z0-9_]*)")  # a value the plan does not hold, named by the variable that must hold it
 
@@ -178,6 +178,14 @@ class ScriptTarget:
     """A target whose every row is one launch script (vLLM, SGLang, TensorRT-LLM): ``NN-workload-role-hw.sh``."""
 
     key = engine = version = reference = ""
+
+    @property
+    def families(self) -> list[str]:
+        """The chip families the engine runs (data/engines.yaml, the engine of the same name as the target)."""
+        return catalog.serving_engines()[self.key].families
+
+    def skip_reason(self, row: Row) -> str | None:
+        return family_skip(row, self.families, self.engine)
 
     def file_for(self, row: Row) -> str:
         return f"{row.slug}.sh"

@@ -3,9 +3,8 @@ server arguments page)."""
 
 from __future__ import annotations
 
-from planner import catalog
 from planner.export.common import Launch, ScriptTarget, drafter_argument, model_argument
-from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, family_skip, hf_model_id,
+from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
 ENGINE = "SGLang"
@@ -58,13 +57,6 @@ def speculative_args(row: Row) -> tuple[list[str], dict[str, str]]:
 
 class SglangTarget(ScriptTarget):
     key, engine, version, reference = "sglang", ENGINE, VERSION, REFERENCE
-
-    @property
-    def families(self) -> list[str]:
-        return catalog.serving_engines()["sglang"].families
-
-    def skip_reason(self, row: Row) -> str | None:
-        return family_skip(row, self.families, ENGINE)
 
     def launch(self, row: Row) -> Launch:
         _, args, needs = launch_args(row)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import yaml
 
-from planner import catalog
 from planner.export.common import Launch, ScriptTarget, drafter_argument, header_lines, model_argument, row_comment, \
     shell_script
-from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, family_skip, hf_model_id,
+from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
 ENGINE = "TensorRT-LLM"
@@ -54,13 +53,6 @@ def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
 
 class TrtllmTarget(ScriptTarget):
     key, engine, version, reference = "trtllm", ENGINE, VERSION, REFERENCE
-
-    @property
-    def families(self) -> list[str]:
-        return catalog.serving_engines()["trtllm"].families
-
-    def skip_reason(self, row: Row) -> str | None:
-        return family_skip(row, self.families, ENGINE)
 
     def launch(self, row: Row) -> Launch:
         model, options, needs = llm_api_options(row)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from planner import catalog
 from planner.export.common import Launch, ScriptTarget, drafter_argument, model_argument
-from planner.export.rows import (Row, Refusal, check_common, disaggregated, draft_tokens, family_skip, hf_model_id,
+from planner.export.rows import (Row, Refusal, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
 ENGINE = "vLLM"
@@ -62,13 +61,6 @@ def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
 
 class VllmTarget(ScriptTarget):
     key, engine, version, reference = "vllm", ENGINE, VERSION, REFERENCE
-
-    @property
-    def families(self) -> list[str]:
-        return catalog.serving_engines()["vllm"].families
-
-    def skip_reason(self, row: Row) -> str | None:
-        return family_skip(row, self.families, ENGINE)
 
     def launch(self, row: Row) -> Launch:
         model, args, needs = engine_args(row)

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.errors import InfeasibleError, PlannerError
-from planner.fleet.finance import finance_args, present_rack_cost
+from planner.fleet.finance import (annual_rack_cost_parts, annual_revenue, annuity_factor, finance_args,
+                                   mean_tokens_per_year, present_rack_cost)
 from planner.fleet.plan import allocation_rows, allocation_table, assumed_servers_above_pools, finite, provenance, round_up_small
 from planner.fleet.problem import build_problem, demand_rows, demands_of
 from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
+from solvers.multiperiod import BuildOutProblem, evaluate, installed_of, optimize
 from solvers.vocabulary import HAS_PLAN
 
 
@@ -82,8 +84,6 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf, built=No
     """Options once (the last period sees every system available by then; or ``built``'s, a Built of the last
     period whose options were sized again), then per period and demand scenario the demand, the site's limits,
     the prices and which systems can be bought."""
-    from solvers.multiperiod import BuildOutProblem
-
     T = len(scenario.periods)
     S = max(1, len(scenario.demand_scenarios))
     years = scenario.years_of()
@@ -112,8 +112,6 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf, built=No
         value = buy_cost
     group_value = None
     if objective == "max_revenue":  # a year's revenue of each workload's whole demand, valued over its period
-        from planner.fleet.finance import annual_revenue, annuity_factor
-
         group_value = np.array([[[annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
                                   * (annuity_factor(fin["wacc"], end[t]) - annuity_factor(fin["wacc"], years[t]))
                                   for d in period_demands[s][t]] for t in range(T)] for s in range(S)])
@@ -162,8 +160,6 @@ def myopic(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
     or None when a period cannot be served that way (the racks of earlier periods block the site's limits)."""
     import dataclasses
 
-    from solvers.multiperiod import installed_of, optimize
-
     p = bo.problem
     T, S, H = p.n_periods, p.n_scenarios, p.n_hardware
     buys, replicas = np.zeros((T, S, H)), np.zeros((T, S, p.n_columns))
@@ -187,8 +183,6 @@ def mean_demand(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
     it (the expected cost of the mean-value solution). None without demand scenarios or when that order cannot
     be completed in some scenario."""
     import dataclasses
-
-    from solvers.multiperiod import optimize
 
     p = bo.problem
     if p.n_scenarios == 1:
@@ -270,8 +264,6 @@ def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int, 
     """The periods of demand scenario ``s``: per system racks bought, installed and retired; totals (racks,
     power, capex paid, the year's running cost, output tokens/s, USD per million tokens); per workload its demand
     and USD per million tokens (the yearly cost of the chips it uses over its tokens)."""
-    from planner.fleet.finance import annual_rack_cost_parts, mean_tokens_per_year
-
     p, sc = bo.problem, bo.scenario
     hardware, demands = bo.built.hardware, bo.built.demands
     fin = finance_args(sc.finance, sc.horizon_years)
@@ -351,8 +343,6 @@ def period_allocation(bo: BuiltOut, replicas: np.ndarray, racks: np.ndarray, s: 
 def pools_smaller_than_assumed(bo: BuiltOut, sol) -> dict[int, float]:
     """Columns (of ``bo.built.options``) whose option was sized for a larger prefill pool than some period of some
     demand scenario deploys (MODEL.md 9.2): column -> the fewest whole servers its pool has in any period."""
-    from solvers.multiperiod import installed_of
-
     installed = installed_of(bo.problem, sol.buys)
     caps: dict[int, float] = {}
     for s in range(bo.problem.n_scenarios):
@@ -368,8 +358,6 @@ def repair_buildout_pools(scenario, bo: BuiltOut, sol, settings, deadline: float
     pool it was sized for is generated again at that period's servers and the build-out solved again (the
     smallest pool bounds every period's queue); after REPAIR_ROUNDS rounds every pooled option is sized for one
     server. Returns the BuiltOut and solution of the last solve."""
-    from solvers.multiperiod import optimize
-
     for rnd in range(REPAIR_ROUNDS + 1):
         if sol.status not in HAS_PLAN:
             return bo, sol
@@ -416,8 +404,6 @@ def problem_inputs(bo: BuiltOut, sol) -> dict:
 
 def problem_from_inputs(inputs: dict):
     """The BuildOutProblem ``problem_inputs`` wrote (None in JSON is infinity)."""
-    from solvers.multiperiod import BuildOutProblem
-
     b = inputs["buildout"]
     values = {k: np.array([math.inf if x is None else x for x in b["arrays"][k]]).reshape(b["shapes"][k])
               for k in b["arrays"]}
@@ -427,8 +413,6 @@ def problem_from_inputs(inputs: dict):
 def evaluation_checks(problem, buys, replicas, objective: float, dates: list[str], names: list[str]) -> list[dict]:
     """The plan's rows recomputed by ``solvers.multiperiod.evaluate`` (no solver), one check per period and
     scenario, the purchases, and the present cost."""
-    from solvers.multiperiod import evaluate
-
     ev = evaluate(problem, buys, replicas)
     checks = []
     for t in range(problem.n_periods):
@@ -464,7 +448,6 @@ def check_buildout(d: dict) -> list[dict]:
     bought = {h: int(n) for h, n in zip(b["hardware"], buys[0, 0]) if n}
     checks.append({"check": "first period order", "ok": order == bought,
                    "detail": f"reported {order}, purchases {bought}"})
-    from solvers.multiperiod import installed_of
 
     installed = installed_of(problem, buys)
     periods = [s["periods"] for s in d["scenarios"]] if d.get("scenarios") else [d["periods"]]
@@ -550,8 +533,6 @@ def best_of(problem, sol, mean, near):
     gap): the mean-demand plan (its first order shared by construction) and the myopic one where its first orders
     agree are plans of the same two-stage problem, so the answer is never worse than either. The bound stays the
     solver's (the comparisons solve restricted problems); the gap is recomputed against it."""
-    from solvers.multiperiod import evaluate
-
     candidates = [sol]
     if mean is not None:
         candidates.append(mean)
@@ -571,8 +552,6 @@ def best_of(problem, sol, mean, near):
 
 def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     """The build-out of least expected present cost, with its myopic and mean-demand comparisons and checks."""
-    from solvers.multiperiod import installed_of, optimize
-
     if scenario.hardware.max_platforms is not None or scenario.hardware.min_racks:
         raise PlannerError("hardware.max_platforms and hardware.min_racks are not yet supported with periods")
     settings = scenario.solver
@@ -593,8 +572,6 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     near = myopic(bo, settings.name, left, settings.relative_gap)
     myopic_value = myopic_cost = None
     if near is not None:
-        from solvers.multiperiod import evaluate
-
         ev = evaluate(bo.problem, *near)
         if not ev.violations:
             myopic_value, myopic_cost = ev.objective, present_cost_of(bo, near[0])

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from planner import catalog
+from planner.catalog import Hardware, Model
 from planner.errors import InputError
 from planner.fleet.curtail import curtailment_table
 from planner.fleet.demand import Demand
@@ -24,6 +26,11 @@ from planner.fleet.draw import mean_power_mw
 from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, billed_power_w, finance_args,
                                    kept_rack_cost_parts, rack_carbon_parts, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
+from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
+from planner.inputs import read_bytes_limited
+from planner.measurements.curves import rescore_measured
+from planner.measurements.reading import too_deep
+from planner.measurements.table import Measurement
 from planner.vocabulary import API_KIND, API_PREFIX, DECODE_ROLES, DEFAULT_CURTAILMENT_ORDER, PREFILL_ROLES, STATUSES
 from solvers.objectives import objective as objective_named
 
@@ -53,10 +60,7 @@ def plan_dict(plan) -> dict:
 
 
 def read_plan_file(path: Path) -> dict:
-    from planner.inputs import read_bytes_limited
-
     raw = read_bytes_limited(path, MAX_PLAN_BYTES, "a plan.json written by planner solve")
-    from planner.measurements.reading import too_deep
 
     try:
         data = json.loads(raw.decode("utf-8"))
@@ -79,8 +83,6 @@ class Inputs:
     """The plan's ``inputs`` as catalog objects."""
 
     def __init__(self, d: dict):
-        from planner.catalog import Hardware, Model
-
         try:
             sc = d["scenario"]
             self.scenario = sc
@@ -105,7 +107,6 @@ class Inputs:
             self.horizon_years = float(sc["horizon_years"])
             self.installed = dict(d.get("installed") or {})  # (9), absent in plans written before it
             self.max_new_racks = sc.get("max_new_racks")
-            from planner.measurements.table import Measurement
 
             self.measurements = [Measurement.model_validate(r) for r in d.get("measurements") or []]
             self.measurement_headroom = float(d.get("measurement_headroom") or 0.0)
@@ -230,8 +231,6 @@ def catalog_checks(d: dict) -> list[dict]:
     """The plan's catalog version against this planner's. A plan made with another catalog is re-checked against
     its own inputs (the hardware, models and efficiencies it carries) all the same, and this check says which
     versions differ: the plan's figures are not what this catalog would give."""
-    from planner import catalog
-
     prov = d.get("provenance")
     version = prov.get("catalog_version") if isinstance(prov, dict) else None
     ok = version == catalog.CATALOG_VERSION
@@ -315,8 +314,6 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
     model = inputs.models[demand.model]
     measured = row.get("source") == "measured"
     if measured:
-        from planner.measurements.curves import rescore_measured
-
         r = rescore_measured(row, demand, model, inputs.hardware, inputs.measurements, inputs.measurement_headroom,
                              inputs.efficiency)
         out.append(result(name + " measured", r.fits, "re-read from the plan's measurements at its concurrency"
@@ -466,8 +463,6 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     """Racks, chips, limits, cost and every figure of the fleet, workload and totals tables, recomputed with the
     builders ``solve`` used."""
     import polars as pl
-
-    from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
 
     out = []
     unknown = [h for h in racks if h not in inputs.hardware]

@@ -14,8 +14,10 @@ import numpy as np
 from planner.catalog import Model
 from planner.errors import InputError
 from planner.lengths import FIXED, TABLE, Lengths
+from planner.perf import pack
 from planner.perf.speculative import Speculation, auto_methods, published_acceptance
 from planner.vocabulary import AUTO_SPECULATIVE, DEFAULT_ACCEPTANCE, SECONDS_PER_YEAR
+from solvers.perf import slots as L
 
 PREFILL_BANDS = 16  # equal-probability bands of the prompt lengths over which prefill is priced (MODEL.md 15.3)
 TURN_BANDS = 32  # bands of a session's turns over which its calls' prompts are priced (each turn alone up to 32)
@@ -187,16 +189,12 @@ class Demand:
 
     def workload_vector(self) -> np.ndarray:
         """The engine's view of this demand (slots W_*: planner.perf.pack.workload_vector)."""
-        from planner.perf.pack import workload_vector
-
-        return workload_vector(self.input_tokens, self.output_tokens, self.prefill_tokens, self.min_tps_per_user,
-                               self.ttft_s, self.ttft_quantile, self.resident_s_per_token)
+        return pack.workload_vector(self.input_tokens, self.output_tokens, self.prefill_tokens,
+                                    self.min_tps_per_user, self.ttft_s, self.ttft_quantile, self.resident_s_per_token)
 
     @property
     def context_max(self) -> float:
         """The longest context, whose KV cache must fit (W_CONTEXT_MAX)."""
-        from solvers.perf import slots as L
-
         return float(self.workload_vector()[L.W_CONTEXT_MAX])
 
     @property

@@ -11,15 +11,13 @@ import numpy as np
 
 from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS
 from planner.fleet.problem import Built, scenario_options
-from solvers.milp import new_racks
+from solvers.milp import new_racks, optimize
 from solvers.vocabulary import HAS_PLAN
 
 
 def infeasibility_message(built: Built) -> str:
     """Why no fleet exists: workloads with no option at all, else the least power the demand needs against the
     budget (the same MILP minimising power with no budget), else the rack limits."""
-    from solvers.milp import optimize
-
     if built.unserved:
         return "no feasible fleet: " + "; ".join(f"{w}: {why}" for w, why in what_would_serve(built).items())
     p = built.problem

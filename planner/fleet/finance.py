@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.errors import InputError
 from planner.perf.pack import rack_power_shares
 from planner.vocabulary import HOURS_PER_YEAR, SECONDS_PER_YEAR
 
@@ -149,8 +150,6 @@ def annual_costs(scenario, hardware: list) -> np.ndarray:
                       for hw in hardware])
     free = [hw.id for hw, c in zip(hardware, costs) if not c > 0]
     if free:  # issue 28: reached the MILP as an invalid FleetProblem (its costs must be > 0)
-        from planner.errors import InputError
-
         raise InputError(f"{', '.join(free)} would cost nothing a year (capex_usd 0 and electricity free): every "
                          f"fleet of free racks is equally cheap; give it a capex_usd or an electricity price",
                          field="hardware")

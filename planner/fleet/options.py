@@ -23,11 +23,18 @@ from typing import Callable
 import numpy as np
 
 from planner.catalog import Hardware, Model
+from planner.errors import PlannerError
 from planner.fleet.demand import Demand
 from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts
 from planner.perf.pack import efficiency_of, hardware_vector, model_vector, split_model_vectors
-from solvers.perf import slots as L
+from planner.perf.speculative import draft_vector
+from solvers.perf import slots as L, sweep
+from solvers.perf.kernels import idle_power_w, loaded_power_w, speculative_decode_breakdown
 from solvers.perf.queue import servers_for_load, wait_quantile_s
+from solvers.perf.serving import (colocated_request_s, kv_fits, kv_transfer_s, replica_power_w, resident_share,
+                                  spec_tokens)
+from solvers.perf.split import split_decode_breakdown
+from solvers.perf.sweep import split_decode_sweep
 
 COLUMNS = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
            "speculative", "draft_tokens", "acceptance", "batch", "chips", "tps_per_user", "ttft_s", "output_tokens_per_s",
@@ -45,8 +52,6 @@ TTFT_PERCENTILES = (50, 90, 99)
 
 def spec_settings(demand: Demand) -> tuple[list, np.ndarray, np.ndarray]:
     """The workload's speculative settings [(K, acceptance)], and as arrays K and accepted tokens per step."""
-    from solvers.perf.serving import spec_tokens
-
     settings = demand.speculation().settings()
     return (settings, np.array([float(k) for k, _ in settings]),
             np.array([spec_tokens(float(k), float(a))[1] for k, a in settings]))
@@ -137,8 +142,6 @@ class System:
 def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft: np.ndarray,
                efficiency: dict | None = None, layouts: Layouts = Layouts(), only: tuple | None = None) -> System:
     """``only``: one (tp, pp, ep) layout of the grid instead of all of them (an option generated again)."""
-    from solvers.perf import sweep
-
     grid = layouts.grid(hw, model)
     if only is not None:
         grid = grid[np.all(grid == np.asarray(only, dtype=grid.dtype), axis=1)]
@@ -157,8 +160,6 @@ def decode_options(demand: Demand, model: Model, sys: System, opts: Options, col
     """Score every layout x speculative setting x batch of one system; add the Pareto options. Colocated, each
     batch's prompts queue in a pool of the replicas that serve the workload's whole sized demand at that batch
     (``solvers.perf.queue.servers_for_load``, at most ``max_servers``; MODEL.md 9.2)."""
-    from solvers.perf import sweep
-
     grid, hw, precision = sys.grid, sys.hw, sys.precision
     if colocated:
         rate, single = sys.prefill[:, 0].copy(), sys.prefill[:, 1].copy()
@@ -200,9 +201,6 @@ def decode_draw_w(sys: System, row: int, batch: float, draft_tokens: int, accept
                   prefill_share: float) -> float:
     """What one replica draws at its operating point (MODEL.md 14): the decode breakdown's draw at its batch, and
     for the ``prefill_share`` of its time a colocated replica spends prefilling, its prefill pass's draw."""
-    from solvers.perf.kernels import loaded_power_w, speculative_decode_breakdown
-    from solvers.perf.serving import spec_tokens
-
     tp, pp, ep = (float(v) for v in sys.grid[row])
     _, a = spec_tokens(float(draft_tokens), acceptance)
     dec, scratch = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
@@ -219,10 +217,6 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options, ma
     """Prefill-only replicas of every layout, each run at the highest utilization that keeps the TTFT percentile
     (including the KV transfer to the decode pool) in an M/G/c pool of the replicas that serve the workload's whole
     sized prefill demand at that utilization (at most ``max_servers``; MODEL.md 9.2)."""
-    from solvers.perf import sweep
-    from solvers.perf.kernels import idle_power_w, loaded_power_w
-    from solvers.perf.serving import kv_transfer_s
-
     grid, pre, hw, precision = sys.grid, sys.prefill, sys.hw, sys.precision
     opts.candidates_scored += len(grid)
     chips = grid[:, 0] * grid[:, 1]
@@ -257,8 +251,6 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
     """Attention on A, FFN on F (MODEL.md 10): every (attention chips, FFN chips, attention mode, speculative
     setting, batch); per layout the best batch meeting the tier; the options cheapest in capex per unit of
     capacity kept (both systems' chips count, so a one-dimensional Pareto rule does not apply)."""
-    from solvers.perf.sweep import split_decode_sweep
-
     prec_a, prec_f = split_precisions(demand, hw_a, hw_f)
     attn, ffn = split_model_vectors(model)
     eff = efficiency or {}
@@ -378,8 +370,6 @@ def _vectors(row: dict, model: Model, hw: Hardware, efficiency: dict | None):
 
 
 def drafter(d: Demand, model: Model, models: dict | None) -> np.ndarray:
-    from planner.perf.speculative import draft_vector
-
     return draft_vector(model, d.speculation(), models)
 
 
@@ -388,9 +378,6 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
     """A decode or colocated row: decode and prefill breakdowns of its layout at its batch and speculative setting,
     the colocated time share, the TTFT queue of its ``pool`` ((servers, utilization), ``pools``; alone: one server
     at its own share), the residency of agentic sessions (MODEL.md 3, 6, 7, 9.2, 9.6)."""
-    from solvers.perf.kernels import loaded_power_w, speculative_decode_breakdown
-    from solvers.perf.serving import colocated_request_s, kv_fits, resident_share, spec_tokens
-
     hw = hardware[row["hardware"]]
     mv, hv, layout = _vectors(row, model, hw, efficiency_of(efficiency, hw))
     wl = d.workload_vector()
@@ -424,9 +411,6 @@ def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficien
     """A prefill row at its utilization: the prompt's prefill on its layout, the KV transfer to the decode pool,
     and the wait in its ``pool``'s queue ((servers, utilization), ``pools``; alone: one server at the row's
     utilization) (MODEL.md 4, 7, 9.2)."""
-    from solvers.perf.kernels import idle_power_w, loaded_power_w
-    from solvers.perf.serving import kv_transfer_s
-
     hw = hardware[row["hardware"]]
     mv, hv, layout = _vectors(row, model, hw, efficiency_of(efficiency, hw))
     rate, lone_s, prefill_w = prefill_of_row(mv, hv, layout, d)
@@ -442,8 +426,6 @@ def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficien
 def prefill_of_row(mv, hv, layout, d: Demand) -> tuple[float, float, float]:
     """(prompt tokens/s over the workload's prompt lengths, the lone prefill at its TTFT percentile's length, the
     draw) of one layout: the engine's ``sweep.prefill_over_lengths``, so check re-scores what the options priced."""
-    from solvers.perf import sweep
-
     rate, lone_s, power_w = sweep.prefill_over_lengths(mv, hv, np.array([layout], dtype=float),
                                                        *d.prefill_lengths())[0]
     return float(rate), float(lone_s), float(power_w)
@@ -452,9 +434,6 @@ def prefill_of_row(mv, hv, layout, d: Demand) -> tuple[float, float, float]:
 def rescore_split(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,
                   models: dict | None = None, pool: tuple | None = None) -> Rescore:
     """An attention row of an attention/FFN split with its FFN side (MODEL.md 10)."""
-    from solvers.perf.serving import spec_tokens
-    from solvers.perf.split import split_decode_breakdown
-
     hw_a, hw_f = hardware[row["hardware"]], hardware[row["ffn_hardware"]]
     attn, ffn = split_model_vectors(model)
     wl = d.workload_vector()
@@ -506,7 +485,6 @@ def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurem
     colocated server measured at half the model's speed says nothing good of the model's disaggregated options on
     the same stack), and whether or not a measured point reaches the tier (a measured miss removes the option)."""
     from planner.measurements.curves import curves_for, operating_point
-    from solvers.perf.serving import replica_power_w
 
     names = {k.name for k in kinds}
     covered = set()
@@ -621,8 +599,6 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
     parameters where a scenario sets its own (``efficiency:``), else each family's calibrated values; ``layouts``
     the layouts the scenario allows (its serving stack's engines', or any)."""
     import time
-
-    from planner.errors import PlannerError
 
     opts = Options()
     singles = [k for k in KINDS.values() if not k.pair]

@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner import catalog
+from planner.errors import InputError
 from planner.fleet.demand import Demand, demand_of
 from planner.fleet.finance import (annual_costs, annual_revenue, idle_power_w, installed_rack_cost_parts,
                                    rack_carbon_kg, rack_cost_parts, replica_carbon_kg, replica_energy_usd,
                                    rental_cost, uses_power_curves)
 from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for
 from planner.vocabulary import API_KIND, API_PREFIX
+from solvers.milp import FleetProblem
 from solvers.objectives import objective as objective_named
 
 # A replica of at least this share of a rack is an integer in the MILP, so that packing is real; smaller ones are
@@ -137,8 +139,6 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     ``deadline`` (``time.monotonic()``) the engine stops with PlannerError. ``options_from``: a Built of a
     scenario that differs from this one only where options do not change (prices, budgets, caps, rates:
     ``planner.sweep.reuses_options``), whose scored options are reused instead of scoring again."""
-    from solvers.milp import FleetProblem
-
     hardware = dict(sorted(scenario.resolved_hardware().items()))
     demands = demands_of(scenario)
     t0 = time.perf_counter()
@@ -276,8 +276,6 @@ def rental_arrays(hw_list: list) -> dict:
 def check_resolvable(problem, demands) -> None:
     """Refuse a demand so large that even its largest option serves under MIN_ROW_COEFFICIENT of it per replica
     (OPTIMIZER.md 2): the MILP could not tell it from zero. Raises InputError naming the workload."""
-    from planner.errors import InputError
-
     if not problem.n_columns:
         return
     top = (problem.coverage / np.where(problem.demand > 0, problem.demand, 1.0)[None, :]).max(axis=0)

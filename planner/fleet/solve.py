@@ -18,6 +18,7 @@ from planner.fleet.options import option_at_servers
 from planner.fleet.plan import Plan, allocation_rows, assumed_servers_above_pools, extract_plan, plan_replicas
 from planner.fleet.problem import Built, build_problem
 from planner.fleet.whatif import minor_platforms, one_more_rack
+from planner.scenario import Scenario, load_scenario
 from planner.vocabulary import SOLVERS
 from solvers.milp import optimize
 from solvers.vocabulary import HAS_PLAN, NO_PLAN
@@ -35,8 +36,6 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     scored options this scenario may reuse (``planner.fleet.problem.build_problem``). ``weigh_minor_platforms``:
     re-solve without each system bought for under 2% of the cost, to say what it saves (``whatif.minor_platforms``;
     off for the re-solves of what-ifs and sweep variants, which show no such line)."""
-    from planner.scenario import Scenario, load_scenario
-
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     scenario = scenario.with_solver(solver, time_limit_s)  # validates the overrides like the file's fields

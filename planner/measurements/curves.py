@@ -21,7 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.perf.pack import efficiency_of
+from planner import catalog
+from planner.perf.estimate import colocated, evaluate_config
+from planner.perf.pack import efficiency_of, hardware_vector
+from solvers.perf import slots as L
 
 LENGTH_TOLERANCE = 0.10  # relative difference of prompt and output lengths within which rows are used as measured
 
@@ -114,9 +117,6 @@ def model_point(model, hw, precision, layout, concurrency: float, lengths, role:
                 efficiency: dict | None = None) -> dict:
     """The performance model at one point (plain decode; the family's efficiencies, or ``efficiency``): per-user
     speed and replica output tokens/s (colocated: with its own prefill), prompt tokens/s and one prompt's TTFT."""
-    from planner.perf.estimate import colocated, evaluate_config
-    from solvers.perf import slots as L
-
     tp, pp, ep = layout
     batch = max(float(concurrency), 1.0)
     dec, pre = evaluate_config(model, hw, precision, tp, pp, int(ep), batch, lengths[0], lengths[1],
@@ -192,7 +192,6 @@ def rescore_measured(row: dict, demand, model, hardware: dict, measurements, hea
     precision, role, chips and layout at the workload's lengths, at the row's concurrency (``batch``, or the
     first measured point). An empty Rescore (nothing served) when no such curve exists."""
     from planner.fleet.options import Rescore
-    from planner.perf.pack import hardware_vector
     from solvers.perf.serving import replica_power_w
 
     hw = hardware[row["hardware"]]
@@ -217,8 +216,6 @@ def beside_model(rows, hardware: dict | None = None, models: dict | None = None)
     plain decode): ``predicted_tps_per_user``, ``predicted_output_tokens_per_s`` (prefill rows: prompt
     tokens/s) and ``error_pct`` = 100 x (measured / predicted - 1) of that throughput. Ids the catalog (or the
     given ``hardware``/``models``) lacks get no prediction."""
-    from planner import catalog
-
     hardware = hardware or catalog.hardware_catalog()
     models = models or catalog.model_catalog()
     out = []

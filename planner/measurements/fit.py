@@ -14,8 +14,12 @@ import datetime as _dt
 import math
 from pathlib import Path
 
-from planner import yaml_io
+from planner import catalog, yaml_io
 from planner.errors import InputError
+from planner.measurements.curves import model_point
+from planner.measurements.reading import read_text
+from planner.perf.calibration import calibration_data, fit_parameters, fit_spec
+from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table, family_efficiency
 from planner.writing import atomic_write
 
 
@@ -26,8 +30,6 @@ def _figures(m) -> list[tuple[str, float]]:
 
 
 def predicted(m, hw, model, efficiency: dict | None) -> dict:
-    from planner.measurements.curves import model_point
-
     return model_point(model, hw, m.precision, m.layout(), m.concurrency, (m.input_tokens, m.output_tokens), m.role,
                        efficiency)
 
@@ -78,10 +80,6 @@ MEASURED_PARAMS = ("bandwidth_efficiency", "flops_efficiency", "kernel_latency_s
 def fit_to_measurements(rows, family: str | None = None, hardware_id: str | None = None) -> dict:
     """The fitted parameters of the rows' family: ``{family, params, fitted, before, at_bound, loss_before,
     loss_after, rows}`` with ``rows`` the comparison before and after."""
-    from planner import catalog
-    from planner.perf.calibration import fit_parameters, fit_spec
-    from planner.perf.pack import family_efficiency
-
     hardware, models = catalog.hardware_catalog(), catalog.model_catalog()
     missing = sorted({m.model for m in rows if m.model not in models})
     if missing:
@@ -137,12 +135,6 @@ def write_efficiency(result: dict, path, source: str, scope: str = "hardware") -
 def read_efficiency(path) -> dict[str, dict[str, float]]:
     """An efficiency file (``write_efficiency``'s, or entries in planner/data/efficiency.yaml's shape): family or
     hardware id -> parameter -> value, each parameter known and within the calibration's bounds."""
-    from planner import catalog
-    from planner.perf.calibration import calibration_data
-    from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table
-
-    from planner.measurements.reading import read_text
-
     path = Path(path)
     expected = "an efficiency file (family -> {parameter: value})"
     data, _ = yaml_io.parse(read_text(path, expected), str(path), expected)

@@ -21,6 +21,7 @@ import math
 from pathlib import Path
 
 from planner.errors import InputError
+from planner.inputs import read_bytes_limited
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # a result file with every request's latencies stays well under this
 MAX_ROWS = 10_000  # rows of a measurement table, runs of a result file: a benchmark campaign is hundreds
@@ -30,8 +31,6 @@ MAX_DEPTH = 64  # nesting of a JSON or YAML document (the tools' files nest 4 de
 def read_text(path, expected: str, limit: int | None = None) -> str:
     """The text of ``path``: at most ``limit`` bytes (``MAX_FILE_BYTES``), strictly UTF-8 (InputError naming the
     file and the first bad byte)."""
-    from planner.inputs import read_bytes_limited
-
     raw = read_bytes_limited(Path(path), limit or MAX_FILE_BYTES, expected)
     try:
         return raw.decode("utf-8-sig")

@@ -15,6 +15,7 @@ from planner.errors import InputError
 from planner.perf.grid import MICRO_BATCHES, pair_engines, parallel_grid, split_grid, tp_options
 from planner.perf.pack import family_efficiency, hardware_vector, model_vector, split_model_vectors, workload_vector
 from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
+from planner.perf.uncertainty import band, uncertain_quantities
 from planner.vocabulary import (
     DEFAULT_BATCH,
     DEFAULT_DRAFT_TOKENS,
@@ -315,7 +316,6 @@ def estimate(model: str, hardware: str, chips: int | None = None, batch: int = D
 def uncertainty_band(model, hw, precision, layout, batch, input_tokens, output_tokens, k, spec) -> dict:
     """Low and high of tokens/s per user and output tokens/s per MW (decode) at this configuration, over every
     uncertain figure and efficiency behind it, one at a time, and the one that moves each most (MODEL.md 11)."""
-    from planner.perf.uncertainty import band, uncertain_quantities
     from solvers.perf.kernels import speculative_decode_breakdown
 
     mv, hv = model_vector(model), hardware_vector(hw, precision)

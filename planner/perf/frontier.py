@@ -14,6 +14,7 @@ from planner.perf.estimate import check_id, check_pair, check_positive, check_sp
 from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
 from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts, parallel_grid, split_grid
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors, workload_vector
+from planner.perf.uncertainty import band, uncertain_quantities
 from planner.vocabulary import (
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_INPUT_TOKENS,
@@ -193,7 +194,6 @@ def with_bands(points: list[dict], model: Model, hw: Hardware, spec: Speculation
                output_tokens: int) -> list[dict]:
     """Each frontier point with the low and high of its per-user speed and tokens/s per MW over the uncertain
     figures and efficiencies behind it, one at a time, and the one that moves tokens/s per MW most (MODEL.md 11)."""
-    from planner.perf.uncertainty import band, uncertain_quantities
     from solvers.perf.sweep import colocated_points
 
     mv, wl, draft = model_vector(model), workload_vector(input_tokens, output_tokens), draft_vector(model, spec)

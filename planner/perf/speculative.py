@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner import catalog
 from planner.catalog import Model
 from planner.errors import InputError
 from planner.perf.pack import model_vector
@@ -75,8 +76,6 @@ class Speculation:
 
 @functools.lru_cache(maxsize=None)
 def published_acceptance_table() -> dict:
-    from planner import catalog
-
     return catalog._read_yaml(catalog.DATA_DIR / "speculative.yaml")
 
 
@@ -193,8 +192,6 @@ def _drafter_layers(model: Model, spec: Speculation, models: dict[str, Model] | 
     if spec.method == "draft_model":
         drafter = (models or {}).get(spec.draft_model)
         if drafter is None:
-            from planner import catalog
-
             drafter = catalog.get_model(spec.draft_model)
         if drafter.vocab_size != model.vocab_size:
             raise InputError(f"draft model {drafter.id} has a vocabulary of {drafter.vocab_size}, the target "

@@ -4,6 +4,7 @@ the installed racks in service, each workload's demand at its peak, and the assu
 
 from __future__ import annotations
 
+from planner.measurements.curves import curves_for, operating_point
 from planner.perf.speculative import acceptance_words, auto_methods, auto_words
 from planner.scenario.schema import Scenario
 from planner.vocabulary import AUTO_SPECULATIVE
@@ -53,7 +54,6 @@ def _measurement_notes(sc: Scenario) -> list[str]:
     """What the measurements will do: each measured (workload, system, precision, role, chips) and the
     operating point it gives, or that it misses the tier; rows no workload uses."""
     from planner.fleet.problem import demands_of
-    from planner.measurements.curves import curves_for, operating_point
 
     if not sc.measurements:
         return []

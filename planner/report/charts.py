@@ -16,6 +16,9 @@ import io
 import math
 import re
 
+from planner.report.files import atomic_write
+from planner.vocabulary import TIERS
+
 # Deterministic, self-contained output: text as paths (no font needed by the viewer), fixed ids, no date.
 RC = {
     "svg.fonttype": "path",
@@ -64,8 +67,6 @@ def frontier_figure(points: list[dict], title: str, chosen: list[dict] | None = 
     tiers (planner.vocabulary.TIERS) as labelled dashed verticals; ``chosen`` operating points (dicts with
     hardware, tps_per_user, output_tokens_per_s_per_mw and an optional label) as large markers."""
     from matplotlib.ticker import FuncFormatter
-
-    from planner.vocabulary import TIERS
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
@@ -211,8 +212,6 @@ def curtailment_figure(rows: list[dict], title: str):
 
 # ---- output -----------------------------------------------------------------------------------------------------
 def _atomic_write(path, data: bytes) -> None:
-    from planner.report.files import atomic_write
-
     atomic_write(path, data)
 
 

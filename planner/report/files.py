@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from planner.errors import InputError
+from planner.report.render import to_json
 from planner.writing import atomic_write  # noqa: F401 - the writer every caller uses, re-exported here
 
 
@@ -58,8 +60,6 @@ def spreadsheet_safe(df):
 
 def plan_json(plan, reason: str | None = None) -> str:
     """The plan as the interface's JSON, with the reason of an infeasible plan."""
-    from planner.report.render import to_json
-
     d = plan.to_dict()
     if reason:
         d["reason"] = reason
@@ -108,8 +108,6 @@ def write_files(plan, out: Path, reason: str | None = None) -> None:
     whole, the new tables beside the previous plan.json at worst."""
     import fcntl
 
-    from planner.errors import InputError
-
     check_output_dir(out, "--out")
     files = plan_file_contents(plan, reason)
     out = Path(out)
@@ -132,8 +130,6 @@ def check_output_file(path, field: str, inputs=()) -> None:
     """Refuse, before any work, an output file that cannot or must not be written: an existing path that is not a
     regular file (a device, a directory), one of the command's input files, or a path whose directory is missing or
     not writable. Raises InputError naming the option."""
-    from planner.errors import InputError
-
     p = Path(path)
     if p.exists() or p.is_symlink():
         if not p.is_file():
@@ -155,8 +151,6 @@ def check_output_file(path, field: str, inputs=()) -> None:
 def check_output_dir(path, field: str) -> None:
     """Refuse an --out directory that cannot be made: the path or one of its parents is a file, or the nearest
     existing parent is not writable."""
-    from planner.errors import InputError
-
     p = Path(path).absolute()
     if p.exists() and not p.is_dir():
         raise InputError("exists and is not a directory", field=field, file=str(p))

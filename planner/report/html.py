@@ -15,7 +15,18 @@ from __future__ import annotations
 import html
 
 from planner import __version__
-from planner.vocabulary import DECODE_ROLES
+from planner.errors import PlannerError
+from planner.fleet.finance import mean_tokens_per_year
+from planner.perf.estimate import parse_pair
+from planner.perf.frontier import best_at_tiers, frontier
+from planner.report import charts
+from planner.report.buildout import period_rows, summary_lines as buildout_lines
+from planner.report.files import atomic_write
+from planner.report.render import fmt
+from planner.report.summary import headline, summary_lines
+from planner.sweep.report import (axis_columns, cost_column, cost_label, cost_unit, regret_unit, robust_lines,
+                                  sensitivity, summary_lines as sweep_lines, system_shares)
+from planner.vocabulary import DECODE_ROLES, TIERS
 
 ALTERNATIVE_ROWS_PER_WORKLOAD = 6  # the cheapest options shown for each workload
 
@@ -56,8 +67,6 @@ def _e(value) -> str:
 
 
 def _cell(value) -> str:
-    from planner.report.render import fmt
-
     return _e(fmt(value))
 
 
@@ -109,8 +118,6 @@ def _card(label: str, value: str, note: str = "", cls: str = "") -> str:
 
 
 def _chart(fig) -> str:
-    from planner.report import charts
-
     try:
         return f'<div class="chart">{charts.svg_string(fig)}</div>'
     finally:
@@ -145,8 +152,6 @@ def _document(title: str, subtitle: str, body: list[str]) -> str:
 # ---- the plan report ----------------------------------------------------------------------------------------------
 def tokens_per_year(plan) -> float:
     """Mean output tokens a year served by the plan (peak demand / peak_to_mean x served share)."""
-    from planner.fleet.finance import mean_tokens_per_year
-
     if plan.workloads is None or not len(plan.workloads) or not plan.inputs:
         return 0.0
     peak_to_mean = {d["name"]: d["peak_to_mean"] for d in plan.inputs["demands"]}
@@ -205,8 +210,6 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
     plan already simulated (``SimResult.to_dict()``), shown after the workloads; ``whatifs``: the re-solves already
     made (``planner.fleet.whatif.whatif_tables``: what each binding limit costs, each family alone), shown after the
     answer. The page only draws: it solves nothing."""
-    from planner.report import charts
-
     name = title or (plan.scenario if plan is not None else "scenario")
     status = plan.status if plan is not None else "infeasible"
     body = []
@@ -214,8 +217,6 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
         body.append('<section class="explanation" id="explanation"><h2>Why there is no feasible plan</h2>'
                     f"<pre>{_e(reason)}</pre></section>")
     if plan is not None:
-        from planner.report.summary import headline, summary_lines
-
         d = plan.to_dict()
         lines = "".join(f"<li>{_e(x)}</li>" for x in summary_lines(d, reason)[1:])
         body.append(f'<section id="answer"><h2>The answer</h2><p class="lead">{_e(headline(d))}</p>'
@@ -358,8 +359,6 @@ def failures_html(failures: list[str]) -> str:
 
 def simulation_workload_html(w: dict) -> str:
     """One workload: its verdict, its missed targets in words, and its latency chart."""
-    from planner.report import charts
-
     name = w["workload"]
     verdict = _verdict(w["holds"])
     return (f'<h3 id="sim-{_e(name)}">{_e(name)}: <span class="{"" if w["holds"] else "over"}">{verdict}</span>'
@@ -414,8 +413,6 @@ def render_simulation_html(sim: dict, title: str | None = None) -> str:
 
 def curtailment_html(plan) -> str:
     """What the site can shed at its peak (OPTIMIZER.md 13): the chart and the table."""
-    from planner.report import charts
-
     rows = _rows(plan.curtailment)
     order = plan.inputs["scenario"]["site"].get("curtailment_order", "tier") if plan.inputs else "tier"
     return ('<section id="curtailment"><h2>What the site can shed at its peak</h2><p class="muted">Step 0 keeps '
@@ -442,10 +439,6 @@ def alternatives_html(alternatives) -> str:
 
 def render_frontier_html(points: list[dict], title: str, chosen: list[dict] | None = None) -> str:
     """The frontier chart alone as a self-contained page, with the frontier points and best-at-tier tables."""
-    from planner.perf.frontier import best_at_tiers
-    from planner.report import charts
-    from planner.vocabulary import TIERS
-
     cols = ["hardware", "tier", "tps_per_user", "output_tokens_per_s_per_mw", "chips", "tensor_parallel",
             "pipeline_parallel", "expert_parallel", "batch", "precision", "bound"]
     body = [f'<section id="frontier"><h2>{_e(title)}</h2>{_chart(charts.frontier_figure(points, title, chosen))}'
@@ -490,10 +483,6 @@ def frontier_points_for_plan(plan) -> dict[str, dict]:
     """model -> {"points": frontier points, "chosen": the plan's operating points on that model}, over the
     single-system hardware in the plan's fleet (the scenario's hardware when the fleet is empty); hardware that
     cannot decode the model is skipped. Prompt and output lengths are those of the model's first workload."""
-    from planner.errors import PlannerError
-    from planner.perf.estimate import parse_pair
-    from planner.perf.frontier import frontier
-
     if plan is None or plan.built is None:
         return {}
     built = plan.built
@@ -524,8 +513,6 @@ def frontier_points_for_plan(plan) -> dict[str, dict]:
 # ---- writing --------------------------------------------------------------------------------------------------------
 def write_html(text: str, path) -> None:
     """Write ``text`` to ``path`` atomically (planner.report.files.atomic_write)."""
-    from planner.report.files import atomic_write
-
     atomic_write(path, text.encode("utf-8"))
 
 
@@ -533,12 +520,9 @@ def render_buildout_html(plan, title: str | None = None, simulation: dict | None
     """A build-out as one self-contained page: the first order and the costs in words, then per demand scenario
     the installed racks per period (a stacked chart) and the periods' table, the simulated periods where given
     (``solve --verify``), then the assumptions."""
-    from planner.report import charts
-    from planner.report.buildout import period_rows, summary_lines
-
     d = plan.to_dict()
     name = title or plan.scenario
-    lines = summary_lines(d)
+    lines = buildout_lines(d)
     body = [f'<section id="answer"><h2>The answer</h2><p class="lead">{_e(lines[1])}</p><ul>'
             + "".join(f"<li>{_e(x)}</li>" for x in lines[2:]) + "</ul></section>"]
     many = d.get("scenarios") or [{"name": "", "probability": 1.0, "periods": d["periods"]}]
@@ -562,8 +546,6 @@ SWEEP_ROWS_SHOWN = 200
 def robust_section(robust: dict) -> str:
     """The robust fleet beside the base plan: racks per system, and each plan's objective and regret over the
     samples (``planner.sweep.robust.robust_summary``)."""
-    from planner.sweep.report import robust_lines
-
     unit = robust["unit"]
     rows = [{"plan": name.replace("_", " "), **{f"{k}_{unit}": v for k, v in robust[name]["objective"].items()
                                                  if k != "samples"},
@@ -579,11 +561,7 @@ def render_sweep_html(table, robust: dict | None = None, title: str = "sweep") -
     each system is in the plan, the base plan's regret beside the robust fleet's, and the variants' table."""
     import polars as pl
 
-    from planner.report import charts
-    from planner.sweep.report import (axis_columns, cost_column, cost_label, cost_unit, regret_unit, sensitivity,
-                                      summary_lines, system_shares)
-
-    lines = summary_lines(table, robust)[:-1]
+    lines = sweep_lines(table, robust)[:-1]
     body = [f'<section id="answer"><h2>The answer</h2><p class="lead">{_e(lines[0])}</p><ul>'
             + "".join(f"<li>{_e(x.strip())}</li>" for x in lines[1:]) + "</ul></section>"]
     tornado = sensitivity(table, axis_columns(table))

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import click
 
-from planner.report import render
+from planner.report import buildout, render
+from planner.report.files import plan_json, write_files
+from planner.report.summary import summary_lines
+from planner.sweep.report import robust_lines
 
 FLEET_COLUMNS = ["hardware", "racks", "chips", "chips_used", "power_mw", "facility_power_mw", "capex_usd",
                  "annual_cost_usd", "capex_confidence"]
@@ -153,16 +156,12 @@ def echo_assumptions(d: dict) -> None:
 
 
 def emit(plan, fmt: str, out_dir: str | None, reason: str | None = None, detail: bool = False) -> None:
-    from planner.report.files import plan_json, write_files
-
     if out_dir:
         write_files(plan, Path(out_dir), reason)
     if fmt == "json":
         click.echo(plan_json(plan, reason))
         return
     if getattr(plan, "is_buildout", False):
-        from planner.report import buildout
-
         buildout.show(plan)
         return
     show_tables(plan, reason, detail)
@@ -172,15 +171,11 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
     """The answer first (``planner.report.summary``), then compact tables that fit the terminal; with ``detail``
     every column, the totals, the tiers and why these systems. The reason of an infeasible plan is also printed
     by the CLI's error line."""
-    from planner.report.summary import summary_lines
-
     d = plan.to_dict()
     ids = answer_ids(d)
     for k, line in enumerate(summary_lines(d, reason)):
         echo_wrapped(line, ids, indent="  " if k == 0 else None)
     if d.get("robust"):
-        from planner.sweep.report import robust_lines
-
         for line in robust_lines(d["robust"]):
             echo_wrapped(line, ids, indent="    ")
         click.echo(f"  this scenario adds {d['robust']['racks_added_for_this_scenario']} racks to the robust fleet")

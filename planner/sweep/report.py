@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner import __version__, catalog
+from planner.report.files import atomic_write, spreadsheet_safe
+from planner.report.render import to_json
 from planner.report.summary import people
+from planner.sweep.robust import distribution
 
 
 RESULT_COLUMNS = ("variant", "status", "objective_usd_per_year", "power_mw", "facility_power_mw", "error",
@@ -95,8 +99,6 @@ def _amount(x, unit: str) -> str:
 
 def base_regret_line(solved, unit: str) -> str:
     """The base plan in words: how often its racks serve a variant as bought, and its regret's spread."""
-    from planner.sweep.robust import distribution
-
     serves = solved["base_plan_serves"].drop_nulls()
     regret = distribution(solved[f"base_plan_regret_{unit}"].to_list())
     text = (f"the base plan's racks serve {100 * float(serves.mean()):.3g}% of the solved variants as bought"
@@ -137,9 +139,6 @@ def write_sweep(table, out: Path, sweep_file, robust: dict | None = None) -> Non
     atomically; with a robust fleet, robust.json (its summary)."""
     import io
 
-    from planner import __version__, catalog
-    from planner.report.files import atomic_write, spreadsheet_safe
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
@@ -156,8 +155,6 @@ def write_sweep(table, out: Path, sweep_file, robust: dict | None = None) -> Non
     atomic_write(out / "systems.csv", pl.DataFrame({"hardware": list(shares), "share_of_variants": list(
         shares.values())}, schema={"hardware": pl.Utf8, "share_of_variants": pl.Float64}).write_csv().encode("utf-8"))
     if robust is not None:
-        from planner.report.render import to_json
-
         atomic_write(out / "robust.json", (to_json(robust) + "\n").encode("utf-8"))
 
 

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.errors import InputError
+from planner.errors import InfeasibleError, InputError, PlannerError
+from solvers import milp
+from solvers.robust import RobustProblem, known_plan, optimize, sample_statistic, topped_up
+from solvers.vocabulary import HAS_PLAN
 
 MAX_ROBUST_SAMPLES = 400  # the robust MILP holds every sample's columns at once
 UNITS = {"min_cost": "usd_per_year", "max_revenue": "usd_per_year", "min_power": "w", "max_served": "usd_per_year",
@@ -69,10 +72,6 @@ def base_plan_in(plan, base: BaseFleet | None):
     """The base plan in one solved variant: (serves as bought, racks added, value, late racks [H], replicas), the
     value where it has one (as bought; with a late premium, topped up at it), else (False, added, None, None, None);
     None where it cannot be tried (no plan, another objective or other systems)."""
-    from solvers import milp
-    from solvers.robust import topped_up
-    from solvers.vocabulary import HAS_PLAN
-
     if base is None or plan is None or plan.solution is None:
         return None
     problem = plan.built.problem
@@ -137,10 +136,6 @@ def robust_fleet(samples: dict, hardware: list, percentile: float | None, solver
     (its FleetProblem, its optimum, the base plan in it: base_plan_in)), each weighted equally; with
     ``late_premium``, a variant may add racks at that premium. The base plan, where it has a value in every
     variant, is the solve's starting plan, so the robust fleet is never worse than it."""
-    from planner.errors import InfeasibleError, PlannerError
-    from solvers.robust import RobustProblem, optimize
-    from solvers.vocabulary import HAS_PLAN
-
     used = sorted(samples)
     if not used:
         raise InfeasibleError("no variant has a plan: there is nothing for a robust fleet to serve")
@@ -166,8 +161,6 @@ def robust_fleet(samples: dict, hardware: list, percentile: float | None, solver
     start = None
     found = [samples[v][2] for v in used]
     if base is not None and all(f is not None and f[2] is not None for f in found):
-        from solvers.robust import known_plan
-
         start = known_plan(problem, base.racks, [f[4] for f in found], [f[3] for f in found])
     sol = optimize(problem, solver, time_limit_s, relative_gap, start)
     if sol.status == "infeasible":
@@ -202,7 +195,6 @@ def distribution(values) -> dict:
     if not len(v):
         return {"mean": None, "p50": None, "p90": None, "max": None, "samples": 0}
     w = np.full(len(v), 1.0 / len(v))
-    from solvers.robust import sample_statistic
 
     return {"mean": float(v.mean()), "p50": sample_statistic(v, w, 50.0), "p90": sample_statistic(v, w, 90.0),
             "max": float(v.max()), "samples": int(len(v))}
@@ -252,20 +244,15 @@ def solve_robust(scenario, samples_file, statistic: str = "mean", engine: str = 
     where the scenario needs more. ``Plan.robust`` carries the summary (INTERFACE.md 2.9)."""
     import dataclasses
 
-    from planner.errors import PlannerError
     from planner.fleet.check import check
     from planner.fleet.plan import extract_plan
     from planner.sweep.run import sweep
-    from solvers import milp
-    from solvers.vocabulary import HAS_PLAN
 
     outcome = sweep(samples_file, engine, address, workers, progress, regret=True, robust=statistic,
                     base_scenario=scenario)
     if outcome.robust_error is not None:
         raise outcome.robust_error
     if outcome.base_plan is None:
-        from planner.errors import InfeasibleError
-
         raise InfeasibleError(f"{scenario.name} itself has no feasible plan, so no robust plan of it either "
                               f"(planner solve without --robust says why)")
     built = outcome.base_plan.built
@@ -276,7 +263,6 @@ def solve_robust(scenario, samples_file, statistic: str = "mean", engine: str = 
         racks[i] = res.solution.racks[index[h.id]]
     premium = res.late_premium or 0.0
     s = scenario.solver
-    from solvers.robust import topped_up
 
     sol = topped_up(built.problem, racks, s.name, s.time_limit_s, s.relative_gap, premium)
     if sol.status not in HAS_PLAN or sol.violations:

@@ -15,6 +15,10 @@ import os
 from dataclasses import dataclass
 
 from planner.errors import InfeasibleError, InputError, PlannerError
+from planner.perf.uncertainty import uncertain_quantities
+from planner.scenario import load_scenario
+from planner.sweep import robust as R
+from planner.sweep.robust import base_plan_columns, base_plan_in
 from planner.sweep.sample import ResolvedAxis, variants
 from planner.sweep.spec import load_sweep
 from planner.sweep.workers import end_pool, worker_init
@@ -54,8 +58,6 @@ def _override_field(name: str) -> tuple[str, float]:
 
 def resolve_axes(spec, base) -> tuple[list[ResolvedAxis], list[Setting]]:
     """Each axis's values (an uncertain figure's range from its band unless given) and where it goes."""
-    from planner.perf.uncertainty import uncertain_quantities
-
     bands = {}
     for hw in base.resolved_hardware().values():
         for q in uncertain_quantities(hw, hw.precision_or_best(None)):
@@ -109,8 +111,6 @@ def row_of(index: int, values: dict, plan=None, status: str = "", error: str | N
            hardware=(), workloads=(), unit: str | None = None, found=None) -> dict:
     """One row of the sweep table: the variant, its axis values, and what its plan says (with ``unit``: the base
     plan's value and regret in it, from ``found``: ``planner.sweep.robust.base_plan_in``)."""
-    from planner.sweep.robust import base_plan_columns
-
     row = {"variant": index, **values, "status": status or (plan.status if plan is not None else "error"),
            "objective_usd_per_year": None, "power_mw": None, "facility_power_mw": None}
     row.update({f"racks.{h}": None for h in hardware})
@@ -160,7 +160,6 @@ def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], sh
     whose scored options every variant reuses when every axis leaves them unchanged (else None: each scores its own);
     ``base_fleet``/``unit``: the base plan whose regret each row gets (``planner.sweep.robust``)."""
     from planner.fleet.solve import solve
-    from planner.sweep.robust import base_plan_in
 
     rows, problems = [], {}
     kw = {"hardware": hardware, "workloads": workloads, "unit": unit}
@@ -215,8 +214,6 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
 
     from planner.fleet.problem import build_problem
     from planner.fleet.solve import solve
-    from planner.scenario import load_scenario
-    from planner.sweep import robust as R
 
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}", field="--engine")

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.errors import InfeasibleError, InputError, PlannerError
+from planner.fleet.check import check
+from planner.fleet.plan import extract_plan
 from solvers import milp
 from solvers.robust import RobustProblem, known_plan, optimize, sample_statistic, topped_up
 from solvers.vocabulary import HAS_PLAN
@@ -244,8 +246,6 @@ def solve_robust(scenario, samples_file, statistic: str = "mean", engine: str = 
     where the scenario needs more. ``Plan.robust`` carries the summary (INTERFACE.md 2.9)."""
     import dataclasses
 
-    from planner.fleet.check import check
-    from planner.fleet.plan import extract_plan
     from planner.sweep.run import sweep
 
     outcome = sweep(samples_file, engine, address, workers, progress, regret=True, robust=statistic,

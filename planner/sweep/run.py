@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 
 from planner.errors import InfeasibleError, InputError, PlannerError
+from planner.fleet.problem import build_problem
+from planner.fleet.solve import solve
 from planner.perf.uncertainty import uncertain_quantities
 from planner.scenario import load_scenario
 from planner.sweep import robust as R
@@ -159,8 +161,6 @@ def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], sh
     base plan in it)} of the solved ones when ``keep_problems``, for a robust fleet). ``shared``: the base's Built,
     whose scored options every variant reuses when every axis leaves them unchanged (else None: each scores its own);
     ``base_fleet``/``unit``: the base plan whose regret each row gets (``planner.sweep.robust``)."""
-    from planner.fleet.solve import solve
-
     rows, problems = [], {}
     kw = {"hardware": hardware, "workloads": workloads, "unit": unit}
     for index, values in chunk:
@@ -211,9 +211,6 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     ``robust`` (``mean`` or ``pNN``): the robust fleet over the solved variants, and each row its value and regret.
     ``base_scenario``: a Scenario to vary in place of the sweep file's ``base`` (``planner solve --robust``)."""
     import polars as pl
-
-    from planner.fleet.problem import build_problem
-    from planner.fleet.solve import solve
 
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}", field="--engine")

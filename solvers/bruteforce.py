@@ -111,6 +111,8 @@ def sells(problem) -> bool:
 def _check_replicas(problem, u: np.ndarray) -> None:
     if not np.all(problem.integer_replicas):
         raise ValueError("brute force needs every column to have integer replicas")
+    if problem.pools:
+        raise ValueError("brute force does not enumerate replica pools (15): their shares are continuous")
     if float(np.prod(u + 1.0)) > MAX_REPLICA_VECTORS:
         raise ValueError(f"too big for brute force: {np.prod(u + 1.0):.0f} replica vectors")
 

@@ -18,7 +18,7 @@ from solvers.backends import BACKENDS
 from solvers.objectives import objective as objective_named
 
 RACK_TIE = 1e-7  # D_R in (O)
-REPLICA_TIE = 1e-8  # D_X in (O)
+REPLICA_TIE = 1e-6  # D_X in (O): its coefficients stay above SCIP's epsilon (1e-9), OPTIMIZER.md 3
 TIE_FACTOR = 1.0 + RACK_TIE + REPLICA_TIE
 
 
@@ -130,9 +130,13 @@ def add_demand_rows(m, problem, replicas, shares=(), tag: str = "") -> None:
             row.set_coefficient(replicas[j], float(coef[j, w]))
 
 
-def add_chip_rows(m, problem, racks, replicas, tag: str = "", late=(), rented=()) -> None:
-    """(2), divided by chips_per_rack_h, on the installed racks and (12) the chips rented."""
+def add_chip_rows(m, problem, racks, replicas, tag: str = "", late=(), rented=(), pools=()) -> None:
+    """(2), divided by chips_per_rack_h, on the installed racks and (12) the chips rented; (15) a pool's chips on
+    its whole replicas y_g (``pools``: ``add_pools``' (y_g, columns)), not on its members' shares."""
     share = problem.chips / problem.chips_per_rack
+    pooled = np.zeros(len(replicas), dtype=bool)
+    for _, members in pools:
+        pooled[members] = True
     for h, installed in enumerate(installed_terms(racks, late)):
         row = m.add_linear_constraint(ub=0.0, name=f"chips[{tag}h={h}]")
         for v in installed:
@@ -140,8 +144,38 @@ def add_chip_rows(m, problem, racks, replicas, tag: str = "", late=(), rented=()
         for r, v in enumerate(rented):
             if problem.rent_hardware[r] == h:
                 row.set_coefficient(v, -1.0 / float(problem.chips_per_rack[h]))
-        for j in np.flatnonzero(share[:, h]).tolist():
+        for j in np.flatnonzero((share[:, h] > 0) & ~pooled).tolist():
             row.set_coefficient(replicas[j], float(share[j, h]))
+        for y, members in pools:
+            if share[members[0], h] > 0:
+                row.set_coefficient(y, float(share[members[0], h]))
+
+
+def add_pools(m, problem, replicas, tag: str = "") -> list[tuple]:
+    """(15): per pool an integer y_g (its whole replicas, at most the sum of its members' bounds rounded up) and
+    the row sum_{j in g} x_j <= y_g. Returns [(y_g, columns)]."""
+    out = []
+    x_ub = replica_upper_bounds(problem)
+    for g, members in enumerate(problem.pools):
+        y = m.add_integer_variable(lb=0.0, ub=float(np.ceil(x_ub[members].sum() * (1.0 - 1e-12))),
+                                   name=f"pool[{tag}g={g}]")
+        row = m.add_linear_constraint(ub=0.0, name=f"pool_share[{tag}g={g}]")
+        for j in members.tolist():
+            row.set_coefficient(replicas[j], 1.0)
+        row.set_coefficient(y, -1.0)
+        out.append((y, members))
+    return out
+
+
+def pool_chip_replicas(problem, x: np.ndarray) -> np.ndarray:
+    """[J] the replicas whose chips a plan holds (15): each column's own, but a pool's members' shares summed and
+    rounded up to whole replicas, charged to its first member."""
+    held = np.asarray(x, dtype=float).copy()
+    for members in problem.pools:
+        total = float(held[members].sum())
+        held[members] = 0.0
+        held[members[0]] = np.ceil(total - 1e-6) if total > 1e-9 else 0.0
+    return held
 
 
 def add_power_row(m, problem, racks, tag: str = "", late=(), replicas=()) -> None:

@@ -44,8 +44,10 @@ have no column.
 #       minimize  sum_h p_h racks_h                                                       (primary)
 #               + D_R * sum_h (q_h / M) racks_h,  M = max_h q_h / p_h                     (tie-break 1: racks)
 #               + D_X * sum_j (sum_h p_h chips_jh / chips_per_rack_h) x_j                 (tie-break 2: replicas)
-#       with D_R = 1e-7, D_X = 1e-8. Each tie term is at most D * primary, so the solver's objective lies in
-#       [primary, (1 + D_R + D_X) primary]: its plan is within 1.1e-7 (relative) of the primary optimum, and
+#       with D_R = 1e-7, D_X = 1e-6 (a replica's tie coefficient, D_X x its rack share, must stay above SCIP's
+#       epsilon of 1e-9: at 1e-8 SCIP's presolve called a plan twice the optimum "optimal"). Each tie term is at
+#       most D * primary, so the solver's objective lies in
+#       [primary, (1 + D_R + D_X) primary]: its plan is within 1.1e-6 (relative) of the primary optimum, and
 #       dual_bound / (1 + D_R + D_X) is an honest lower bound on the primary optimum.
 #
 #   (8) a fleet topped up (racks_at_least given, e.g. a plan's racks tried on another variant): racks_h >= L_h;
@@ -82,6 +84,12 @@ have no column.
 #         sum_j chips_jh x_j <= chips_per_rack_h racks_h + sum_{r: h_r = h} rent_r
 #       and sum_r rent_cost_r rent_r to (O)'s primary (0 under min_power: rented chips draw no site power, hold no
 #       floor space and are no platform bought).
+#
+#  (15) replica pools (OPTIMIZER.md 16): columns of one pool g (one model's replicas of one system, layout,
+#       precision, drafter and tier, serving different workloads) are time shares of the same replicas: x_j
+#       continuous for j in g, an integer y_g >= 0 with  sum_{j in g} x_j <= y_g,  and (2) charges g's chips on y_g
+#       (the members' chips rows are equal) instead of on each x_j. The power row and energy stay on x_j (a share
+#       of a replica works that share of the time). Without pools (pool_j = -1) nothing changes.
 #
 #  (13) load-dependent power (OPTIMIZER.md 12, MODEL.md 14): a rack at rest draws idle_h <= rack_power_w_h, and
 #       a replica of j at its peak operating point draws above_j more than its chips' share of that floor.
@@ -121,7 +129,7 @@ from solvers.backends import (CPSAT_MAX_BOUND, CPSAT_MAX_SCALING, MAX_SOLVE_SECO
                               SolverError, cpsat_var_scaling, interruptible, solve_parameters, solver_key,
                               solver_output_to_stderr, solver_seconds, status_of)
 from solvers.formulation import (RACK_TIE, REPLICA_TIE, TIE_FACTOR, add_chip_rows,  # noqa: F401
-                                 add_demand_rows, add_new_racks, add_objective_cap, add_platform_rows,
+                                 add_demand_rows, add_new_racks, add_pools, pool_chip_replicas, add_objective_cap, add_platform_rows,
                                  add_power_row, add_rent_variables, add_total_racks_row, add_used,
                                  column_primary_coefficients, frozen, kept_primary_coefficients, limits_platforms,
                                  padded_replica_bounds, primary_coefficients, primary_terms, rack_tie_coefficients,
@@ -177,6 +185,7 @@ class FleetProblem:
     installed_carbon_kg_per_rack: np.ndarray | None = None  # [H] an installed rack kept: its floor's energy
     column_carbon_kg: np.ndarray | None = None  # [J] a replica's energy beyond the floor at the mean load
     rent_carbon_kg_per_chip: np.ndarray | None = None  # [R] a rented chip: its share of a rack's making and energy
+    pool: np.ndarray | None = None  # [J] (15) the replica pool each column's replicas join, -1 for none
 
     def __post_init__(self):
         if self.coverage is None:
@@ -195,6 +204,8 @@ class FleetProblem:
                             ("max_racks", float), ("workload", np.int64), ("capacity", float), ("chips", float),
                             ("integer_replicas", bool), ("demand", float)):
             object.__setattr__(self, name, frozen(getattr(self, name), dtype))
+        if self.pool is not None:  # None: no pools (left None so that dataclasses.replace of the columns carries none)
+            object.__setattr__(self, "pool", frozen(self.pool, np.int64))
         if self.min_racks is None:
             object.__setattr__(self, "min_racks", np.zeros(len(self.chips_per_rack)))
         object.__setattr__(self, "min_racks", frozen(self.min_racks, float))
@@ -305,6 +316,12 @@ class FleetProblem:
             yield f"power_budget_w = {self.power_budget_w!r}, expected > 0 (inf = no budget)"
         if not self.max_total_racks >= 0:
             yield f"max_total_racks = {self.max_total_racks!r}, expected >= 0 (inf = no limit)"
+        if self.pool is not None and (self.pool.shape != (J,) or np.any(self.pool < -1)):
+            yield f"pool must be {J} pool indices >= 0, or -1 for a column in no pool (15)"
+        else:
+            for members in self.pools:
+                if np.any(self.chips[members] != self.chips[members[0]]):
+                    yield f"pool of columns {members.tolist()}: its members must use the same chips (15)"
         if self.objective not in OBJECTIVES:
             yield f"objective = {self.objective!r}, expected one of {', '.join(OBJECTIVES)}"
         elif self.objective == "min_carbon" or self.carbon_kg_per_rack is not None:
@@ -351,6 +368,27 @@ class FleetProblem:
     def replica_energy_usd(self) -> np.ndarray:
         """[J] (13): USD/year of a replica's energy beyond the racks' floor (zeros where not given)."""
         return np.zeros(len(self.workload)) if self.column_energy_usd is None else self.column_energy_usd
+
+    @property
+    def pools(self) -> list[np.ndarray]:
+        """(15) the columns of each pool, pools with a single column left out (they are that column alone)."""
+        if self.pool is None:
+            return []
+        ids, counts = np.unique(self.pool[self.pool >= 0], return_counts=True)
+        return [np.flatnonzero(self.pool == g) for g, n in zip(ids, counts) if n > 1]
+
+    @property
+    def pooled(self) -> np.ndarray:
+        """[J] (15) whether a column's replicas are time shares of a pool's."""
+        out = np.zeros(len(self.workload), dtype=bool)
+        for members in self.pools:
+            out[members] = True
+        return out
+
+    @property
+    def integer_columns(self) -> np.ndarray:
+        """[J] the columns whose x_j is an integer variable: integer replicas outside pools (15)."""
+        return self.integer_replicas & ~self.pooled
 
     @property
     def kept_carbon_kg_per_rack(self) -> np.ndarray | None:
@@ -429,6 +467,7 @@ class FleetModel:
     used: list = field(default_factory=list)  # [H] (7)/(T): binary, 1 when any rack of type h is bought
     new: list = field(default_factory=list)  # [H] (9): racks bought beyond the installed ones (empty: none installed)
     rented: list = field(default_factory=list)  # [R] (12): chips rented from each offer
+    pools: list = field(default_factory=list)  # (15): (y_g, its columns) of each pool
 
 
 @dataclass
@@ -475,22 +514,24 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     r_lb = np.minimum(problem.racks_at_least, r_ub)  # (8) beyond a cap cannot hold: evaluate() then says so
     racks = [m.add_integer_variable(lb=float(r_lb[h]), ub=float(r_ub[h]), name=f"racks[{h}]")
              for h in range(problem.n_hardware)]
-    cpsat_scaling = cpsat_var_scaling(x_ub[~problem.integer_replicas])
-    x_ub = padded_replica_bounds(x_ub, problem.integer_replicas, solver, cpsat_scaling)
-    replicas = [m.add_variable(lb=0.0, ub=float(x_ub[j]), is_integer=bool(problem.integer_replicas[j]),
+    integer = problem.integer_columns
+    cpsat_scaling = cpsat_var_scaling(x_ub[~integer])
+    x_ub = padded_replica_bounds(x_ub, integer, solver, cpsat_scaling)
+    replicas = [m.add_variable(lb=0.0, ub=float(x_ub[j]), is_integer=bool(integer[j]),
                                name=f"x[{j}]") for j in range(problem.n_columns)]
+    pools = add_pools(m, problem, replicas)
     shares = ([m.add_variable(lb=0.0, ub=1.0, name=f"share[g={g}]") for g in range(len(problem.group_value))]
               if objective_named(problem.objective).sells_shares else [])
     add_demand_rows(m, problem, replicas, shares)
     rented = add_rent_variables(m, problem)
-    add_chip_rows(m, problem, racks, replicas, rented=rented)
+    add_chip_rows(m, problem, racks, replicas, rented=rented, pools=pools)
     add_power_row(m, problem, racks, replicas=replicas)
     add_total_racks_row(m, problem, racks)
     new = add_new_racks(m, problem, racks, r_ub)
     used = add_platform_rows(m, problem, racks, r_ub)
     scale = set_objective(m, problem, racks, replicas, shares, new, rented)
     return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares,
-                      used, new, rented)
+                      used, new, rented, pools)
 
 
 def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4,
@@ -557,7 +598,7 @@ def served_problem(problem: FleetProblem, shares: np.ndarray) -> FleetProblem:
 def _plan_values(problem: FleetProblem, built: FleetModel, result):
     racks = np.rint(np.asarray(result.variable_values(built.racks), dtype=float)).astype(np.int64)
     x = np.maximum(np.asarray(result.variable_values(built.replicas), dtype=float).reshape(-1), 0.0)
-    x = np.where(problem.integer_replicas, np.rint(x), x)
+    x = np.where(problem.integer_columns, np.rint(x), x)
     return np.maximum(racks, 0), x
 
 
@@ -768,7 +809,7 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
     if rent.shape != (problem.n_rentals,):
         raise ValueError(f"rented has shape {rent.shape}; expected ({problem.n_rentals},)")
     served = problem.coverage.T @ x
-    chips_used = problem.chips.T @ x
+    chips_used = problem.chips.T @ pool_chip_replicas(problem, x)  # (15): a pool holds whole replicas
     it_power = float(problem.floor_power_w @ r + problem.replica_power_w @ x)  # (13) the peak draw
     facility = problem.pue * it_power
     # (11) the columns' own costs, (13) their energy beyond the floor, (12) the chips rented
@@ -832,5 +873,5 @@ def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float):
         yield f"min_racks[h={h}]"
     for j in np.flatnonzero(x < -tol):
         yield f"replicas_nonnegative[j={j}]"
-    for j in np.flatnonzero(problem.integer_replicas & (np.abs(x - np.rint(x)) > tol)):
+    for j in np.flatnonzero(problem.integer_columns & (np.abs(x - np.rint(x)) > tol)):
         yield f"replicas_integer[j={j}]"

@@ -31,11 +31,11 @@ ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_rep
                       "prefill_tokens_per_s", "utilization", "prefill_share", "servers", "power_mw", "mean_power_mw",
                       "ffn_hardware",
                       "ffn_chips", "ffn_precision", "engines", "source", "measurement", "acquisition",
-                      "api_cost_usd", "column"]
+                      "api_cost_usd", "replica_pool", "column"]
 TEXT_COLUMNS = {"workload", "role", "hardware", "precision", "speculative", "ffn_hardware", "ffn_precision", "engines",
                 "source", "measurement", "acquisition"}
 INT_COLUMNS = {"chips_per_replica", "tensor_parallel", "pipeline_parallel", "batch", "draft_tokens", "ffn_chips",
-               "column"}
+               "replica_pool", "column"}
 
 
 def finite(x):
@@ -246,6 +246,7 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
             "source": str(cols["source"][j]),
             "measurement": str(cols["measurement"][j]) or None,
             "acquisition": "owned", "api_cost_usd": None,
+            "replica_pool": replica_pool_of(built.problem, j),
             "column": int(j),
         })
         if kind == "split":
@@ -254,6 +255,26 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
             row["mean_power_mw"] = mean_power_mw(row, built.hardware_by_id[row["hardware"]],
                                                  built.demand_by_name[row["workload"]], built.scenario.finance)
     return with_pool_ttft(rows, built)
+
+
+def replica_pool_of(problem, j: int) -> int | None:
+    """The replica pool (OPTIMIZER.md 16, the MILP's (15)) column ``j``'s replicas are time shares of, or None."""
+    return int(problem.pool[j]) if problem.pooled[j] else None
+
+
+def chips_held(rows) -> float:
+    """Chips one system's allocation rows hold: each row's replicas x chips, but the rows of one replica pool (15)
+    their shares summed and rounded up to whole replicas, as the pool runs them."""
+    import polars as pl
+
+    if not len(rows):
+        return 0.0
+    alone = rows.filter(pl.col("replica_pool").is_null())
+    used = float((alone["replicas"] * alone["chips_per_replica"]).sum()) if len(alone) else 0.0
+    pooled = rows.filter(pl.col("replica_pool").is_not_null())
+    for (_, chips), group in pooled.group_by(["replica_pool", "chips_per_replica"]):
+        used += math.ceil(float(group["replicas"].sum()) - 1e-6) * chips
+    return used
 
 
 def with_pool_ttft(rows: list[dict], built: Built) -> list[dict]:
@@ -316,7 +337,7 @@ def api_row(built: Built, j: int, share: float) -> dict:
         "utilization": None, "prefill_share": None, "servers": None, "power_mw": 0.0, "mean_power_mw": 0.0, "ffn_hardware": None,
         "ffn_chips": None,
         "ffn_precision": None, "engines": "", "source": API_KIND, "measurement": name, "acquisition": API_KIND,
-        "api_cost_usd": share * sum(demand.api_cost_parts(offer).values()), "column": int(j),
+        "api_cost_usd": share * sum(demand.api_cost_parts(offer).values()), "replica_pool": None, "column": int(j),
     }
 
 
@@ -402,7 +423,7 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
             continue
         hw = hardware[hw_id]
         mine = alloc.filter(pl.col("hardware") == hw_id)
-        used = float((mine["replicas"] * mine["chips_per_replica"]).sum()) if len(mine) else 0.0
+        used = chips_held(mine)
         n = int(round(count))
         kept, new = min(n, have), max(n - have, 0)
         full = float(annual_cost_usd_per_rack[hw_id])

@@ -185,7 +185,8 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         **carbon_arrays(scenario, cols, chips, hw_list, demands, installed),
         workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
         capacity=coverage.max(axis=1) if n else np.zeros(0),
-        chips=chips, integer_replicas=integer_replicas(chips, hw_list), demand=demand, coverage=coverage,
+        chips=chips, integer_replicas=(integer := integer_replicas(chips, hw_list)), demand=demand, coverage=coverage,
+        pool=replica_pools(cols, demands, integer),
         pue=scenario.finance.pue,
         power_budget_w=(scenario.site.power_budget_mw or math.inf) * 1e6,
         max_total_racks=scenario.site.max_racks or math.inf,
@@ -321,6 +322,36 @@ def api_column_costs(cols: dict, demands: list[Demand]) -> np.ndarray:
         offer = next(o for o in d.api_offers() if API_PREFIX + o["name"] == cols["hardware"][j])
         out[j] = sum(d.api_cost_parts(offer).values())
     return out
+
+
+POOLED_KINDS = ("decode", "colocated")  # kinds whose replicas several workloads of one model can share (15)
+
+
+def replica_pools(cols: dict, demands: list[Demand], integer: np.ndarray) -> np.ndarray | None:
+    """[J] (15, OPTIMIZER.md 16) the pool each column joins, -1 for none: the whole-replica decode and colocated
+    options of different workloads of one model on one system, layout, precision and drafter, at one tier (and,
+    colocated, one TTFT target) are time shares of the same replicas, as one engine serves them all. Smaller
+    replicas are time shares already (continuous); prefill pools queue per workload. None when no two workloads
+    share a key."""
+    by_name = {d.name: d for d in demands}
+    keys: dict[tuple, int] = {}
+    pool = np.full(len(cols["workload"]), -1)
+    members: dict[int, set] = {}
+    for j in np.flatnonzero(integer) if len(integer) else []:
+        kind = str(cols["kind"][j])
+        if kind not in POOLED_KINDS or cols["ffn_hardware"][j]:
+            continue
+        d = by_name[str(cols["workload"][j])]
+        key = (d.model, str(cols["hardware"][j]), kind, str(cols["precision"][j]), int(cols["tensor_parallel"][j]),
+               int(cols["pipeline_parallel"][j]), bool(cols["expert_parallel"][j]), str(cols["speculative"][j]),
+               int(cols["draft_tokens"][j]), round(float(cols["acceptance"][j]), 9), str(cols["source"][j]),
+               d.min_tps_per_user, *((d.ttft_s, d.ttft_quantile) if kind == "colocated" else ()))
+        g = keys.setdefault(key, len(keys))
+        pool[j] = g
+        members.setdefault(g, set()).add(d.name)
+    shared = {g for g, names in members.items() if len(names) > 1}
+    pool = np.where(np.isin(pool, list(shared)), pool, -1)
+    return pool if shared else None
 
 
 def integer_replicas(chips: np.ndarray, hw_list: list) -> np.ndarray:

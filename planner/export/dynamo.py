@@ -5,8 +5,8 @@ replicas, GPUs and engine arguments; prefill and decode rows as Dynamo's prefill
 from __future__ import annotations
 
 from planner.export.common import Launch, header_lines, row_comment
-from planner.export.k8s import GPU_FAMILIES, dns_name, env_of, k8s_args, needs_comments, yaml_file
-from planner.export.rows import PlanRows, Row, family_skip, whole_replicas
+from planner.export.k8s import ManifestTarget, dns_name, env_of, k8s_args, needs_comments, yaml_file
+from planner.export.rows import PlanRows, Row, whole_replicas
 from planner.export.vllm import engine_args
 
 ENGINE = "NVIDIA Dynamo"
@@ -16,12 +16,9 @@ IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.7.0"
 WORKER = {"prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker", "colocated": "VllmWorker"}
 
 
-class DynamoTarget:
+class DynamoTarget(ManifestTarget):
     key, engine, version, reference = "dynamo", ENGINE, VERSION, REFERENCE
-    families = GPU_FAMILIES
-
-    def skip_reason(self, row: Row) -> str | None:
-        return family_skip(row, self.families, "Dynamo's vLLM runtime image")
+    image_words = "Dynamo's vLLM runtime image"
 
     def launch(self, row: Row) -> Launch:
         model, args, needs = engine_args(row, ENGINE)

@@ -8,8 +8,19 @@ import re
 import yaml
 
 from planner.export.common import NEED, Launch
+from planner.export.rows import Row, family_skip
 
 GPU_FAMILIES = ("nvidia-gpu",)  # both publish CUDA images only (docs/EXPORT.md)
+
+
+class ManifestTarget:
+    """A target that writes Kubernetes manifests of a CUDA image (Dynamo, llm-d): NVIDIA GPUs only."""
+
+    families = GPU_FAMILIES
+    image_words = ""  # the image, as a skipped row's reason names it
+
+    def skip_reason(self, row: Row) -> str | None:
+        return family_skip(row, self.families, self.image_words)
 
 
 def dns_name(*parts: str) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 from planner.export.common import Launch, header_lines, row_comment
-from planner.export.k8s import GPU_FAMILIES, dns_name, env_of, k8s_args, needs_comments, yaml_file
-from planner.export.rows import PlanRows, Row, disaggregated, family_skip, whole_replicas
+from planner.export.k8s import ManifestTarget, dns_name, env_of, k8s_args, needs_comments, yaml_file
+from planner.export.rows import PlanRows, Row, disaggregated, whole_replicas
 from planner.export.vllm import KV_TRANSFER, engine_args
 
 ENGINE = "llm-d"
@@ -18,12 +18,9 @@ REFERENCE = "https://github.com/llm-d-incubation/llm-d-modelservice/blob/main/ch
 IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.3.1"
 
 
-class LlmdTarget:
+class LlmdTarget(ManifestTarget):
     key, engine, version, reference = "llm-d", ENGINE, VERSION, REFERENCE
-    families = GPU_FAMILIES
-
-    def skip_reason(self, row: Row) -> str | None:
-        return family_skip(row, self.families, "llm-d's CUDA image")
+    image_words = "llm-d's CUDA image"
 
     def launch(self, row: Row) -> Launch:
         model, args, needs = engine_args(row, ENGINE)

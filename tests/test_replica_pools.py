@@ -23,10 +23,11 @@ def demand(name, model="m", tps=100.0, ttft=1.0) -> Demand:
 
 
 def columns(rows):
-    keys = ("workload", "kind", "hardware", "precision", "tensor_parallel", "pipeline_parallel", "expert_parallel",
-            "speculative", "draft_tokens", "acceptance", "source", "ffn_hardware")
-    return {k: np.array([r.get(k, d) for r in rows]) for k, d in zip(keys, ("", "decode", "h", "fp8", 1, 1, False,
-                                                                          "none", 0, 0.0, "model", ""))}
+    defaults = {"workload": "", "kind": "decode", "hardware": "h", "precision": "fp8", "chips": 8,
+                "tensor_parallel": 1, "pipeline_parallel": 1, "expert_parallel": False, "speculative": "none",
+                "draft_tokens": 0, "acceptance": 0.0, "source": "model", "ffn_hardware": "", "ffn_chips": 0,
+                "ffn_precision": ""}
+    return {k: np.array([r.get(k, d) for r in rows]) for k, d in defaults.items()}
 
 
 def test_pools_join_one_models_workloads_at_one_tier_and_layout():

@@ -19,7 +19,9 @@ import numpy as np
 from planner.errors import InfeasibleError, PlannerError
 from planner.fleet.finance import (annual_rack_cost_parts, annual_revenue, annuity_factor, finance_args,
                                    mean_tokens_per_year, present_rack_cost)
-from planner.fleet.plan import allocation_rows, allocation_table, assumed_servers_above_pools, finite, provenance, round_up_small
+from planner.fleet.options import systems_of
+from planner.fleet.plan import (allocation_rows, allocation_table, assumed_servers_above_pools, finite, provenance,
+                                round_up_small)
 from planner.fleet.problem import build_problem, demand_rows, demands_of
 from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
 from solvers.multiperiod import BuildOutProblem, evaluate, installed_of, optimize
@@ -39,7 +41,7 @@ def relaxed_columns(options: dict, coverage: np.ndarray, chips: np.ndarray) -> l
     capacity, used = coverage.sum(axis=1), chips.sum(axis=1)
     keep, best = [], {}
     for j in range(len(capacity)):
-        if options["ffn_hardware"][j]:
+        if len(systems_of(options, j)) > 1:
             keep.append(j)
             continue
         key = (options["workload"][j], options["kind"][j], options["hardware"][j])

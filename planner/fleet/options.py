@@ -28,6 +28,7 @@ from planner.fleet.demand import Demand
 from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts
 from planner.perf.pack import efficiency_of, hardware_vector, model_vector, split_model_vectors
 from planner.perf.speculative import draft_vector
+from planner.vocabulary import API_KIND
 from solvers.perf import slots as L, sweep
 from solvers.perf.kernels import idle_power_w, loaded_power_w, speculative_decode_breakdown
 from solvers.perf.queue import servers_for_load, wait_quantile_s
@@ -48,6 +49,19 @@ NOT_SPLIT = {"ffn_hardware": "", "ffn_chips": 0, "ffn_precision": "", "ttft_fixe
 POOL_ROLES = ("prefill", "colocated")  # the roles whose prompts queue in a pool (MODEL.md 9.2)
 SPLIT_KEEP = 12  # attention/FFN options kept per workload and pair, ranked by capex per unit of capacity
 TTFT_PERCENTILES = (50, 90, 99)
+
+
+def systems_of(cols: dict, j: int) -> list[tuple[str, str, int, str]]:
+    """The systems option ``j`` runs on, each as (hardware, precision, chips per replica, role): one for most kinds,
+    the attention and the FFN side of a split. The one place an option's systems are read from its columns, so
+    that the chips a column holds, and the filters on systems, follow a mode over more systems (docs/ARCHITECTURE.md)."""
+    kind = str(cols["kind"][j])
+    if kind == API_KIND:
+        return []
+    main = (str(cols["hardware"][j]), str(cols["precision"][j]), int(cols["chips"][j]), KINDS[kind].role)
+    if not cols["ffn_hardware"][j]:
+        return [main]
+    return [main, (str(cols["ffn_hardware"][j]), str(cols["ffn_precision"][j]), int(cols["ffn_chips"][j]), "ffn")]
 
 
 def spec_settings(demand: Demand) -> tuple[list, np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ from planner.fleet.demand import Demand, demand_of
 from planner.fleet.finance import (annual_costs, annual_revenue, idle_power_w, installed_rack_cost_parts,
                                    rack_carbon_kg, rack_cost_parts, replica_carbon_kg, replica_energy_usd,
                                    rental_cost, uses_power_curves)
-from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for
+from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for, systems_of
 from planner.vocabulary import API_KIND, API_PREFIX
 from solvers.milp import FleetProblem
 from solvers.objectives import objective as objective_named
@@ -159,11 +159,8 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         w = wl_index[cols["workload"][j]]
         coverage[j, 2 * w] = cols["output_tokens_per_s"][j]
         coverage[j, 2 * w + 1] = cols["prefill_tokens_per_s"][j]
-        if cols["kind"][j] == API_KIND:  # capacity without racks (OPTIMIZER.md 10)
-            continue
-        chips[j, hw_index[cols["hardware"][j]]] = cols["chips"][j]
-        if cols["ffn_hardware"][j]:
-            chips[j, hw_index[cols["ffn_hardware"][j]]] = cols["ffn_chips"][j]
+        for hw_id, _, n_chips, _ in systems_of(cols, j):  # none for a hosted API: capacity without racks
+            chips[j, hw_index[hw_id]] = n_chips
     demand = demand_rows(demands)
     revenue = np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
                         for d in demands])
@@ -339,7 +336,7 @@ def replica_pools(cols: dict, demands: list[Demand], integer: np.ndarray) -> np.
     members: dict[int, set] = {}
     for j in np.flatnonzero(integer) if len(integer) else []:
         kind = str(cols["kind"][j])
-        if kind not in POOLED_KINDS or cols["ffn_hardware"][j]:
+        if kind not in POOLED_KINDS or len(systems_of(cols, j)) != 1:
             continue
         d = by_name[str(cols["workload"][j])]
         key = (d.model, str(cols["hardware"][j]), kind, str(cols["precision"][j]), int(cols["tensor_parallel"][j]),

@@ -14,6 +14,7 @@ import numpy as np
 
 from planner.errors import PlannerError
 from planner.fleet.assumptions import binding
+from planner.fleet.options import systems_of
 from solvers.jit import thread_count
 from solvers.milp import optimize
 from solvers.vocabulary import HAS_PLAN
@@ -128,7 +129,8 @@ def without_hardware(built, hw_id: str):
     """``built`` with every option that runs on ``hw_id`` (either side of a pair) left out; its hardware list kept,
     so that ``solve(..., options_from=...)`` reuses the rest."""
     cols = built.options
-    mask = np.array([h != hw_id and f != hw_id for h, f in zip(cols["hardware"], cols["ffn_hardware"])], dtype=bool)
+    mask = np.array([all(h != hw_id for h, *_ in systems_of(cols, j)) for j in range(len(cols["workload"]))],
+                    dtype=bool)
     return dataclasses.replace(built, options={c: v[mask] for c, v in cols.items()})
 
 
@@ -199,7 +201,7 @@ def family_options(built, ids: list[str]):
     attention/FFN option needs both sides among them), for ``solve(..., options_from=...)``."""
     keep = set(ids)
     cols = built.options
-    mask = np.array([h in keep and (not f or f in keep) for h, f in zip(cols["hardware"], cols["ffn_hardware"])],
+    mask = np.array([all(h in keep for h, *_ in systems_of(cols, j)) for j in range(len(cols["workload"]))],
                     dtype=bool)
     return dataclasses.replace(built, hardware=[h for h in built.hardware if h.id in keep],
                                options={c: v[mask] for c, v in cols.items()})

@@ -76,3 +76,19 @@ def test_a_pool_holds_whole_replicas_of_its_shares(melange):
     held = {f["hardware"]: f["chips"] + f["chips_rented"] for f in melange["fleet"]}
     for (hw, _), total in shares.items():
         assert math.ceil(total - 1e-6) <= held[hw] + 1e-6
+
+
+@pytest.mark.integration
+def test_check_holds_a_large_replica_whole_unless_a_pool_shares_it(melange):
+    """A replica of at least an eighth of a rack is whole in the MILP unless a replica pool shares it: a plan that
+    claims 0.3 of a one-GPU replica of its own fails check; the same row in its pool passes."""
+    import copy
+
+    from planner.fleet.check import check
+
+    assert all(c["ok"] for c in check(melange))
+    alone = copy.deepcopy(melange)
+    row = next(r for r in alone["allocation"] if r["replica_pool"] is not None and r["replicas"] % 1)
+    row["replica_pool"] = None
+    failed = [c["check"] for c in check(alone) if not c["ok"]]
+    assert any("whole replicas" in name for name in failed), failed

@@ -27,6 +27,7 @@ from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, bil
                                    kept_rack_cost_parts, rack_carbon_parts, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
 from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
+from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE
 from planner.inputs import read_bytes_limited
 from planner.measurements.curves import rescore_measured
 from planner.measurements.reading import too_deep
@@ -279,6 +280,14 @@ def _unreadable(exc: Exception) -> str:
     return f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
 
 
+def rack_share(row: dict, inputs: Inputs) -> float:
+    """The largest share of a rack one replica of ``row`` takes (either side of a split): the MILP keeps a replica of
+    at least INTEGER_REPLICA_RACK_SHARE whole, unless a replica pool shares it."""
+    sides = [(row["hardware"], row["chips_per_replica"]), (row.get("ffn_hardware"), row.get("ffn_chips"))]
+    return max(float(chips) / inputs.hardware[hw].chips_per_rack for hw, chips in sides
+               if hw in inputs.hardware and chips)
+
+
 def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
                       queues: dict | None = None) -> tuple[list[dict], tuple]:
     """Checks of one allocation row, and the (output, prefill) tokens/s its replicas serve once re-scored (the
@@ -326,6 +335,11 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
         if pool is not None:
             out.append(same(name + " servers", row.get("servers"), pool[0]))
     out.append(result(name + " replicas", replicas >= 0 and math.isfinite(replicas), f"{replicas:g} replicas"))
+    share = rack_share(row, inputs)
+    if share >= INTEGER_REPLICA_RACK_SHARE and row.get("replica_pool") is None:
+        out.append(result(name + " whole replicas", abs(replicas - round(replicas)) <= 1e-6,
+                          f"{replicas:g} replicas of {share:.3g} of a rack each: a replica this large is whole unless a "
+                          f"replica pool shares it (OPTIMIZER.md 16)"))
     if kind.covers_decode:
         out.append(result(name + " speed", r.tps_per_user >= demand.min_tps_per_user * (1 - 1e-9),
                           f"{r.tps_per_user:.4g} tok/s/user, tier {demand.min_tps_per_user:g}"))

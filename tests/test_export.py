@@ -93,8 +93,8 @@ def test_every_row_exported_or_skipped_with_a_reason(plans, scenario, target):
     skipped = [s["row"] for s in out.skipped]
     assert sorted(launched + skipped) == list(range(len(rows)))
     assert launched, f"{scenario}: no row exported for {target}"
-    for s in out.skipped:  # only hosted APIs and chips the target does not serve
-        assert s["reason"].startswith(("a hosted API", "hardware ", "FFN hardware ")), s
+    for s in out.skipped:  # only hosted APIs, chips the target does not serve, and rows a replica pool's launch runs
+        assert s["reason"].startswith(("a hosted API", "hardware ", "FFN hardware ", "served by row ")), s
     for ln in out.launches:
         assert ln.row.family not in NON_GPU and ln.row["acquisition"] != "api"
         assert TARGETS[target].file_for(ln.row) in out.files
@@ -294,3 +294,22 @@ def test_write_export_is_the_library_of_out(tmp_path):
     out = export_plan(one_row_plan(), "sglang")
     written = write_export(out, tmp_path / "x")
     assert sorted(p.name for p in written) == sorted(out.files)
+
+
+def test_a_replica_pool_is_one_launch_of_its_summed_shares(tmp_path):
+    """Rows of one replica pool (OPTIMIZER.md 16) are one deployment: a launch per row started four A100 replicas
+    for the Melange example's four shares of one (0.3 + 0.15 + 0.25 + 0.3)."""
+    import planner
+
+    plan = planner.solve("benchmarks/data/melange-peer.yaml").to_dict()
+    pooled = [r for r in plan["allocation"] if r["replica_pool"] is not None]
+    groups = {(r["hardware"], r["replica_pool"]) for r in pooled}
+    out = export_plan(plan, "vllm", strict=True)
+    launched = {(ln.row["hardware"], ln.row["replica_pool"]): ln for ln in out.launches
+                if ln.row["replica_pool"] is not None}
+    assert set(launched) == groups  # one launch per pool
+    a100 = [r for r in pooled if r["hardware"] == "a100-80gb-1gpu"]
+    assert len(a100) == 4 and launched[("a100-80gb-1gpu", a100[0]["replica_pool"])].row["replicas"] == pytest.approx(
+        sum(r["replicas"] for r in a100))
+    served = [s for s in out.skipped if "served by row" in s["reason"]]
+    assert len(served) == len(pooled) - len(groups)

@@ -3,6 +3,7 @@ exported, rows skipped with the reason), shell rendering of a launch, and the ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -123,16 +124,41 @@ def skipped_entry(row: Row, reason: str) -> dict:
             "reason": reason}
 
 
+def pool_rows(rows: list[Row]) -> tuple[list[Row], list[dict]]:
+    """The rows to launch, and the rows a replica pool's launch serves (docs/OPTIMIZER.md 16): the rows of one
+    ``replica_pool`` are time shares of one deployment, so one launch runs them all, at the largest batch of its
+    rows and their shares' replicas summed (rounded up by ``whole_replicas``); the others are listed as served
+    by it."""
+    groups: dict[tuple, list[Row]] = {}
+    for r in rows:
+        if r.fields.get("replica_pool") is not None:
+            groups.setdefault((r["hardware"], r["replica_pool"]), []).append(r)
+    lead: dict[int, Row] = {}
+    served: list[dict] = []
+    for (_, pool), members in groups.items():
+        first = max(members, key=lambda m: (m["batch"] or 0, -m.index))
+        total = sum(float(m["replicas"]) for m in members)
+        lead[first.index] = dataclasses.replace(first, fields={**first.fields, "replicas": total})
+        names = ", ".join(sorted({m["workload"] for m in members}))
+        served += [skipped_entry(m, f"served by row {first.index}'s launch: replica pool {pool} ({names}) is one "
+                                    f"deployment of {whole_replicas(lead[first.index])} replica(s)")
+                   for m in members if m.index != first.index]
+    members_of = {m.index for ms in groups.values() for m in ms}
+    out = [lead.get(r.index, r) for r in rows if r.index in lead or r.index not in members_of]
+    return out, served
+
+
 def run_target(target, plan: PlanRows, strict: bool = False, row: int | None = None) -> Export:
     """Every row of the plan through ``target``: launched, or skipped with the reason (``strict``, or a single
     ``row`` asked for, turns a skip into exit 2). A setting the target cannot express on a row it runs is exit 2
     naming the row and the setting."""
-    rows = plan.rows
+    rows, pooled = pool_rows(plan.rows)
     if row is not None:
-        if not 0 <= row < len(rows):
-            raise InputError(f"the plan has rows 0 to {len(rows) - 1}, not {row}", field="--row")
-        rows = [rows[row]]
-    launches, skipped = [], []
+        if not 0 <= row < len(plan.rows):
+            raise InputError(f"the plan has rows 0 to {len(plan.rows) - 1}, not {row}", field="--row")
+        rows = [r for r in rows if r.index == row] or [next(r for r in plan.rows if r.index == row)]
+        pooled = []
+    launches, skipped = [], list(pooled)
     for r in rows:
         reason = target.skip_reason(r)
         if reason is not None and (strict or row is not None):

@@ -24,7 +24,7 @@ from planner.fleet.curtail import curtailment_table
 from planner.fleet.demand import Demand
 from planner.fleet.draw import mean_power_mw
 from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, billed_power_w, finance_args,
-                                   kept_rack_cost_parts, rack_carbon_parts, rental_cost)
+                                   kept_rack_cost_parts, rack_carbon_kg, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
 from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
 from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE
@@ -128,9 +128,7 @@ class Inputs:
         """hardware id -> kg CO2e a year of one rack by part (OPTIMIZER.md 15), None without the grid's figure."""
         if self.grid_kg_per_mwh is None:
             return None
-        return {h: rack_carbon_parts(hw.rack.embodied_kg_co2e.value if hw.rack.embodied_kg_co2e else 0.0,
-                                     billed_power_w(hw, self.scenario_finance), self.horizon_years,
-                                     self.grid_kg_per_mwh, self.pue, self.finance["load_share"])
+        return {h: rack_carbon_kg(hw, self.scenario_finance, self.horizon_years, self.grid_kg_per_mwh)
                 for h, hw in self.hardware.items()}
 
 

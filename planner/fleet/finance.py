@@ -25,12 +25,18 @@ def capital_recovery_factor(wacc, horizon_years):
     return crf if crf.ndim else float(crf)
 
 
+def facility_mwh_per_year(power_w, load_share, pue):
+    """MWh a year the facility draws for ``power_w`` of IT load at ``load_share`` of the year: the one energy
+    figure the bill (x USD/MWh) and the emissions (x kg CO2e/MWh) are priced on. Works elementwise on arrays."""
+    return np.asarray(power_w, dtype=float) * load_share * pue * HOURS_PER_YEAR / 1e6
+
+
 def annual_rack_cost_parts(capex_usd, power_w, wacc, horizon_years, maintenance_share, electricity_usd_per_mwh,
                            pue, load_share=1.0) -> dict:
     """USD per year of one rack, by part: capex annuity, maintenance (a share of capex a year) and facility energy
     (power_w x load_share x pue x 8760 h, billed at electricity_usd_per_mwh). Works elementwise on arrays."""
     capex = np.asarray(capex_usd, dtype=float)
-    energy_mwh = np.asarray(power_w, dtype=float) * load_share * pue * HOURS_PER_YEAR / 1e6
+    energy_mwh = facility_mwh_per_year(power_w, load_share, pue)
     return {
         "capex_annuity": capex * capital_recovery_factor(wacc, horizon_years),
         "maintenance": capex * maintenance_share,
@@ -84,8 +90,8 @@ def billed_power_w(hw, finance) -> float:
 def replica_energy_usd(above_w, mean_load, finance) -> float:
     """USD/year of a replica's draw ``above_w`` beyond its chips' floor, working ``mean_load`` of the year (its
     workload's mean over the capacity it holds: 1 / (peak_to_mean x (1 + headroom)))."""
-    return (float(above_w) * mean_load * finance_value(finance, "pue") * HOURS_PER_YEAR / 1e6
-            * finance_value(finance, "electricity_usd_per_mwh"))
+    return float(facility_mwh_per_year(above_w, mean_load, finance_value(finance, "pue"))
+                 * finance_value(finance, "electricity_usd_per_mwh"))
 
 
 def rack_cost_parts(scenario, hw) -> dict:
@@ -119,23 +125,23 @@ def rack_carbon_parts(embodied_kg: float, power_w: float, horizon_years: float, 
     """kg CO2e a year of one rack, by part: its making spread evenly over the horizon (``embodied``) and the grid's
     emissions of its billed facility energy (``energy``: power_w x load_share x pue x 8760 h at grid_kg_per_mwh)."""
     return {"embodied": float(embodied_kg) / float(horizon_years),
-            "energy": float(power_w) * load_share * pue * HOURS_PER_YEAR / 1e6 * float(grid_kg_per_mwh)}
+            "energy": float(facility_mwh_per_year(power_w, load_share, pue)) * float(grid_kg_per_mwh)}
 
 
-def rack_carbon_kg(scenario, hw) -> dict:
-    """``rack_carbon_parts`` of one rack of ``hw`` under the scenario (the energy on the same billed power as its
-    cost: the idle floor under the power curves); its making 0 where the catalog has no figure (min_carbon refuses
-    such a system, scenario validation)."""
+def rack_carbon_kg(hw, finance, horizon_years: float, grid_kg_per_mwh: float) -> dict:
+    """``rack_carbon_parts`` of one rack of ``hw`` under a scenario's finance section (or a plan's dict of it): the
+    energy on the same billed power as its cost (the idle floor under the power curves); its making 0 where the
+    catalog has no figure (min_carbon refuses such a system, scenario validation)."""
     embodied = hw.rack.embodied_kg_co2e.value if hw.rack.embodied_kg_co2e is not None else 0.0
-    args = finance_args(scenario.finance, scenario.horizon_years)
-    return rack_carbon_parts(embodied, billed_power_w(hw, scenario.finance), scenario.horizon_years,
-                             scenario.site.grid_kg_co2_per_mwh, args["pue"], args["load_share"])
+    args = finance_args(finance, horizon_years)
+    return rack_carbon_parts(embodied, billed_power_w(hw, finance), horizon_years, grid_kg_per_mwh, args["pue"],
+                             args["load_share"])
 
 
 def replica_carbon_kg(above_w, mean_load, finance, grid_kg_per_mwh: float) -> float:
     """kg CO2e a year of a replica's draw ``above_w`` beyond its chips' floor at ``mean_load`` (as
     ``replica_energy_usd``, at the grid's emissions instead of its price)."""
-    return float(above_w) * mean_load * finance_value(finance, "pue") * HOURS_PER_YEAR / 1e6 * grid_kg_per_mwh
+    return float(facility_mwh_per_year(above_w, mean_load, finance_value(finance, "pue"))) * grid_kg_per_mwh
 
 
 def rental_cost(chips: float, usd_per_chip_hour: float) -> float:

@@ -388,7 +388,8 @@ def rack_carbon(scenario, hardware: list) -> dict | None:
     grid's emissions (OPTIMIZER.md 15); else None."""
     if scenario.site.grid_kg_co2_per_mwh is None:
         return None
-    return {h.id: rack_carbon_kg(scenario, h) for h in hardware}
+    return {h.id: rack_carbon_kg(h, scenario.finance, scenario.horizon_years, scenario.site.grid_kg_co2_per_mwh)
+            for h in hardware}
 
 
 def fleet_carbon_kg(hw, kept: int, new: int, chips_rented: float, draw: dict, carbon: dict, finance,

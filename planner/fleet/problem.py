@@ -216,11 +216,19 @@ def power_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demands
     if not uses_power_curves(scenario.finance):
         return {}
     idle = np.array([idle_power_w(h) for h in hw_list])
-    per_chip = idle / np.array([h.chips_per_rack for h in hw_list], dtype=float)
-    above = np.maximum(np.asarray(cols["power_w"], dtype=float) - chips @ per_chip, 0.0) if len(chips) else np.zeros(0)
-    load = column_mean_load(cols, demands) if len(chips) else np.zeros(0)
+    above, load = draw_above_floor(cols, chips, hw_list, demands)
     energy = np.array([replica_energy_usd(a, m, scenario.finance) for a, m in zip(above, load)])
     return {"rack_idle_power_w": idle, "column_power_w": above, "column_energy_usd": energy}
+
+
+def draw_above_floor(cols: dict, chips: np.ndarray, hw_list: list, demands: list[Demand]) -> tuple:
+    """([J] each replica's peak draw beyond its chips' share of the racks' idle floor (the engine's ``power_w``),
+    [J] the share of the year it works): what (13)'s energy and (14)'s emissions of a replica are priced on."""
+    if not len(chips):
+        return np.zeros(0), np.zeros(0)
+    per_chip = np.array([idle_power_w(h) / h.chips_per_rack for h in hw_list], dtype=float)
+    return (np.maximum(np.asarray(cols["power_w"], dtype=float) - chips @ per_chip, 0.0),
+            column_mean_load(cols, demands))
 
 
 def carbon_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demands: list[Demand],
@@ -232,14 +240,12 @@ def carbon_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demand
     grid = scenario.site.grid_kg_co2_per_mwh
     if grid is None:
         return {}
-    parts = [rack_carbon_kg(scenario, h) for h in hw_list]
+    parts = [rack_carbon_kg(h, scenario.finance, scenario.horizon_years, grid) for h in hw_list]
     rack = np.array([p["embodied"] + p["energy"] for p in parts])
     kept = np.array([p["energy"] if h.id in installed else r for p, h, r in zip(parts, hw_list, rack)])
     column = np.zeros(len(cols["workload"]))
     if uses_power_curves(scenario.finance) and len(chips):
-        idle = np.array([idle_power_w(h) for h in hw_list]) / np.array([h.chips_per_rack for h in hw_list], float)
-        above = np.maximum(np.asarray(cols["power_w"], dtype=float) - chips @ idle, 0.0)
-        load = column_mean_load(cols, demands)
+        above, load = draw_above_floor(cols, chips, hw_list, demands)
         column = np.array([replica_carbon_kg(a, m, scenario.finance, grid) for a, m in zip(above, load)])
     per_chip = rack / np.array([h.chips_per_rack for h in hw_list], dtype=float)
     rent = np.array([per_chip[k] for k, _ in rental_offers(hw_list)], dtype=float)

@@ -267,23 +267,19 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
     output_tokens = wl[L.W_OUTPUT_TOKENS]
     colocated = prefill_s > 0.0
     # No batch qualifies where the weights alone overflow the memory (the KV only adds), or where the first batch
-    # already misses the tier: a step only grows with the batch, so tokens/s per user only falls (MODEL.md 3).
-    if held_w > c[L.C_USABLE] or not reaches_tier(hw, wl, c, touched_row, batches, k_draft, a, prefill_s, interval,
-                                                  draft):
+    # already misses the tier: a step only grows with the batch, so tokens/s per user only falls (MODEL.md 3). The
+    # first batch's step is priced alone before the rest.
+    if held_w > c[L.C_USABLE]:
         serves_nothing(batches, single_s, out)
         return
-    decode_intervals(hw, c, touched_row, batches, k_draft + 1.0, interval)
-    if k_draft > 0.0:
-        pp = c[L.C_PP]
-        for k in range(nb):  # K draft steps and each verify step's per-stream work, per micro-batch
-            interval[k] += pp * (k_draft * draft[k] + max(batches[k] / pp, 1.0) * hw[L.H_SPEC_STREAM_S])
+    step_intervals(hw, c, touched_row[:1], batches[:1], k_draft, draft[:1], interval[:1])
+    if replica_tokens_per_s(wl, interval[0], batches[0], a, prefill_s) / batches[0] < wl[L.W_MIN_TPS_PER_USER]:
+        serves_nothing(batches, single_s, out)
+        return
+    step_intervals(hw, c, touched_row, batches, k_draft, draft, interval)
     for k in range(nb):
         ttft[k] = single_s
-        if colocated:  # each request also costs the replica its prefill, and prompts queue behind it
-            request_s = colocated_request_s(output_tokens, interval[k], batches[k], a, prefill_s)
-            served = output_tokens / request_s
-        else:
-            served = decode_tokens_per_s(batches[k], a, interval[k])
+        served = replica_tokens_per_s(wl, interval[k], batches[k], a, prefill_s)
         tps = served / batches[k]
         ok = kv_fits(held_w, kv_per_stream, batches[k], resident_share(wl[L.W_RESIDENT_S_PER_TOKEN], tps),
                      c[L.C_USABLE]) & (tps >= wl[L.W_MIN_TPS_PER_USER]) & (batches[k] <= c[L.C_STREAM_CAP])
@@ -304,20 +300,24 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
 
 
 @njit
-def reaches_tier(hw, wl, c, touched_row, batches, k_draft, a, prefill_s, interval, draft):
-    """Whether the first (smallest) batch reaches the tier's tokens/s per user: its step as
-    ``best_batch_of_layout`` prices it (``decode_intervals`` on that batch alone, the drafting added), colocated
-    with each request's prefill."""
-    decode_intervals(hw, c, touched_row[:1], batches[:1], k_draft + 1.0, interval[:1])
-    step = interval[0]
+def step_intervals(hw, c, touched_row, batches, k_draft, draft, interval):
+    """Each batch's token interval on one layout into ``interval``: the target's step (``decode_intervals``, K + 1
+    query tokens) and, with K draft tokens, the drafter's K steps (``draft``) and each verify step's per-stream
+    work, per micro-batch."""
+    decode_intervals(hw, c, touched_row, batches, k_draft + 1.0, interval)
     if k_draft > 0.0:
         pp = c[L.C_PP]
-        step += pp * (k_draft * draft[0] + max(batches[0] / pp, 1.0) * hw[L.H_SPEC_STREAM_S])
+        for k in range(batches.shape[0]):
+            interval[k] += pp * (k_draft * draft[k] + max(batches[k] / pp, 1.0) * hw[L.H_SPEC_STREAM_S])
+
+
+@njit
+def replica_tokens_per_s(wl, interval_s, streams, a, prefill_s):
+    """Output tokens/s of a replica of ``streams`` streams at this interval; colocated (``prefill_s`` > 0) each
+    request also costs the replica its prefill."""
     if prefill_s > 0.0:
-        served = wl[L.W_OUTPUT_TOKENS] / colocated_request_s(wl[L.W_OUTPUT_TOKENS], step, batches[0], a, prefill_s)
-    else:
-        served = decode_tokens_per_s(batches[0], a, step)
-    return served / batches[0] >= wl[L.W_MIN_TPS_PER_USER]
+        return wl[L.W_OUTPUT_TOKENS] / colocated_request_s(wl[L.W_OUTPUT_TOKENS], interval_s, streams, a, prefill_s)
+    return decode_tokens_per_s(streams, a, interval_s)
 
 
 @njit

@@ -1,6 +1,6 @@
 """What a limit costs: the plan re-solved with one more MW of facility power, one more rack of floor space, or
-one more rack of each system at its supply cap, for each limit that binds (``planner.fleet.assumptions.binding``); for a
-plan that buys nothing, what one more rack of each system would add (``one_more_rack``); and what a system
+one more rack of each system at its supply cap, for each limit that binds (``planner.fleet.assumptions.binding``);
+for a plan that buys nothing, what one more rack of each system would add (``one_more_rack``); and what a system
 bought for under 2% of the fleet's cost saves against the plan without it (``minor_platforms``). Re-solves, not
 duals: the MILP's integer racks make duals meaningless, and each re-solve is checked like any plan."""
 

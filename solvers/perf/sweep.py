@@ -249,7 +249,7 @@ def colocated_wait_s(output_tokens, interval_s, streams, accepted_tokens, prefil
 
 @njit
 def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefill_s, single_s, load, scv,
-                         max_servers, interval, draft, tput, ttft, out):
+                         max_servers, interval, draft, tput, out):
     """The batch of one (layout, speculative setting) with the most output tokens/s per replica among those that
     fit (the drafter's weights and KV and agentic residency included), reach the tier and, colocated, meet the TTFT
     target. ``c`` and ``dc`` are the target's and the drafter's layout coefficients; ``k_draft`` draft tokens per
@@ -257,8 +257,8 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
     (``draft_steps``, the same for every draft length of the layout). Colocated, prompts queue in an M/G/c pool
     (service scv ``scv``) of the servers that serve ``load`` output tokens/s at each batch's capacity
     (``servers_for_load``, at most ``max_servers``). Writes the E_* slots of ``out`` (where no batch qualifies:
-    nothing served, the first batch, a lone prompt's TTFT); ``interval``, ``tput`` and ``ttft`` are the calling
-    thread's buffers."""
+    nothing served, the first batch, a lone prompt's TTFT); ``interval`` and ``tput`` are the calling thread's
+    buffers."""
     nb = batches.shape[0]
     held_w, kv_per_stream = c[L.C_HELD_W], c[L.C_KV_HELD]
     if k_draft > 0.0:
@@ -278,24 +278,31 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
         return
     step_intervals(hw, c, touched_row, batches, k_draft, draft, interval)
     for k in range(nb):
-        ttft[k] = single_s
         served = replica_tokens_per_s(wl, interval[k], batches[k], a, prefill_s)
         tps = served / batches[k]
         ok = kv_fits(held_w, kv_per_stream, batches[k], resident_share(wl[L.W_RESIDENT_S_PER_TOKEN], tps),
                      c[L.C_USABLE]) & (tps >= wl[L.W_MIN_TPS_PER_USER]) & (batches[k] <= c[L.C_STREAM_CAP])
-        if colocated and ok:  # the queue's wait (an Erlang C series) only where the batch passes the rest
-            ttft[k] += colocated_wait_s(output_tokens, interval[k], batches[k], a, prefill_s, load, max_servers, scv,
-                                        wl[L.W_TTFT_QUANTILE])
-            ok = ttft[k] <= wl[L.W_TTFT_S]
         tput[k] = served if ok else 0.0
     best = np.argmax(tput)
+    ttft_s = single_s
+    # Colocated, the best batch must also meet the TTFT target. The queue's wait (an Erlang C series) is priced from
+    # the most served batch down, each that misses it dropped, until one meets it: that one is the argmax over the
+    # batches that pass everything (ties to the smallest batch, as argmax breaks them), and the batches that serve
+    # less, which could not win, are never priced.
+    while colocated and tput[best] > 0.0:
+        ttft_s = single_s + colocated_wait_s(output_tokens, interval[best], batches[best], a, prefill_s, load,
+                                             max_servers, scv, wl[L.W_TTFT_QUANTILE])
+        if ttft_s <= wl[L.W_TTFT_S]:
+            break
+        tput[best] = 0.0
+        best = np.argmax(tput)
     if tput[best] <= 0.0:
         serves_nothing(batches, single_s, out)
         return
     out[L.E_TOKENS_PER_S] = tput[best]
     out[L.E_BATCH] = batches[best]
     out[L.E_TPS_PER_USER] = tput[best] / batches[best]
-    out[L.E_TTFT_S] = ttft[best]
+    out[L.E_TTFT_S] = ttft_s
     out[L.E_PREFILL_SHARE] = prefill_s * tput[best] / output_tokens
 
 
@@ -363,13 +370,15 @@ def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dr
     interval = np.empty((threads, nb))
     steps = np.empty((threads, nb))
     tput = np.empty((threads, nb))
-    ttft = np.empty((threads, nb))
     for t in prange(threads):
         drafted = -1  # the layout whose drafter steps steps[t] holds: they do not depend on the draft length
+        known = -1  # the layout whose coefficients coef[t] holds: nor do they
         for idx in range(bounds[t, 0], bounds[t, 1]):
             i, j = idx // s, idx % s
             tp, pp, ep = layouts[i, 0], layouts[i, 1], layouts[i, 2]
-            layout_coefficients(model, hw, tp, pp, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], coef[t])
+            if known != i:
+                layout_coefficients(model, hw, tp, pp, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], coef[t])
+                known = i
             if draft_tokens[j] > 0.0 and drafted != i:
                 layout_coefficients(draft, hw, tp, 1.0, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], dcoef[t])
                 draft_steps(hw, dcoef[t], draft_touched[pp_index[i], 0], batches, pp, steps[t])
@@ -377,7 +386,7 @@ def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dr
             prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate[i]  # replica time one request's prefill takes
             best_batch_of_layout(hw, wl, coef[t], dcoef[t], touched[pp_index[i], j], batches, draft_tokens[j],
                                  accepted_tokens[j], prefill_s, prefill_single_s[i], load, scv, max_servers[i],
-                                 interval[t], steps[t], tput[t], ttft[t], out[idx])
+                                 interval[t], steps[t], tput[t], out[idx])
     return out
 
 

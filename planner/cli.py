@@ -590,6 +590,69 @@ def warmup():
     click.echo(f"kernels ready ({time.perf_counter() - t0:.1f} s)", err=True)
 
 
+@main.command()
+@click.option("--detach", is_flag=True, help="start it in the background and return once it answers")
+@click.option("--stop", is_flag=True, help="stop this checkout's server")
+@click.option("--status", is_flag=True, help="say whether one runs, since when and how many commands it ran")
+@click.option("--idle-minutes", type=click.FloatRange(min=0.0, min_open=True), default=60.0, show_default=True,
+              help="stop after this long without a command")
+def serve(detach, stop, status, idle_minutes):
+    """Keep a warm planner process for this checkout: while it runs, every planner command from it runs in a
+    fork of it, skipping the imports and the kernels' loading (about 0.9 s a command; docs/PERFORMANCE.md).
+    A server whose code or data files change stops; PLANNER_NO_SERVER=1 runs a command in its own process."""
+    from planner import client
+
+    if stop or status:
+        answer = client.ask(b"Q" if stop else b"S")
+        if answer is None:
+            click.echo("no planner server runs for this checkout", err=True)
+            sys.exit(1 if status else 0)
+        if stop:
+            click.echo(f"stopped the planner server (pid {answer['stopped']})", err=True)
+        else:
+            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(answer["since"]))
+            click.echo(f"planner server pid {answer['pid']}, since {since}, {answer['commands']} command(s) run; "
+                       f"socket {client.socket_path()}")
+        return
+    if detach:
+        start_detached(idle_minutes)
+        return
+    from planner.server import serve as run_server
+
+    why = run_server(main, idle_s=60.0 * idle_minutes, say=lambda line: click.echo(line, err=True))
+    click.echo(f"planner server stopped: {why}", err=True)
+
+
+def start_detached(idle_minutes: float, wait_s: float = 600.0) -> None:
+    """``planner serve`` in a session of its own, its output in a log beside the socket; returns once it answers
+    (the first start may compile the kernels: about a minute)."""
+    import subprocess
+
+    from planner import client
+
+    if client.ask(b"S") is not None:
+        click.echo(f"a planner server already runs for this checkout ({client.socket_path()})", err=True)
+        return
+    folder = client.server_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log = client.socket_path().with_suffix(".log")
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--idle-minutes", f"{idle_minutes:g}"],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        answer = client.ask(b"S")
+        if answer is not None:
+            click.echo(f"planner server started (pid {answer['pid']}; log {log})", err=True)
+            return
+        if proc.poll() is not None:
+            click.echo(f"error: the planner server ended at start (exit {proc.returncode}); see {log}", err=True)
+            sys.exit(1)
+        time.sleep(0.1)
+    click.echo(f"error: the planner server did not answer within {wait_s:g} s; see {log}", err=True)
+    sys.exit(1)
+
+
 def compile_first(quiet: bool) -> None:
     """Compile the kernels before a command whose time limit must not pay for it, saying so on a terminal."""
     from planner.kernel_cache import COLD_ESTIMATE, kernels_cached
@@ -911,5 +974,15 @@ def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger
         render.table(rows, title=title)
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The ``planner`` executable: a command runs in this checkout's ``planner serve`` where one runs, else here."""
+    from planner.client import forward
+
+    code = forward(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
     main()
+
+
+if __name__ == "__main__":
+    entry()

@@ -8,8 +8,12 @@ there, so the CLI can run this first, and say so, instead of charging the compil
 
 from __future__ import annotations
 
+import compileall
 import time
 from importlib import resources
+from pathlib import Path
+
+import solvers
 
 from planner.fleet.solve import solve
 from planner.kernel_cache import COLD_ESTIMATE, kernels_cached  # noqa: F401 - re-exported
@@ -22,7 +26,7 @@ WARMUP_SCENARIO = "warmup.yaml"
 
 
 def warmup(progress=None) -> dict:
-    """Compile and cache the kernels: solve, simulate, estimate and frontier on a small scenario that reaches every
+    """Write the bytecode, then compile and cache the kernels: solve, simulate, estimate and frontier on a small scenario that reaches every
     kind of option. Returns the seconds each step took; ``progress(step, seconds)`` after each."""
     steps = {}
 
@@ -34,6 +38,7 @@ def warmup(progress=None) -> dict:
             progress(name, steps[name])
         return out
 
+    step("bytecode", compile_bytecode)
     path = resources.files("planner") / "data" / WARMUP_SCENARIO
     with resources.as_file(path) as p:
         scenario = load_scenario(p)
@@ -42,6 +47,15 @@ def warmup(progress=None) -> dict:
     step("estimate", lambda: estimate("llama-3.1-70b", "vr-nvl72", batch=8, precision="fp8"))
     step("frontier", lambda: frontier("llama-3.1-8b", ["hgx-h100"]))
     return steps
+
+
+def compile_bytecode() -> bool:
+    """Write the packages' bytecode (``__pycache__/*.pyc``). Python compiles a module from source on every import
+    where no .pyc is stored, as it is wherever PYTHONDONTWRITEBYTECODE is set, or an editable install was never
+    imported by a writer: 0.15 s of CPU in every command here. A folder that cannot be written is left alone (pip
+    compiles what it installs). True when every module compiled."""
+    roots = [Path(__file__).resolve().parent, Path(solvers.__file__).resolve().parent]
+    return all([bool(compileall.compile_dir(str(root), quiet=2)) for root in roots])
 
 
 def compiled_solve(scenario, *args, **kwargs):

@@ -4,7 +4,7 @@
   with two rules of its own: ``1e6`` and ``9.0e6`` are numbers (YAML 1.2 style; PyYAML's YAML 1.1 wants
   ``9.0e+6``), and a scalar it cannot convert (an impossible date ``2027-02-30``, ``!!timestamp soon``,
   ``!!bool maybe``) stays its text, so that validation reports it against its field, with its line.
-* :func:`parse` reads what a user wrote (a scenario, a sweep file) with it and keeps the node tree, so that every
+* :func:`parse` reads what a user wrote (a scenario, a sweep file) with its rules and keeps the node tree, so that every
   later error names a line (:func:`line_of`). Hostile input is refused as an InputError naming the file: more than
   ``MAX_NODES`` nodes after expanding aliases ("billion laughs"), a duplicate key, nesting too deep for the parser,
   a value it resolves but cannot convert; :func:`check_keys_are_text` refuses keys YAML reads as null, dates or
@@ -187,12 +187,13 @@ def _yaml_error(exc: yaml.YAMLError, file: str, root: yaml.Node | None, what: st
 
 # ---- readers -------------------------------------------------------------------------------------------------------
 def parse(text: str, file: str, what: str = "a scenario") -> tuple[Any, yaml.Node | None]:
-    """The document in ``text`` and its node tree (None, None for an empty one), read with :class:`Loader` and the
-    guards above; ``file`` names it in errors, ``what`` names what it holds (``a scenario``, ``a sweep file``)."""
+    """The document in ``text`` and its node tree (None, None for an empty one), read with :class:`Loader`'s rules
+    and the guards above; ``file`` names it in errors, ``what`` names what it holds (``a scenario``, ``a sweep
+    file``). libyaml's parser reads it where PyYAML has it (about 10x faster); a text it refuses is read again by
+    PyYAML's own, whose error names the line and the context."""
     loader, root = None, None
     try:
-        loader = Loader(text)  # the reader rejects control characters already here
-        root = loader.get_single_node()
+        loader, root = _nodes(text)
         if root is None:
             return None, None
         _check_nodes(root, file)
@@ -206,6 +207,19 @@ def parse(text: str, file: str, what: str = "a scenario") -> tuple[Any, yaml.Nod
     finally:
         if loader is not None:
             loader.dispose()
+
+
+def _nodes(text: str):
+    """(loader, node tree) of ``text``: libyaml's where it reads the text, else PyYAML's (whose error propagates;
+    its reader rejects control characters)."""
+    if FastLoader.__mro__[1] is not yaml.SafeLoader:  # built on libyaml's parser
+        fast = FastLoader(text)
+        try:
+            return fast, fast.get_single_node()
+        except (yaml.YAMLError, RecursionError, ValueError, TypeError):
+            fast.dispose()
+    loader = Loader(text)
+    return loader, loader.get_single_node()
 
 
 def load_trusted(path: str | Path) -> Any:

@@ -14,6 +14,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # one thread per worker: the workers 
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # OpenMP threads spin where they outnumber them
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+# Commands the tests start run in their own processes, whatever `planner serve` a developer keeps running;
+# tests/test_server.py starts servers of its own and lifts this for them.
+os.environ["PLANNER_NO_SERVER"] = "1"
+
 import numpy as np
 import pytest
 
@@ -23,7 +27,7 @@ import planner.fleet.solve as solve_module
 INTEGRATION = {"test_solve", "test_cli", "test_html", "test_gtc", "test_check", "test_fuzz", "test_split", "test_speculative", "test_inputs",
                "test_calibration", "test_interface", "test_ledger", "test_simulate", "test_warmup", "test_verify", "test_sim_html",
                "test_sim_buildout", "test_api", "test_cost_split", "test_headroom", "test_installed", "test_rentals",
-               "test_sweep"}
+               "test_sweep", "test_server"}
 
 _running: dict = {"unit": None}  # the unit test being set up or run, if any
 

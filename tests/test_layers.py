@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RANKS = {
     "solvers": 0,
     "planner.errors": 1, "planner.vocabulary": 1, "planner.interrupts": 1, "planner.__version__": 1,
-    "planner.inputs": 2, "planner.lengths": 2, "planner.kernel_cache": 2, "planner.writing": 2, "planner.yaml_io": 2,
+    "planner.inputs": 2, "planner.lengths": 2, "planner.kernel_cache": 2, "planner.client": 2, "planner.writing": 2, "planner.yaml_io": 2,
     "planner.catalog": 3,
     "planner.perf": 4, "planner.traces": 4,
     "planner.measurements": 5,
@@ -24,7 +24,7 @@ RANKS = {
     "planner.fleet": 7,
     "planner.sim": 8, "planner.sweep": 8, "planner.export": 8,
     "planner.report": 9,
-    "planner.warmup": 10, "planner": 10,
+    "planner.warmup": 10, "planner.server": 10, "planner": 10,
     "planner.cli": 11,
 }
 

@@ -11,7 +11,7 @@ from planner.warmup import kernels_cached
 def test_warmup_leaves_every_sentinel_kernel_cached_and_says_so():
     out = CliRunner().invoke(main, ["warmup"])
     assert out.exit_code == 0, out.output
-    for step in ("solve", "simulate", "estimate", "frontier", "kernels ready"):
+    for step in ("bytecode", "solve", "simulate", "estimate", "frontier", "kernels ready"):
         assert step in out.output
     assert kernels_cached()
 
@@ -35,3 +35,22 @@ def test_the_library_solve_compiles_before_its_time_limit_starts(monkeypatch):
     assert calls == [("solve", "s.yaml")]
     assert (planner.InfeasibleError, planner.InputError, planner.PlannerError) == (
         InfeasibleError, InputError, PlannerError)
+
+
+def test_warmup_writes_the_bytecode_even_where_python_is_told_not_to(monkeypatch):
+    """A command compiles every module from source where no .pyc is stored (PYTHONDONTWRITEBYTECODE, this
+    machine's setting): warmup writes them, so a command only reads them."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    import planner.cli
+    import solvers.milp
+    from planner.warmup import compile_bytecode
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for module in (planner.cli, solvers.milp):
+        Path(importlib.util.cache_from_source(module.__file__)).unlink(missing_ok=True)
+    assert compile_bytecode()
+    for module in (planner.cli, solvers.milp):
+        assert Path(importlib.util.cache_from_source(module.__file__)).is_file()

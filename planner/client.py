@@ -88,10 +88,20 @@ def program_name() -> str:
     return os.path.basename(sys.argv[0] or "planner")
 
 
+def private(folder: Path) -> bool:
+    """Whether ``folder`` is this user's and closed to everyone else: a command sends its environment (which may
+    hold secrets) to the socket in it, so a socket anyone else could have placed is never used."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
 def connect(path: Path | None = None) -> socket.socket | None:
-    """A connection to this checkout's server, or None where none answers."""
+    """A connection to this checkout's server, or None where none answers (or its folder is not private)."""
     path = path or socket_path()
-    if not path.exists():
+    if not path.exists() or not private(path.parent):
         return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

@@ -32,6 +32,7 @@ from numba.np.ufunc import parallel as numba_parallel
 from planner import client
 from planner.errors import InputError
 from planner.kernel_cache import kernels_cached
+from solvers.jit import Driver
 
 # Modules not imported ahead: optional extras, and this module's own entry points.
 SKIP_MODULES = ("planner.sweep.ray",)
@@ -89,16 +90,24 @@ def load_cached_kernels(modules) -> int:
     run it). Returns how many were loaded."""
     loaded = 0
     for module in modules:
-        for obj in vars(module).values():
-            if not (isinstance(obj, CPUDispatcher) and obj.__module__ == module.__name__ and obj._cache):
-                continue
-            for key in obj._cache._cache_file._load_index():
+        for dispatcher in module_dispatchers(module):
+            for key in dispatcher._cache._cache_file._load_index():
                 try:
-                    obj.compile(key[0])
+                    dispatcher.compile(key[0])
                     loaded += 1
                 except Exception:  # noqa: BLE001 - an entry of another numba or CPU: the child compiles it
                     continue
     return loaded
+
+
+def module_dispatchers(module):
+    """The cached numba functions a module defines (both builds of each parallel driver)."""
+    for obj in vars(module).values():
+        if getattr(obj, "__module__", None) != module.__name__:
+            continue
+        for dispatcher in obj.dispatchers if isinstance(obj, Driver) else (obj,):
+            if isinstance(dispatcher, CPUDispatcher) and dispatcher._cache:
+                yield dispatcher
 
 
 def restart_openmp() -> None:
@@ -118,7 +127,9 @@ def serve(command, idle_s: float = 3600.0, say=None) -> str:
     if client.ask(b"S") is not None:
         raise InputError(f"a planner server already runs for this checkout ({path}); `planner serve --stop` first")
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    if not client.private(path.parent):
+        raise InputError(f"{path.parent} (the server's folder; PLANNER_SERVER_DIR) must be yours and closed to "
+                         f"others (chmod 700): commands send their environment through it")
     path.unlink(missing_ok=True)
     loaded = preload()
     stamp, env = client.code_stamp(), client.startup_env(os.environ)

@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 import solvers
+from solvers.jit import compile_both_builds
 
 from planner.fleet.solve import solve
 from planner.kernel_cache import COLD_ESTIMATE, kernels_cached  # noqa: F401 - re-exported
@@ -46,6 +47,7 @@ def warmup(progress=None) -> dict:
     step("simulate", lambda: simulate(plan, duration_s=5.0))
     step("estimate", lambda: estimate("llama-3.1-70b", "vr-nvl72", batch=8, precision="fp8"))
     step("frontier", lambda: frontier("llama-3.1-8b", ["hgx-h100"]))
+    step("parallel builds", compile_both_builds)
     return steps
 
 

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -121,8 +122,58 @@ def njit(fn=None, **extra):
     return numba.njit(**flags)(fn)
 
 
-def njit_parallel(fn):
-    return numba.njit(**PARALLEL_FLAGS)(fn)
+class Driver:
+    """A parallel driver (stumpy's pattern: serial kernel, parallel driver), compiled twice from one source: with
+    ``parallel=True``, and as plain serial code (``prange`` runs as ``range``). A call runs the serial build when its
+    last argument, the threads it splits its work over (``threads_for``), is 1: no parallel region, no barrier and
+    no thread setting to change and restore, which cost more than the work itself on the many small calls of a
+    solve or a frontier's bands (the frontiers of sovereign-100mw's report make 80,000 of them). The two builds
+    compute each output row with the same code, so they agree to the bit. Called from Python only."""
+
+    def __init__(self, fn):
+        self.py_func = fn
+        self.parallel = numba.njit(**PARALLEL_FLAGS)(fn)
+        self.serial = numba.njit(**JIT_FLAGS)(renamed(fn, "_serial"))  # its own name: its own cache files
+        self.__name__, self.__qualname__, self.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+        self.__module__ = fn.__module__
+        DRIVERS.append(self)
+
+    def __call__(self, *args):
+        return (self.parallel if args[-1] > 1 else self.serial)(*args)
+
+    @property
+    def dispatchers(self):
+        return (self.serial, self.parallel)
+
+
+DRIVERS: list[Driver] = []  # every driver defined, for ``compile_both_builds``
+
+
+def compile_both_builds() -> int:
+    """Compile (or load from the cache) each driver's other build for every signature one build has: a small
+    warm-up call reaches only the serial build, and a large solve must not compile the parallel one in its time
+    limit. Returns how many builds it compiled or loaded."""
+    done = 0
+    for driver in DRIVERS:
+        signatures = {tuple(sig) for d in driver.dispatchers for sig in d.signatures}
+        for d in driver.dispatchers:
+            for sig in signatures - {tuple(s) for s in d.signatures}:
+                d.compile(sig)
+                done += 1
+    return done
+
+
+def renamed(fn, suffix: str):
+    """A copy of the function ``fn`` whose name ends in ``suffix``: numba names a function's cache files by its
+    qualified name and line, and keys them without its flags, so a second build of one function needs another name."""
+    code = fn.__code__.replace(co_name=fn.__name__ + suffix, co_qualname=fn.__qualname__ + suffix)
+    twin = types.FunctionType(code, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
+    twin.__qualname__, twin.__module__ = fn.__qualname__ + suffix, fn.__module__
+    return twin
+
+
+def njit_parallel(fn) -> Driver:
+    return Driver(fn)
 
 
 prange = numba.prange
@@ -134,22 +185,15 @@ def thread_count() -> int:
 
 
 # A parallel region pays for itself above this many candidates (about 20 ms of one core's scoring). Below it the
-# drivers run on the calling thread alone: each region ends at a barrier that waits for its slowest thread, and on
-# a machine whose cores are busy with other work a descheduled thread costs a scheduler slice per region (a solve
-# of bank-2mw, 81 small regions, took 0.33 s of kernel time on one thread and 1.1-3.8 s on two, docs/PERFORMANCE.md).
+# drivers run their serial build (``Driver``): each region ends at a barrier that waits for its slowest thread, and
+# on a machine whose cores are busy with other work a descheduled thread costs a scheduler slice per region (a
+# solve of bank-2mw, 81 small regions, took 0.33 s of kernel time on one thread and 1.1-3.8 s on two,
+# docs/PERFORMANCE.md).
 MIN_PARALLEL_CANDIDATES = 2_000_000
 
 
 @contextlib.contextmanager
 def threads_for(candidates: int):
-    """Yields the threads a parallel driver should use for ``candidates`` units of work, and makes numba's parallel
-    regions launched from this thread use that many meanwhile (numba's setting is per calling thread)."""
-    previous = thread_count()
-    threads = previous if candidates >= MIN_PARALLEL_CANDIDATES else 1
-    if threads != previous:
-        numba.set_num_threads(threads)
-    try:
-        yield threads
-    finally:
-        if threads != previous:
-            numba.set_num_threads(previous)
+    """Yields the threads a parallel driver should split ``candidates`` units of work over: 1 (its serial build)
+    below MIN_PARALLEL_CANDIDATES, else numba's thread count."""
+    yield thread_count() if candidates >= MIN_PARALLEL_CANDIDATES else 1

@@ -77,3 +77,44 @@ def test_a_damaged_cache_file_is_a_cache_miss(tmp_path):
         assert out.returncode == 0 and out.stdout.strip() == "6.0", out.stderr[-2000:]
         assert "Traceback" not in out.stderr
     assert run().stdout.strip() == "6.0"  # and the rewritten cache loads
+
+
+def test_a_drivers_serial_and_parallel_builds_agree_to_the_bit():
+    """A small call runs the serial build, a large one the parallel build (solvers.jit.Driver): the same rows."""
+    import numpy as np
+
+    from planner.catalog import get_hardware, get_model
+    from planner.perf.pack import hardware_vector, model_vector, workload_vector
+    from solvers.perf import sweep
+
+    model, hw = model_vector(get_model("llama-3.1-70b")), hardware_vector(get_hardware("hgx-h100"), "fp8")
+    wl, draft = workload_vector(2000, 300), np.zeros_like(model)
+    rng = np.random.default_rng(7)
+    layouts = np.column_stack([rng.choice([1, 2, 4, 8], 40), rng.choice([1, 2], 40), np.zeros(40)]).astype(float)
+    batches = rng.integers(1, 256, 12).astype(float)
+    driver = sweep._colocated_points
+    args = (model, draft, hw, wl, layouts, batches, 0.0, 1.0)
+    serial = driver.serial(*args, 1)
+    parallel = driver.parallel(*args, 2)
+    assert np.array_equal(serial, parallel, equal_nan=True)
+    assert np.array_equal(driver(*args, 1), serial, equal_nan=True)
+
+
+def test_each_build_has_its_own_cache_name():
+    from solvers.jit import renamed
+    from solvers.perf import sweep
+
+    driver = sweep._colocated_points
+    assert driver.serial.py_func.__qualname__ == driver.py_func.__qualname__ + "_serial"
+    assert driver.parallel.py_func is driver.py_func
+    twin = renamed(lambda x: x + 1, "_b")
+    assert twin(1) == 2 and twin.__name__.endswith("_b")
+
+
+def test_warmup_leaves_both_builds_of_every_driver_compiled():
+    from solvers.jit import DRIVERS, compile_both_builds
+
+    compile_both_builds()
+    for driver in DRIVERS:
+        serial, parallel = ({tuple(s) for s in d.signatures} for d in driver.dispatchers)
+        assert serial == parallel, driver.__qualname__

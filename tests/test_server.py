@@ -151,3 +151,17 @@ def test_stop_and_status_without_a_server(tmp_path):
         assert alone.returncode == 0 and '"status"' in alone.stdout
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_socket_in_a_folder_others_can_enter_is_never_used():
+    folder = tempfile.mkdtemp(prefix="ps", dir="/tmp")
+    try:
+        os.chmod(folder, 0o755)
+        env = environment(folder)
+        refused = planner(["serve"], env)
+        assert refused.returncode == 2 and "chmod 700" in refused.stderr
+        assert not client.private(Path(folder))
+        os.chmod(folder, 0o700)
+        assert client.private(Path(folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

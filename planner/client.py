@@ -166,8 +166,12 @@ def forward(argv: list[str]) -> int | None:
 
 def await_exit(pid: int, answers) -> int:
     """Wait for the child's exit status, passing it the signals this process gets (Ctrl-C reaches the client,
-    which the terminal knows; the child is the server's)."""
+    which the terminal knows; the child is the server's). A child that a passed signal ended without a word ends
+    this process as that signal would (128 + its number)."""
+    passed = []
+
     def pass_on(signum, frame):
+        passed.append(signum)
         try:
             os.kill(pid, signum)
         except ProcessLookupError:
@@ -183,6 +187,8 @@ def await_exit(pid: int, answers) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if passed:
+        return 128 + int(passed[-1])
     sys.stderr.write("error: the planner server's process for this command ended without an exit status "
                      "(killed?); `planner serve --status` says whether the server still runs\n")
     return 1

@@ -20,6 +20,18 @@ WRITE_WAIT_S = 10.0  # longest the watchdog waits for a file being written to be
 
 state = {"interrupted": False, "reported": False, "writing": 0}
 _lock = threading.Lock()
+# Called with the exit status just before the process ends itself (a ``planner serve`` child sends it to the
+# command's caller, which otherwise hears only that the connection closed).
+before_exit: list = []
+
+
+def _exit(code: int) -> None:
+    for hook in before_exit:
+        try:
+            hook(code)
+        except Exception:  # noqa: BLE001 - the process ends regardless
+            pass
+    os._exit(code)
 
 
 def report() -> None:
@@ -41,13 +53,13 @@ def _watchdog() -> None:
     while state["writing"] > 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     report()
-    os._exit(130)
+    _exit(130)
 
 
 def _handler(signum, frame) -> None:
     if state["interrupted"]:  # a second Ctrl-C: stop now
         report()
-        os._exit(130)
+        _exit(130)
     state["interrupted"] = True
     threading.Thread(target=_watchdog, name="planner-interrupt", daemon=True).start()
     raise KeyboardInterrupt

@@ -29,7 +29,7 @@ import traceback
 from numba.core.registry import CPUDispatcher
 from numba.np.ufunc import parallel as numba_parallel
 
-from planner import client
+from planner import client, interrupts
 from planner.errors import InputError
 from planner.kernel_cache import kernels_cached
 from solvers.jit import Driver
@@ -245,6 +245,7 @@ def run_child(conn, header: dict, fds: list[int], command, listener) -> None:
         os.environ.update(header["env"])
         time.tzset()
         sys.argv = [header["prog"], *header["argv"]]
+        interrupts.before_exit.append(lambda status: reply(conn, {"exit": status}))
         reply(conn, {"pid": os.getpid()})
         code = run_command(command, header["argv"], header["prog"])
     except BaseException:  # noqa: BLE001 - the child must always answer and end here

@@ -108,6 +108,23 @@ def test_ctrl_c_reaches_the_command_and_the_server_lives_on(served):
     assert proc.poll() is None and commands_run(env) == before + 1
 
 
+def test_a_second_ctrl_c_stops_the_command_at_once(served):
+    env, _ = served
+    before = commands_run(env)
+    running = subprocess.Popen(PLANNER + ["solve", str(ROOT / "scenarios" / "buildout-2027-2030.yaml")], env=env,
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while commands_run(env) == before:
+        assert time.monotonic() < deadline and running.poll() is None
+        time.sleep(0.1)
+    time.sleep(1.0)
+    running.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=30)
+    assert running.returncode == 130 and "error: interrupted" in err
+
+
 def test_a_caller_of_other_startup_settings_runs_the_command_itself(served):
     env, _ = served
     before = commands_run(env)

@@ -127,6 +127,50 @@ def test_the_answer_is_never_worse_than_a_comparison_plan():
     pytest.fail("no tiny problem solved")
 
 
+def test_the_myopic_plan_solves_a_step_once_where_scenarios_agree(monkeypatch):
+    """Scenarios share their first period's demand and start with nothing installed: their first myopic steps are
+    one MILP, solved once; the plan is the one every step solved on its own gives."""
+    import types
+
+    from planner.fleet import buildout
+
+    p = tiny(0)
+    T, S = p.n_periods, p.n_scenarios
+    assert S == 2 and T == 3
+    calls = []
+    solve_step = buildout.optimize
+    monkeypatch.setattr(buildout, "optimize", lambda step, *a: calls.append(step) or solve_step(step, *a))
+    buys, replicas = buildout.myopic(types.SimpleNamespace(problem=p), "scip", 20, TIGHT)
+    assert len(calls) == T * S - (S - 1)
+    want = np.zeros_like(buys)
+    for s in range(S):
+        for t in range(T):
+            have = MP.installed_of(dataclasses.replace(p, existing=np.zeros_like(p.existing)), want)[t, s]
+            sol = MP.optimize(buildout.myopic_step(p, s, t, have), "scip", 20, TIGHT)
+            want[t, s] = sol.buys[0, 0]
+            assert np.array_equal(replicas[t, s], sol.replicas[0, 0])
+    assert np.array_equal(buys, want)
+
+
+def test_side_by_side_runs_the_second_on_a_worker_and_hands_back_its_error(monkeypatch):
+    import threading
+
+    from planner.fleet import buildout
+
+    monkeypatch.setattr(buildout, "thread_count", lambda: 2)
+    here = threading.get_ident()
+    first, second = buildout.side_by_side(threading.get_ident, threading.get_ident)
+    assert first == here and second != here
+
+    def fails():
+        raise ValueError("second")
+
+    with pytest.raises(ValueError, match="second"):
+        buildout.side_by_side(lambda: None, fails)
+    monkeypatch.setattr(buildout, "thread_count", lambda: 1)
+    assert buildout.side_by_side(threading.get_ident, threading.get_ident) == (here, here)
+
+
 @pytest.mark.parametrize("name", backends.available_exact())  # the build-out refuses CP-SAT's grid
 def test_buildout_milp_matches_brute_force_on_tiny_problems(name):
     feasible = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from planner.fleet.plan import (allocation_rows, allocation_table, assumed_serve
                                 round_up_small)
 from planner.fleet.problem import build_problem, demand_rows, demands_of
 from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
+from solvers.jit import thread_count
 from solvers.multiperiod import BuildOutProblem, evaluate, installed_of, optimize
 from solvers.vocabulary import HAS_PLAN
 
@@ -160,32 +162,44 @@ def myopic(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
     """Each period optimised alone, scenario by scenario: buy the cheapest racks (by their present cost) that
     serve that period's demand with what is already installed, never looking ahead. (buys, replicas) [T, S, .]
     or None when a period cannot be served that way (the racks of earlier periods block the site's limits)."""
-    import dataclasses
-
     p = bo.problem
     T, S, H = p.n_periods, p.n_scenarios, p.n_hardware
     buys, replicas = np.zeros((T, S, H)), np.zeros((T, S, p.n_columns))
+    solved: dict = {}
     for s in range(S):
         for t in range(T):
             have = installed_of(dataclasses.replace(p, existing=np.zeros((T, H))), buys)[t, s]
-            step = dataclasses.replace(
-                p, demand=p.demand[s:s + 1, t:t + 1], probability=np.ones(1), buy_cost=p.buy_cost[t:t + 1],
-                available=p.available[t:t + 1], alive=np.ones((1, 1), bool), power_budget_w=p.power_budget_w[t:t + 1],
-                max_total_racks=p.max_total_racks[t:t + 1], existing=have[None, :], fixed_first=None,
-                group_value=p.group_value[s:s + 1, t:t + 1] if p.sells else None)
-            sol = optimize(step, solver, time_limit_s, gap)
+            step = myopic_step(p, s, t, have)
+            key = step_key(step, t)
+            if key not in solved:  # scenarios that agree so far (the shared first period) make the same step
+                solved[key] = optimize(step, solver, time_limit_s, gap)
+            sol = solved[key]
             if sol.status not in HAS_PLAN:
                 return None
             buys[t, s], replicas[t, s] = sol.buys[0, 0], sol.replicas[0, 0]
     return buys, replicas
 
 
+def myopic_step(p, s: int, t: int, have: np.ndarray):
+    """Period ``t`` of demand scenario ``s`` alone, with the racks ``have`` [H] already installed."""
+    return dataclasses.replace(
+        p, demand=p.demand[s:s + 1, t:t + 1], probability=np.ones(1), buy_cost=p.buy_cost[t:t + 1],
+        available=p.available[t:t + 1], alive=np.ones((1, 1), bool), power_budget_w=p.power_budget_w[t:t + 1],
+        max_total_racks=p.max_total_racks[t:t + 1], existing=have[None, :], fixed_first=None,
+        group_value=p.group_value[s:s + 1, t:t + 1] if p.sells else None)
+
+
+def step_key(step, t: int) -> tuple:
+    """What makes one myopic step differ from another of the same period: its demand, the racks it has and what
+    it sells (everything else is the period's). Equal keys are the same MILP, so the same plan."""
+    sold = step.group_value.tobytes() if step.sells else b""
+    return t, step.demand.tobytes(), step.existing.tobytes(), sold
+
+
 def mean_demand(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
     """The plan for the expected demand: its first order, then the best later purchases in each scenario given
     it (the expected cost of the mean-value solution). None without demand scenarios or when that order cannot
     be completed in some scenario."""
-    import dataclasses
-
     p = bo.problem
     if p.n_scenarios == 1:
         return None
@@ -197,6 +211,37 @@ def mean_demand(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
         return None
     given = optimize(dataclasses.replace(p, fixed_first=plan.buys[0, 0]), solver, time_limit_s, gap)
     return given if given.status in HAS_PLAN else None
+
+
+def comparisons(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
+    """(myopic plan, mean-demand plan): independent solves of the same build-out, side by side."""
+    return side_by_side(lambda: myopic(bo, solver, time_limit_s, gap),
+                        lambda: mean_demand(bo, solver, time_limit_s, gap))
+
+
+def side_by_side(first, second):
+    """(first(), second()): ``second`` on a worker thread while this one runs ``first`` where there are two
+    threads to give (``solvers.jit.thread_count``; the solvers release the GIL), one after the other otherwise.
+    Each solve is the same model either way, so the same plan. The worker is a daemon, so Ctrl-C here is not held
+    up by it (as ``solvers.backends.interruptible``)."""
+    if thread_count() < 2:
+        return first(), second()
+    box: dict = {}
+
+    def run():
+        try:
+            box["result"] = second()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="planner-comparison", daemon=True)
+    worker.start()
+    out = first()
+    while worker.is_alive():
+        worker.join(0.05)
+    if "error" in box:
+        raise box["error"]
+    return out, box["result"]
 
 
 # ---- the plan -------------------------------------------------------------------------------------------------
@@ -571,13 +616,12 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
         raise InfeasibleError(f"no feasible build-out ({sol.status}): some period's demand cannot be served within "
                               f"its power budget, floor space and the systems on sale by then")
     mid = time.monotonic()
-    near = myopic(bo, settings.name, left, settings.relative_gap)
+    near, mean = comparisons(bo, settings.name, left, settings.relative_gap)
     myopic_value = myopic_cost = None
     if near is not None:
         ev = evaluate(bo.problem, *near)
         if not ev.violations:
             myopic_value, myopic_cost = ev.objective, present_cost_of(bo, near[0])
-    mean = mean_demand(bo, settings.name, left, settings.relative_gap)
     sol = best_of(bo.problem, sol, mean, near)
     buys, replicas = sol.buys, sol.replicas
     hardware = bo.built.hardware

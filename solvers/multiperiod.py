@@ -43,6 +43,7 @@ systems can be bought, never what an option serves.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -341,14 +342,21 @@ def extract(problem: BuildOutProblem, built: BuildOutModel, result, seconds: flo
             replicas[t, s] = np.where(problem.integer_replicas, np.rint(x), x)
     replicas = trim_replicas(problem, buys, replicas)
     ev = evaluate(problem, buys, replicas)
-    if problem.sells:  # cost less revenue can be negative: the bound as the solver gives it, the gap on |value|
+    if problem.sells:  # cost less revenue can be negative: the bound as the solver gives it
         bound = min(dual, ev.objective) if math.isfinite(dual) else -math.inf
-        gap = (ev.objective - bound) / max(abs(ev.objective), 1.0)
     else:
         bound = min(max(dual, 0.0), ev.objective) if math.isfinite(dual) else 0.0
-        gap = (ev.objective - bound) / ev.objective if ev.objective > 0 else 0.0
-    return BuildOutSolution(buys, ev.installed, replicas, status, ev.objective, bound, gap, built.solver, seconds,
-                            built.build_seconds, ev.violations, ev.scenario_cost, ev.shares, ev.revenue)
+    return BuildOutSolution(buys, ev.installed, replicas, status, ev.objective, bound,
+                            gap_of(problem, ev.objective, bound), built.solver, seconds, built.build_seconds,
+                            ev.violations, ev.scenario_cost, ev.shares, ev.revenue)
+
+
+def gap_of(problem: BuildOutProblem, objective: float, bound: float) -> float:
+    """The relative gap of a plan's ``objective`` over a proven ``bound``: on |value| (at least 1) where cost less
+    revenue can be negative (max_revenue), else on the cost (0 for a plan that costs nothing)."""
+    if problem.sells:
+        return (objective - bound) / max(abs(objective), 1.0)
+    return (objective - bound) / objective if objective > 0 else 0.0
 
 
 def trim_replicas(problem: BuildOutProblem, buys: np.ndarray, replicas: np.ndarray) -> np.ndarray:
@@ -382,6 +390,41 @@ def optimize(problem: BuildOutProblem, solver: str = "scip", time_limit_s: float
     built = build(problem, solver)
     result, seconds = solve(built, time_limit_s, relative_gap, plan_hint(built, *start) if start else None)
     return extract(problem, built, result, seconds)
+
+
+def optimize_each_scenario(problem: BuildOutProblem, solver: str = "scip", time_limit_s: float = 60.0,
+                           relative_gap: float = 1e-3) -> BuildOutSolution:
+    """``optimize`` of a build-out whose first order is fixed (6), one demand scenario at a time. With b_0 given,
+    no variable is shared between scenarios, so (O) is sum_s p_s (c_0 b_0 + scenario s's later orders), each
+    term a MILP of its own (``scenario_problem``). Each solved to ``relative_gap`` of its own objective leaves
+    sum_s p_s (value_s - bound_s) <= relative_gap sum_s p_s value_s: the whole plan within the same gap, from
+    S small searches instead of one large one. The plan is theirs side by side, re-evaluated on the whole."""
+    if problem.fixed_first is None:
+        raise ValueError("optimize_each_scenario needs the first order fixed (fixed_first)")
+    deadline = time.monotonic() + time_limit_s
+    parts = [optimize(scenario_problem(problem, s), solver, deadline - time.monotonic(), relative_gap)
+             for s in range(problem.n_scenarios)]
+    seconds, build_seconds = sum(x.solve_seconds for x in parts), sum(x.build_seconds for x in parts)
+    failed = next((x for x in parts if x.status not in HAS_PLAN), None)
+    if failed is not None:
+        empty = np.zeros((problem.n_periods, problem.n_scenarios, problem.n_hardware))
+        return BuildOutSolution(empty, empty, np.zeros((problem.n_periods, problem.n_scenarios, problem.n_columns)),
+                                failed.status, math.nan, failed.best_bound, math.nan, failed.solver, seconds,
+                                build_seconds)
+    buys = np.concatenate([x.buys for x in parts], axis=1)
+    replicas = np.concatenate([x.replicas for x in parts], axis=1)
+    ev = evaluate(problem, buys, replicas)
+    bound = float(problem.probability @ np.array([x.best_bound for x in parts]))
+    status = next((s for s in ("time_limit", "feasible") if any(x.status == s for x in parts)), "optimal")
+    return BuildOutSolution(buys, ev.installed, replicas, status, ev.objective, bound,
+                            max(gap_of(problem, ev.objective, bound), 0.0), parts[0].solver, seconds, build_seconds,
+                            ev.violations, ev.scenario_cost, ev.shares, ev.revenue)
+
+
+def scenario_problem(problem: BuildOutProblem, s: int) -> BuildOutProblem:
+    """Demand scenario ``s`` alone, with probability 1."""
+    return dataclasses.replace(problem, demand=problem.demand[s:s + 1], probability=np.ones(1),
+                               group_value=problem.group_value[s:s + 1] if problem.sells else None)
 
 
 # ---- evaluate: every row and the objective from a plan alone -------------------------------------------------

@@ -171,6 +171,30 @@ def test_side_by_side_runs_the_second_on_a_worker_and_hands_back_its_error(monke
     assert buildout.side_by_side(threading.get_ident, threading.get_ident) == (here, here)
 
 
+def test_a_fixed_first_order_is_solved_one_scenario_at_a_time():
+    """With the first order fixed, the scenarios share no variable: solved one at a time they give the joint
+    MILP's optimum, a plan that evaluates clean on the whole problem, and a bound no higher than its value."""
+    solved = 0
+    for seed in range(40):
+        p = tiny(seed)
+        if p.n_scenarios < 2:
+            continue
+        joint = MP.optimize(p, "scip", 20, TIGHT)
+        if joint.status != "optimal":
+            continue
+        given = dataclasses.replace(p, fixed_first=joint.buys[0, 0])
+        whole = MP.optimize(given, "scip", 20, TIGHT)
+        each = MP.optimize_each_scenario(given, "scip", 20, TIGHT)
+        assert each.status == "optimal" and not each.violations
+        assert each.objective == pytest.approx(whole.objective, rel=1e-6)
+        assert np.array_equal(each.buys[0], np.broadcast_to(joint.buys[0, 0], each.buys[0].shape))
+        assert each.best_bound <= each.objective * (1 + 1e-9) and 0.0 <= each.relative_gap <= 1e-6
+        solved += 1
+    assert solved >= 10
+    with pytest.raises(ValueError, match="fixed_first"):
+        MP.optimize_each_scenario(tiny(0), "scip", 20, TIGHT)
+
+
 @pytest.mark.parametrize("name", backends.available_exact())  # the build-out refuses CP-SAT's grid
 def test_buildout_milp_matches_brute_force_on_tiny_problems(name):
     feasible = 0

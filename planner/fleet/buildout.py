@@ -26,7 +26,7 @@ from planner.fleet.plan import (allocation_rows, allocation_table, assumed_serve
 from planner.fleet.problem import build_problem, demand_rows, demands_of
 from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
 from solvers.jit import thread_count
-from solvers.multiperiod import BuildOutProblem, evaluate, installed_of, optimize
+from solvers.multiperiod import BuildOutProblem, evaluate, installed_of, optimize, optimize_each_scenario
 from solvers.vocabulary import HAS_PLAN
 
 
@@ -198,8 +198,9 @@ def step_key(step, t: int) -> tuple:
 
 def mean_demand(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
     """The plan for the expected demand: its first order, then the best later purchases in each scenario given
-    it (the expected cost of the mean-value solution). None without demand scenarios or when that order cannot
-    be completed in some scenario."""
+    it (the expected cost of the mean-value solution; with the first order fixed the scenarios are separate
+    MILPs, ``optimize_each_scenario``). None without demand scenarios or when that order cannot be completed in
+    some scenario."""
     p = bo.problem
     if p.n_scenarios == 1:
         return None
@@ -209,7 +210,7 @@ def mean_demand(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
                     time_limit_s, gap)
     if plan.status not in HAS_PLAN:
         return None
-    given = optimize(dataclasses.replace(p, fixed_first=plan.buys[0, 0]), solver, time_limit_s, gap)
+    given = optimize_each_scenario(dataclasses.replace(p, fixed_first=plan.buys[0, 0]), solver, time_limit_s, gap)
     return given if given.status in HAS_PLAN else None
 
 

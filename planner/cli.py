@@ -165,7 +165,6 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whati
     settings = [*settings, *([f"objective={objective}"] if objective else []),
                 *(["trust_measurements=true"] if trust_measurements else [])]
     sc = load_scenario(scenario, settings).with_solver(solver, time_limit)  # validated like the file's fields
-    compile_first(quiet or fmt == "json")  # the time limit bounds the search, never the compilation
     if fleet_only:
         if robust is not None:
             raise InputError("--fleet-only and --robust do not go together", field="--fleet-only")
@@ -221,6 +220,7 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whati
         if not quiet:
             click.echo(f"wrote {path}", err=True)  # stderr: stdout carries the plan (JSON with --format json)
 
+    compile_first(quiet or fmt == "json")  # after every input is checked: the time limit bounds the search alone
     try:
         with report.progress_display(enabled=not quiet and fmt != "json") as progress:
             verified = None

@@ -20,7 +20,7 @@ from planner.fleet.solve import solve
 from planner.kernel_cache import COLD_ESTIMATE, kernels_cached  # noqa: F401 - re-exported
 from planner.perf.estimate import estimate
 from planner.perf.frontier import frontier
-from planner.scenario import load_scenario
+from planner.scenario import Scenario, load_scenario
 from planner.sim import simulate
 
 WARMUP_SCENARIO = "warmup.yaml"
@@ -63,7 +63,10 @@ def compile_bytecode() -> bool:
 def compiled_solve(scenario, *args, **kwargs):
     """``planner.solve``: ``planner.fleet.solve.solve`` with the kernels compiled and cached first where the cache
     is missing, so that the scenario's time limit bounds the search and never the compilation (the CLI does the
-    same, saying so)."""
+    same, saying so). The scenario is read first: a bad one is an InputError at once, not after a minute of
+    compiling."""
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
     if not kernels_cached():
         warmup()
     return solve(scenario, *args, **kwargs)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from click.testing import CliRunner
 
 from planner.cli import main
@@ -27,14 +30,30 @@ def test_the_library_solve_compiles_before_its_time_limit_starts(monkeypatch):
     calls = []
     monkeypatch.setattr(W, "kernels_cached", lambda: False)
     monkeypatch.setattr(W, "warmup", lambda: calls.append("compile"))
+    monkeypatch.setattr(W, "load_scenario", lambda path: calls.append(("read", path)) or f"scenario of {path}")
     monkeypatch.setattr(W, "solve", lambda sc, *a, **k: calls.append(("solve", sc)) or "plan")
-    assert planner.solve("s.yaml") == "plan" and calls == ["compile", ("solve", "s.yaml")]
+    assert planner.solve("s.yaml") == "plan"
+    assert calls == [("read", "s.yaml"), "compile", ("solve", "scenario of s.yaml")]
     monkeypatch.setattr(W, "kernels_cached", lambda: True)
     calls.clear()
     planner.solve("s.yaml")
-    assert calls == [("solve", "s.yaml")]
+    assert calls == [("read", "s.yaml"), ("solve", "scenario of s.yaml")]
     assert (planner.InfeasibleError, planner.InputError, planner.PlannerError) == (
         InfeasibleError, InputError, PlannerError)
+
+
+def test_a_bad_scenario_is_refused_before_any_compiling(monkeypatch):
+    """planner.solve(None) with the kernels' cache missing: an InputError at once, not a minute of compiling
+    first (the library's type checks ran after the warm-up)."""
+    import planner
+    from planner import warmup as W
+    from planner.errors import InputError
+
+    monkeypatch.setattr(W, "kernels_cached", lambda: False)
+    monkeypatch.setattr(W, "warmup", lambda: (_ for _ in ()).throw(AssertionError("compiled first")))
+    for bad in (None, 42, "no-such-file.yaml"):
+        with pytest.raises(InputError):
+            planner.solve(bad)
 
 
 def test_warmup_writes_the_bytecode_even_where_python_is_told_not_to(monkeypatch):
@@ -54,3 +73,17 @@ def test_warmup_writes_the_bytecode_even_where_python_is_told_not_to(monkeypatch
     assert compile_bytecode()
     for module in (planner.cli, solvers.milp):
         assert Path(importlib.util.cache_from_source(module.__file__)).is_file()
+
+
+def test_the_cli_checks_every_input_before_compiling(monkeypatch, tmp_path):
+    """`planner solve` with the cache missing and a bad flag: exit 2 at once, no compiling first."""
+    from planner import kernel_cache
+    from planner import warmup as W
+
+    monkeypatch.setattr(kernel_cache, "kernels_cached", lambda: False)
+    monkeypatch.setattr(W, "warmup", lambda **k: (_ for _ in ()).throw(AssertionError("compiled first")))
+    scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "bank-2mw.yaml")
+    for args in (["--no-whatif"], ["--trace", "azure-code-2023"], ["--out", str(tmp_path / "f.txt" / "x")]):
+        (tmp_path / "f.txt").write_text("a file")
+        out = CliRunner().invoke(main, ["solve", scenario, *args])
+        assert out.exit_code == 2, (args, out.output)

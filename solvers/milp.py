@@ -535,10 +535,11 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
 
 
 def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4,
-          absolute_gap: float = 0.0, hint: dict | None = None) -> RawSolve:
+          absolute_gap: float = 0.0, hint: dict | None = None, from_scratch: bool = False) -> RawSolve:
     """Run the solver named at build time (``solvers.backends.run``); a missing or failing solver raises
-    SolverError. ``hint``: variable -> value of a known plan, a starting point for the backends that take one."""
-    params = solve_parameters(built, time_limit_s, relative_gap, absolute_gap)
+    SolverError. ``hint``: variable -> value of a known plan, a starting point for the backends that take one.
+    ``from_scratch``: a first solve, with neither (``solvers.backends.solve_parameters``)."""
+    params = solve_parameters(built, time_limit_s, relative_gap, absolute_gap, from_scratch)
     result, seconds = backends.run(built, params, backends.hint_parameters(built.solver, hint))
     return RawSolve(built, result, seconds, float(relative_gap))
 
@@ -650,7 +651,7 @@ def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 
     started = time.perf_counter()
     built = build(problem, solver)
     hint = _plan_hint(built, built.used or [], *start) if start is not None else None
-    first = extract(problem, solve(built, time_limit_s, relative_gap, hint=hint))
+    first = extract(problem, solve(built, time_limit_s, relative_gap, hint=hint, from_scratch=hint is None))
     if not fewest_platforms or first.status not in HAS_PLAN or first.violations:
         return first
     if (first.racks > 0).sum() <= 1:

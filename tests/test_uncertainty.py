@@ -69,3 +69,28 @@ def test_inherited_efficiencies_are_carried_with_a_priors_range():
         if name == "kernel_latency_s":  # fitted on SN40L: 0.75-1.33 there, 0.5-2 when carried
             assert parent[name].low == pytest.approx(0.75 * q.value)
             assert q.low == pytest.approx(0.5 * q.value) and q.high == pytest.approx(2.0 * q.value)
+
+
+def test_the_bands_batched_kernel_gives_each_systems_own_point():
+    """colocated_point_per_hardware (the frontier bands' one call per point) equals colocated_points on each
+    perturbed system alone, to the bit, on random layouts, batches and perturbations."""
+    import numpy as np
+
+    from planner.catalog import get_hardware, get_model
+    from planner.perf.pack import hardware_vector, model_vector, workload_vector
+    from planner.perf.uncertainty import perturbed, uncertain_quantities
+    from solvers.perf.sweep import colocated_point_per_hardware, colocated_points
+
+    rng = np.random.default_rng(11)
+    for model_id, hw_id, prec in (("llama-3.1-70b", "hgx-h100", "fp8"), ("deepseek-r1", "gb200-nvl72", "fp4")):
+        model, hw = get_model(model_id), get_hardware(hw_id)
+        mv, hv = model_vector(model), hardware_vector(hw, prec)
+        vectors = perturbed(hv, uncertain_quantities(hw, prec))
+        for _ in range(5):
+            wl = workload_vector(float(rng.integers(100, 8000)), float(rng.integers(50, 2000)))
+            layout = np.array([float(rng.choice([1, 2, 4, 8])), float(rng.choice([1, 2])), float(rng.integers(0, 2))])
+            batch, k, a = float(rng.integers(1, 512)), float(rng.integers(0, 4)), float(rng.uniform(1.0, 2.5))
+            many = colocated_point_per_hardware(mv, vectors, wl, layout, batch, k, a)
+            for j, v in enumerate(vectors):
+                alone = colocated_points(mv, v, wl, layout.reshape(1, 3), np.array([batch]), k, a)[0]
+                assert np.array_equal(many[j], alone, equal_nan=True), (model_id, j)

@@ -330,7 +330,7 @@ def uncertainty_band(model, hw, precision, layout, batch, input_tokens, output_t
         return {"tps_per_user": float(dec[L.B_TPS_PER_USER]),
                 "output_tokens_per_s_per_mw": float(dec[L.B_TOKENS_PER_S]) / (float(dec[L.B_POWER_W]) / 1e6)}
 
-    result = band(evaluate, hv, uncertain_quantities(hw, precision))
+    result = band(lambda vectors: [evaluate(v) for v in vectors], hv, uncertain_quantities(hw, precision))
     return {key: {"low": result["low"][key], "high": result["high"][key], "widest": result["widest"].get(key)}
             for key in result["low"]} | {"parameters": result["parameters"]}
 

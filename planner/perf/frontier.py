@@ -194,7 +194,7 @@ def with_bands(points: list[dict], model: Model, hw: Hardware, spec: Speculation
                output_tokens: int) -> list[dict]:
     """Each frontier point with the low and high of its per-user speed and tokens/s per MW over the uncertain
     figures and efficiencies behind it, one at a time, and the one that moves tokens/s per MW most (MODEL.md 11)."""
-    from solvers.perf.sweep import colocated_points
+    from solvers.perf.sweep import colocated_point_per_hardware
 
     mv, wl, draft = model_vector(model), workload_vector(input_tokens, output_tokens), draft_vector(model, spec)
     by_precision = {}
@@ -203,15 +203,16 @@ def with_bands(points: list[dict], model: Model, hw: Hardware, spec: Speculation
         if prec not in by_precision:
             by_precision[prec] = (hardware_vector(hw, prec), uncertain_quantities(hw, prec))
         hv, quantities = by_precision[prec]
-        layout = np.array([[p["tensor_parallel"], p["pipeline_parallel"], float(p["expert_parallel"])]], dtype=float)
+        layout = np.array([p["tensor_parallel"], p["pipeline_parallel"], float(p["expert_parallel"])], dtype=float)
         _, accepted = spec_tokens(p["draft_tokens"], spec.acceptance_at(int(p["draft_tokens"])))
 
-        def evaluate(v, layout=layout, batch=float(p["batch"]), k=float(p["draft_tokens"]), a=accepted):
-            r = colocated_points(mv, v, wl, layout, np.array([batch]), k, a, draft)[0]
-            return {"tps_per_user": float(r[L.P_TPS_PER_USER]),
-                    "output_tokens_per_s_per_mw": float(r[L.P_TOKENS_PER_S]) / (float(r[L.P_POWER_W]) / 1e6)}
+        def evaluate_many(vectors, layout=layout, batch=float(p["batch"]), k=float(p["draft_tokens"]), a=accepted):
+            rows = colocated_point_per_hardware(mv, vectors, wl, layout, batch, k, a, draft)
+            per_mw = rows[:, L.P_TOKENS_PER_S] / (rows[:, L.P_POWER_W] / 1e6)
+            return [{"tps_per_user": float(t), "output_tokens_per_s_per_mw": float(w)}
+                    for t, w in zip(rows[:, L.P_TPS_PER_USER], per_mw)]
 
-        b = band(evaluate, hv, quantities)
+        b = band(evaluate_many, hv, quantities)
         p.update(tps_per_user_low=b["low"]["tps_per_user"], tps_per_user_high=b["high"]["tps_per_user"],
                  output_tokens_per_s_per_mw_low=b["low"]["output_tokens_per_s_per_mw"],
                  output_tokens_per_s_per_mw_high=b["high"]["output_tokens_per_s_per_mw"],

@@ -134,21 +134,28 @@ def uncertain_quantities(hw: Hardware, precision: str) -> list[Uncertain]:
     return out + efficiency_ranges(hw.family)
 
 
-def band(evaluate, hv: np.ndarray, quantities: list[Uncertain]) -> dict:
-    """The band around ``evaluate(hv)`` (a dict of named figures): each quantity at its low and its high, one at a
-    time. Returns per figure [low, high], the widest quantity per figure, and every quantity's swing."""
-    central = evaluate(hv)
+def perturbed(hv: np.ndarray, quantities: list[Uncertain]) -> np.ndarray:
+    """[1 + 2Q, len(hv)]: ``hv``, then each quantity at its low and at its high, the others central."""
+    vectors = np.tile(hv, (1 + 2 * len(quantities), 1))
+    for i, q in enumerate(quantities):
+        vectors[1 + 2 * i, list(q.slots)] = q.low
+        vectors[2 + 2 * i, list(q.slots)] = q.high
+    return vectors
+
+
+def band(evaluate_many, hv: np.ndarray, quantities: list[Uncertain]) -> dict:
+    """The band around a prediction at ``hv``: ``evaluate_many(vectors)`` gives the named figures (a list of dicts)
+    at each row of ``perturbed(hv, quantities)``, each quantity at its low and its high, one at a time. Returns per
+    figure [low, high], the widest quantity per figure, and every quantity's swing."""
+    results = evaluate_many(perturbed(hv, quantities))
+    central = results[0]
     lows, highs = dict(central), dict(central)
     swings = []
-    for q in quantities:
-        results = []
-        for value in (q.low, q.high):
-            v = hv.copy()
-            v[list(q.slots)] = value
-            results.append(evaluate(v))
+    for i, q in enumerate(quantities):
+        pair = results[1 + 2 * i: 3 + 2 * i]
         swing = {}
         for key, c in central.items():
-            values = [r[key] for r in results]
+            values = [r[key] for r in pair]
             lows[key], highs[key] = min(lows[key], *values), max(highs[key], *values)
             swing[key] = [min(values + [c]), max(values + [c])]
         swings.append({"parameter": q.name, "low": q.low, "high": q.high, "basis": q.basis, "swing": swing})

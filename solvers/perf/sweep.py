@@ -529,24 +529,54 @@ def _colocated_points(model, draft, hw, wl, layouts, batches, draft_tokens, acce
     scratch = np.empty((threads, L.N_BREAKDOWN))
     for t in prange(threads):
         for i in range(bounds[t, 0], bounds[t, 1]):
-            tp, pp, ep = layouts[i, 0], layouts[i, 1], layouts[i, 2]
-            prefill_s = wl[L.W_PREFILL_TOKENS] / pre[i, 0]  # inf where the prompt does not fit: nothing served
             for k in range(nb):
-                speculative_decode_breakdown(model, draft, hw, tp, pp, ep, batches[k], wl[L.W_CONTEXT_AVG],
-                                             wl[L.W_CONTEXT_MAX], draft_tokens, accepted_tokens, scratch[t], dec[t])
-                row = out[i * nb + k]
-                served = wl[L.W_OUTPUT_TOKENS] / colocated_request_s(wl[L.W_OUTPUT_TOKENS], dec[t, L.B_TIME_S],
-                                                                     batches[k], accepted_tokens, prefill_s)
-                row[L.P_TPS_PER_USER] = served / batches[k]
-                row[L.P_TOKENS_PER_S] = served
-                row[L.P_TTFT_S] = pre[i, 1]
-                row[L.P_DECODE_TPS_PER_USER] = dec[t, L.B_TPS_PER_USER]
-                row[L.P_DECODE_TOKENS_PER_S] = dec[t, L.B_TOKENS_PER_S]
-                # the share of its time spent prefilling draws the prefill pass's power
-                share = prefill_s * served / wl[L.W_OUTPUT_TOKENS] if served > 0.0 else 0.0
-                row[L.P_POWER_W] = loaded_power_w(dec[t, L.B_POWER_W], pre[i, 2], share)
-                row[L.P_FITS] = dec[t, L.B_FITS]
-                row[L.P_BOUND] = dec[t, L.B_BOUND]
+                colocated_row(model, draft, hw, wl, layouts[i], batches[k], pre[i], draft_tokens, accepted_tokens,
+                              scratch[t], dec[t], out[i * nb + k])
+    return out
+
+
+@njit
+def colocated_row(model, draft, hw, wl, layout, batch, pre, draft_tokens, accepted_tokens, scratch, dec, row):
+    """One (layout, batch) point of ``colocated_points`` into ``row`` (slots P_*), its layout's prefill ``pre``
+    (rate, TTFT, power) given: the decode step, the requests served with their prompts prefilled in turn, and the
+    power drawn over that mix."""
+    prefill_s = wl[L.W_PREFILL_TOKENS] / pre[0]  # inf where the prompt does not fit: nothing served
+    speculative_decode_breakdown(model, draft, hw, layout[0], layout[1], layout[2], batch, wl[L.W_CONTEXT_AVG],
+                                 wl[L.W_CONTEXT_MAX], draft_tokens, accepted_tokens, scratch, dec)
+    served = wl[L.W_OUTPUT_TOKENS] / colocated_request_s(wl[L.W_OUTPUT_TOKENS], dec[L.B_TIME_S], batch,
+                                                         accepted_tokens, prefill_s)
+    row[L.P_TPS_PER_USER] = served / batch
+    row[L.P_TOKENS_PER_S] = served
+    row[L.P_TTFT_S] = pre[1]
+    row[L.P_DECODE_TPS_PER_USER] = dec[L.B_TPS_PER_USER]
+    row[L.P_DECODE_TOKENS_PER_S] = dec[L.B_TOKENS_PER_S]
+    # the share of its time spent prefilling draws the prefill pass's power
+    share = prefill_s * served / wl[L.W_OUTPUT_TOKENS] if served > 0.0 else 0.0
+    row[L.P_POWER_W] = loaded_power_w(dec[L.B_POWER_W], pre[2], share)
+    row[L.P_FITS] = dec[L.B_FITS]
+    row[L.P_BOUND] = dec[L.B_BOUND]
+
+
+def colocated_point_per_hardware(model, hws, wl, layout, batch, draft_tokens=0.0, accepted_tokens=1.0, draft=None):
+    """One (layout, batch) of ``colocated_points`` on each hardware vector of ``hws`` [m, N_HW] (the uncertainty
+    bands' systems, each with one figure at its low or high): (m, N_POINT), row j the point on ``hws[j]``, the
+    same figures ``colocated_points`` gives on that system alone."""
+    draft = np.zeros(L.N_MODEL) if draft is None else draft
+    return _colocated_point_per_hardware(model, draft, np.ascontiguousarray(hws, dtype=np.float64), wl,
+                                         np.asarray(layout, dtype=np.float64), float(batch), float(draft_tokens),
+                                         float(accepted_tokens))
+
+
+@njit
+def _colocated_point_per_hardware(model, draft, hws, wl, layout, batch, draft_tokens, accepted_tokens):
+    m = hws.shape[0]
+    out = np.zeros((m, L.N_POINT))
+    dec, scratch = np.empty(L.N_BREAKDOWN), np.empty(L.N_BREAKDOWN)
+    layouts = layout.reshape((1, 3))
+    for j in range(m):
+        pre = prefill_per_layout(model, hws[j], layouts, wl[L.W_PREFILL_TOKENS])
+        colocated_row(model, draft, hws[j], wl, layout, batch, pre[0], draft_tokens, accepted_tokens, scratch, dec,
+                      out[j])
     return out
 
 

@@ -125,10 +125,9 @@ def pareto_by_chips(chips: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """Indices of the options worth a column: from the smallest replica up, each must serve more per chip than
     every smaller one. A larger replica that serves less per chip is never needed, since smaller replicas cover
     the same demand with fewer chips; smaller, less efficient ones stay for packing into racks."""
-    per_chip = capacity / chips
-    order = np.lexsort((-capacity, chips))
+    per_chip = (capacity / chips).tolist()  # Python floats: the same doubles, compared without numpy's scalars
     keep, best = [], 0.0
-    for i in order:
+    for i in np.lexsort((-capacity, chips)).tolist():
         if per_chip[i] > best * (1 + 1e-9):
             keep.append(i)
             best = per_chip[i]
@@ -154,18 +153,34 @@ class System:
 
 
 def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft: np.ndarray,
-               efficiency: dict | None = None, layouts: Layouts = Layouts(), only: tuple | None = None) -> System:
-    """``only``: one (tp, pp, ep) layout of the grid instead of all of them (an option generated again)."""
+               efficiency: dict | None = None, layouts: Layouts = Layouts(), only: tuple | None = None,
+               known: dict | None = None, lengths: tuple | None = None) -> System:
+    """``only``: one (tp, pp, ep) layout of the grid instead of all of them (an option generated again). ``known``:
+    the kernels' tables already computed, by their arguments (``computed``): a workload's drafters share the
+    prefill, and systems of one depth the touched experts. ``lengths``: ``demand.prefill_lengths()``, if known."""
     grid = layouts.grid(hw, model)
     if only is not None:
         grid = grid[np.all(grid == np.asarray(only, dtype=grid.dtype), axis=1)]
     mv, hv = model_vector(model), hardware_vector(hw, precision, efficiency)
     pps = np.unique(grid[:, 1])
     _, ks, _ = spec_settings(demand)
+    lengths = demand.prefill_lengths() if lengths is None else lengths
     return System(hw, precision, grid, mv, hv, demand.workload_vector(),
-                  sweep.prefill_over_lengths(mv, hv, grid, *demand.prefill_lengths()), pps,
-                  sweep.touched_experts_table(mv, pps, BATCHES, ks + 1.0), draft,
-                  sweep.touched_experts_table(draft, pps, BATCHES, np.ones(1)))
+                  computed(known, sweep.prefill_over_lengths, mv, hv, grid, *lengths), pps,
+                  computed(known, sweep.touched_experts_table, mv, pps, BATCHES, ks + 1.0), draft,
+                  computed(known, sweep.touched_experts_table, draft, pps, BATCHES, np.ones(1)))
+
+
+def computed(known: dict | None, kernel: Callable, *args):
+    """``kernel(*args)``, a pure function of arrays and numbers, read from ``known`` where it was computed for the
+    same values (then stored there); computed afresh where ``known`` is None."""
+    if known is None:
+        return kernel(*args)
+    key = (kernel.__name__,) + tuple((a.dtype.str, a.shape, a.tobytes()) if isinstance(a, np.ndarray) else a
+                                     for a in args)
+    if key not in known:
+        known[key] = kernel(*args)
+    return known[key]
 
 
 # ---- generators: the engine's options of each kind ---------------------------------------------------------
@@ -235,7 +250,8 @@ def prefill_options(demand: Demand, model: Model, sys: System, opts: Options, ma
     opts.candidates_scored += len(grid)
     chips = grid[:, 0] * grid[:, 1]
     prompt = demand.input_tokens_at_ttft_quantile  # a bisection over the turns' mixture: once, not per layout
-    transfer = np.array([kv_transfer_s(sys.mv, sys.hv, c, prompt) for c in chips])
+    sizes, size_of = np.unique(chips, return_inverse=True)  # the transfer depends on the replica's chips alone
+    transfer = np.array([kv_transfer_s(sys.mv, sys.hv, c, prompt) for c in sizes])[size_of]
     util, capacity, ttft, servers = sweep.prefill_capacity(
         pre, transfer, demand.prefill_tokens, demand.ttft_s, demand.ttft_quantile, demand.sized_prefill_tokens_per_s,
         demand.prefill_scv, np.full(len(grid), float(max_servers))).T
@@ -549,23 +565,28 @@ def workload_options(d: Demand, models: dict[str, Model], hardware: dict[str, Ha
     for v in (d.variants() if measurements else ()):
         for h, kinds in systems.items():
             measured[h] |= measured_options(v, model, hardware[h], kinds, measurements, headroom, opts, efficiency)
+    known: dict = {}  # the kernels' tables by their arguments, shared by the drafters (system_for)
     for i, v in enumerate(d.variants()):
-        drafter_options(v, model, models, hardware, systems, measured, pairs, opts, efficiency, layouts, i == 0)
+        drafter_options(v, model, models, hardware, systems, measured, pairs, opts, efficiency, layouts, i == 0,
+                        known)
 
 
 def drafter_options(d: Demand, model: Model, models: dict[str, Model], hardware: dict[str, Hardware], systems: dict,
                     measured: dict, pairs, opts: Options, efficiency: dict | None, layouts: Layouts,
-                    first: bool = True) -> None:
+                    first: bool = True, known: dict | None = None) -> None:
     """The model's options of one workload under one drafter (``d`` is one of its ``variants``); the kinds that
-    decode nothing (prefill pools) only for the ``first``, since no drafter changes them."""
+    decode nothing (prefill pools) only for the ``first``, since no drafter changes them. ``known``: tables the
+    workload's other drafters computed (``system_for``)."""
     draft = drafter(d, model, models)
+    lengths = d.prefill_lengths()  # the same on every system
     for h, kinds in systems.items():
         hw = hardware[h]
         kinds = [k for k in kinds if first or k.covers_decode]
         for prec in precisions_for(hw, d):
             if prec in measured[h] or not kinds:
                 continue
-            sys = system_for(d, model, hw, prec, draft, efficiency_of(efficiency, hw), layouts)
+            sys = system_for(d, model, hw, prec, draft, efficiency_of(efficiency, hw), layouts, known=known,
+                             lengths=lengths)
             for kind in kinds:
                 kind.generate(d, model, sys, opts)
     for kind in pairs:

@@ -124,9 +124,10 @@ def touched_experts_table(model, pps, batches, query_tokens):
 
 
 @njit
-def decode_intervals(hw, c, touched_row, batches, q, interval):
-    """Token interval of every batch on one layout (coefficients ``c``) into ``interval``: the fastest-tier pass
-    first (no calls, no branches), then the full tier placement for batches whose KV spills past the fastest tier."""
+def decode_intervals(hw, c, consts, touched_row, batches, q, interval):
+    """Token interval of every batch on one layout (coefficients ``c``, ``busiest_constants`` of them ``consts``)
+    into ``interval``: the fastest-tier pass first (no calls, no branches), then the full tier placement for batches
+    whose KV spills past the fastest tier."""
     pp, held_w, kvh, kvr = c[L.C_PP], c[L.C_HELD_W], c[L.C_KV_HELD], c[L.C_KV_READ]
     fixed = c[L.C_COMM0] + c[L.C_FLOOR]
     per_token = c[L.C_COMM1]
@@ -135,7 +136,7 @@ def decode_intervals(hw, c, touched_row, batches, q, interval):
     nb = batches.shape[0]
     groups = c[L.C_GROUPS]
     if groups > 1.0:
-        expert_intervals(hw, c, touched_row, batches, q, interval)
+        expert_intervals(hw, c, consts, touched_row, batches, q, interval)
         return
     compute = c[L.C_COMPUTE] + c[L.C_EXPERT_COMPUTE] * c[L.C_EXPERTS_PER_TOKEN]  # evenly split experts
     compute0, pad_expert = c[L.C_COMPUTE0], c[L.C_EXPERT_COMPUTE] * c[L.C_PAD]  # each touched expert's pad rows
@@ -156,14 +157,13 @@ def decode_intervals(hw, c, touched_row, batches, q, interval):
 
 
 @njit
-def expert_intervals(hw, c, touched_row, batches, q, interval):
+def expert_intervals(hw, c, consts, touched_row, batches, q, interval):
     """``decode_intervals`` of a layout with expert parallelism: the busiest expert group's reads and matmul rows
     (``busiest_touched``, ``busiest_assignments``) set its step (MODEL.md 2.3)."""
     pp, held_w, kvh, kvr = c[L.C_PP], c[L.C_HELD_W], c[L.C_KV_HELD], c[L.C_KV_READ]
     fixed = c[L.C_COMM0] + c[L.C_FLOOR]
     room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
     inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
-    consts = busiest_constants(c)
     nb = batches.shape[0]
     for k in range(nb):  # fastest tier, branch-free
         b = max(batches[k] / pp, 1.0)
@@ -250,17 +250,32 @@ def colocated_wait_s(output_tokens, interval_s, streams, accepted_tokens, prefil
 
 
 @njit
-def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefill_s, single_s, load, scv,
+def first_batch_may_serve(hw, wl, c, consts, dc, touched_row, batches, k_draft, a, prefill_s, draft, interval):
+    """Whether any batch of one (layout, speculative setting) may qualify (``best_batch_of_layout``): none where the
+    weights alone overflow the memory (the KV only adds), or where the first batch already misses the tier: a step
+    only grows with the batch, so tokens/s per user only falls (MODEL.md 3). Prices the first batch's step alone
+    (into ``interval[0]``; with a drafter, from its step ``draft[0]``)."""
+    held_w = c[L.C_HELD_W]
+    if k_draft > 0.0:
+        held_w += dc[L.C_HELD_W]
+    if held_w > c[L.C_USABLE]:
+        return False
+    step_intervals(hw, c, consts, touched_row[:1], batches[:1], k_draft, draft[:1], interval[:1])
+    return not replica_tokens_per_s(wl, interval[0], batches[0], a, prefill_s) / batches[0] < wl[L.W_MIN_TPS_PER_USER]
+
+
+@njit
+def best_batch_of_layout(hw, wl, c, consts, dc, touched_row, batches, k_draft, a, prefill_s, single_s, load, scv,
                          max_servers, interval, draft, tput, out):
     """The batch of one (layout, speculative setting) with the most output tokens/s per replica among those that
     fit (the drafter's weights and KV and agentic residency included), reach the tier and, colocated, meet the TTFT
-    target. ``c`` and ``dc`` are the target's and the drafter's layout coefficients; ``k_draft`` draft tokens per
-    step (0: plain decode), ``a`` accepted; with a drafter, ``draft`` holds its step at each batch
-    (``draft_steps``, the same for every draft length of the layout). Colocated, prompts queue in an M/G/c pool
-    (service scv ``scv``) of the servers that serve ``load`` output tokens/s at each batch's capacity
-    (``servers_for_load``, at most ``max_servers``). Writes the E_* slots of ``out`` (where no batch qualifies:
-    nothing served, the first batch, a lone prompt's TTFT); ``interval`` and ``tput`` are the calling thread's
-    buffers."""
+    target, for a pair that ``first_batch_may_serve``. ``c`` and ``dc`` are the target's and the drafter's layout
+    coefficients (``consts``: ``busiest_constants`` of ``c``); ``k_draft`` draft tokens per step (0: plain decode),
+    ``a`` accepted; with a drafter, ``draft`` holds its step at each batch (``draft_steps``, the same for every draft
+    length of the layout). Colocated, prompts queue in an M/G/c pool (service scv ``scv``) of the servers that serve
+    ``load`` output tokens/s at each batch's capacity (``servers_for_load``, at most ``max_servers``). Writes the E_*
+    slots of ``out`` (where no batch qualifies: nothing served, the first batch, a lone prompt's TTFT);
+    ``interval`` and ``tput`` are the calling thread's buffers."""
     nb = batches.shape[0]
     held_w, kv_per_stream = c[L.C_HELD_W], c[L.C_KV_HELD]
     if k_draft > 0.0:
@@ -268,17 +283,7 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
         kv_per_stream += dc[L.C_KV_HELD]
     output_tokens = wl[L.W_OUTPUT_TOKENS]
     colocated = prefill_s > 0.0
-    # No batch qualifies where the weights alone overflow the memory (the KV only adds), or where the first batch
-    # already misses the tier: a step only grows with the batch, so tokens/s per user only falls (MODEL.md 3). The
-    # first batch's step is priced alone before the rest.
-    if held_w > c[L.C_USABLE]:
-        serves_nothing(batches, single_s, out)
-        return
-    step_intervals(hw, c, touched_row[:1], batches[:1], k_draft, draft[:1], interval[:1])
-    if replica_tokens_per_s(wl, interval[0], batches[0], a, prefill_s) / batches[0] < wl[L.W_MIN_TPS_PER_USER]:
-        serves_nothing(batches, single_s, out)
-        return
-    step_intervals(hw, c, touched_row, batches, k_draft, draft, interval)
+    step_intervals(hw, c, consts, touched_row, batches, k_draft, draft, interval)
     for k in range(nb):
         served = replica_tokens_per_s(wl, interval[k], batches[k], a, prefill_s)
         tps = served / batches[k]
@@ -309,11 +314,11 @@ def best_batch_of_layout(hw, wl, c, dc, touched_row, batches, k_draft, a, prefil
 
 
 @njit
-def step_intervals(hw, c, touched_row, batches, k_draft, draft, interval):
+def step_intervals(hw, c, consts, touched_row, batches, k_draft, draft, interval):
     """Each batch's token interval on one layout into ``interval``: the target's step (``decode_intervals``, K + 1
     query tokens) and, with K draft tokens, the drafter's K steps (``draft``) and each verify step's per-stream
     work, per micro-batch."""
-    decode_intervals(hw, c, touched_row, batches, k_draft + 1.0, interval)
+    decode_intervals(hw, c, consts, touched_row, batches, k_draft + 1.0, interval)
     if k_draft > 0.0:
         pp = c[L.C_PP]
         for k in range(batches.shape[0]):
@@ -393,20 +398,30 @@ def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dr
     steps = np.empty((threads, nb))
     tput = np.empty((threads, nb))
     for t in prange(threads):
-        drafted = -1  # the layout whose drafter steps steps[t] holds: they do not depend on the draft length
-        known = -1  # the layout whose coefficients coef[t] holds: nor do they
+        known = -1  # the layout whose coefficients coef[t] and consts hold: they do not depend on the draft length
+        consts = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        drafted = -1  # the layout whose drafter coefficients dcoef[t] and first step steps[t, 0] are priced
+        stepped = -1  # the layout whose drafter steps steps[t] holds at every batch
         for idx in range(bounds[t, 0], bounds[t, 1]):
             i, j = idx // s, idx % s
             tp, pp, ep = layouts[i, 0], layouts[i, 1], layouts[i, 2]
             if known != i:
                 layout_coefficients(model, hw, tp, pp, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], coef[t])
+                consts = busiest_constants(coef[t])
                 known = i
             if draft_tokens[j] > 0.0 and drafted != i:
                 layout_coefficients(draft, hw, tp, 1.0, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], dcoef[t])
-                draft_steps(hw, dcoef[t], draft_touched[pp_index[i], 0], batches, pp, steps[t])
+                draft_steps(hw, dcoef[t], draft_touched[pp_index[i], 0], batches[:1], pp, steps[t, :1])
                 drafted = i
             prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate[i]  # replica time one request's prefill takes
-            best_batch_of_layout(hw, wl, coef[t], dcoef[t], touched[pp_index[i], j], batches, draft_tokens[j],
+            if not first_batch_may_serve(hw, wl, coef[t], consts, dcoef[t], touched[pp_index[i], j], batches,
+                                         draft_tokens[j], accepted_tokens[j], prefill_s, steps[t], interval[t]):
+                serves_nothing(batches, prefill_single_s[i], out[idx])
+                continue
+            if draft_tokens[j] > 0.0 and stepped != i:  # a layout that may serve: its drafter at every batch
+                draft_steps(hw, dcoef[t], draft_touched[pp_index[i], 0], batches, pp, steps[t])
+                stepped = i
+            best_batch_of_layout(hw, wl, coef[t], consts, dcoef[t], touched[pp_index[i], j], batches, draft_tokens[j],
                                  accepted_tokens[j], prefill_s, prefill_single_s[i], load, scv, max_servers[i],
                                  interval[t], steps[t], tput[t], out[idx])
     return out

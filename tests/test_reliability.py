@@ -302,6 +302,7 @@ def _repair_without_solving(monkeypatch, caps):
         status: str
         racks: tuple = ()
         replicas: tuple = ()
+        closed: bool = False
 
     problem = type("P", (), {"n_columns": 1})()
     built = type("Built", (), {"problem": problem})()
@@ -339,6 +340,34 @@ def test_a_repair_round_without_a_plan_in_the_time_left_keeps_the_plan_so_far(mo
     monkeypatch.setattr(solve_module, "optimize", lambda *a, **k: Sol(NO_PLAN))
     got_built, got = solve_module.repair_pools(built, sol, settings, time.monotonic() + 60.0)
     assert got_built is built and got.status == "time_limit"
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_a_repair_round_that_leaves_the_milp_unchanged(monkeypatch, closed):
+    """Options sized again whose figures the MILP reads did not move (a pool's TTFT and servers did): a plan the
+    solver proved optimal outright stands, with no re-solve; a plan only within its gap is solved again."""
+    import dataclasses
+    import time
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from generators import random_problem
+
+    from solvers.milp import same_problem
+
+    solve_module, _, _, settings, Sol = _repair_without_solving(monkeypatch, {0: 1.0})
+    problem = random_problem(1, 3, 2)
+    assert same_problem(problem, dataclasses.replace(problem))
+    assert not same_problem(problem, dataclasses.replace(problem, demand=problem.demand * 2))
+    options = {"servers": problem.capacity * 0 + 2.0}  # the last round sizes every pooled option for one server
+    built = type("Built", (), {"problem": problem, "options": options})()
+    again = type("Built", (), {"problem": dataclasses.replace(problem), "options": options})()
+    monkeypatch.setattr(solve_module, "with_options_at", lambda b, caps: again)
+    solved = []
+    monkeypatch.setattr(solve_module, "optimize", lambda *a, **k: solved.append(k.get("start")) or Sol("optimal"))
+    sol = Sol("optimal", closed=closed)
+    got_built, got = solve_module.repair_pools(built, sol, settings, time.monotonic() + 60.0)
+    assert got_built is again
+    assert (got is sol and not solved) if closed else (got is not sol and solved)
 
 
 def test_no_time_before_the_first_milp_is_an_error_naming_what_used_it():

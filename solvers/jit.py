@@ -124,11 +124,16 @@ def njit(fn=None, **extra):
 
 class Driver:
     """A parallel driver (stumpy's pattern: serial kernel, parallel driver), compiled twice from one source: with
-    ``parallel=True``, and as plain serial code (``prange`` runs as ``range``). A call runs the serial build when its
-    last argument, the threads it splits its work over (``threads_for``), is 1: no parallel region, no barrier and
-    no thread setting to change and restore, which cost more than the work itself on the many small calls of a
-    solve or a frontier's bands (the frontiers of sovereign-100mw's report make 80,000 of them). The two builds
-    compute each output row with the same code, so they agree to the bit. Called from Python only."""
+    ``parallel=True``, and as plain serial code (``prange`` runs as ``range``). Its last argument, the threads it
+    splits its work over (``threads_for``), picks the build:
+    - SERIAL (a call of a point or two, as a frontier's or an estimate's): the serial build, with no parallel region
+      and no thread setting to change and restore, which cost more than such a call's work;
+    - 1 (below MIN_PARALLEL_CANDIDATES): the parallel build on the calling thread alone. numba compiles a parallel
+      loop's body apart (a gufunc) and skips its arrays' reference counts there, so a call of more than a few
+      points runs 2-3x faster in it than in the serial build (benchmarks: 128 colocated points 23 against 52 us,
+      500 decode rows 48 against 132 us);
+    - more: the parallel build on that many threads.
+    Each output row is computed by the same code in either build, to the same bits. Called from Python only."""
 
     def __init__(self, fn):
         self.py_func = fn
@@ -139,7 +144,13 @@ class Driver:
         DRIVERS.append(self)
 
     def __call__(self, *args):
-        return (self.parallel if args[-1] > 1 else self.serial)(*args)
+        threads = args[-1]
+        if threads == SERIAL:
+            return self.serial(*args)
+        if threads == 1:
+            with on_calling_thread():
+                return self.parallel(*args)
+        return self.parallel(*args)
 
     @property
     def dispatchers(self):
@@ -184,16 +195,38 @@ def thread_count() -> int:
     return int(numba.get_num_threads())
 
 
-# A parallel region pays for itself above this many candidates (about 20 ms of one core's scoring). Below it the
-# drivers run their serial build (``Driver``): each region ends at a barrier that waits for its slowest thread, and
-# on a machine whose cores are busy with other work a descheduled thread costs a scheduler slice per region (a
-# solve of bank-2mw, 81 small regions, took 0.33 s of kernel time on one thread and 1.1-3.8 s on two,
-# docs/PERFORMANCE.md).
+SERIAL = 0  # ``threads_for``'s answer for work a serial build does faster than any parallel region (``Driver``)
+# A call of at most this many candidates runs a driver's serial build: about one decode breakdown's work (a
+# colocated point is 1, a decode row 32: solvers.perf.sweep.BREAKDOWN_WORK).
+MAX_SERIAL_CANDIDATES = 32
+# A parallel region over all threads pays for itself above this many candidates (about 20 ms of one core's
+# scoring). Below it the drivers run on the calling thread alone: each region ends at a barrier that waits for its
+# slowest thread, and on a machine whose cores are busy with other work a descheduled thread costs a scheduler
+# slice per region (a solve of bank-2mw, 81 small regions, took 0.33 s of kernel time on one thread and 1.1-3.8 s
+# on two, docs/PERFORMANCE.md).
 MIN_PARALLEL_CANDIDATES = 2_000_000
 
 
 @contextlib.contextmanager
 def threads_for(candidates: int):
-    """Yields the threads a parallel driver should split ``candidates`` units of work over: 1 (its serial build)
-    below MIN_PARALLEL_CANDIDATES, else numba's thread count."""
-    yield thread_count() if candidates >= MIN_PARALLEL_CANDIDATES else 1
+    """Yields the threads a parallel driver should split ``candidates`` units of work over: SERIAL (its serial
+    build) up to MAX_SERIAL_CANDIDATES, 1 (its parallel build on the calling thread) below MIN_PARALLEL_CANDIDATES,
+    else numba's thread count."""
+    if candidates <= MAX_SERIAL_CANDIDATES:
+        yield SERIAL
+    else:
+        yield thread_count() if candidates >= MIN_PARALLEL_CANDIDATES else 1
+
+
+@contextlib.contextmanager
+def on_calling_thread():
+    """numba's parallel regions launched meanwhile from this thread run on it alone (numba's thread count is per
+    calling thread)."""
+    previous = numba.get_num_threads()
+    if previous != 1:
+        numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if previous != 1:
+            numba.set_num_threads(previous)

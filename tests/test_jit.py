@@ -97,7 +97,8 @@ def test_a_drivers_serial_and_parallel_builds_agree_to_the_bit():
     serial = driver.serial(*args, 1)
     parallel = driver.parallel(*args, 2)
     assert np.array_equal(serial, parallel, equal_nan=True)
-    assert np.array_equal(driver(*args, 1), serial, equal_nan=True)
+    assert np.array_equal(driver(*args, 1), serial, equal_nan=True)  # the parallel build on the calling thread
+    assert np.array_equal(driver(*args, 0), serial, equal_nan=True)  # jit.SERIAL
 
 
 def test_each_build_has_its_own_cache_name():

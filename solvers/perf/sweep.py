@@ -13,10 +13,8 @@ thread's results are reduced after its batch loop).
 
 from __future__ import annotations
 
-import contextlib
 import math
 
-import numba
 import numpy as np
 
 from solvers.jit import njit, njit_parallel, prange, threads_for
@@ -359,29 +357,9 @@ def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dra
     """
     cap = np.full(layouts.shape[0], np.inf) if max_servers is None else np.asarray(max_servers, dtype=np.float64)
     with threads_for(layouts.shape[0] * draft_tokens.shape[0] * batches.shape[0]) as threads:
-        args = (model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens, accepted_tokens,
-                prefill_rate, prefill_single_s, float(load), float(scv), cap, threads)
-        if threads > 1:
-            return _best_decode_per_layout(*args)
-        # One thread: the parallel build on the calling thread alone, not the serial build. numba compiles a
-        # parallel loop's body apart (a gufunc), where this driver's batch loops run 1.8x faster than in the serial
-        # build (0.6 against 1.1 s over the 957 calls of the shipped scenarios' solves; the serial build spends the
-        # difference on its arrays' reference counts), to the same bits. A call is a millisecond or more, so the
-        # region and the thread setting cost nothing beside it.
-        with on_calling_thread():
-            return _best_decode_per_layout.parallel(*args)
-
-
-@contextlib.contextmanager
-def on_calling_thread():
-    """numba's parallel regions launched meanwhile from this thread run on it alone (numba's thread count is per
-    calling thread)."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
+        return _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
+                                       draft_tokens, accepted_tokens, prefill_rate, prefill_single_s, float(load),
+                                       float(scv), cap, threads)
 
 
 @njit_parallel

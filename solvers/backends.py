@@ -267,13 +267,11 @@ def solver_output_to_stderr():
                 _REDIRECT["saved"] = None
 
 
-def interruptible(fn):
-    """``fn()`` on a worker thread while this one waits, so that Ctrl-C (KeyboardInterrupt, which Python delivers
-    to the main thread only between bytecodes) stops the caller at once rather than when the solver's C++ core
-    returns. The solvers release the GIL while they run. On an interrupt the worker is abandoned (a daemon thread:
-    it ends with the process, or at its time limit); this OR-Tools build's SolveInterrupter makes SCIP hang, so it
-    is not used. Exceptions of ``fn`` are re-raised here."""
-
+def on_worker(fn, name: str = "planner-milp"):
+    """``fn()`` started on a daemon worker thread; returns the function that waits for it (in short joins, so that
+    Ctrl-C, which Python delivers to the main thread only between bytecodes, stops the waiting thread at once rather
+    than when a solver's C++ core returns) and gives ``fn``'s result or raises its exception. On an interrupt the
+    worker is abandoned: a daemon, it ends with the process, or at its solver's time limit."""
     box: dict = {}
 
     def run():
@@ -282,13 +280,24 @@ def interruptible(fn):
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             box["error"] = exc
 
-    worker = threading.Thread(target=run, name="planner-milp", daemon=True)
+    worker = threading.Thread(target=run, name=name, daemon=True)
     worker.start()
-    while worker.is_alive():
-        worker.join(0.05)
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+
+    def result():
+        while worker.is_alive():
+            worker.join(0.05)
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    return result
+
+
+def interruptible(fn):
+    """``fn()`` on a worker thread while this one waits (``on_worker``): Ctrl-C stops the caller at once. The
+    solvers release the GIL while they run. This OR-Tools build's SolveInterrupter makes SCIP hang, so it is not
+    used."""
+    return on_worker(fn)()
 
 
 def run(built, params, model_params=None, failure: str = "failed or is not in this OR-Tools build"):

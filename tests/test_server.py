@@ -92,8 +92,8 @@ def test_standard_input_and_the_environment_are_the_callers(served, tmp_path):
     assert (warm.returncode, warm.stdout, warm.stderr) == (alone.returncode, alone.stdout, alone.stderr)
 
 
-def test_ctrl_c_reaches_the_command_and_the_server_lives_on(served):
-    env, proc = served
+def long_solve_in_the_server(env) -> subprocess.Popen:
+    """The build-out's solve (seconds long), once the server has taken it and it has run a second."""
     before = commands_run(env)
     running = subprocess.Popen(PLANNER + ["solve", str(ROOT / "scenarios" / "buildout-2027-2030.yaml")], env=env,
                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -102,6 +102,13 @@ def test_ctrl_c_reaches_the_command_and_the_server_lives_on(served):
         assert time.monotonic() < deadline and running.poll() is None
         time.sleep(0.1)
     time.sleep(1.0)
+    return running
+
+
+def test_ctrl_c_reaches_the_command_and_the_server_lives_on(served):
+    env, proc = served
+    before = commands_run(env)
+    running = long_solve_in_the_server(env)
     running.send_signal(signal.SIGINT)
     _, err = running.communicate(timeout=30)
     assert running.returncode == 130 and "error: interrupted" in err
@@ -110,14 +117,7 @@ def test_ctrl_c_reaches_the_command_and_the_server_lives_on(served):
 
 def test_a_second_ctrl_c_stops_the_command_at_once(served):
     env, _ = served
-    before = commands_run(env)
-    running = subprocess.Popen(PLANNER + ["solve", str(ROOT / "scenarios" / "buildout-2027-2030.yaml")], env=env,
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while commands_run(env) == before:
-        assert time.monotonic() < deadline and running.poll() is None
-        time.sleep(0.1)
-    time.sleep(1.0)
+    running = long_solve_in_the_server(env)
     running.send_signal(signal.SIGINT)
     time.sleep(0.05)
     running.send_signal(signal.SIGINT)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -25,6 +24,7 @@ from planner.fleet.plan import (allocation_rows, allocation_table, assumed_serve
                                 round_up_small)
 from planner.fleet.problem import build_problem, demand_rows, demands_of
 from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
+from solvers.backends import on_worker
 from solvers.jit import thread_count
 from solvers.multiperiod import BuildOutProblem, evaluate, installed_of, optimize, optimize_each_scenario
 from solvers.vocabulary import HAS_PLAN
@@ -224,25 +224,11 @@ def side_by_side(first, second):
     """(first(), second()): ``second`` on a worker thread while this one runs ``first`` where there are two
     threads to give (``solvers.jit.thread_count``; the solvers release the GIL), one after the other otherwise.
     Each solve is the same model either way, so the same plan. The worker is a daemon, so Ctrl-C here is not held
-    up by it (as ``solvers.backends.interruptible``)."""
+    up by it (``solvers.backends.on_worker``)."""
     if thread_count() < 2:
         return first(), second()
-    box: dict = {}
-
-    def run():
-        try:
-            box["result"] = second()
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, name="planner-comparison", daemon=True)
-    worker.start()
-    out = first()
-    while worker.is_alive():
-        worker.join(0.05)
-    if "error" in box:
-        raise box["error"]
-    return out, box["result"]
+    wait = on_worker(second, "planner-comparison")
+    return first(), wait()
 
 
 # ---- the plan -------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """``planner serve``: a warm planner process for this checkout. It imports the packages and loads every cached
-kernel once (0.9 s that every command otherwise pays: imports 0.4 s, numba's start and kernels 0.5 s), then forks
-a child per command, which runs it as ``planner`` would on the caller's descriptors, directory, environment and
-arguments (``planner.client`` is the caller's side and holds the protocol).
+kernel once (0.6-0.9 s that every command otherwise pays: imports 0.3-0.4 s, numba's start and kernels
+0.2-0.4 s), then forks a child per command, which runs it as ``planner`` would on the caller's descriptors,
+directory, environment and arguments (``planner.client`` is the caller's side and holds the protocol).
 
 A fork starts with the server's memory and no other thread, so the server runs nothing that starts threads a
 child would need: no parallel region (numba), no solver, no polars query. Loading a parallel kernel does start

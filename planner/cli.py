@@ -598,7 +598,7 @@ def warmup():
               help="stop after this long without a command")
 def serve(detach, stop, status, idle_minutes):
     """Keep a warm planner process for this checkout: while it runs, every planner command from it runs in a
-    fork of it, skipping the imports and the kernels' loading (about 0.9 s a command; docs/PERFORMANCE.md).
+    fork of it, skipping the imports and the kernels' loading (0.6-0.9 s a command; docs/PERFORMANCE.md).
     A server whose code or data files change stops; PLANNER_NO_SERVER=1 runs a command in its own process."""
     from planner import client
 

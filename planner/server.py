@@ -51,11 +51,9 @@ def preload() -> dict:
     yet compiled are compiled by ``planner warmup`` in a process of its own (compiling runs them, and a run would
     start threads here). Returns counts and seconds, for the server's first line."""
     t0 = time.perf_counter()
-    compiled_now = False
     if not kernels_cached():
         subprocess.run([sys.executable, "-m", "planner.cli", "warmup"], check=False,
                        env=dict(os.environ, **{client.SKIP_ENV: "1"}))
-        compiled_now = True
     modules = import_all()
     for name in LIBRARIES:
         try:
@@ -66,8 +64,7 @@ def preload() -> dict:
     for module, names in DATA_CACHES:
         for name in names:
             getattr(importlib.import_module(module), name)()
-    return {"modules": len(modules), "kernels": kernels, "seconds": time.perf_counter() - t0,
-            "compiled": compiled_now}
+    return {"modules": len(modules), "kernels": kernels, "seconds": time.perf_counter() - t0}
 
 
 def import_all() -> list:

@@ -27,8 +27,8 @@ WARMUP_SCENARIO = "warmup.yaml"
 
 
 def warmup(progress=None) -> dict:
-    """Write the bytecode, then compile and cache the kernels: solve, simulate, estimate and frontier on a small scenario that reaches every
-    kind of option. Returns the seconds each step took; ``progress(step, seconds)`` after each."""
+    """Write the bytecode, then compile and cache the kernels: solve, simulate, estimate and frontier on a small
+    scenario that reaches every kind of option, then each parallel driver's other build. Returns the seconds each step took; ``progress(step, seconds)`` after each."""
     steps = {}
 
     def step(name, fn):

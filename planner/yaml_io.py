@@ -4,8 +4,8 @@
   with two rules of its own: ``1e6`` and ``9.0e6`` are numbers (YAML 1.2 style; PyYAML's YAML 1.1 wants
   ``9.0e+6``), and a scalar it cannot convert (an impossible date ``2027-02-30``, ``!!timestamp soon``,
   ``!!bool maybe``) stays its text, so that validation reports it against its field, with its line.
-* :func:`parse` reads what a user wrote (a scenario, a sweep file) with its rules and keeps the node tree, so that every
-  later error names a line (:func:`line_of`). Hostile input is refused as an InputError naming the file: more than
+* :func:`parse` reads what a user wrote (a scenario, a sweep file) with its rules and keeps the node tree, so that
+  every later error names a line (:func:`line_of`). Hostile input is refused as an InputError naming the file: more than
   ``MAX_NODES`` nodes after expanding aliases ("billion laughs"), a duplicate key, nesting too deep for the parser,
   a value it resolves but cannot convert; :func:`check_keys_are_text` refuses keys YAML reads as null, dates or
   numbers. Callers read the bytes with ``planner.inputs.read_bytes_limited`` (at most ``MAX_FILE_BYTES``, regular
@@ -212,7 +212,7 @@ def parse(text: str, file: str, what: str = "a scenario") -> tuple[Any, yaml.Nod
 def _nodes(text: str):
     """(loader, node tree) of ``text``: libyaml's where it reads the text, else PyYAML's (whose error propagates;
     its reader rejects control characters)."""
-    if FastLoader.__mro__[1] is not yaml.SafeLoader:  # built on libyaml's parser
+    if hasattr(yaml, "CSafeLoader"):  # FastLoader is built on libyaml's parser
         fast = FastLoader(text)
         try:
             return fast, fast.get_single_node()

@@ -207,15 +207,13 @@ MAX_SERIAL_CANDIDATES = 32
 MIN_PARALLEL_CANDIDATES = 2_000_000
 
 
-@contextlib.contextmanager
-def threads_for(candidates: int):
-    """Yields the threads a parallel driver should split ``candidates`` units of work over: SERIAL (its serial
-    build) up to MAX_SERIAL_CANDIDATES, 1 (its parallel build on the calling thread) below MIN_PARALLEL_CANDIDATES,
-    else numba's thread count."""
+def threads_for(candidates: int) -> int:
+    """The threads a parallel driver should split ``candidates`` units of work over: SERIAL (its serial build) up
+    to MAX_SERIAL_CANDIDATES, 1 (its parallel build on the calling thread) below MIN_PARALLEL_CANDIDATES, else
+    numba's thread count."""
     if candidates <= MAX_SERIAL_CANDIDATES:
-        yield SERIAL
-    else:
-        yield thread_count() if candidates >= MIN_PARALLEL_CANDIDATES else 1
+        return SERIAL
+    return thread_count() if candidates >= MIN_PARALLEL_CANDIDATES else 1
 
 
 @contextlib.contextmanager

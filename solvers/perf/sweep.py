@@ -356,10 +356,10 @@ def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dra
     ``max_servers[i]`` (default: no limit but ``queue.MAX_SERVERS``). Returns (n * s, N_ENGINE), row i * s + j.
     """
     cap = np.full(layouts.shape[0], np.inf) if max_servers is None else np.asarray(max_servers, dtype=np.float64)
-    with threads_for(layouts.shape[0] * draft_tokens.shape[0] * batches.shape[0]) as threads:
-        return _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
-                                       draft_tokens, accepted_tokens, prefill_rate, prefill_single_s, float(load),
-                                       float(scv), cap, threads)
+    threads = threads_for(layouts.shape[0] * draft_tokens.shape[0] * batches.shape[0])
+    return _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
+                                   draft_tokens, accepted_tokens, prefill_rate, prefill_single_s, float(load),
+                                   float(scv), cap, threads)
 
 
 @njit_parallel
@@ -481,9 +481,9 @@ def decode_sweep(model, hw, tp, pp, ep, streams, context_avg, context_max, draft
     """Decode breakdowns of many configurations at once (``speculative_decode_breakdown``: plain decode when
     ``draft_tokens`` is 0): ``tp, pp, ep, streams`` are equal-length arrays. Returns an (n, N_BREAKDOWN) array."""
     draft = np.zeros(L.N_MODEL) if draft is None else draft
-    with threads_for(BREAKDOWN_WORK * len(tp)) as threads:
-        return _decode_sweep(model, draft, hw, tp, pp, ep, streams, float(context_avg), float(context_max),
-                             float(draft_tokens), float(accepted_tokens), threads)
+    threads = threads_for(BREAKDOWN_WORK * len(tp))
+    return _decode_sweep(model, draft, hw, tp, pp, ep, streams, float(context_avg), float(context_max),
+                         float(draft_tokens), float(accepted_tokens), threads)
 
 
 @njit_parallel
@@ -506,9 +506,9 @@ def colocated_points(model, hw, wl, layouts, batches, draft_tokens=0.0, accepted
     frontier, ``estimate`` and calibration see it: (n_layouts * nb, N_POINT) in slots P_*, row i * nb + k. The
     prefill of each layout is computed once; no queueing (one prompt's prefill alone is the TTFT)."""
     draft = np.zeros(L.N_MODEL) if draft is None else draft
-    with threads_for(layouts.shape[0] * batches.shape[0]) as threads:
-        return _colocated_points(model, draft, hw, wl, layouts, batches, float(draft_tokens), float(accepted_tokens),
-                                 threads)
+    threads = threads_for(layouts.shape[0] * batches.shape[0])
+    return _colocated_points(model, draft, hw, wl, layouts, batches, float(draft_tokens), float(accepted_tokens),
+                             threads)
 
 
 @njit_parallel
@@ -576,10 +576,10 @@ def _colocated_point_per_hardware(model, draft, hws, wl, layout, batch, draft_to
 def split_decode_sweep(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams, context_avg,
                        context_max, draft_tokens, accepted_tokens, micro_batches):
     """``split_decode_breakdown`` for many (chips_a, chips_f, ep_a, streams) rows. Returns (n, N_SPLIT)."""
-    with threads_for(SPLIT_ROW_WORK * len(chips_a)) as threads:
-        return _split_decode_sweep(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams,
-                                   float(context_avg), float(context_max), float(draft_tokens),
-                                   float(accepted_tokens), float(micro_batches), threads)
+    threads = threads_for(SPLIT_ROW_WORK * len(chips_a))
+    return _split_decode_sweep(attn_model, ffn_model, draft, hw_a, hw_f, chips_a, chips_f, ep_a, streams,
+                               float(context_avg), float(context_max), float(draft_tokens),
+                               float(accepted_tokens), float(micro_batches), threads)
 
 
 @njit_parallel

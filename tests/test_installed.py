@@ -150,7 +150,10 @@ def test_fleet_only_buys_nothing_and_serves_the_most_it_can(fleet_only_plan):
     assert d["objective"] == "max_served" and d["inputs"]["scenario"]["max_new_racks"] == 0
     assert not any(r["racks_new"] for r in d["fleet"])
     shares = {w["workload"]: w["served_share"] for w in d["workloads"]}
-    assert 0.0 <= min(shares.values()) < 1.0 and max(shares.values()) == pytest.approx(1.0)
+    # the fleet serves one workload whole, to within the 0.1% gap the shipped scenario asks of its solver (SCIP
+    # stops at 0.9992 of it where HiGHS stops at all of it, each a plan within that gap of the other)
+    gap = load_scenario(SHIPPED).solver.relative_gap
+    assert 0.0 <= min(shares.values()) < 1.0 and max(shares.values()) == pytest.approx(1.0, abs=gap)
     assert all(c["ok"] for c in check(d))
     json.dumps(d, allow_nan=False)  # nothing unserved turns into NaN
 

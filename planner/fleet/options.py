@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -71,6 +73,10 @@ def spec_settings(demand: Demand) -> tuple[list, np.ndarray, np.ndarray]:
     settings = demand.speculation().settings()
     return (settings, np.array([float(k) for k, _ in settings]),
             np.array([spec_tokens(float(k), float(a))[1] for k, a in settings]))
+
+
+class PastDeadline(Exception):
+    """A scoring job found the run's deadline passed (``options_for`` says how many workloads were done)."""
 
 
 @dataclass
@@ -561,41 +567,68 @@ def single_kinds(d: Demand, model: Model, hardware: dict[str, Hardware], singles
     return out
 
 
-def workload_options(d: Demand, models: dict[str, Model], hardware: dict[str, Hardware], singles, pairs, opts: Options,
-                     measurements, headroom: float, efficiency: dict | None, layouts: Layouts) -> None:
-    """The options of one workload on every system and pair: first from its measurements, for each drafter it
-    considers (``variants``); then from the model, for each drafter, on every (system, precision) no measurement
-    speaks for (a measured system and precision takes every option from its measurements, whichever drafter)."""
+def workload_jobs(d: Demand, models: dict[str, Model], hardware: dict[str, Hardware], singles, pairs, measurements,
+                  headroom: float, efficiency: dict | None, layouts: Layouts) -> tuple[Options, list, list]:
+    """The options of one workload in pieces: those its measurements give, for each drafter it considers
+    (``variants``), scored here; then the model's, as jobs to run anywhere: one per system (every drafter on it, on
+    every precision no measurement speaks for: a measured system and precision takes every option from its
+    measurements, whichever drafter) and one per drafter for the pairs. Returns (measured, system jobs, pair jobs);
+    ``assembled`` puts their parts in order."""
     model = models[d.model]
     systems = single_kinds(d, model, hardware, singles)
-    measured = {h: set() for h in systems}
-    for v in (d.variants() if measurements else ()):
+    variants = d.variants()
+    measured, covered = Options(), {h: set() for h in systems}
+    for v in (variants if measurements else ()):
         for h, kinds in systems.items():
-            measured[h] |= measured_options(v, model, hardware[h], kinds, measurements, headroom, opts, efficiency)
-    known: dict = {}  # the kernels' tables by their arguments, shared by the drafters (system_for)
-    for i, v in enumerate(d.variants()):
-        drafter_options(v, model, models, hardware, systems, measured, pairs, opts, efficiency, layouts, i == 0,
-                        known)
+            covered[h] |= measured_options(v, model, hardware[h], kinds, measurements, headroom, measured, efficiency)
+    known: dict = {}  # the kernels' tables by their arguments, shared by the drafters and systems (system_for)
+    system_jobs = [functools.partial(system_options, variants, model, models, hardware[h], kinds, covered[h],
+                                     efficiency, layouts, known) for h, kinds in systems.items()]
+    pair_jobs = [functools.partial(pair_options, v, model, models, hardware, pairs, efficiency, layouts)
+                 for v in variants] if pairs else []
+    return measured, system_jobs, pair_jobs
 
 
-def drafter_options(d: Demand, model: Model, models: dict[str, Model], hardware: dict[str, Hardware], systems: dict,
-                    measured: dict, pairs, opts: Options, efficiency: dict | None, layouts: Layouts,
-                    first: bool = True, known: dict | None = None) -> None:
-    """The model's options of one workload under one drafter (``d`` is one of its ``variants``); the kinds that
-    decode nothing (prefill pools) only for the ``first``, since no drafter changes them. ``known``: tables the
-    workload's other drafters computed (``system_for``)."""
-    draft = drafter(d, model, models)
-    lengths = d.prefill_lengths()  # the same on every system
-    for h, kinds in systems.items():
-        hw = hardware[h]
-        kinds = [k for k in kinds if first or k.covers_decode]
+def assembled(measured: Options, system_parts: list[list[Options]], pair_parts: list[Options]) -> Options:
+    """A workload's options in the order of one drafter at a time: its measured ones, then per drafter its options
+    on each system and then on the pairs (the columns the MILP sees, whichever job finished first)."""
+    out = Options()
+    out.extend(measured)
+    for i in range(max(len(pair_parts), max((len(p) for p in system_parts), default=0))):
+        for parts in system_parts:
+            out.extend(parts[i])
+        if pair_parts:
+            out.extend(pair_parts[i])
+    return out
+
+
+def system_options(variants: list[Demand], model: Model, models: dict[str, Model], hw: Hardware, kinds: list,
+                   covered: set, efficiency: dict | None, layouts: Layouts, known: dict) -> list[Options]:
+    """The model's options of one workload on one system, one Options per drafter (``variants``); the kinds that
+    decode nothing (prefill pools) only for the first, since no drafter changes them; the precisions in
+    ``covered`` (measured) left out. ``known``: tables computed before (``system_for``)."""
+    lengths = variants[0].prefill_lengths()  # the same for every drafter
+    parts = []
+    for i, d in enumerate(variants):
+        opts = Options()
+        draft = drafter(d, model, models)
+        todo = [k for k in kinds if i == 0 or k.covers_decode]
         for prec in precisions_for(hw, d):
-            if prec in measured[h] or not kinds:
+            if prec in covered or not todo:
                 continue
             sys = system_for(d, model, hw, prec, draft, efficiency_of(efficiency, hw), layouts, known=known,
                              lengths=lengths)
-            for kind in kinds:
+            for kind in todo:
                 kind.generate(d, model, sys, opts)
+        parts.append(opts)
+    return parts
+
+
+def pair_options(d: Demand, model: Model, models: dict[str, Model], hardware: dict[str, Hardware], pairs,
+                 efficiency: dict | None, layouts: Layouts) -> Options:
+    """The model's options of one workload under one drafter (``d`` is one of its ``variants``) on every pair of
+    systems that may serve the pair kinds' roles."""
+    opts, draft = Options(), drafter(d, model, models)
     for kind in pairs:
         for hw_a in hardware.values():
             for hw_f in hardware.values():
@@ -603,6 +636,7 @@ def drafter_options(d: Demand, model: Model, models: dict[str, Model], hardware:
                         hw_f, model, kind.needs[1]) and (
                         not d.allow_hardware or {hw_a.id, hw_f.id} <= set(d.allow_hardware)):
                     kind.generate(d, model, hw_a, hw_f, opts, draft, efficiency, layouts)
+    return opts
 
 
 def option_at_servers(cols: dict, j: int, demand: Demand, models: dict[str, Model], hardware: dict[str, Hardware],
@@ -640,28 +674,35 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
     workloads it raises PlannerError: the run's time limit covers the engine too. ``efficiency``: family ->
     parameters where a scenario sets its own (``efficiency:``), else each family's calibrated values; ``layouts``
     the layouts the scenario allows (its serving stack's engines', or any)."""
-    import time
-
-    opts = Options()
     singles = [k for k in KINDS.values() if not k.pair]
     pairs = [k for k in KINDS.values() if k.pair]
+    opts = Options()
 
-    def scored(n_d):
-        n, d = n_d
+    def before_deadline(job):
         if time.monotonic() > deadline:
-            raise PlannerError(f"the time limit ran out while scoring candidates ({n} of {len(demands)} workloads "
-                               f"done); raise --time-limit (or solver.time_limit_s)")
-        part = Options()
-        workload_options(d, models, hardware, singles, pairs, part, measurements, headroom, efficiency, layouts)
-        return part
+            raise PastDeadline
+        return job()
 
-    # Workloads are scored on numba's threads at once: the kernels release the GIL (nogil), so one workload's kernels
-    # overlap another's Python (mixed-site 0.42 -> 0.29 s); merged in the workloads' order, the columns are those
-    # of one at a time.
-    with concurrent.futures.ThreadPoolExecutor(max(1, min(thread_count(), len(demands)))) as pool:
+    # Each workload's systems (and pairs) are scored as jobs on numba's threads at once: the kernels release the GIL
+    # (nogil), so one job's kernels overlap another's Python, and jobs of one system balance the threads better than
+    # whole workloads (mixed-site 0.29 -> 0.2 s). Merged in the workloads' order, the columns are those of one job
+    # at a time.
+    with concurrent.futures.ThreadPoolExecutor(max(1, thread_count())) as pool:
+        futures = []
+        for d in demands:
+            measured, system_jobs, pair_jobs = workload_jobs(d, models, hardware, singles, pairs, measurements,
+                                                             headroom, efficiency, layouts)
+            futures.append((measured, [pool.submit(before_deadline, j) for j in system_jobs],
+                            [pool.submit(before_deadline, j) for j in pair_jobs]))
         if progress and demands:
             progress(0, len(demands), f"scoring {demands[0].name}")
-        for n, part in enumerate(pool.map(scored, enumerate(demands))):
+        for n, (measured, system_futures, pair_futures) in enumerate(futures):
+            try:
+                part = assembled(measured, [f.result() for f in system_futures], [f.result() for f in pair_futures])
+            except PastDeadline:
+                pool.shutdown(cancel_futures=True)
+                raise PlannerError(f"the time limit ran out while scoring candidates ({n} of {len(demands)} "
+                                   f"workloads done); raise --time-limit (or solver.time_limit_s)") from None
             opts.extend(part)
             if progress and n + 1 < len(demands):
                 progress(n + 1, len(demands), f"scoring {demands[n + 1].name}")

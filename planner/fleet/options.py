@@ -685,8 +685,8 @@ def options_for(demands: list[Demand], models: dict[str, Model], hardware: dict[
 
     # Each workload's systems (and pairs) are scored as jobs on numba's threads at once: the kernels release the GIL
     # (nogil), so one job's kernels overlap another's Python, and jobs of one system balance the threads better than
-    # whole workloads (mixed-site 0.29 -> 0.2 s). Merged in the workloads' order, the columns are those of one job
-    # at a time.
+    # whole workloads (installed-h100-site 0.28 -> 0.23 s). Merged in the workloads' order, the columns are those of
+    # one job at a time.
     with concurrent.futures.ThreadPoolExecutor(max(1, thread_count())) as pool:
         futures = []
         for d in demands:

@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLANNER = [sys.executable, "-m", "planner.cli"]
+# the executable users run (planner.launcher), where installed; else the module
+EXE = Path(sys.executable).parent / "planner"
+PLANNER = [str(EXE)] if EXE.exists() else [sys.executable, "-m", "planner.cli"]
 
 
 def wall(args, env) -> float:

@@ -975,12 +975,11 @@ def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger
 
 
 def entry() -> None:
-    """The ``planner`` executable: a command runs in this checkout's ``planner serve`` where one runs, else here."""
-    from planner.client import forward
+    """``python -m planner.cli``: a command runs in this checkout's ``planner serve`` where one runs, else here (the
+    ``planner`` executable is planner.launcher's, which imports this module only for a command run here)."""
+    from planner.client import exit_if_served
 
-    code = forward(sys.argv[1:])
-    if code is not None:
-        sys.exit(code)
+    exit_if_served(sys.argv[1:])
     main()
 
 

@@ -142,6 +142,14 @@ def ask(kind: bytes) -> dict | None:
             return None
 
 
+def exit_if_served(argv: list[str]) -> None:
+    """Run ``planner argv`` in this checkout's server and exit with its status, where one takes it (``forward``);
+    return where the command must run here."""
+    code = forward(argv)
+    if code is not None:
+        sys.exit(code)
+
+
 def forward(argv: list[str]) -> int | None:
     """Run ``planner argv`` in this checkout's server; its exit status, or None where it must run here (no server,
     a server of other code or startup settings, or descriptors that cannot be passed)."""

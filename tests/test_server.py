@@ -182,3 +182,17 @@ def test_a_socket_in_a_folder_others_can_enter_is_never_used():
         assert client.private(Path(folder))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_planner_executable_hands_a_command_over_before_importing_the_cli(served):
+    env, _ = served
+    exe = Path(sys.executable).parent / "planner"
+    if not exe.exists():
+        pytest.skip("no planner executable beside this interpreter (not installed)")
+    before = commands_run(env)
+    warm = subprocess.run([str(exe), "catalog", "--format", "json"], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    alone = planner(["catalog", "--format", "json"], dict(env, PLANNER_NO_SERVER="1"))
+    assert commands_run(env) == before + 1 and (warm.returncode, warm.stdout) == (alone.returncode, alone.stdout)
+    code = "import sys, planner.launcher; print(sorted(m for m in ('click', 'planner.cli') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"

@@ -48,6 +48,7 @@ class Backend:
     gap: str  # what its gap means, and why the absolute gap is always handed as 0 (or as the caller gives it)
     proof_emphasis: str = ""  # its emphasis setting (a GScipParameters.Emphasis name) for a first solve, one with no
     # known plan to start from, where proving the gap is the work (solve_parameters' from_scratch)
+    proof_int_params: tuple = ()  # (name, value) of its integer parameters for such a solve, after the emphasis
 
     @property
     def exact_continuous(self) -> bool:
@@ -58,7 +59,7 @@ class Backend:
 BACKENDS: dict[str, Backend] = {
     "scip": Backend("scip", "SCIP", "GSCIP", takes_hints=True, scales_continuous=False, time_limit_names=("TIME",),
                     gap="relative gap |primal - dual| / min(|primal|, |dual|); absolute gap 0 unless given",
-                    proof_emphasis="OPTIMALITY"),
+                    proof_emphasis="OPTIMALITY", proof_int_params=(("presolving/maxrestarts", 0),)),
     "highs": Backend("highs", "HiGHS", "HIGHS", takes_hints=True, scales_continuous=False,
                      time_limit_names=("TIME", "UNDETERMINED"),
                      gap="relative gap |primal - dual| / |primal|; its own absolute gap of 1e-6 would hide the "
@@ -196,7 +197,10 @@ def solve_parameters(built, time_limit_s: float, relative_gap: float, absolute_g
     ``from_scratch``: a first solve, with no known plan to start from: the backend's ``proof_emphasis``. SCIP's
     optimality emphasis (aggressive cuts, more strong branching) proved mixed-site's first MILP to its 1e-4 gap in
     0.64 s of CPU against 1.21 s, on the same plan; a re-solve handed the plan before it as a hint spends its time
-    otherwise, and there the default was faster (0.23 against 0.37 s), so it keeps it."""
+    otherwise, and there the default was faster (0.23 against 0.37 s), so it keeps it. With the emphasis, SCIP's
+    restart after the root (a second presolve once many integers are fixed there) costs these small MILPs more than
+    it saves: without it mixed-site's first solve took 0.54 s against 0.63 s and installed-h100-site's 0.13 s
+    against 0.19 s, on the same plans (no shipped first solve was slower)."""
     from ortools.math_opt.python import mathopt
 
     # A run whose first solve spent its whole limit leaves the tie-break a negative remainder, which MathOpt
@@ -215,6 +219,8 @@ def solve_parameters(built, time_limit_s: float, relative_gap: float, absolute_g
         from ortools.math_opt.solvers.gscip import gscip_pb2
 
         params.gscip.emphasis = getattr(gscip_pb2.GScipParameters, emphasis)
+        for name, value in BACKENDS[built.solver].proof_int_params:
+            params.gscip.int_params[name] = value
     return params
 
 

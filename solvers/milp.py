@@ -514,8 +514,6 @@ class FleetSolution:
     revenue: float = 0.0  # max_revenue: USD/year of the served shares
     tie_break: str = ""  # what (T) did, in words; empty when it did not run
     rented: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [R] (12): chips rented from each offer
-    closed: bool = False  # the solver proved this very plan optimal outright, its primal bound equal to its dual
-    # bound: no plan is strictly better, so a re-solve of the same problem handed it as its hint keeps it
 
 
 def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
@@ -573,8 +571,6 @@ def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
         return FleetSolution(np.zeros(H, dtype=np.int64), np.zeros(J), status, math.nan, bound, math.nan,
                              built.solver, raw.wall_seconds, built.build_seconds, detail)
     racks, replicas = _plan_values(problem, built, result)
-    bounds = result.termination.objective_bounds
-    closed = status == "optimal" and float(bounds.primal_bound) == float(bounds.dual_bound)
     rented = (np.clip(np.asarray(result.variable_values(built.rented), dtype=float), 0.0, problem.rent_max_chips)
               if built.rented else np.zeros(0))
     shares, revenue = np.zeros(0), 0.0
@@ -589,7 +585,7 @@ def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
         ev_repaired = evaluate(problem, racks, repaired, rented=rented)
         if len(ev_repaired.violations) < len(ev.violations):
             detail += f"; continuous replicas re-solved after rounding (had {', '.join(ev.violations)})"
-            replicas, ev, closed = repaired, ev_repaired, False
+            replicas, ev = repaired, ev_repaired
     if built.shares:  # profit, as the negative of what was minimised
         # The plan sells all that its replicas serve: a solver may stop with a share a hair below it (SCIP left
         # 0.9996 of a demand its replicas covered whole), so the shares are read off the plan, not the solver.
@@ -599,12 +595,11 @@ def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
         bound = min(dual * TIE_FACTOR, objective) if math.isfinite(dual) else -math.inf
         gap = (objective - bound) / max(abs(objective), 1.0)
         return FleetSolution(racks, replicas, status, objective, bound, gap, built.solver, raw.wall_seconds,
-                             built.build_seconds, detail, ev.violations, shares, revenue, rented=rented,
-                             closed=closed and not ev.violations)
+                             built.build_seconds, detail, ev.violations, shares, revenue, rented=rented)
     bound = min(bound, ev.objective)  # a bound above the plan's value is solver tolerance, not information
     gap = (ev.objective - bound) / ev.objective if ev.objective > 0 else 0.0
     return FleetSolution(racks, replicas, status, ev.objective, bound, gap, built.solver, raw.wall_seconds,
-                         built.build_seconds, detail, ev.violations, rented=rented, closed=closed and not ev.violations)
+                         built.build_seconds, detail, ev.violations, rented=rented)
 
 
 def served_problem(problem: FleetProblem, shares: np.ndarray) -> FleetProblem:
@@ -773,7 +768,7 @@ def _with_first_bound(sol: FleetSolution, first: FleetSolution, extra_seconds: f
     gap = (sol.objective - bound) / max(abs(sol.objective), 1.0 if len(sol.shares) else 1e-300)
     return dataclasses.replace(sol, best_bound=bound, relative_gap=max(gap, 0.0) if sol.objective else 0.0,
                                solve_seconds=first.solve_seconds + extra_seconds,
-                               build_seconds=first.build_seconds, detail=first.detail, tie_break=note, closed=False)
+                               build_seconds=first.build_seconds, detail=first.detail, tie_break=note)
 
 
 # ---- evaluate: every constraint and the objective, from the plan alone ----------------------------------------

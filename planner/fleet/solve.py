@@ -74,7 +74,7 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None) ->
     """The plan's pools against the pools its options were sized for (MODEL.md 9.2, OPTIMIZER.md 14): where a pool
     has fewer servers than its option's ``servers`` (c_assumed), that option is generated again at the pool's
     whole servers and the MILP solved again (unless the figures it reads did not move and its plan was proved
-    optimal outright: the plan then stands). c_assumed only decreases, so this ends; after REPAIR_ROUNDS rounds,
+    within the gap: the plan then stands). c_assumed only decreases, so this ends; after REPAIR_ROUNDS rounds,
     every pooled option is generated at one server (which any pool has) and solved once more. Returns the Built
     and solution of the last solve. A plan exists here, so the time limit never ends in an error: where the deadline
     passes before a round (or a round's solve ends with no plan in the time left), the plan so far is the answer,
@@ -92,8 +92,8 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None) ->
             progress(0, 1, f"pools smaller than assumed: {len(caps)} option(s) sized again, solving again")
         again = with_options_at(built, caps) if deadline > time.monotonic() else None
         # Sized again, the figures the MILP reads did not move (a pool's TTFT and servers did): the same MILP, whose
-        # plan, proved optimal outright, a re-solve from it as its hint would keep.
-        if again and sol.closed and same_problem(again.problem, built.problem):
+        # plan the solver already proved within the requested gap, so the plan stands without a second search.
+        if again and sol.status == "optimal" and not sol.violations and same_problem(again.problem, built.problem):
             built = again
             continue
         start = (sol.racks, sol.replicas) if again and again.problem.n_columns == built.problem.n_columns else None

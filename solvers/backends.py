@@ -59,7 +59,8 @@ class Backend:
 BACKENDS: dict[str, Backend] = {
     "scip": Backend("scip", "SCIP", "GSCIP", takes_hints=True, scales_continuous=False, time_limit_names=("TIME",),
                     gap="relative gap |primal - dual| / min(|primal|, |dual|); absolute gap 0 unless given",
-                    proof_emphasis="OPTIMALITY", proof_int_params=(("presolving/maxrestarts", 0),)),
+                    proof_emphasis="OPTIMALITY",
+                    proof_int_params=(("presolving/maxrestarts", 0), ("separating/maxrounds", 0))),
     "highs": Backend("highs", "HiGHS", "HIGHS", takes_hints=True, scales_continuous=False,
                      time_limit_names=("TIME", "UNDETERMINED"),
                      gap="relative gap |primal - dual| / |primal|; its own absolute gap of 1e-6 would hide the "
@@ -197,10 +198,10 @@ def solve_parameters(built, time_limit_s: float, relative_gap: float, absolute_g
     ``from_scratch``: a first solve, with no known plan to start from: the backend's ``proof_emphasis``. SCIP's
     optimality emphasis (aggressive cuts, more strong branching) proved mixed-site's first MILP to its 1e-4 gap in
     0.64 s of CPU against 1.21 s, on the same plan; a re-solve handed the plan before it as a hint spends its time
-    otherwise, and there the default was faster (0.23 against 0.37 s), so it keeps it. With the emphasis, SCIP's
-    restart after the root (a second presolve once many integers are fixed there) costs these small MILPs more than
-    it saves: without it mixed-site's first solve took 0.54 s against 0.63 s and installed-h100-site's 0.13 s
-    against 0.19 s, on the same plans (no shipped first solve was slower)."""
+    otherwise, and there the default was faster (0.23 against 0.37 s), so it keeps it. With the emphasis, these small
+    MILPs prove faster with no restart after the root (a second presolve once the root fixes many integers) and cuts
+    at the root only (``proof_int_params``): mixed-site's first solve 0.47 s against 0.63 s, installed-h100-site's
+    0.14 s against 0.19 s, no shipped first solve slower, and every shipped plan the same to the last replica."""
     from ortools.math_opt.python import mathopt
 
     # A run whose first solve spent its whole limit leaves the tie-break a negative remainder, which MathOpt

@@ -287,6 +287,53 @@ def test_the_comparisons_are_never_better_than_the_optimum(grow_plan):
 
 
 @pytest.mark.integration
+def test_comparisons_solved_beside_a_solve_whose_milp_then_moved_are_solved_again(monkeypatch):
+    """The myopic and mean-demand plans are solved on a worker while the build-out itself is; this one's pools'
+    repair moves its MILP, so they are solved again on the MILP the plan comes from, and those are reported."""
+    import threading
+
+    from planner.fleet import buildout
+    from planner.fleet.solve import solve
+
+    monkeypatch.setattr(buildout, "thread_count", lambda: 2)
+    calls, main = [], threading.get_ident()
+    myopic = buildout.myopic
+    monkeypatch.setattr(buildout, "myopic", lambda bo, *a: calls.append((threading.get_ident(), bo.problem))
+                        or myopic(bo, *a))
+    plan = solve(scenario())
+    assert len(calls) == 2 and calls[0][0] != main and calls[1][0] == main
+    assert calls[1][1] is plan.built.problem and not MP.same_problem(calls[0][1], calls[1][1])
+    near, mean = buildout.comparisons(plan.built, "scip", 60, scenario().solver.relative_gap)
+    d = plan.to_dict()
+    assert d["mean_demand_net_present_cost_usd"] == buildout.present_cost_of(plan.built, mean.buys)
+    assert d["myopic_net_present_cost_usd"] == buildout.present_cost_of(plan.built, near[0])
+
+
+def test_a_build_out_repair_that_leaves_the_milp_the_same_keeps_the_plan(monkeypatch):
+    """Options sized again whose figures the build-out's MILP reads did not move: a plan proved within its gap
+    stands, with no re-solve; a plan stopped by the time limit is solved again."""
+    import time
+    import types
+
+    from planner.fleet import buildout
+
+    problem = one_type()
+    settings_ = types.SimpleNamespace(name="scip", relative_gap=1e-3, time_limit_s=60.0)
+    built = types.SimpleNamespace(options={"servers": np.array([2.0])})  # the last round sizes it for one server
+    again = types.SimpleNamespace(problem=dataclasses.replace(problem), built=built)
+    monkeypatch.setattr(buildout, "pools_smaller_than_assumed", lambda bo, sol: {0: 1.0})
+    monkeypatch.setattr(buildout, "with_options_at", lambda built, caps: None)
+    monkeypatch.setattr(buildout, "build_buildout", lambda *a, **k: again)
+    for status, solves in (("optimal", 0), ("time_limit", 1)):
+        solved = []
+        monkeypatch.setattr(buildout, "optimize", lambda *a, **k: solved.append(a) or sol)
+        sol = types.SimpleNamespace(status=status, violations=(), buys=None, replicas=None)
+        bo, got = buildout.repair_buildout_pools(None, types.SimpleNamespace(problem=problem, built=built), sol,
+                                                 settings_, time.monotonic() + 60)
+        assert bo is again and got is sol and len(solved) == solves * (buildout.REPAIR_ROUNDS + 1)
+
+
+@pytest.mark.integration
 def test_one_period_is_todays_solve():
     from planner.fleet.solve import solve
 
@@ -420,15 +467,26 @@ def test_the_shipped_build_out_against_its_golden_figures(shipped):
     assert d["value_of_stochastic_solution_usd"] >= -gap * d["net_present_cost_usd"]
 
 
+@pytest.mark.integration
+def test_the_shipped_build_outs_comparisons_solved_beside_it_are_those_of_its_milp(shipped):
+    """Its pools' repair leaves its MILP the same, so the comparisons solved beside the solve stand: they are the
+    plans the same comparisons solved afterwards on the plan's own MILP give."""
+    from planner.fleet import buildout
+
+    plan = shipped
+    near, mean = buildout.comparisons(plan.built, "scip", 120, plan.built.scenario.solver.relative_gap)
+    d = plan.to_dict()
+    assert d["mean_demand_net_present_cost_usd"] == buildout.present_cost_of(plan.built, mean.buys)
+    assert d["myopic_net_present_cost_usd"] == buildout.present_cost_of(plan.built, near[0])
+
+
 @pytest.mark.slow  # 120 s of HiGHS (make test-slow); the tiny build-outs hold SCIP and HiGHS to the brute force
 @pytest.mark.integration
 def test_scip_and_highs_agree_on_the_shipped_build_out(shipped):
-    from planner.fleet.solve import solve
-    from planner.scenario import load_scenario
-
     """The MILP the plan was solved from (its prefill pools sized for every period, OPTIMIZER.md 14) solved by
     HiGHS: the same objective within twice the gap (HiGHS needs minutes where SCIP needs seconds, so it solves the
     repaired MILP once rather than the whole run)."""
+    from planner.scenario import load_scenario
     from solvers.multiperiod import optimize
 
     sc = load_scenario(SHIPPED)

@@ -26,7 +26,8 @@ from planner.fleet.problem import build_problem, demand_rows, demands_of
 from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
 from solvers.backends import on_worker
 from solvers.jit import thread_count
-from solvers.multiperiod import BuildOutProblem, evaluate, installed_of, optimize, optimize_each_scenario
+from solvers.multiperiod import (BuildOutProblem, evaluate, installed_of, optimize, optimize_each_scenario,
+                                 same_problem)
 from solvers.vocabulary import HAS_PLAN
 
 
@@ -220,6 +221,21 @@ def comparisons(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
                         lambda: mean_demand(bo, solver, time_limit_s, gap))
 
 
+def comparisons_meanwhile(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
+    """``comparisons`` of ``bo`` started on a worker thread, one after the other, while this thread solves the
+    build-out itself (a single-threaded solve leaves the other core idle); returns the function that waits for them
+    and gives (myopic plan, mean-demand plan, seconds they took). None where there is one thread to give."""
+    if thread_count() < 2:
+        return None
+
+    def both():
+        started = time.monotonic()
+        near, mean = myopic(bo, solver, time_limit_s, gap), mean_demand(bo, solver, time_limit_s, gap)
+        return near, mean, time.monotonic() - started
+
+    return on_worker(both, "planner-comparison")
+
+
 def side_by_side(first, second):
     """(first(), second()): ``second`` on a worker thread while this one runs ``first`` where there are two
     threads to give (``solvers.jit.thread_count``; the solvers release the GIL), one after the other otherwise.
@@ -391,7 +407,8 @@ def repair_buildout_pools(scenario, bo: BuiltOut, sol, settings, deadline: float
     """``solve.repair_pools`` over every period: an option whose prefill pool is smaller in some period than the
     pool it was sized for is generated again at that period's servers and the build-out solved again (the
     smallest pool bounds every period's queue); after REPAIR_ROUNDS rounds every pooled option is sized for one
-    server. Returns the BuiltOut and solution of the last solve."""
+    server. A round that leaves the MILP the same (only pools' TTFTs and servers moved, which no row reads) keeps the
+    plan already proved within the gap. Returns the BuiltOut and solution of the last solve."""
     for rnd in range(REPAIR_ROUNDS + 1):
         if sol.status not in HAS_PLAN:
             return bo, sol
@@ -404,8 +421,10 @@ def repair_buildout_pools(scenario, bo: BuiltOut, sol, settings, deadline: float
         if progress:
             progress(0, 1, f"pools smaller than assumed in some period: {len(caps)} option(s) sized again, "
                            "solving again")
-        columns = bo.problem.n_columns
+        columns, before = bo.problem.n_columns, bo.problem
         bo = build_buildout(scenario, progress, deadline, built=with_options_at(bo.built, caps))
+        if sol.status == "optimal" and not sol.violations and same_problem(bo.problem, before):
+            continue  # only pools' TTFTs and servers moved: the MILP already solved, its plan within the gap stands
         left = deadline - time.monotonic()
         if left <= 0:
             raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools "
@@ -596,14 +615,20 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
         progress(0, 1, f"solving the build-out ({bo.problem.n_periods} periods, {bo.problem.n_scenarios} "
                        f"scenarios, {bo.problem.n_columns} columns)")
     left = max(settings.time_limit_s - engine_s, 1.0)
+    # The comparisons need only the MILP, which the pools' repair leaves the same unless a column's figures moved:
+    # they run beside the solve and are kept where the MILP they solved is the one the plan comes from.
+    compared, meanwhile = bo.problem, comparisons_meanwhile(bo, settings.name, left, settings.relative_gap)
     sol = optimize(bo.problem, settings.name, left, settings.relative_gap)
     bo, sol = repair_buildout_pools(scenario, bo, sol, settings, started + settings.time_limit_s, progress)
     left = max(started + settings.time_limit_s - time.monotonic(), 1.0)
     if sol.status not in HAS_PLAN:
         raise InfeasibleError(f"no feasible build-out ({sol.status}): some period's demand cannot be served within "
                               f"its power budget, floor space and the systems on sale by then")
-    mid = time.monotonic()
-    near, mean = comparisons(bo, settings.name, left, settings.relative_gap)
+    near, mean, comparisons_s = meanwhile() if meanwhile is not None else (None, None, math.nan)
+    if meanwhile is None or not same_problem(bo.problem, compared):
+        mid = time.monotonic()
+        near, mean = comparisons(bo, settings.name, left, settings.relative_gap)
+        comparisons_s = time.monotonic() - mid
     myopic_value = myopic_cost = None
     if near is not None:
         ev = evaluate(bo.problem, *near)
@@ -628,7 +653,7 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
         bo.problem.probability.tolist(), order, present_cost_of(bo, buys), myopic_cost,
         present_cost_of(bo, mean.buys) if mean is not None else None, buildout_checks(bo, sol),
         buildout_assumptions(bo),
-        provenance(), {"engine_s": engine_s, "solve_s": sol.solve_seconds, "comparisons_s": time.monotonic() - mid},
+        provenance(), {"engine_s": engine_s, "solve_s": sol.solve_seconds, "comparisons_s": comparisons_s},
         problem_inputs(bo, sol), OBJECTIVE_UNITS[scenario.objective], sol.objective, myopic_value,
         mean.objective if mean is not None else None, sol.revenue if bo.problem.sells else None)
     plan.built = bo

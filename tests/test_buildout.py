@@ -309,6 +309,20 @@ def test_comparisons_solved_beside_a_solve_whose_milp_then_moved_are_solved_agai
     assert d["myopic_net_present_cost_usd"] == buildout.present_cost_of(plan.built, near[0])
 
 
+@pytest.mark.integration
+def test_an_infeasible_build_out_says_so_and_leaves_no_comparison_running(monkeypatch):
+    import threading
+
+    from planner.errors import InfeasibleError
+    from planner.fleet import buildout
+    from planner.fleet.solve import solve
+
+    monkeypatch.setattr(buildout, "thread_count", lambda: 2)
+    with pytest.raises(InfeasibleError, match="no feasible build-out"):
+        solve(scenario(**{"site.power_budget_mw": [0.02, 0.02, 0.02]}))
+    assert not [t for t in threading.enumerate() if t.name == "planner-comparison"]
+
+
 def test_a_build_out_repair_that_leaves_the_milp_the_same_keeps_the_plan(monkeypatch):
     """Options sized again whose figures the build-out's MILP reads did not move: a plan proved within its gap
     stands, with no re-solve; a plan stopped by the time limit is solved again."""

@@ -9,6 +9,7 @@ mean-demand one (planned for the expected demand, its first order then evaluated
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -622,6 +623,9 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     bo, sol = repair_buildout_pools(scenario, bo, sol, settings, started + settings.time_limit_s, progress)
     left = max(started + settings.time_limit_s - time.monotonic(), 1.0)
     if sol.status not in HAS_PLAN:
+        if meanwhile is not None:  # no solve of the comparisons left running behind the error
+            with contextlib.suppress(Exception):
+                meanwhile()
         raise InfeasibleError(f"no feasible build-out ({sol.status}): some period's demand cannot be served within "
                               f"its power budget, floor space and the systems on sale by then")
     near, mean, comparisons_s = meanwhile() if meanwhile is not None else (None, None, math.nan)

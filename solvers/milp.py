@@ -430,9 +430,11 @@ class FleetProblem:
 
 
 # ---- derived data (pure functions of the problem) -------------------------------------------------------------
-def same_problem(a: FleetProblem, b: FleetProblem) -> bool:
-    """Whether two problems are one MILP: every array and number of theirs equal (NaN equal to NaN)."""
-    return all(same_value(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(FleetProblem))
+def same_problem(a, b) -> bool:
+    """Whether two problems (two FleetProblems, or two multiperiod BuildOutProblems) are one MILP: of one type, every
+    array and number of theirs equal (NaN equal to NaN)."""
+    return type(a) is type(b) and all(same_value(getattr(a, f.name), getattr(b, f.name))
+                                      for f in dataclasses.fields(a))
 
 
 def same_value(x, y) -> bool:

@@ -53,7 +53,7 @@ import numpy as np
 from solvers import backends
 from solvers.backends import SolverError
 from solvers.formulation import frozen
-from solvers.milp import FleetProblem, repair_replicas, same_value
+from solvers.milp import FleetProblem, repair_replicas
 from solvers.vocabulary import HAS_PLAN
 
 EVAL_TOL = 1e-6
@@ -293,11 +293,6 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
                 m.objective.set_linear_coefficient(v, float(-problem.probability[s] * problem.group_value[s, t, g]
                                                             / scale))
     return BuildOutModel(m, buys, replicas, shares, solver, scale, time.perf_counter() - t0)
-
-
-def same_problem(a: BuildOutProblem, b: BuildOutProblem) -> bool:
-    """Whether two build-outs are one MILP: every array and number of theirs equal (NaN equal to NaN)."""
-    return all(same_value(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(BuildOutProblem))
 
 
 def _installed_terms(problem: BuildOutProblem, buys, t: int, s: int) -> list[list]:

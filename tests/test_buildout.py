@@ -294,6 +294,7 @@ def test_comparisons_solved_beside_a_solve_whose_milp_then_moved_are_solved_agai
 
     from planner.fleet import buildout
     from planner.fleet.solve import solve
+    from solvers.milp import same_problem
 
     monkeypatch.setattr(buildout, "thread_count", lambda: 2)
     calls, main = [], threading.get_ident()
@@ -302,7 +303,7 @@ def test_comparisons_solved_beside_a_solve_whose_milp_then_moved_are_solved_agai
                         or myopic(bo, *a))
     plan = solve(scenario())
     assert len(calls) == 2 and calls[0][0] != main and calls[1][0] == main
-    assert calls[1][1] is plan.built.problem and not MP.same_problem(calls[0][1], calls[1][1])
+    assert calls[1][1] is plan.built.problem and not same_problem(calls[0][1], calls[1][1])
     near, mean = buildout.comparisons(plan.built, "scip", 60, scenario().solver.relative_gap)
     d = plan.to_dict()
     assert d["mean_demand_net_present_cost_usd"] == buildout.present_cost_of(plan.built, mean.buys)

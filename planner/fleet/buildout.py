@@ -27,8 +27,8 @@ from planner.fleet.problem import build_problem, demand_rows, demands_of
 from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
 from solvers.backends import on_worker
 from solvers.jit import thread_count
-from solvers.multiperiod import (BuildOutProblem, evaluate, installed_of, optimize, optimize_each_scenario,
-                                 same_problem)
+from solvers.milp import same_problem
+from solvers.multiperiod import BuildOutProblem, evaluate, installed_of, optimize, optimize_each_scenario
 from solvers.vocabulary import HAS_PLAN
 
 

@@ -106,7 +106,7 @@ def numpy_touched(model, pp, batches, query_tokens):
 
 def run_numpy(coef, mv, hv, grid, batches, k, a):
     """The engine's batch scoring as whole-array numpy over (layouts x batches), per speculative setting: the same
-    intervals, drafting, memory fit, tier and scheduler bound as ``sweep.best_batch_of_layout``."""
+    intervals, drafting, memory fit, tier and scheduler bound as ``sweep.best_batch_of_intervals``."""
     best = np.zeros((len(grid) * len(k), 2))
     c = {name: coef[0][:, getattr(L, name)][:, None] for name in dir(L) if name.startswith("C_")}
     dc = {name: coef[1][:, getattr(L, name)][:, None] for name in dir(L) if name.startswith("C_")}

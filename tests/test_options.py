@@ -70,3 +70,10 @@ def test_a_deadline_passed_after_the_first_workload_names_one_done(site, monkeyp
     monkeypatch.setattr(O, "thread_count", lambda: 1)  # one worker: the jobs start in the workloads' order
     with pytest.raises(PlannerError, match=r"\(1 of 5 workloads done\)"):
         scenario_options(*site, deadline=1.0)
+
+
+def test_decode_and_colocated_scored_in_one_call_give_the_columns_of_two(site, monkeypatch):
+    together = scenario_options(*site)
+    one_at_a_time = O.system_for
+    monkeypatch.setattr(O, "system_for", lambda *a, **k: one_at_a_time(*a, **dict(k, kinds=frozenset())))
+    assert same(together, scenario_options(*site))

@@ -78,6 +78,35 @@ def test_engine_equals_its_twin(seed, colocated, agentic):
     engine_against_twin(seed, colocated, agentic)
 
 
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("agentic", [False, True])
+def test_ways_of_serving_scored_together_are_each_scored_alone(seed, agentic):
+    """Decode only and colocated (capped pools and not) in one call of the engine: each way's rows are, to the bit,
+    those of a call of that way alone (they share each layout's coefficients and token intervals, nothing else)."""
+    rng = np.random.default_rng(8500 + seed + 1000 * agentic)
+    m, h, draft = random_model(rng), random_hw(rng), random_model(rng)
+    wl = random_workload(rng, True, agentic)
+    layouts = np.array([random_config(rng, m) for _ in range(5)])
+    batches = np.array([1.0, 3.0, 8.0, 40.0, 256.0, 1500.0])
+    k, a = np.array([0.0, 2.0, 4.0]), np.array([1.0, 1.8, 2.6])
+    pps = np.unique(layouts[:, 1])
+    touched = sweep.touched_experts_table(m, pps, batches, k + 1.0)
+    draft_touched = sweep.touched_experts_table(draft, pps, batches, np.ones(1))
+    pre = sweep.prefill_per_layout(m, h, layouts, wl[L.W_PREFILL_TOKENS])
+    rates = np.array([np.full(len(layouts), np.inf), np.where(pre[:, 0] > 0, pre[:, 0], 1e-30),
+                      np.where(pre[:, 0] > 0, pre[:, 0], 1e-30)])
+    singles = np.array([np.zeros(len(layouts)), pre[:, 1], pre[:, 1]])
+    caps = np.array([np.full(len(layouts), np.inf), np.full(len(layouts), np.inf),
+                     rng.integers(1, 6, len(layouts)).astype(float)])
+    load, scv = 10 ** rng.uniform(1, 6), float(rng.choice([0.0, 1.0, 2.5]))
+    args = (m, draft, h, wl, layouts, np.searchsorted(pps, layouts[:, 1]), touched, draft_touched, batches, k, a)
+    together = sweep.best_decode_per_layout(*args, rates, singles, load, scv, caps)
+    assert together.shape == (3, len(layouts) * len(k), L.N_ENGINE)
+    for w in range(3):
+        alone = sweep.best_decode_per_layout(*args, rates[w], singles[w], load, scv, caps[w])
+        assert np.array_equal(together[w], alone)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_speculative_decode_matches_its_twin(seed):
     from solvers.perf.kernels import speculative_decode_breakdown

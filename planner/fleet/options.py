@@ -163,14 +163,18 @@ class System:
     touched: np.ndarray  # experts touched per (depth, speculative setting, batch): sweep.touched_experts_table
     draft: np.ndarray  # the drafter's model vector (zeros without speculation)
     draft_touched: np.ndarray  # the drafter's experts touched per (depth, 1, batch), one query token
+    kinds: frozenset = frozenset()  # the kinds of option to be generated on it (``decode_rows`` scores two at once)
+    rows: dict = field(default_factory=dict)  # the engine's rows scored for a kind not generated yet, by (colocated,
+    # max_servers)
 
 
 def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft: np.ndarray,
                efficiency: dict | None = None, layouts: Layouts = Layouts(), only: tuple | None = None,
-               known: dict | None = None, lengths: tuple | None = None) -> System:
+               known: dict | None = None, lengths: tuple | None = None, kinds: frozenset = frozenset()) -> System:
     """``only``: one (tp, pp, ep) layout of the grid instead of all of them (an option generated again). ``known``:
     the kernels' tables already computed, by their arguments (``computed``): a workload's drafters share the
-    prefill, and systems of one depth the touched experts. ``lengths``: ``demand.prefill_lengths()``, if known."""
+    prefill, and systems of one depth the touched experts. ``lengths``: ``demand.prefill_lengths()``, if known.
+    ``kinds``: the names of the kinds of option to be generated on it."""
     grid = layouts.grid(hw, model)
     if only is not None:
         grid = grid[np.all(grid == np.asarray(only, dtype=grid.dtype), axis=1)]
@@ -181,7 +185,7 @@ def system_for(demand: Demand, model: Model, hw: Hardware, precision: str, draft
     return System(hw, precision, grid, mv, hv, demand.workload_vector(),
                   computed(known, sweep.prefill_over_lengths, mv, hv, grid, *lengths), pps,
                   computed(known, sweep.touched_experts_table, mv, pps, BATCHES, ks + 1.0), draft,
-                  computed(known, sweep.touched_experts_table, draft, pps, BATCHES, np.ones(1)))
+                  computed(known, sweep.touched_experts_table, draft, pps, BATCHES, np.ones(1)), frozenset(kinds))
 
 
 def computed(known: dict | None, kernel: Callable, *args):
@@ -203,16 +207,10 @@ def decode_options(demand: Demand, model: Model, sys: System, opts: Options, col
     batch's prompts queue in a pool of the replicas that serve the workload's whole sized demand at that batch
     (``solvers.perf.queue.servers_for_load``, at most ``max_servers``; MODEL.md 9.2)."""
     grid, hw, precision = sys.grid, sys.hw, sys.precision
-    if colocated:
-        rate, single = sys.prefill[:, 0].copy(), sys.prefill[:, 1].copy()
-        rate[rate <= 0] = 1e-30  # a layout whose prefill does not fit cannot serve colocated
-    else:
-        rate, single = np.full(len(grid), np.inf), np.zeros(len(grid))
-    settings, ks, accepted = spec_settings(demand)
+    rate, single = prefill_of_serving(sys, colocated)
+    settings = spec_settings(demand)[0]
     load = demand.sized_output_tokens_per_s
-    res = sweep.best_decode_per_layout(sys.mv, sys.draft, sys.hv, sys.wl, grid, np.searchsorted(sys.pps, grid[:, 1]),
-                                       sys.touched, sys.draft_touched, BATCHES, ks, accepted, rate, single, load,
-                                       demand.prefill_scv, np.full(len(grid), float(max_servers)))
+    res = decode_rows(demand, sys, colocated, max_servers)
     opts.candidates_scored += len(grid) * len(settings) * len(BATCHES)
     layout_of = np.repeat(np.arange(len(grid)), len(settings))
     spec_of = np.tile(np.arange(len(settings)), len(grid))
@@ -237,6 +235,35 @@ def decode_options(demand: Demand, model: Model, sys: System, opts: Options, col
             prefill_service_s=float(demand.prefill_tokens / rate[layout_of[i]]) if colocated else float("nan"),
             servers=float(servers_for_load(load, served, float(max_servers))) if colocated else float("nan"),
         )
+
+
+def prefill_of_serving(sys: System, colocated: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per layout, (prompt tokens/s, one prompt's prefill seconds) of a replica that prefills its own prompts
+    (colocated), or (inf, 0) for one whose prompts are prefilled elsewhere (decode only)."""
+    if not colocated:
+        return np.full(len(sys.grid), np.inf), np.zeros(len(sys.grid))
+    rate, single = sys.prefill[:, 0].copy(), sys.prefill[:, 1].copy()
+    rate[rate <= 0] = 1e-30  # a layout whose prefill does not fit cannot serve colocated
+    return rate, single
+
+
+def decode_rows(demand: Demand, sys: System, colocated: bool, max_servers: float) -> np.ndarray:
+    """The engine's rows (``sweep.best_decode_per_layout``) of one system, decode only or colocated. Where the system
+    is to generate both kinds, the first asked scores both in one call (they share each layout's coefficients and
+    token intervals) and keeps the other's rows on the system for it."""
+    key = (colocated, max_servers)
+    if key in sys.rows:
+        return sys.rows.pop(key)
+    ways = (False, True) if {"decode", "colocated"} <= sys.kinds else (colocated,)
+    rates, singles = zip(*(prefill_of_serving(sys, c) for c in ways))
+    _, ks, accepted = spec_settings(demand)
+    grid = sys.grid
+    res = sweep.best_decode_per_layout(sys.mv, sys.draft, sys.hv, sys.wl, grid, np.searchsorted(sys.pps, grid[:, 1]),
+                                       sys.touched, sys.draft_touched, BATCHES, ks, accepted, np.array(rates),
+                                       np.array(singles), demand.sized_output_tokens_per_s, demand.prefill_scv,
+                                       np.full((len(ways), len(grid)), float(max_servers)))
+    sys.rows.update({(c, max_servers): r for c, r in zip(ways, res)})
+    return sys.rows.pop(key)
 
 
 def decode_draw_w(sys: System, row: int, batch: float, draft_tokens: int, acceptance: float,
@@ -617,7 +644,7 @@ def system_options(variants: list[Demand], model: Model, models: dict[str, Model
             if prec in covered or not todo:
                 continue
             sys = system_for(d, model, hw, prec, draft, efficiency_of(efficiency, hw), layouts, known=known,
-                             lengths=lengths)
+                             lengths=lengths, kinds=frozenset(k.name for k in todo))
             for kind in todo:
                 kind.generate(d, model, sys, opts)
         parts.append(opts)

@@ -49,7 +49,7 @@ from solvers.perf.serving import (
 from solvers.perf.split import split_decode_breakdown
 
 # One decode breakdown, and one attention/FFN split row (two breakdowns and their exchange), in units of one
-# batch's scoring in ``best_batch_of_layout``: how ``jit.threads_for`` weighs a driver's work (measured roughly,
+# batch's scoring in ``best_batch_of_intervals``: how ``jit.threads_for`` weighs a driver's work (measured roughly,
 # python benchmarks/bench_engine.py).
 BREAKDOWN_WORK = 32
 SPLIT_ROW_WORK = 64
@@ -249,7 +249,7 @@ def colocated_wait_s(output_tokens, interval_s, streams, accepted_tokens, prefil
 
 @njit
 def first_batch_may_serve(hw, wl, c, consts, dc, touched_row, batches, k_draft, a, prefill_s, draft, interval):
-    """Whether any batch of one (layout, speculative setting) may qualify (``best_batch_of_layout``): none where the
+    """Whether any batch of one (layout, speculative setting) may qualify (``best_batch_of_intervals``): none where the
     weights alone overflow the memory (the KV only adds), or where the first batch already misses the tier: a step
     only grows with the batch, so tokens/s per user only falls (MODEL.md 3). Prices the first batch's step alone
     (into ``interval[0]``; with a drafter, from its step ``draft[0]``)."""
@@ -263,17 +263,17 @@ def first_batch_may_serve(hw, wl, c, consts, dc, touched_row, batches, k_draft, 
 
 
 @njit
-def best_batch_of_layout(hw, wl, c, consts, dc, touched_row, batches, k_draft, a, prefill_s, single_s, load, scv,
-                         max_servers, interval, draft, tput, out):
+def best_batch_of_intervals(wl, c, dc, batches, k_draft, a, prefill_s, single_s, load, scv, max_servers, interval,
+                            tput, out):
     """The batch of one (layout, speculative setting) with the most output tokens/s per replica among those that
     fit (the drafter's weights and KV and agentic residency included), reach the tier and, colocated, meet the TTFT
-    target, for a pair that ``first_batch_may_serve``. ``c`` and ``dc`` are the target's and the drafter's layout
-    coefficients (``consts``: ``busiest_constants`` of ``c``); ``k_draft`` draft tokens per step (0: plain decode),
-    ``a`` accepted; with a drafter, ``draft`` holds its step at each batch (``draft_steps``, the same for every draft
-    length of the layout). Colocated, prompts queue in an M/G/c pool (service scv ``scv``) of the servers that serve
-    ``load`` output tokens/s at each batch's capacity (``servers_for_load``, at most ``max_servers``). Writes the E_*
-    slots of ``out`` (where no batch qualifies: nothing served, the first batch, a lone prompt's TTFT);
-    ``interval`` and ``tput`` are the calling thread's buffers."""
+    target, for a pair that ``first_batch_may_serve``, from its token interval at every batch (``interval``:
+    ``step_intervals``, the same whether prompts are prefilled elsewhere or on the replica). ``c`` and ``dc`` are the
+    target's and the drafter's layout coefficients; ``k_draft`` draft tokens per step (0: plain decode), ``a``
+    accepted. Colocated (``prefill_s`` > 0), prompts queue in an M/G/c pool (service scv ``scv``) of the servers
+    that serve ``load`` output tokens/s at each batch's capacity (``servers_for_load``, at most ``max_servers``).
+    Writes the E_* slots of ``out`` (where no batch qualifies: nothing served, the first batch, a lone prompt's
+    TTFT); ``tput`` is the calling thread's buffer."""
     nb = batches.shape[0]
     held_w, kv_per_stream = c[L.C_HELD_W], c[L.C_KV_HELD]
     if k_draft > 0.0:
@@ -281,7 +281,6 @@ def best_batch_of_layout(hw, wl, c, consts, dc, touched_row, batches, k_draft, a
         kv_per_stream += dc[L.C_KV_HELD]
     output_tokens = wl[L.W_OUTPUT_TOKENS]
     colocated = prefill_s > 0.0
-    step_intervals(hw, c, consts, touched_row, batches, k_draft, draft, interval)
     for k in range(nb):
         served = replica_tokens_per_s(wl, interval[k], batches[k], a, prefill_s)
         tps = served / batches[k]
@@ -344,7 +343,7 @@ def serves_nothing(batches, single_s, out):
 
 def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens,
                            accepted_tokens, prefill_rate, prefill_single_s, load=0.0, scv=1.0, max_servers=None):
-    """For each (layout, speculative setting) pair, ``best_batch_of_layout`` (MODEL.md 3, 6, 7, 9.6).
+    """For each (layout, speculative setting) pair, ``best_batch_of_intervals`` (MODEL.md 3, 6, 7, 9.6).
 
     ``wl`` is a workload vector (slots W_*); ``draft`` the drafter's model vector (zeros without speculation);
     ``layouts`` is (n, 3) of (tp, pp, ep); ``pp_index[i]`` is the row of ``touched`` (``touched_experts_table``
@@ -354,20 +353,31 @@ def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dra
     only: prefill_rate = inf. A colocated pool's prompts queue as M/G/c (``solvers.perf.queue``) with service scv
     ``scv`` and as many servers as serve the workload's ``load`` output tokens/s at each batch's capacity, at most
     ``max_servers[i]`` (default: no limit but ``queue.MAX_SERVERS``). Returns (n * s, N_ENGINE), row i * s + j.
+
+    Several ways of serving at once (``prefill_rate``, ``prefill_single_s`` and ``max_servers`` of shape (m, n),
+    one row each: decode only and colocated, say) share each layout's coefficients and token intervals, which do
+    not depend on where prompts are prefilled; the answer is then (m, n * s, N_ENGINE), each the rows one call of
+    that way alone gives.
     """
-    cap = np.full(layouts.shape[0], np.inf) if max_servers is None else np.asarray(max_servers, dtype=np.float64)
-    threads = threads_for(layouts.shape[0] * draft_tokens.shape[0] * batches.shape[0])
-    return _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
-                                   draft_tokens, accepted_tokens, prefill_rate, prefill_single_s, float(load),
-                                   float(scv), cap, threads)
+    rate = np.asarray(prefill_rate, dtype=np.float64)
+    several = rate.ndim == 2
+    rate = rate if several else rate[None, :]
+    single = np.asarray(prefill_single_s, dtype=np.float64).reshape(rate.shape)
+    cap = np.full(rate.shape, np.inf) if max_servers is None else \
+        np.broadcast_to(np.asarray(max_servers, dtype=np.float64), rate.shape).copy()
+    threads = threads_for(rate.shape[0] * layouts.shape[0] * draft_tokens.shape[0] * batches.shape[0])
+    out = _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
+                                  draft_tokens, accepted_tokens, rate, single, float(load), float(scv), cap, threads)
+    return out if several else out[0]
 
 
 @njit_parallel
 def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens,
                             accepted_tokens, prefill_rate, prefill_single_s, load, scv, max_servers, threads):
     n, s, nb = layouts.shape[0], draft_tokens.shape[0], batches.shape[0]
+    ways = prefill_rate.shape[0]
     total = n * s
-    out = np.zeros((total, L.N_ENGINE))
+    out = np.zeros((ways, total, L.N_ENGINE))
     threads = max(1, min(threads, total))
     bounds = chunk_bounds(total, threads)
     coef = np.empty((threads, L.N_COEF))  # per-thread buffers, allocated once
@@ -375,6 +385,7 @@ def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dr
     interval = np.empty((threads, nb))
     steps = np.empty((threads, nb))
     tput = np.empty((threads, nb))
+    may = np.empty((threads, ways), dtype=np.bool_)
     for t in prange(threads):
         known = -1  # the layout whose coefficients coef[t] and consts hold: they do not depend on the draft length
         consts = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -391,17 +402,27 @@ def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dr
                 layout_coefficients(draft, hw, tp, 1.0, ep, wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], dcoef[t])
                 draft_steps(hw, dcoef[t], draft_touched[pp_index[i], 0], batches[:1], pp, steps[t, :1])
                 drafted = i
-            prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate[i]  # replica time one request's prefill takes
-            if not first_batch_may_serve(hw, wl, coef[t], consts, dcoef[t], touched[pp_index[i], j], batches,
-                                         draft_tokens[j], accepted_tokens[j], prefill_s, steps[t], interval[t]):
-                serves_nothing(batches, prefill_single_s[i], out[idx])
+            touched_row = touched[pp_index[i], j]
+            any_may = False
+            for w in range(ways):
+                prefill_s = wl[L.W_PREFILL_TOKENS] / prefill_rate[w, i]  # replica time one request's prefill takes
+                may[t, w] = first_batch_may_serve(hw, wl, coef[t], consts, dcoef[t], touched_row, batches,
+                                                  draft_tokens[j], accepted_tokens[j], prefill_s, steps[t],
+                                                  interval[t])
+                if not may[t, w]:
+                    serves_nothing(batches, prefill_single_s[w, i], out[w, idx])
+                any_may = any_may or may[t, w]
+            if not any_may:
                 continue
             if draft_tokens[j] > 0.0 and stepped != i:  # a layout that may serve: its drafter at every batch
                 draft_steps(hw, dcoef[t], draft_touched[pp_index[i], 0], batches, pp, steps[t])
                 stepped = i
-            best_batch_of_layout(hw, wl, coef[t], consts, dcoef[t], touched[pp_index[i], j], batches, draft_tokens[j],
-                                 accepted_tokens[j], prefill_s, prefill_single_s[i], load, scv, max_servers[i],
-                                 interval[t], steps[t], tput[t], out[idx])
+            step_intervals(hw, coef[t], consts, touched_row, batches, draft_tokens[j], steps[t], interval[t])
+            for w in range(ways):
+                if may[t, w]:
+                    best_batch_of_intervals(wl, coef[t], dcoef[t], batches, draft_tokens[j], accepted_tokens[j],
+                                            wl[L.W_PREFILL_TOKENS] / prefill_rate[w, i], prefill_single_s[w, i],
+                                            load, scv, max_servers[w, i], interval[t], tput[t], out[w, idx])
     return out
 
 

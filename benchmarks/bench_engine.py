@@ -65,8 +65,9 @@ def numpy_coefficients(mv, hv, grid, k):
 
 def numpy_step(hv, c, touched, tokens, b, held_kv):
     """One pipeline stage's step over (layouts x batches), as ``sweep.decode_intervals`` and ``draft_steps``:
-    weights and KV read (spilling past the fastest tier where they do not fit), the busiest expert group's reads
-    and matmul rows under expert parallelism (each touched expert padded), the fixed and per-token costs."""
+    each kernel group's roofline (the weights split over tp, data-parallel attention's replicated weights, the
+    routed experts at the busiest expert group under expert parallelism, attention), reads spilling past the
+    fastest tier where they do not fit, the fixed, per-token and per-stream costs."""
     r, e, k = c["C_GROUPS"], c["C_EXPERTS"], c["C_EXPERTS_PER_TOKEN"]
     grouped = r > 1.0
     p = (r - 0.375) / (r + 0.25)
@@ -77,20 +78,20 @@ def numpy_step(hv, c, touched, tokens, b, held_kv):
     busy_touched = busiest_of(np.minimum(per_group, touched), m + np.sqrt(np.maximum(z2 * m * (1.0 - touched * inv_e), 0.0)))
     assigned = tokens * k
     mu = assigned * inv_r
-    rows = busiest_of(assigned, mu + np.sqrt(np.maximum(z2 * mu * (1.0 - inv_r), 0.0))) + c["C_PAD"] * busy_touched
-    read_grouped = c["C_READ_W0"] + c["C_READ_W1"] * r * busy_touched
-    compute_grouped = c["C_COMPUTE0"] + c["C_COMPUTE"] * tokens + c["C_EXPERT_COMPUTE"] * r * rows
-    read_even = c["C_READ_W0"] + c["C_READ_W1"] * touched
-    compute_even = (c["C_COMPUTE0"] + c["C_EXPERT_COMPUTE"] * c["C_PAD"] * touched
-                    + (c["C_COMPUTE"] + c["C_EXPERT_COMPUTE"] * k) * tokens)
-    read_w = np.where(grouped, read_grouped, read_even)
-    compute = np.where(grouped, compute_grouped, compute_even)
-    fast = (read_w + c["C_KV_READ"] * b) / (hv[L.H_BW] * hv[L.H_BW_EFF])
+    rows = busiest_of(assigned, mu + np.sqrt(np.maximum(z2 * mu * (1.0 - inv_r), 0.0)))
+    read_e = np.where(grouped, c["C_READ_W1"] * r * busy_touched, c["C_READ_W1"] * touched)
+    rows_e = np.where(grouped, r * rows, assigned)
+    a_w = np.full(np.broadcast_shapes(np.shape(tokens), np.shape(held_kv)), 1.0 / (hv[L.H_BW] * hv[L.H_BW_EFF]))
+    a_kv = a_w.copy()
     spills = c["C_HELD_W"] + held_kv > hv[L.H_CAP] * hv[L.H_MEM_USABLE]
     if spills.any():
-        tiered = numpy_tier_read_time(hv, c["C_HELD_W"], read_w, held_kv, c["C_KV_READ"] * b)
-        fast = np.where(spills, tiered, fast)
-    return np.maximum(fast, compute) + c["C_COMM0"] + c["C_FLOOR"] + c["C_COMM1"] * tokens
+        tiered_w, tiered_kv = numpy_tier_coefficients(hv, c["C_HELD_W"], held_kv)
+        a_w, a_kv = np.where(spills, tiered_w, a_w), np.where(spills, tiered_kv, a_kv)
+    t = np.maximum(c["C_READ_W0"] * a_w, c["C_COMPUTE"] * tokens)
+    t = t + np.maximum(c["C_ATTW_READ"] * a_w, c["C_ATTW_COMPUTE"] * tokens)
+    t = t + np.maximum(read_e * a_w, c["C_EXPERT_COMPUTE"] * rows_e)
+    t = t + np.maximum(c["C_KV_READ"] * b * a_kv, c["C_ATT_COMPUTE"] * tokens)
+    return t + c["C_COMM0"] + c["C_FLOOR"] + c["C_COMM1"] * tokens + c["C_STREAM_S"] * b
 
 
 def busiest_of(cap, estimate):
@@ -133,14 +134,15 @@ def run_numpy(coef, mv, hv, grid, batches, k, a):
     return best
 
 
-def numpy_tier_read_time(hw, held_w, read_w, held_kv, read_kv):
+def numpy_tier_coefficients(hw, held_w, held_kv):
+    """Seconds per weight byte and per KV byte read, as ``kernels.tier_coefficients``, over arrays."""
     usable = hw[L.H_MEM_USABLE]
-    shape = np.broadcast_shapes(np.shape(held_w), np.shape(read_w), np.shape(held_kv))
+    shape = np.broadcast_shapes(np.shape(held_w), np.shape(held_kv))
     w_left = np.broadcast_to(held_w, shape).astype(float).copy()
     kv_left = np.broadcast_to(held_kv, shape).astype(float).copy()
-    w_share = np.where(held_w > 0, read_w / np.maximum(held_w, 1e-300), 0.0)
-    kv_share = np.where(held_kv > 0, read_kv / np.maximum(held_kv, 1e-300), 0.0)
-    t = np.zeros(shape)
+    inv_w = np.where(held_w > 0, 1.0 / np.maximum(held_w, 1e-300), 0.0)
+    inv_kv = np.where(held_kv > 0, 1.0 / np.maximum(held_kv, 1e-300), 0.0)
+    a_w, a_kv = np.zeros(shape), np.zeros(shape)
     n = int(hw[L.H_N_TIERS])
     for i in range(n):
         room = hw[L.H_CAP + i] * usable
@@ -148,8 +150,11 @@ def numpy_tier_read_time(hw, held_w, read_w, held_kv, read_kv):
         w_left -= w_here
         kv_here = np.minimum(kv_left, room - w_here)
         kv_left -= kv_here
-        t += (w_share * w_here + kv_share * kv_here) / (hw[L.H_BW + i] * hw[L.H_BW_EFF])
-    return t + (w_share * w_left + kv_share * kv_left) / (hw[L.H_BW + n - 1] * hw[L.H_BW_EFF])
+        speed = hw[L.H_BW + i] * hw[L.H_BW_EFF]
+        a_w += w_here * inv_w / speed
+        a_kv += kv_here * inv_kv / speed
+    last = hw[L.H_BW + n - 1] * hw[L.H_BW_EFF]
+    return a_w + w_left * inv_w / last, a_kv + kv_left * inv_kv / last
 
 
 def run_python(mv, hv, grid, batches, k, a):

@@ -133,6 +133,9 @@ class Chip(Strict):
     memory: list[MemoryTier] = Field(min_length=1, max_length=4, description="fastest tier first (at most 4, the "
                                      "slots of the performance model's hardware vector)")
     peak_flops_per_s: dict[Precision, Figure] = Field(description="dense peak per precision (never sparse)")
+    softmax_exp_per_s: Figure | None = Field(None, description="exponentials per second the chip's special-function "
+                                             "units compute (softmax's, one per attention score); null where not "
+                                             "stated: the model then takes attention as matmul-bound")
     power_w: Figure | None = None
     scale_up: ScaleUp
     scale_out: Link
@@ -195,6 +198,9 @@ class Hardware(Strict):
     name: str
     vendor: str
     family: str = Field(description="calibration family in data/efficiency.yaml")
+    generation: str | None = Field(None, description="the family's hardware and software generation (hopper, "
+                                   "blackwell, ...): its entry under the family's generations: in "
+                                   "data/efficiency.yaml, where there is one, holds its fixed costs and efficiencies")
     chip: Chip
     rack: Rack
     precisions: list[Precision] = Field(min_length=1)

@@ -77,6 +77,7 @@ def random_model(rng):
     m[L.M_DENSE_FFN_KERNELS] = float(rng.integers(2, 6))
     m[L.M_MOE_KERNELS] = float(rng.integers(6, 14)) if moe else 0.0
     m[L.M_SAMPLES] = float(rng.integers(0, 2))
+    m[L.M_ATTN_HEADS] = float(rng.choice([8, 32, 64, 128]))
     return m
 
 
@@ -109,7 +110,8 @@ def random_hw(rng):
     h[L.H_STEP_S] = 10 ** rng.uniform(-6, -3)
     h[L.H_COLL_LAT_S] = 10 ** rng.uniform(-7, -4)
     h[L.H_MEM_USABLE] = rng.uniform(0.7, 1)
-    h[L.H_GEMM_PAD_ROWS] = float(rng.choice([0.0, rng.uniform(0, 256)]))
+    h[L.H_ATTN_STREAM_S] = float(rng.choice([0.0, 10 ** rng.uniform(-8, -6)]))
+    h[L.H_EXP_PER_S] = float(rng.choice([0.0, 10 ** rng.uniform(12, 13.5)]))
     h[L.H_SPEC_STREAM_S] = float(rng.choice([0.0, 10 ** rng.uniform(-6, -4)]))
     h[L.H_MAX_STREAMS_PER_RANK] = float(rng.choice([np.inf, rng.uniform(16, 4096)]))
     h[L.H_PREFILL_TOKENS_PER_PASS] = float(rng.choice([0.0, rng.uniform(512, 16384)]))

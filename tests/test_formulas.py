@@ -20,8 +20,11 @@ from solvers.perf.kernels import (
     busiest_assignments,
     busiest_touched,
     expert_groups,
+    attention_compute_s,
     linear_flops_per_chip,
-    padded_linear_flops_per_chip,
+    linear_step_terms,
+    stream_fixed_time,
+    tier_coefficients,
     prompts_per_pass,
     speculative_decode_breakdown,
     stream_cap,
@@ -448,48 +451,83 @@ def test_decode_breakdown_speculative_tokens():
     assert out[L.B_TPS_PER_USER] == approx(2.0 / 1.74e-4)
 
 
-def test_decode_padded_matmul_rows():
-    # test_decode_breakdown_one_tier_dense_every_slot with every matmul 1000 rows longer (MODEL.md 2.6): tp 2, 4
-    # tokens: attention 16e6, FFNs 48e6 and LM head 1e6 weights each run 4 + 1000 rows, split over 2 chips:
-    #   2 * 65e6 * 1004 / 2 = 6.526e10 executed FLOPs; compute (6.526e10 + 32e6 attention) / 1e15 / 0.5
-    #   = 1.30584e-4 s, now above memory's 7.3e-5: step 1.30584e-4 + 1.664e-5 + 4e-5 = 1.87224e-4 s
+def test_kernel_groups_each_pay_their_own_roofline():
+    # MODEL.md 3.2: the weight matmuls and attention are separate kernels, each overlapping its own reads and
+    # arithmetic, so the step adds their rooflines. DENSE on tp 1, 1 stream at 1000 tokens of context:
+    #   matmuls: 65e6 B read at 5e11 B/s = 1.3e-4 s; 2 * 65e6 = 1.3e8 FLOPs at 5e14 = 2.6e-7 s -> 1.3e-4 s
+    #   attention: KV 1000 * 500 * 4 layers = 2e6 B at 5e11 = 4e-6 s; 1000 * 4000 * 4 = 1.6e7 FLOPs at an
+    #   attention peak of 1e12 x 0.5 = 3.2e-5 s -> 3.2e-5 s (compute-bound while the matmuls are memory-bound)
+    #   roofline 1.3e-4 + 3.2e-5 = 1.62e-4 s (one max over the sums would give 1.34e-4); floor 4 * 5 * 2 us = 4e-5
     hw = HW.copy()
-    hw[L.H_GEMM_PAD_ROWS] = 1000.0
+    hw[L.H_ATTN_PEAK_FLOPS] = 1e12
     out = np.zeros(L.N_BREAKDOWN)
-    decode_breakdown(DENSE, hw, 2.0, 1.0, 0.0, 4.0, 1000.0, 2000.0, 1.0, 1.0, out)
-    assert out[L.B_COMPUTE_S] == approx(1.30584e-4)
-    assert out[L.B_TIME_S] == approx(1.87224e-4)
-    assert out[L.B_FLOPS_PER_CHIP] == approx(292e6)  # the FLOPs done are the real rows'
-    assert L.BOUND_NAMES[int(out[L.B_BOUND])] == "compute"
+    decode_breakdown(DENSE, hw, 1.0, 1.0, 0.0, 1.0, 1000.0, 1000.0, 1.0, 1.0, out)
+    assert out[L.B_MEMORY_S] == approx(1.34e-4)
+    assert out[L.B_COMPUTE_S] == approx(2.6e-7 + 3.2e-5)
+    assert out[L.B_ROOFLINE_S] == approx(1.62e-4)
+    assert out[L.B_TIME_S] == approx(1.62e-4 + 4e-5)
 
 
-def test_padded_rows_of_data_parallel_attention_and_experts():
-    # MOE on tp 2: under tensor parallelism each matmul's pad rows split over the 2 chips; under data-parallel
-    # attention (ep 1) each chip runs the whole attention weights (2 layers x 10) on its own rows, so it pays all
-    # of their pad rows, and each routed expert it touches pays its own. With 0 tokens nothing is touched:
-    #   tp: 2 * (attention 20 + shared 100 + head 20) * 10 / 2 = 1400
-    #   ep: 2 * (20 * 10 + (100 + 20) * 10 / 2) = 1600
-    assert padded_linear_flops_per_chip(MOE, 2.0, 1.0, 0.0, 0.0, 0.0, 10.0) == approx(1400.0)
-    assert padded_linear_flops_per_chip(MOE, 2.0, 1.0, 1.0, 0.0, 0.0, 10.0) == approx(1600.0)
-    # one token, no pad rows: the real FLOPs, as linear_flops_per_chip counts them
-    for ep in (0.0, 1.0):
-        assert padded_linear_flops_per_chip(MOE, 2.0, 1.0, ep, 1.0, 1.0, 0.0) == approx(
-            linear_flops_per_chip(MOE, 2.0, 1.0, ep, 1.0, 1.0))
-    # with pad rows each touched expert adds 2 x 100 weights x 2 layers x pad rows / 2 chips, at the busiest
-    # group's count of touched experts (busiest_touched, times the groups)
-    touched = busiest_touched(experts_touched(MOE, 4.0), 8.0, expert_groups(MOE, 2.0, 1.0))
-    extra = padded_linear_flops_per_chip(MOE, 2.0, 1.0, 1.0, 4.0, 4.0, 10.0) - padded_linear_flops_per_chip(
-        MOE, 2.0, 1.0, 1.0, 4.0, 4.0, 0.0)
-    assert extra == approx(1600.0 + 2.0 * 200.0 * 10.0 * touched / 2.0)
+def test_softmax_exponentials_bound_attention():
+    # 8 query heads, exponentials at 1e9 a second: 1000 cached tokens x 4 layers x 8 heads = 32,000 exponentials a
+    # query token, 3.2e-5 s, above the 1.6e7 FLOPs' 3.2e-8 s at the 1e15 attention peak (x 0.5): attention is
+    # exponential-bound, 3.2e-5 s against its 4e-6 s of KV reads
+    m = DENSE.copy()
+    m[L.M_ATTN_HEADS] = 8.0
+    hw = HW.copy()
+    hw[L.H_EXP_PER_S] = 1e9
+    assert attention_compute_s(m, hw, 1000.0 * 4.0, 4000.0) == approx(3.2e-5)
+    hw[L.H_EXP_PER_S] = 0.0  # not stated: matmul-bound
+    assert attention_compute_s(m, hw, 1000.0 * 4.0, 4000.0) == approx(3.2e-8)
+    out = np.zeros(L.N_BREAKDOWN)
+    hw[L.H_EXP_PER_S] = 1e9
+    decode_breakdown(m, hw, 1.0, 1.0, 0.0, 1.0, 1000.0, 1000.0, 1.0, 1.0, out)
+    assert out[L.B_ROOFLINE_S] == approx(1.3e-4 + 3.2e-5)
 
 
-def test_grouped_expert_matmuls_at_a_share_of_the_dense_rate():
-    # at half the dense rate the routed experts' FLOPs count twice: the difference is their FLOPs once,
-    # 2 x 200 routed weights (2 layers x 100) x the busiest group's assignments of 4 tokens x top-2 / 2 chips
-    busy = busiest_assignments(8.0, expert_groups(MOE, 2.0, 1.0))
-    half = padded_linear_flops_per_chip(MOE, 2.0, 1.0, 1.0, 4.0, 4.0, 0.0, 0.5)
-    full = padded_linear_flops_per_chip(MOE, 2.0, 1.0, 1.0, 4.0, 4.0, 0.0, 1.0)
-    assert half - full == approx(2.0 * 200.0 * busy / 2.0)
+def test_attention_fixed_cost_per_stream():
+    # 0.1 us a stream a layer (MODEL.md 2.8): DENSE on tp 2, 8 streams, every chip handles all 8 (its heads of
+    # each) in 4 layers: 3.2e-6 s; MOE under data-parallel attention on tp 2: each chip 4 of them in 2 layers, 8e-7
+    hw = HW.copy()
+    hw[L.H_ATTN_STREAM_S] = 1e-7
+    assert stream_fixed_time(DENSE, hw, 2.0, 0.0, 4.0, 8.0) == approx(3.2e-6)
+    m = MOE.copy()
+    m[L.M_ATTN_KERNELS] = 5.0
+    assert stream_fixed_time(m, hw, 2.0, 1.0, 2.0, 8.0) == approx(8e-7)
+    assert stream_fixed_time(MOE, hw, 2.0, 1.0, 2.0, 8.0) == 0.0  # a part without attention kernels (an FFN pool)
+    base, out = np.zeros(L.N_BREAKDOWN), np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(DENSE, HW, 2.0, 1.0, 0.0, 8.0, 1000.0, 2000.0, 1.0, 1.0, base)
+    decode_breakdown(DENSE, hw, 2.0, 1.0, 0.0, 8.0, 1000.0, 2000.0, 1.0, 1.0, out)
+    assert out[L.B_FLOOR_S] - base[L.B_FLOOR_S] == approx(3.2e-6)
+
+
+def test_matmul_groups_of_data_parallel_attention_and_experts():
+    # MOE on tp 2 under data-parallel attention, 4 tokens, 1 byte a weight read at 1 s per byte (a_w = 1):
+    #   split over tp: shared 2 x 50 + head 20 = 120 weights / 2 = 60 B -> 60 s; 2 * (100 * 4 + 20 * 4) / 2 = 480
+    #     FLOPs at 5e14 -> 9.6e-13 s
+    #   replicated attention: 2 layers x 10 = 20 B -> 20 s; 2 * 20 * 4 / 2 = 80 FLOPs
+    #   routed experts: 200 / 2 = 100 weights an expert's share, times the busiest group's touched experts (read)
+    #   and assignments (matmul rows), at half the dense rate
+    hw = HW.copy()
+    hw[L.H_GROUPED_GEMM_FACTOR] = 0.5
+    groups = expert_groups(MOE, 2.0, 1.0)
+    touched = busiest_touched(experts_touched(MOE, 4.0), 8.0, groups)
+    rows = busiest_assignments(8.0, groups)
+    memory, compute, roofline = linear_step_terms(MOE, hw, 2.0, 1.0, 1.0, 4.0, 4.0, 1.0)
+    assert memory == approx(60.0 + 20.0 + 100.0 * touched)
+    assert compute == approx((480.0 + 80.0 + 2.0 * 100.0 * rows / 0.5) / 5e14)
+    assert roofline == approx(memory)  # every group memory-bound at a second a byte
+    # under tensor parallelism attention joins the split weights: (120 + 20) / 2 = 70 B
+    memory, _, _ = linear_step_terms(MOE, hw, 2.0, 1.0, 0.0, 4.0, 4.0, 1.0)
+    assert memory == approx(70.0 + 100.0 * experts_touched(MOE, 4.0))
+
+
+def test_tier_coefficients_are_seconds_per_byte_read():
+    # TWO_TIER (below): weights 2e9 B, KV 1e9 B. SRAM's 0.5 GB room holds a quarter of the weights, HBM the rest
+    # and all the KV: a weight byte 1/4 at 50 TB/s and 3/4 at 0.5 TB/s, a KV byte at 0.5 TB/s
+    a_w, a_kv = tier_coefficients(TWO_TIER, 2e9, 1e9)
+    assert a_w == approx(0.25 / 5e13 + 0.75 / 5e11)
+    assert a_kv == approx(1.0 / 5e11)
 
 
 def test_scheduler_bound_on_streams_per_rank():

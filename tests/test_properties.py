@@ -97,8 +97,11 @@ def test_fit_is_monotone_in_batch(seed, streams):
 def test_breakdown_adds_up(seed):
     rng, m, h, (tp, pp, ep) = setup(seed)
     out = decode(m, h, tp, pp, ep, float(rng.integers(1, 512)))
-    total = max(out[L.B_MEMORY_S], out[L.B_COMPUTE_S]) + out[L.B_COMM_S] + out[L.B_FLOOR_S]
+    total = out[L.B_ROOFLINE_S] + out[L.B_COMM_S] + out[L.B_FLOOR_S]
     assert np.isclose(out[L.B_TIME_S], total, rtol=1e-12)
+    # each kernel group's roofline is at least its reads and its arithmetic, and at most both (MODEL.md 3.2)
+    roofline, memory, compute = out[L.B_ROOFLINE_S], out[L.B_MEMORY_S], out[L.B_COMPUTE_S]
+    assert max(memory, compute) <= roofline * (1 + 1e-12) and roofline <= (memory + compute) * (1 + 1e-12)
     assert np.isclose(out[L.B_TOKENS_PER_S], out[L.B_TPS_PER_USER] * max(1.0, float(int(out[L.B_TOKENS_PER_S] / out[L.B_TPS_PER_USER] + 0.5))), rtol=1e-9)
 
 

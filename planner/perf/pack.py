@@ -26,7 +26,7 @@ EFFICIENCY_PARAMS = (
     "step_overhead_s",
     "collective_latency_s",
     "usable_memory_fraction",
-    "gemm_pad_rows",
+    "attention_stream_s",
     "grouped_gemm_factor",
     "fp8_flops_factor",
     "fp4_flops_factor",
@@ -37,11 +37,11 @@ EFFICIENCY_PARAMS = (
 
 UNBOUNDED_STREAMS = 1e9  # "no scheduler bound", finite so that plans (JSON) can carry it
 
-# Values of the parameters a family need not state: each turns its mechanism off (no padded matmul rows, grouped
-# expert matmuls at the dense rate, every precision at the 16-bit share of its peak, no per-stream speculative work,
+# Values of the parameters a family need not state: each turns its mechanism off (no per-stream attention cost,
+# grouped expert matmuls at the dense rate, every precision at the 16-bit share of its peak, no per-stream speculative work,
 # no scheduler bound, one prompt per prefill pass) (MODEL.md 5).
 NEUTRAL_EFFICIENCY = {
-    "gemm_pad_rows": 0.0,
+    "attention_stream_s": 0.0,
     "grouped_gemm_factor": 1.0,
     "fp8_flops_factor": 1.0,
     "fp4_flops_factor": 1.0,
@@ -85,11 +85,12 @@ def model_vector(model: Model) -> np.ndarray:
     v[L.M_DENSE_FFN_KERNELS] = model.dense_ffn_kernels_per_layer
     v[L.M_MOE_KERNELS] = model.moe_kernels_per_layer  # counts only where there are MoE layers
     v[L.M_SAMPLES] = 1.0
+    v[L.M_ATTN_HEADS] = model.heads
     return v
 
 
 ATTENTION_SLOTS = (L.M_ATTN_PARAMS, L.M_EMBED_PARAMS, L.M_LM_HEAD_PARAMS, L.M_KV_ELEMS, L.M_ATTN_FLOPS,
-                   L.M_PREFILL_ATTN_FLOPS, L.M_ATTN_KERNELS, L.M_SAMPLES)
+                   L.M_PREFILL_ATTN_FLOPS, L.M_ATTN_KERNELS, L.M_SAMPLES, L.M_ATTN_HEADS)
 
 
 FFN_SLOTS = (L.M_DENSE_FFN_PARAMS, L.M_EXPERT_PARAMS, L.M_SHARED_PARAMS, L.M_EXPERTS, L.M_DENSE_FFN_KERNELS,
@@ -216,7 +217,8 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     v[L.H_STEP_S] = eff["step_overhead_s"]
     v[L.H_COLL_LAT_S] = eff["collective_latency_s"]
     v[L.H_MEM_USABLE] = eff["usable_memory_fraction"]
-    v[L.H_GEMM_PAD_ROWS] = eff.get("gemm_pad_rows", 0.0)
+    v[L.H_ATTN_STREAM_S] = eff.get("attention_stream_s", 0.0)
+    v[L.H_EXP_PER_S] = chip.softmax_exp_per_s.value if chip.softmax_exp_per_s is not None else 0.0
     v[L.H_GROUPED_GEMM_FACTOR] = eff.get("grouped_gemm_factor", 1.0)
     v[L.H_SPEC_STREAM_S] = eff.get("speculative_stream_s", 0.0)
     v[L.H_MAX_STREAMS_PER_RANK] = eff.get("max_streams_per_rank", UNBOUNDED_STREAMS)

@@ -28,7 +28,7 @@ from solvers.perf import slots as L
 EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_FLOPS_EFF,
                     "kernel_latency_s": L.H_KERNEL_S, "step_overhead_s": L.H_STEP_S,
                     "collective_latency_s": L.H_COLL_LAT_S, "usable_memory_fraction": L.H_MEM_USABLE,
-                    "gemm_pad_rows": L.H_GEMM_PAD_ROWS, "speculative_stream_s": L.H_SPEC_STREAM_S,
+                    "attention_stream_s": L.H_ATTN_STREAM_S, "speculative_stream_s": L.H_SPEC_STREAM_S,
                     "grouped_gemm_factor": L.H_GROUPED_GEMM_FACTOR}
 # Parameters outside the bands: the fp8 and fp4 factors scale the peaks (already banded where estimated); the
 # scheduler's bound and the prefill token budget are stack settings, not uncertain figures (MODEL.md 11).

@@ -45,7 +45,8 @@ from solvers.perf.slots import (
     H_COLL_LAT_S,
     H_COMPUTE_POWER_SHARE,
     H_FLOPS_EFF,
-    H_GEMM_PAD_ROWS,
+    H_ATTN_STREAM_S,
+    H_EXP_PER_S,
     H_GROUPED_GEMM_FACTOR,
     H_IDLE_POWER_SHARE,
     H_MAX_STREAMS_PER_RANK,
@@ -67,6 +68,7 @@ from solvers.perf.slots import (
     H_SU_LAT,
     H_WEIGHT_BYTES,
     M_ATTN_FLOPS,
+    M_ATTN_HEADS,
     M_ATTN_KERNELS,
     M_ATTN_PARAMS,
     M_DENSE_FFN_KERNELS,
@@ -206,28 +208,65 @@ def linear_flops_per_chip(model, tp, pp, ep, tokens, head_tokens):
 
 
 @njit
-def padded_linear_flops_per_chip(model, tp, pp, ep, tokens, head_tokens, pad, grouped=1.0):
-    """``linear_flops_per_chip`` as the tensor cores execute it (MODEL.md 2.6): every weight matmul runs ``pad``
-    rows beyond its real ones (tiles of 64-256 rows, partly empty). Its rows are the step's tokens under tensor
-    parallelism, each chip's own tokens (``tokens / tp``) for data-parallel attention's replicated weights, and a
-    touched expert's own assignments for each routed expert (the busiest expert group's, as for its reads). The
-    routed experts' grouped matmuls count 1 / ``grouped`` times their FLOPs: they reach that share of the rate
-    dense matmuls reach."""
+def linear_step_terms(model, hw, tp, pp, ep, tokens, head_tokens, a_w):
+    """(memory s, compute s, roofline s) of one stage step's weight matmuls on the busiest chip (MODEL.md 2.6).
+
+    Each kernel overlaps its own weight reads with its own arithmetic, but kernels run one after another, so the
+    step pays each group of kernels its own roofline, max(reads, matmuls), and the groups add. Within a group every
+    matmul has the same rows per weight, so one max per group is exact: the weights split over the ``tp`` chips
+    (dense FFNs, shared experts, the LM head, and attention under tensor parallelism) with the step's tokens as
+    rows (the head with ``head_tokens``); attention's weights, replicated under data-parallel attention, with each
+    chip's own ``tokens / tp``; the routed experts at the busiest expert group's touched experts and assignments,
+    whose grouped matmuls reach ``H_GROUPED_GEMM_FACTOR`` of the dense rate. ``a_w`` is seconds per weight byte
+    read (``tier_coefficients``)."""
     ls, dense, moe = stage_layers(model, pp)
+    wbytes = hw[H_WEIGHT_BYTES]
+    rate = hw[H_PEAK_FLOPS] * hw[H_FLOPS_EFF]
     head = head_params_read(model, pp)
-    routed = routed_params_per_assignment(model, pp)
-    k = model[M_EXPERTS_PER_TOKEN]
     attention = ls * model[M_ATTN_PARAMS]
-    rest = active_params_per_stage(model, pp) - head - k * routed - attention  # dense FFNs, shared experts
+    split = dense * model[M_DENSE_FFN_PARAMS] + moe * model[M_SHARED_PARAMS]
+    replicated_mem = 0.0
+    replicated_comp = 0.0
     if ep > 0:
-        attention_rows = attention * (tokens / tp + pad)  # each chip its own streams through all of them
+        replicated_mem = attention * wbytes * a_w
+        replicated_comp = 2.0 * attention * tokens / tp / rate
     else:
-        attention_rows = attention * (tokens + pad) / tp
+        split += attention
+    split_mem = (split + head) / tp * wbytes * a_w
+    split_comp = 2.0 * (split * tokens + head * head_tokens) / tp / rate
     groups = expert_groups(model, tp, ep)
-    busy = busiest_assignments(tokens * k, groups)
     touched = busiest_touched(experts_touched(model, tokens), model[M_EXPERTS], groups)
-    even = rest * (tokens + pad) + head * (head_tokens + pad) + routed * (busy + pad * touched) / grouped
-    return 2.0 * (attention_rows + even / tp)
+    rows = busiest_assignments(tokens * model[M_EXPERTS_PER_TOKEN], groups)
+    expert = moe * model[M_EXPERT_PARAMS] / tp
+    expert_mem = expert * touched * wbytes * a_w
+    expert_comp = 2.0 * expert * rows / (rate * hw[H_GROUPED_GEMM_FACTOR])
+    memory = split_mem + replicated_mem + expert_mem
+    compute = split_comp + replicated_comp + expert_comp
+    roofline = max(split_mem, split_comp) + max(replicated_mem, replicated_comp) + max(expert_mem, expert_comp)
+    return memory, compute, roofline
+
+
+@njit
+def attention_compute_s(model, hw, pairs, flops_per_pair):
+    """Seconds of attention arithmetic for ``pairs`` (query token, cached token) pairs on one chip, every layer of
+    the stage counted: the score and value matmuls at the attention peak, or the softmax's exponentials (one per
+    query head per pair) on the special-function units where the chip states their rate, whichever is slower: the
+    two pipelines overlap, so the slower one sets the pace (MODEL.md 2.6)."""
+    t = pairs * flops_per_pair / (hw[H_ATTN_PEAK_FLOPS] * hw[H_FLOPS_EFF])
+    if hw[H_EXP_PER_S] > 0.0:
+        t = max(t, pairs * model[M_ATTN_HEADS] / hw[H_EXP_PER_S])
+    return t
+
+
+@njit
+def stream_fixed_time(model, hw, tp, ep, layers_in_stage, streams):
+    """Fixed seconds the attention kernels spend per stream, whatever its context (MODEL.md 2.8): each chip
+    handles every stream of the micro-batch under tensor parallelism (its heads of each), 1 / tp of them under
+    data-parallel attention; each stream costs ``H_ATTN_STREAM_S`` in every layer."""
+    if model[M_ATTN_KERNELS] <= 0.0:  # a part without attention (an FFN pool, MODEL.md 10)
+        return 0.0
+    per_chip = streams / tp if ep > 0 else streams
+    return per_chip * layers_in_stage * hw[H_ATTN_STREAM_S]
 
 
 @njit
@@ -241,7 +280,7 @@ def stream_cap(hw, tp, pp, ep):
 @njit
 def context_layers(model, layers_in_stage, context):
     """Layer-equivalents of attention over ``context`` tokens: sliding-window layers count min(S, W) / S."""
-    if context <= 0.0:
+    if context <= 0.0 or layers_in_stage <= 0.0:  # no context, or a model part with no layers (a bare drafter)
         return 0.0
     share_window = model[M_WINDOW_LAYERS] / model[M_LAYERS]
     window_share = 0.0
@@ -263,7 +302,7 @@ def kv_shards(model, tp, ep):
     model's KV heads; data-parallel attention gives each chip whole streams, a 1/tp share (MODEL.md 2.4)."""
     if ep > 0:
         return tp
-    return min(tp, model[M_KV_HEADS])
+    return max(1.0, min(tp, model[M_KV_HEADS]))  # at least one chip holds a stream's cache (a part with no cache too)
 
 
 @njit
@@ -339,35 +378,41 @@ def usable_bytes_per_chip(hw):
 
 
 @njit
-def tier_read_time(hw, held_w, read_w, held_kv, read_kv):
-    """Seconds to read ``read_w`` weight bytes and ``read_kv`` KV bytes, weights placed in the fastest tiers
-    first and the KV cache after them; reads come from each tier in proportion to what it holds (MODEL.md 2.5)."""
+def tier_coefficients(hw, held_w, held_kv):
+    """(seconds per weight byte read, seconds per KV byte read) with ``held_w`` weight bytes placed in the fastest
+    tiers first and the ``held_kv`` KV bytes after them: a byte read comes from each tier in proportion to what
+    that tier holds, the tiers one after another (MODEL.md 2.5). What does not fit is priced at the slowest tier,
+    so the time stays finite and monotone."""
     usable = hw[H_MEM_USABLE]
     w_left = held_w
     kv_left = held_kv
-    t = 0.0
-    for i in range(int(hw[H_N_TIERS])):
+    a_w = 0.0
+    a_kv = 0.0
+    n = int(hw[H_N_TIERS])
+    for i in range(n):
         room = hw[H_CAP + i] * usable
         w_here = min(w_left, room)
         w_left -= w_here
         kv_here = min(kv_left, room - w_here)
         kv_left -= kv_here
-        nbytes = 0.0
+        inv = 1.0 / (hw[H_BW + i] * hw[H_BW_EFF])
         if held_w > 0.0:
-            nbytes += read_w * w_here / held_w
+            a_w += w_here / held_w * inv
         if held_kv > 0.0:
-            nbytes += read_kv * kv_here / held_kv
-        t += nbytes / (hw[H_BW + i] * hw[H_BW_EFF])
-    if w_left > 0.0 or kv_left > 0.0:
-        # Does not fit: price the overflow at the slowest tier so the time stays finite and monotone.
-        last = int(hw[H_N_TIERS]) - 1
-        over = 0.0
-        if held_w > 0.0:
-            over += read_w * w_left / held_w
-        if held_kv > 0.0:
-            over += read_kv * kv_left / held_kv
-        t += over / (hw[H_BW + last] * hw[H_BW_EFF])
-    return t
+            a_kv += kv_here / held_kv * inv
+    inv_last = 1.0 / (hw[H_BW + n - 1] * hw[H_BW_EFF])
+    if held_w > 0.0:
+        a_w += w_left / held_w * inv_last
+    if held_kv > 0.0:
+        a_kv += kv_left / held_kv * inv_last
+    return a_w, a_kv
+
+
+@njit
+def tier_read_time(hw, held_w, read_w, held_kv, read_kv):
+    """Seconds to read ``read_w`` weight bytes and ``read_kv`` KV bytes under ``tier_coefficients``' placement."""
+    a_w, a_kv = tier_coefficients(hw, held_w, held_kv)
+    return read_w * a_w + read_kv * a_kv
 
 
 @njit
@@ -472,10 +517,10 @@ def bound_of(memory, compute, comm, floor):
 
 
 @njit
-def write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, held_kv, bytes_read, flops):
+def write_breakdown(out, hw, tp, pp, memory, compute, roofline, comm, floor, held_w, held_kv, bytes_read, flops):
     """The slots decode and prefill share: one stage's terms times ``pp`` stages (MODEL.md 3.2), memory fit,
-    the binding term and the replica's share of rack power."""
-    roofline = max(memory, compute)
+    the binding term and the replica's share of rack power. ``roofline`` is the kernel groups' rooflines added
+    (each at least its own reads and its own arithmetic)."""
     usable = usable_bytes_per_chip(hw)
     out[B_TIME_S] = pp * (roofline + comm + floor)
     out[B_MEMORY_S] = pp * memory
@@ -511,18 +556,19 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
     read_w = read_weight_params_per_chip(model, tp, pp, ep, tokens) * wbytes
     held_kv = kv_bytes_per_chip(model, hw, tp, pp, ep, streams, context_max)
     read_kv = kv_bytes_per_chip(model, hw, tp, pp, ep, b, context_avg)
-    memory = tier_read_time(hw, held_w, read_w, held_kv, read_kv)
+    a_w, a_kv = tier_coefficients(hw, held_w, held_kv)
+    memory, compute, roofline = linear_step_terms(model, hw, tp, pp, ep, tokens, tokens, a_w)
 
-    linear = linear_flops_per_chip(model, tp, pp, ep, tokens, tokens)
-    executed = padded_linear_flops_per_chip(model, tp, pp, ep, tokens, tokens, hw[H_GEMM_PAD_ROWS],
-                                            hw[H_GROUPED_GEMM_FACTOR])
-    attn = tokens * context_avg * model[M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
-    flops = linear + attn
-    compute = (executed / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
+    # attention: the micro-batch's cache read once, each query token against the mean context
+    pairs = tokens * context_avg * context_layers(model, ls, context_avg) / tp
+    att_mem = read_kv * a_kv
+    att_comp = attention_compute_s(model, hw, pairs, model[M_ATTN_FLOPS])
+    flops = linear_flops_per_chip(model, tp, pp, ep, tokens, tokens) + pairs * model[M_ATTN_FLOPS]
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
-    floor = stage_fixed_time(model, hw, pp)
-    write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, held_kv, read_w + read_kv, flops)
+    floor = stage_fixed_time(model, hw, pp) + stream_fixed_time(model, hw, tp, ep, ls, b)
+    write_breakdown(out, hw, tp, pp, memory + att_mem, compute + att_comp, roofline + max(att_mem, att_comp), comm,
+                    floor, held_w, held_kv, read_w + read_kv, flops)
     if streams > stream_cap(hw, tp, pp, ep):
         out[B_FITS] = 0.0  # more streams than the stack's scheduler admits
     interval = out[B_TIME_S]
@@ -569,24 +615,26 @@ def batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, prompts, out):
     held_w = held_weight_params_per_chip(model, tp, pp, ep) * wbytes
     read_w = read_weight_params_per_chip(model, tp, pp, ep, tokens) * wbytes
     kv_written = kv_bytes_per_chip(model, hw, tp, pp, ep, prompts, n)
-    memory = tier_read_time(hw, held_w, read_w, kv_written, kv_written)
+    a_w, a_kv = tier_coefficients(hw, held_w, kv_written)
+    # only each prompt's last token needs logits
+    memory, compute, roofline = linear_step_terms(model, hw, tp, pp, ep, tokens, prompts, a_w)
 
     # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs a prompt (window layers: n * min(W, n/2)).
-    linear = linear_flops_per_chip(model, tp, pp, ep, tokens, prompts)
-    executed = padded_linear_flops_per_chip(model, tp, pp, ep, tokens, prompts, hw[H_GEMM_PAD_ROWS],
-                                            hw[H_GROUPED_GEMM_FACTOR])
-    attn = prompts * n * (n / 2.0) * model[M_PREFILL_ATTN_FLOPS] * context_layers(model, ls, n / 2.0) / tp
-    flops = linear + attn
-    compute = (executed / hw[H_PEAK_FLOPS] + attn / hw[H_ATTN_PEAK_FLOPS]) / hw[H_FLOPS_EFF]
+    pairs = prompts * n * (n / 2.0) * context_layers(model, ls, n / 2.0) / tp
+    att_mem = kv_written * a_kv
+    att_comp = attention_compute_s(model, hw, pairs, model[M_PREFILL_ATTN_FLOPS])
+    flops = linear_flops_per_chip(model, tp, pp, ep, tokens, prompts) + pairs * model[M_PREFILL_ATTN_FLOPS]
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
-    floor = stage_fixed_time(model, hw, pp)
-    write_breakdown(out, hw, tp, pp, memory, compute, comm, floor, held_w, kv_written, read_w + kv_written, flops)
+    floor = stage_fixed_time(model, hw, pp) + stream_fixed_time(model, hw, tp, ep, ls, prompts)
+    roofline += max(att_mem, att_comp)
+    write_breakdown(out, hw, tp, pp, memory + att_mem, compute + att_comp, roofline, comm, floor, held_w,
+                    kv_written, read_w + kv_written, flops)
     last_hop = pipeline_hop_time(hw, tp, pp, tokens * model[M_HIDDEN] * hw[H_ACT_BYTES])
     out[B_TIME_S] -= last_hop
     out[B_COMM_S] -= last_hop
     out[B_TPS_PER_USER] = 0.0
-    out[B_TOKENS_PER_S] = tokens / (max(memory, compute) + comm + floor)
+    out[B_TOKENS_PER_S] = tokens / (roofline + comm + floor)
 
 
 @njit

@@ -20,21 +20,21 @@ import numpy as np
 from solvers.jit import njit, njit_parallel, prange, threads_for
 from solvers.perf import slots as L
 from solvers.perf.kernels import (
-    active_params_per_stage,
+    attention_compute_s,
+    context_layers,
     expected_max_normal,
     expert_groups,
-    context_layers,
+    head_params_read,
     held_weight_params_per_chip,
     kv_bytes_per_chip,
     prefill_breakdown,
-    read_weight_params_per_chip,
-    routed_params_per_assignment,
     speculative_decode_breakdown,
     stage_comm_time,
     stage_fixed_time,
     stage_layers,
     stream_cap,
-    tier_read_time,
+    stream_fixed_time,
+    tier_coefficients,
     usable_bytes_per_chip,
 )
 from solvers.perf.queue import max_utilization, prefill_pool_servers, servers_for_load, wait_quantile_s
@@ -68,34 +68,40 @@ def chunk_bounds(n, chunks):
 
 @njit
 def layout_coefficients(model, hw, tp, pp, ep, context_avg, context_max, c):
-    """Fill ``c`` (slots C_*) with everything about decode on this layout that does not depend on the batch."""
-    ls, _, moe = stage_layers(model, pp)
+    """Fill ``c`` (slots C_*) with everything about decode on this layout that does not depend on the batch: each
+    kernel group's bytes read and seconds per token of ``kernels.linear_step_terms`` and the attention terms of
+    ``kernels.decode_breakdown``."""
+    ls, dense, moe = stage_layers(model, pp)
     wbytes = hw[L.H_WEIGHT_BYTES]
+    rate = hw[L.H_PEAK_FLOPS] * hw[L.H_FLOPS_EFF]
     c[L.C_PP] = pp
     c[L.C_HELD_W] = held_weight_params_per_chip(model, tp, pp, ep) * wbytes
-    c[L.C_READ_W0] = read_weight_params_per_chip(model, tp, pp, ep, 0.0) * wbytes
+    head = head_params_read(model, pp)
+    attention = ls * model[L.M_ATTN_PARAMS]
+    split = dense * model[L.M_DENSE_FFN_PARAMS] + moe * model[L.M_SHARED_PARAMS]
+    c[L.C_ATTW_READ] = 0.0
+    c[L.C_ATTW_COMPUTE] = 0.0
+    if ep > 0:
+        c[L.C_ATTW_READ] = attention * wbytes
+        c[L.C_ATTW_COMPUTE] = 2.0 * attention / tp / rate
+    else:
+        split += attention
+    c[L.C_READ_W0] = (split + head) / tp * wbytes
+    c[L.C_COMPUTE] = 2.0 * (split + head) / tp / rate  # decode: every token goes through the LM head
     c[L.C_READ_W1] = moe * model[L.M_EXPERT_PARAMS] / tp * wbytes
     e = model[L.M_EXPERTS]
     c[L.C_EXPERTS] = e
     c[L.C_LOG_MISS] = math.log(1.0 - model[L.M_EXPERTS_PER_TOKEN] / e) if e > model[L.M_EXPERTS_PER_TOKEN] else -np.inf
     c[L.C_KV_HELD] = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, context_max)
     c[L.C_KV_READ] = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, context_avg)
-    k = model[L.M_EXPERTS_PER_TOKEN]
-    routed = routed_params_per_assignment(model, pp)
-    linear = 2.0 * (active_params_per_stage(model, pp) - k * routed) / tp
-    attn = context_avg * model[L.M_ATTN_FLOPS] * context_layers(model, ls, context_avg) / tp
-    c[L.C_COMPUTE] = (linear / hw[L.H_PEAK_FLOPS] + attn / hw[L.H_ATTN_PEAK_FLOPS]) / hw[L.H_FLOPS_EFF]
-    c[L.C_EXPERT_COMPUTE] = 2.0 * routed / tp / hw[L.H_PEAK_FLOPS] / hw[L.H_FLOPS_EFF] / hw[L.H_GROUPED_GEMM_FACTOR]
-    # kernels.padded_linear_flops_per_chip at zero tokens, routed experts apart: the pad rows of every matmul
-    pad = hw[L.H_GEMM_PAD_ROWS]
-    attention = ls * model[L.M_ATTN_PARAMS]
-    rest = active_params_per_stage(model, pp) - k * routed - attention  # dense FFNs, shared experts, LM head
-    padded = (attention * pad if ep > 0 else attention * pad / tp) + rest * pad / tp
-    c[L.C_COMPUTE0] = 2.0 * padded / hw[L.H_PEAK_FLOPS] / hw[L.H_FLOPS_EFF]
-    c[L.C_PAD] = pad
+    c[L.C_ATT_COMPUTE] = attention_compute_s(model, hw, context_avg * context_layers(model, ls, context_avg) / tp,
+                                             model[L.M_ATTN_FLOPS])
+    c[L.C_EXPERT_COMPUTE] = (2.0 * moe * model[L.M_EXPERT_PARAMS] / tp / rate
+                             / hw[L.H_GROUPED_GEMM_FACTOR])
+    c[L.C_STREAM_S] = stream_fixed_time(model, hw, tp, ep, ls, 1.0)
     c[L.C_STREAM_CAP] = stream_cap(hw, tp, pp, ep)
     c[L.C_GROUPS] = expert_groups(model, tp, ep)
-    c[L.C_EXPERTS_PER_TOKEN] = k
+    c[L.C_EXPERTS_PER_TOKEN] = model[L.M_EXPERTS_PER_TOKEN]
     c[L.C_COMM0] = stage_comm_time(model, hw, tp, pp, ep, 0.0)
     c[L.C_COMM1] = stage_comm_time(model, hw, tp, pp, ep, 1.0) - c[L.C_COMM0]
     c[L.C_FLOOR] = stage_fixed_time(model, hw, pp)
@@ -122,61 +128,41 @@ def touched_experts_table(model, pps, batches, query_tokens):
 
 
 @njit
-def decode_intervals(hw, c, consts, touched_row, batches, q, interval):
-    """Token interval of every batch on one layout (coefficients ``c``, ``busiest_constants`` of them ``consts``)
-    into ``interval``: the fastest-tier pass first (no calls, no branches), then the full tier placement for batches
-    whose KV spills past the fastest tier."""
-    pp, held_w, kvh, kvr = c[L.C_PP], c[L.C_HELD_W], c[L.C_KV_HELD], c[L.C_KV_READ]
-    fixed = c[L.C_COMM0] + c[L.C_FLOOR]
-    per_token = c[L.C_COMM1]
-    room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
-    inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
-    nb = batches.shape[0]
-    groups = c[L.C_GROUPS]
-    if groups > 1.0:
-        expert_intervals(hw, c, consts, touched_row, batches, q, interval)
-        return
-    compute = c[L.C_COMPUTE] + c[L.C_EXPERT_COMPUTE] * c[L.C_EXPERTS_PER_TOKEN]  # evenly split experts
-    compute0, pad_expert = c[L.C_COMPUTE0], c[L.C_EXPERT_COMPUTE] * c[L.C_PAD]  # each touched expert's pad rows
-    for k in range(nb):
-        b = max(batches[k] / pp, 1.0)
-        tokens = b * q
-        memory = (c[L.C_READ_W0] + c[L.C_READ_W1] * touched_row[k] + kvr * b) * inv_bw0
-        busy = compute0 + pad_expert * touched_row[k] + compute * tokens
-        interval[k] = pp * (max(memory, busy) + fixed + per_token * tokens)
-    for k in range(nb):
-        held_kv = kvh * batches[k]
-        if held_w + held_kv > room0:
-            b = max(batches[k] / pp, 1.0)
-            tokens = b * q
-            memory = tier_read_time(hw, held_w, c[L.C_READ_W0] + c[L.C_READ_W1] * touched_row[k], held_kv, kvr * b)
-            busy = compute0 + pad_expert * touched_row[k] + compute * tokens
-            interval[k] = pp * (max(memory, busy) + fixed + per_token * tokens)
+def stage_step_s(c, consts, touched, b, tokens, a_w, a_kv):
+    """One stage step of ``b`` streams (``tokens`` query tokens) from a layout's coefficients ``c``, at ``a_w``
+    and ``a_kv`` seconds per weight and KV byte read (``kernels.tier_coefficients``): each kernel group's roofline,
+    added (``kernels.linear_step_terms``), then attention's, the collectives and the fixed costs, as
+    ``kernels.decode_breakdown`` adds them. With expert parallelism the busiest expert group's reads and rows
+    (``busiest_terms``); without it, every chip's even share."""
+    if c[L.C_GROUPS] > 1.0:
+        read_e, rows = busiest_terms(c, consts, touched, tokens)
+    else:
+        read_e, rows = c[L.C_READ_W1] * touched, c[L.C_EXPERTS_PER_TOKEN] * tokens
+    t = max(c[L.C_READ_W0] * a_w, c[L.C_COMPUTE] * tokens)
+    t += max(c[L.C_ATTW_READ] * a_w, c[L.C_ATTW_COMPUTE] * tokens)
+    t += max(read_e * a_w, c[L.C_EXPERT_COMPUTE] * rows)
+    t += max(c[L.C_KV_READ] * b * a_kv, c[L.C_ATT_COMPUTE] * tokens)
+    return t + c[L.C_COMM0] + c[L.C_FLOOR] + c[L.C_COMM1] * tokens + c[L.C_STREAM_S] * b
 
 
 @njit
-def expert_intervals(hw, c, consts, touched_row, batches, q, interval):
-    """``decode_intervals`` of a layout with expert parallelism: the busiest expert group's reads and matmul rows
-    (``busiest_touched``, ``busiest_assignments``) set its step (MODEL.md 2.3)."""
-    pp, held_w, kvh, kvr = c[L.C_PP], c[L.C_HELD_W], c[L.C_KV_HELD], c[L.C_KV_READ]
-    fixed = c[L.C_COMM0] + c[L.C_FLOOR]
+def decode_intervals(hw, c, consts, touched_row, batches, q, interval):
+    """Token interval of every batch on one layout (coefficients ``c``, ``busiest_constants`` of them ``consts``)
+    into ``interval``: the fastest-tier pass first (weights and KV read at the fastest tier's speed), then the full
+    tier placement for batches whose KV spills past the fastest tier."""
+    pp, held_w, kvh = c[L.C_PP], c[L.C_HELD_W], c[L.C_KV_HELD]
     room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
     inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
     nb = batches.shape[0]
-    for k in range(nb):  # fastest tier, branch-free
+    for k in range(nb):
         b = max(batches[k] / pp, 1.0)
-        tokens = b * q
-        read_w, compute = busiest_terms(c, consts, touched_row[k], tokens)
-        memory = (read_w + kvr * b) * inv_bw0
-        interval[k] = pp * (max(memory, compute) + fixed + c[L.C_COMM1] * tokens)
+        interval[k] = pp * stage_step_s(c, consts, touched_row[k], b, b * q, inv_bw0, inv_bw0)
     for k in range(nb):
         held_kv = kvh * batches[k]
         if held_w + held_kv > room0:
             b = max(batches[k] / pp, 1.0)
-            tokens = b * q
-            read_w, compute = busiest_terms(c, consts, touched_row[k], tokens)
-            memory = tier_read_time(hw, held_w, read_w, held_kv, kvr * b)
-            interval[k] = pp * (max(memory, compute) + fixed + c[L.C_COMM1] * tokens)
+            a_w, a_kv = tier_coefficients(hw, held_w, held_kv)
+            interval[k] = pp * stage_step_s(c, consts, touched_row[k], b, b * q, a_w, a_kv)
 
 
 @njit
@@ -184,23 +170,20 @@ def draft_steps(hw, dc, touched_row, batches, pp, out):
     """The drafter's step time at each batch into ``out``: one token for each of the b = batches / pp streams of a
     micro-batch, on the drafter's layout coefficients ``dc`` (its own layers, pipeline depth 1), the fastest-tier
     pass or, where its weights and KV spill, the full placement (as ``decode_breakdown`` of the drafter), at the
-    busiest expert group's load (one group without expert parallelism: then the square roots vanish)."""
+    busiest expert group's load."""
     room0 = hw[L.H_CAP] * hw[L.H_MEM_USABLE]
     inv_bw0 = 1.0 / (hw[L.H_BW] * hw[L.H_BW_EFF])
-    fixed = dc[L.C_COMM0] + dc[L.C_FLOOR]
     consts = busiest_constants(dc)
     nb = batches.shape[0]
-    for k in range(nb):  # fastest tier, branch-free
+    for k in range(nb):
         b = max(batches[k] / pp, 1.0)
-        read_w, compute = busiest_terms(dc, consts, touched_row[k], b)
-        out[k] = max((read_w + dc[L.C_KV_READ] * b) * inv_bw0, compute) + fixed + dc[L.C_COMM1] * b
+        out[k] = stage_step_s(dc, consts, touched_row[k], b, b, inv_bw0, inv_bw0)
     for k in range(nb):
         b = max(batches[k] / pp, 1.0)
         held_kv = dc[L.C_KV_HELD] * b
         if dc[L.C_HELD_W] + held_kv > room0:
-            read_w, compute = busiest_terms(dc, consts, touched_row[k], b)
-            memory = tier_read_time(hw, dc[L.C_HELD_W], read_w, held_kv, dc[L.C_KV_READ] * b)
-            out[k] = max(memory, compute) + fixed + dc[L.C_COMM1] * b
+            a_w, a_kv = tier_coefficients(hw, dc[L.C_HELD_W], held_kv)
+            out[k] = stage_step_s(dc, consts, touched_row[k], b, b, a_w, a_kv)
 
 
 @njit
@@ -211,29 +194,27 @@ def busiest_of(cap, estimate):
 
 @njit
 def busiest_terms(c, consts, touched, tokens):
-    """(weight bytes read, compute seconds) of one stage step over ``tokens`` tokens touching ``touched`` experts,
-    at the busiest expert group (``busiest_touched``, ``busiest_assignments`` inlined; ``consts`` from
-    ``busiest_constants``). With one group the square roots are 0 and this is the even split."""
-    z2, inv_r, per_group, inv_e, spread, w1_r, e1_r = consts
+    """(routed-expert bytes the busiest chip reads, its routed-expert matmul rows times R) of one stage step over
+    ``tokens`` tokens touching ``touched`` experts, at the busiest expert group (``busiest_touched``,
+    ``busiest_assignments`` inlined; ``consts`` from ``busiest_constants``)."""
+    z2, inv_r, per_group, inv_e, spread, w1_r, groups = consts
     m = touched * inv_r
     busy_touched = busiest_of(min(per_group, touched), m + math.sqrt(z2 * m * (1.0 - touched * inv_e)))
-    read_w = c[L.C_READ_W0] + w1_r * busy_touched
     a = tokens * c[L.C_EXPERTS_PER_TOKEN]
     mu = a * inv_r
-    rows = busiest_of(a, mu + math.sqrt(z2 * mu * spread)) + c[L.C_PAD] * busy_touched  # each touched expert pads
-    return read_w, c[L.C_COMPUTE0] + c[L.C_COMPUTE] * tokens + e1_r * rows
+    rows = busiest_of(a, mu + math.sqrt(z2 * mu * spread))
+    return w1_r * busy_touched, groups * rows
 
 
 @njit
 def busiest_constants(c):
     """Per-layout constants of ``busiest_touched`` and ``busiest_assignments`` inlined in the batch loops: z^2 (z the
-    expected maximum of R standard normals), 1 / R, experts per group, 1 / E, 1 - 1 / R, and the read and compute
-    coefficients times R."""
+    expected maximum of R standard normals), 1 / R, experts per group, 1 / E, 1 - 1 / R, the read coefficient
+    times R, and R."""
     groups, experts = c[L.C_GROUPS], c[L.C_EXPERTS]
     inv_e = 1.0 / experts if experts > 0.0 else 0.0
     z = expected_max_normal(groups)
-    return (z * z, 1.0 / groups, experts / groups, inv_e, 1.0 - 1.0 / groups, c[L.C_READ_W1] * groups,
-            c[L.C_EXPERT_COMPUTE] * groups)
+    return (z * z, 1.0 / groups, experts / groups, inv_e, 1.0 - 1.0 / groups, c[L.C_READ_W1] * groups, groups)
 
 
 @njit

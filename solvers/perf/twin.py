@@ -94,55 +94,53 @@ class Replica:
             return a
         return r * self.busiest(a / r, a / r * (1 - 1 / r), a)
 
-    def linear_flops(self, tokens: float, head_tokens: float) -> float:
-        """Busiest chip's matmul FLOPs: all but the routed experts split evenly, those at the busiest group's load."""
-        m = self.m
+    def matmul_groups(self, tokens: float, head_tokens: float, seconds_per_weight_byte: float) -> list:
+        """(read seconds, matmul seconds) of each kernel group on the busiest chip: the weights split over tp (their
+        rows the tokens, the LM head's ``head_tokens``), attention's weights replicated under data-parallel
+        attention (rows: the chip's own tokens), the routed experts at the busiest group's touched experts and
+        assignments (grouped matmuls at their factor of the dense rate)."""
+        m, h = self.m, self.h
+        rate = h[L.H_PEAK_FLOPS] * h[L.H_FLOPS_EFF]
+        byte_s = h[L.H_WEIGHT_BYTES] * seconds_per_weight_byte
         head = self.stage_share * m[L.M_LM_HEAD_PARAMS]
-        routed = self.stage_share * m[L.M_MOE_LAYERS] * m[L.M_EXPERT_PARAMS]
-        even = tokens * (self.active_per_stage() - head - m[L.M_EXPERTS_PER_TOKEN] * routed) + head_tokens * head
-        return 2 * (even + routed * self.assignments_busiest(tokens)) / self.tp
-
-    def executed_flops(self, tokens: float, head_tokens: float) -> float:
-        """``linear_flops`` with every weight matmul ``H_GEMM_PAD_ROWS`` rows longer: attention's rows are each
-        chip's own tokens under data-parallel attention, a routed expert's its own assignments."""
-        m, pad = self.m, self.h[L.H_GEMM_PAD_ROWS]
-        head = self.stage_share * m[L.M_LM_HEAD_PARAMS]
-        routed = self.stage_share * m[L.M_MOE_LAYERS] * m[L.M_EXPERT_PARAMS]
         attention = self.layers_per_stage * m[L.M_ATTN_PARAMS]
-        rest = self.active_per_stage() - head - m[L.M_EXPERTS_PER_TOKEN] * routed - attention
+        ffn = self.stage_share * (m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
+                                  + m[L.M_MOE_LAYERS] * m[L.M_SHARED_PARAMS])
+        experts = self.stage_share * m[L.M_MOE_LAYERS] * m[L.M_EXPERT_PARAMS] / self.tp
         if self.data_parallel_attention:
-            attention_chip = attention * (tokens / self.tp + pad)
+            split_params, replicated = ffn, (attention * byte_s, 2 * attention * tokens / self.tp / rate)
         else:
-            attention_chip = attention * (tokens + pad) / self.tp
-        experts = (routed * (self.assignments_busiest(tokens) + pad * self.touched_busiest(tokens))
-                   / self.h[L.H_GROUPED_GEMM_FACTOR])
-        return 2 * (attention_chip + (rest * (tokens + pad) + head * (head_tokens + pad) + experts) / self.tp)
+            split_params, replicated = ffn + attention, (0.0, 0.0)
+        split = ((split_params + head) / self.tp * byte_s,
+                 2 * (split_params * tokens + head * head_tokens) / self.tp / rate)
+        routed = (experts * self.touched_busiest(tokens) * byte_s,
+                  2 * experts * self.assignments_busiest(tokens) / (rate * h[L.H_GROUPED_GEMM_FACTOR]))
+        return [split, replicated, routed]
+
+    def attention_seconds(self, pairs: float, flops_per_pair: float) -> float:
+        """Matmuls at the attention peak, or one exponential per head per pair where the chip states their rate:
+        the slower."""
+        h = self.h
+        seconds = pairs * flops_per_pair / (h[L.H_ATTN_PEAK_FLOPS] * h[L.H_FLOPS_EFF])
+        if h[L.H_EXP_PER_S] > 0:
+            seconds = max(seconds, pairs * self.m[L.M_ATTN_HEADS] / h[L.H_EXP_PER_S])
+        return seconds
+
+    def stream_seconds(self, streams: float) -> float:
+        """Each stream's fixed attention time in every layer, on the chips that hold it."""
+        if self.m[L.M_ATTN_KERNELS] <= 0:
+            return 0.0
+        per_chip = streams / self.tp if self.data_parallel_attention else streams
+        return per_chip * self.layers_per_stage * self.h[L.H_ATTN_STREAM_S]
 
     def stream_cap(self) -> float:
         ranks = self.pp * (self.tp if self.data_parallel_attention else 1.0)
         return self.h[L.H_MAX_STREAMS_PER_RANK] * ranks
 
-    def weights_read(self, tokens: float) -> float:
-        m = self.m
-        split = self.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS]
-        split += self.stage_share * m[L.M_MOE_LAYERS] * (m[L.M_SHARED_PARAMS]
-                                                          + self.touched_busiest(tokens) * m[L.M_EXPERT_PARAMS])
-        split += self.stage_share * m[L.M_LM_HEAD_PARAMS]
-        return (split / self.tp + self.attention_weights_per_chip()) * self.h[L.H_WEIGHT_BYTES]
-
-    def active_per_stage(self) -> float:
-        m = self.m
-        moe_per_layer = m[L.M_SHARED_PARAMS] + m[L.M_EXPERTS_PER_TOKEN] * m[L.M_EXPERT_PARAMS]
-        return (
-            self.layers_per_stage * m[L.M_ATTN_PARAMS]
-            + self.stage_share * (m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_PARAMS] + m[L.M_MOE_LAYERS] * moe_per_layer)
-            + self.stage_share * m[L.M_LM_HEAD_PARAMS]
-        )
-
     def attended_layers(self, context: float) -> float:
         """Layers of the stage weighted by how much of ``context`` each attends to."""
         m = self.m
-        if context <= 0:
+        if context <= 0 or self.layers_per_stage <= 0:
             return 0.0
         n_window = m[L.M_WINDOW_LAYERS] * self.stage_share
         n_full = self.layers_per_stage - n_window
@@ -151,14 +149,16 @@ class Replica:
 
     def kv_bytes(self, streams: float, context: float) -> float:
         per_token = self.m[L.M_KV_ELEMS] * self.h[L.H_KV_BYTES] * self.attended_layers(context)
-        shards = self.tp if self.data_parallel_attention else min(self.tp, self.m[L.M_KV_HEADS])
+        shards = self.tp if self.data_parallel_attention else max(1.0, min(self.tp, self.m[L.M_KV_HEADS]))
         return streams * context * per_token / shards
 
     def usable(self) -> float:
         n = int(self.h[L.H_SERVING_TIERS])  # capacity-only tiers stream overflow, they never make a fit
         return sum(self.h[L.H_CAP + i] for i in range(n)) * self.h[L.H_MEM_USABLE]
 
-    def read_seconds(self, held_w, read_w, held_kv, read_kv) -> float:
+    def byte_seconds(self, held_w, held_kv) -> tuple[float, float]:
+        """Seconds per weight byte and per KV byte read: weights in the fastest tiers first, KV after them, each byte
+        read from the tiers in proportion to what they hold; the overflow at the slowest tier."""
         h = self.h
         n = int(h[L.H_N_TIERS])
         rooms = [h[L.H_CAP + i] * h[L.H_MEM_USABLE] for i in range(n)]
@@ -173,11 +173,12 @@ class Replica:
             kv_rest -= kv
         w_in[-1] += w_rest  # overflow is read at the slowest tier's speed
         kv_in[-1] += kv_rest
-        seconds = 0.0
+        per_w = per_kv = 0.0
         for i in range(n):
-            nbytes = (read_w * w_in[i] / held_w if held_w else 0.0) + (read_kv * kv_in[i] / held_kv if held_kv else 0.0)
-            seconds += nbytes / (h[L.H_BW + i] * h[L.H_BW_EFF])
-        return seconds
+            speed = h[L.H_BW + i] * h[L.H_BW_EFF]
+            per_w += (w_in[i] / held_w if held_w else 0.0) / speed
+            per_kv += (kv_in[i] / held_kv if held_kv else 0.0) / speed
+        return per_w, per_kv
 
     def comm_seconds(self, tokens: float) -> float:
         m, h, tp = self.m, self.h, self.tp
@@ -203,33 +204,41 @@ class Replica:
         return h[L.H_SO_LAT] + msg / h[L.H_SO_BW]
 
 
-def _finish(r: Replica, memory, compute, comm, stages_per_result):
+def _finish(r: Replica, memory, compute, roofline, comm, streams):
     m = r.m
     kernels = (r.layers_per_stage * m[L.M_ATTN_KERNELS] + r.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_KERNELS]
                + r.stage_share * m[L.M_MOE_LAYERS] * m[L.M_MOE_KERNELS])
     # the step overhead is paid once per token interval of pp stage steps
-    floor = kernels * r.h[L.H_KERNEL_S] + m[L.M_SAMPLES] * r.h[L.H_STEP_S] / r.pp
+    floor = kernels * r.h[L.H_KERNEL_S] + m[L.M_SAMPLES] * r.h[L.H_STEP_S] / r.pp + r.stream_seconds(streams)
     terms = [memory, compute, comm, floor]
     bound = max(range(4), key=lambda i: (terms[i], -i))
-    step = max(memory, compute) + comm + floor
+    step = roofline + comm + floor
     return step, floor, bound
+
+
+def _step_terms(r: Replica, tokens, head_tokens, held_w, held_kv, read_kv, pairs, flops_per_pair):
+    """(memory, compute, roofline) of one stage step: the matmul groups' and attention's, each group's roofline its
+    own max."""
+    per_w, per_kv = r.byte_seconds(held_w, held_kv)
+    groups = r.matmul_groups(tokens, head_tokens, per_w)
+    groups.append((read_kv * per_kv, r.attention_seconds(pairs, flops_per_pair)))
+    return sum(g[0] for g in groups), sum(g[1] for g in groups), sum(max(g) for g in groups)
 
 
 def decode(m, h, tp, pp, ep, streams, context_avg, context_max, query_tokens, accepted_tokens) -> dict:
     r = Replica(list(m), list(h), tp, pp, ep)
     b = max(streams / pp, 1.0)
     tokens = b * query_tokens
-    held_w, read_w = r.weights_held(), r.weights_read(tokens)
+    held_w = r.weights_held()
     held_kv, read_kv = r.kv_bytes(streams, context_max), r.kv_bytes(b, context_avg)
-    memory = r.read_seconds(held_w, read_w, held_kv, read_kv)
-    executed = r.executed_flops(tokens, tokens)
-    attn = tokens * context_avg * m[L.M_ATTN_FLOPS] * r.attended_layers(context_avg) / tp
-    compute = (executed / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
+    pairs = tokens * context_avg * r.attended_layers(context_avg) / tp
+    memory, compute, roofline = _step_terms(r, tokens, tokens, held_w, held_kv, read_kv, pairs, m[L.M_ATTN_FLOPS])
     comm = r.comm_seconds(tokens)
-    step, floor, bound = _finish(r, memory, compute, comm, pp)
+    step, floor, bound = _finish(r, memory, compute, roofline, comm, b)
     interval = pp * step
     return {
-        "time_s": interval, "memory_s": pp * memory, "compute_s": pp * compute, "comm_s": pp * comm,
+        "time_s": interval, "memory_s": pp * memory, "compute_s": pp * compute, "roofline_s": pp * roofline,
+        "comm_s": pp * comm,
         "floor_s": pp * floor, "tps_per_user": accepted_tokens / interval,
         "tokens_per_s": streams * accepted_tokens / interval,
         "fits": held_w + held_kv <= r.usable() and streams <= r.stream_cap(),
@@ -266,15 +275,13 @@ def prefill(m, h, tp, pp, ep, input_tokens, prompts=1.0) -> dict:
     r = Replica(list(m), list(h), tp, pp, ep)
     n = input_tokens
     tokens = prompts * n
-    held_w, read_w = r.weights_held(), r.weights_read(tokens)
+    held_w = r.weights_held()
     kv = r.kv_bytes(prompts, n)
-    memory = r.read_seconds(held_w, read_w, kv, kv)
-    pairs = prompts * n * n / 2.0  # each prompt attends to itself alone
-    executed = r.executed_flops(tokens, prompts)  # only each prompt's last token needs logits
-    attn = pairs * m[L.M_PREFILL_ATTN_FLOPS] * r.attended_layers(n / 2.0) / tp
-    compute = (executed / h[L.H_PEAK_FLOPS] + attn / h[L.H_ATTN_PEAK_FLOPS]) / h[L.H_FLOPS_EFF]
+    pairs = prompts * n * (n / 2.0) * r.attended_layers(n / 2.0) / tp  # each prompt attends to itself alone
+    # only each prompt's last token needs logits
+    memory, compute, roofline = _step_terms(r, tokens, prompts, held_w, kv, kv, pairs, m[L.M_PREFILL_ATTN_FLOPS])
     comm = r.comm_seconds(tokens)
-    step, floor, bound = _finish(r, memory, compute, comm, pp)
+    step, floor, bound = _finish(r, memory, compute, roofline, comm, prompts)
     last_hop = r.hop_seconds(tokens)  # nothing follows the last stage
     return {
         "time_s": pp * step - last_hop, "memory_s": pp * memory, "compute_s": pp * compute,
@@ -324,7 +331,7 @@ def split_decode(attn, ffn, ha, hf, chips_a, chips_f, ep_a, streams, context_avg
     a_all = decode(attn, ha, chips_a, 1.0, ep_a, streams, context_avg, context_max, query_tokens, 1.0)
     f_side = decode(ffn, hf, chips_f, 1.0, 1.0, b, context_avg, context_max, query_tokens, 1.0)
     t_attn = a_side["time_s"]
-    t_ffn = max(f_side["memory_s"], f_side["compute_s"]) + f_side["floor_s"]
+    t_ffn = f_side["roofline_s"] + f_side["floor_s"]
     nbytes = b * query_tokens * attn[L.M_HIDDEN] * ha[L.H_ACT_BYTES]
     link = min(chips_a * ha[L.H_SO_BW], chips_f * hf[L.H_SO_BW])
     t_cross = 2 * attn[L.M_LAYERS] * ((ha[L.H_SO_LAT] + hf[L.H_SO_LAT]) / 2 + nbytes / link)  # half a path at each end

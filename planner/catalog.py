@@ -221,6 +221,12 @@ class Hardware(Strict):
         return int(self.rack.chips.value)
 
     @property
+    def efficiency_key(self) -> str:
+        """The entry of data/efficiency.yaml whose parameters this system takes: ``family/generation`` where the
+        system names its generation, else its family's."""
+        return f"{self.family}/{self.generation}" if self.generation else self.family
+
+    @property
     def rack_power_w(self) -> float:
         return self.rack.power_kw.value * 1e3
 

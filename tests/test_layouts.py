@@ -149,4 +149,5 @@ def test_every_hardware_family_has_an_engine():
     from planner.perf.pack import efficiency_table
 
     served = {f for e in catalog.serving_engines().values() for f in e.families}
-    assert set(efficiency_table()) <= served, set(efficiency_table()) - served
+    families = {key.split("/", 1)[0] for key in efficiency_table()}  # a generation's entry is its family's
+    assert families <= served, families - served

@@ -319,10 +319,10 @@ def test_calibration_recovers_the_parameters_that_made_the_points():
     from planner.measurements.fit import fit_to_measurements
     from planner.perf.pack import family_efficiency
 
-    true = {**family_efficiency("nvidia-gpu"), "bandwidth_efficiency": 0.6, "flops_efficiency": 0.45,
+    true = {**family_efficiency("nvidia-gpu/hopper"), "bandwidth_efficiency": 0.6, "flops_efficiency": 0.45,
             "kernel_latency_s": 5e-6, "step_overhead_s": 3e-4, "collective_latency_s": 8e-6}
     result = fit_to_measurements(synthetic_rows(true), hardware_id="hgx-h100")
-    assert result["family"] == "nvidia-gpu" and result["loss_before"] > 0.1 and result["loss_after"] < 1e-8
+    assert result["family"] == "nvidia-gpu/hopper" and result["loss_before"] > 0.1 and result["loss_after"] < 1e-8
     for name in result["params"]:  # all five, each within 0.1% of the value the points were made with
         assert result["fitted"][name] == pytest.approx(true[name], rel=1e-3), name
     assert result["at_bound"] == []
@@ -336,8 +336,8 @@ def test_a_fitted_file_is_what_a_scenario_plans_with(tmp_path):
     from planner.perf.pack import family_efficiency
     from planner.scenario import load_scenario
 
-    true = {**family_efficiency("nvidia-gpu"), "bandwidth_efficiency": 0.4}
-    result = fit_to_measurements(synthetic_rows(true), family="nvidia-gpu")
+    true = {**family_efficiency("nvidia-gpu/hopper"), "bandwidth_efficiency": 0.4}
+    result = fit_to_measurements(synthetic_rows(true), family="nvidia-gpu")  # every generation of the family
     write_efficiency(result, tmp_path / "eff.yaml", "synthetic", scope="family")
     assert read_efficiency(tmp_path / "eff.yaml")["nvidia-gpu"]["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
     text = MIX.read_text().replace("measurements: [h100-h200-llama8b.csv]", "efficiency: eff.yaml")
@@ -357,7 +357,7 @@ def test_a_fitted_file_speaks_for_the_measured_system_only(tmp_path):
     from planner.perf.pack import efficiency_of, family_efficiency
     from planner.scenario import load_scenario
 
-    true = {**family_efficiency("nvidia-gpu"), "bandwidth_efficiency": 0.4}
+    true = {**family_efficiency("nvidia-gpu/hopper"), "bandwidth_efficiency": 0.4}
     write_efficiency(fit_to_measurements(synthetic_rows(true), hardware_id="hgx-h100"), tmp_path / "eff.yaml", "s")
     assert "hgx-h100:" in (tmp_path / "eff.yaml").read_text() and "nvidia-gpu:" not in (tmp_path / "eff.yaml").read_text()
     (tmp_path / "s.yaml").write_text(MIX.read_text().replace("measurements: [h100-h200-llama8b.csv]",
@@ -366,7 +366,7 @@ def test_a_fitted_file_speaks_for_the_measured_system_only(tmp_path):
     hardware = sc.resolved_hardware()
     eff = sc.efficiencies(hardware)
     assert efficiency_of(eff, hardware["hgx-h100"])["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
-    assert efficiency_of(eff, hardware["hgx-h200"]) == family_efficiency("nvidia-gpu")
+    assert efficiency_of(eff, hardware["hgx-h200"]) == family_efficiency("nvidia-gpu/hopper")
 
 
 @pytest.mark.parametrize("efficiency, match", [
@@ -396,7 +396,8 @@ def test_calibrate_cli_writes_the_file(tmp_path):
     assert bad.exit_code == 2 and "--out: applies only with --measurements" in bad.output
     family = CliRunner().invoke(main, ["calibrate", "--measurements", str(DATA / "measurements" / "h100-h200-llama8b.csv"),
                                        "--hardware", "hgx-h100", "--out", str(out), "--scope", "family"])
-    assert family.exit_code == 0 and "nvidia-gpu:" in out.read_text(), family.output
+    # the whole generation of its family that was measured (Hopper): the parameters hold for its kernels and stacks
+    assert family.exit_code == 0 and "nvidia-gpu/hopper:" in out.read_text(), family.output
 
 
 @pytest.mark.integration

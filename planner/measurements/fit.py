@@ -55,15 +55,15 @@ def family_rows(rows, hardware: dict, family: str | None = None, hardware_id: st
     if hardware_id is not None:
         if hardware_id not in hardware:
             raise InputError(f"unknown hardware {hardware_id!r}", field="--hardware")
-        family = hardware[hardware_id].family
+        family = hardware[hardware_id].efficiency_key
         known = [m for m in known if m.hardware == hardware_id]
-    families = sorted({hardware[m.hardware].family for m in known})
+    families = sorted({hardware[m.hardware].efficiency_key for m in known})
     if family is None:
         if len(families) != 1:
             raise InputError(f"the rows are of {len(families)} families ({', '.join(families)}); name one with "
                              f"--family or --hardware", field="--measurements")
         family = families[0]
-    mine = [m for m in known if hardware[m.hardware].family == family]
+    mine = [m for m in known if family in (hardware[m.hardware].efficiency_key, hardware[m.hardware].family)]
     if not mine:
         raise InputError(f"no rows of family {family!r} (the rows' families: {', '.join(families)})",
                          field="--family")

@@ -49,7 +49,7 @@ def predict(point: dict, efficiency: dict[str, float] | None = None) -> dict:
     model = catalog.get_model(point["model"])
     hw = catalog.get_hardware(point["hardware"])
     stack = point_stack(point)
-    eff = stack_view(efficiency, stack) if efficiency is not None else family_efficiency(hw.family, stack)
+    eff = stack_view(efficiency, stack) if efficiency is not None else family_efficiency(hw.efficiency_key, stack)
     if point["precision"] not in hw.precisions:
         return {"predicted": 0.0, "config": f"{hw.id} lists no {point['precision']} format"}
     if hw.model_lock is not None and hw.model_lock != model.id:
@@ -236,7 +236,7 @@ IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "kernel_latency_s
 
 def ideal_prediction(point: dict) -> float:
     hw = catalog.get_hardware(point["hardware"])
-    eff = {**family_efficiency(hw.family), **IDEAL}
+    eff = {**family_efficiency(hw.efficiency_key), **IDEAL}
     return predict(point, eff)["predicted"]
 
 
@@ -258,7 +258,7 @@ def above_roofline(point: dict) -> bool:
 
 
 def family_points(family: str, fitted_only: bool = True) -> list[dict]:
-    mine = [p for p in points() if catalog.get_hardware(p["hardware"]).family == family]
+    mine = [p for p in points() if catalog.get_hardware(p["hardware"]).efficiency_key == family]
     return [p for p in mine if is_fitted(p)] if fitted_only else mine
 
 

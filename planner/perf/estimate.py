@@ -240,7 +240,7 @@ def in_fastest_tier(hw: Hardware, rows, n_chips: np.ndarray) -> np.ndarray:
     tiers = [t for t in hw.chip.memory if t.serves_weights]
     if len(tiers) < 2:
         return np.ones(len(rows), dtype=bool)
-    usable = tiers[0].capacity_bytes.value * family_efficiency(hw.family)["usable_memory_fraction"]
+    usable = tiers[0].capacity_bytes.value * family_efficiency(hw.efficiency_key)["usable_memory_fraction"]
     held = np.array([r[L.B_WEIGHT_BYTES_PER_CHIP] + r[L.B_KV_BYTES_PER_CHIP] for r, _, _ in rows])
     return (held <= usable) & (n_chips <= hw.chip.scale_up.domain_chips.value)
 

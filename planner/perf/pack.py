@@ -158,14 +158,16 @@ def rack_power_shares(hw: Hardware, curve: dict[str, float] | None = None) -> tu
 def efficiency_of(efficiencies: dict | None, hw: Hardware) -> dict[str, float] | None:
     """A system's parameters in a map of efficiencies (``Scenario.efficiencies``): its own entry where a scenario
     scopes parameters to it (a profile ``planner calibrate --measurements`` wrote for the measured system), else its
-    family's; None where the map has neither (the calibrated values apply)."""
+    generation's (``Hardware.efficiency_key``), else its family's; None where the map has none (the calibrated
+    values apply)."""
     efficiencies = efficiencies or {}
-    return efficiencies.get(hw.id, efficiencies.get(hw.family))
+    return efficiencies.get(hw.id, efficiencies.get(hw.efficiency_key, efficiencies.get(hw.family)))
 
 
 def family_efficiency(family: str, stack: str = DEFAULT_SERVING_STACK) -> dict[str, float]:
-    """The efficiency parameters of a family under a serving stack, following ``inherits`` for families with no
-    own data, with the stack's own values (an entry's ``stacks:``) over the vendor-best ones, and the neutral value
+    """The efficiency parameters of an entry of data/efficiency.yaml (a family, or a family's generation
+    ``family/generation``: ``Hardware.efficiency_key``) under a serving stack, following ``inherits`` for entries
+    with no own data of a parameter, with the stack's own values (an entry's ``stacks:``) over the vendor-best ones, and the neutral value
     of any optional one stated nowhere (``NEUTRAL_EFFICIENCY``)."""
     table = efficiency_table()
     if family not in table:
@@ -188,7 +190,7 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
                     power: dict[str, float] | None = None) -> np.ndarray:
     """One system at one precision, with its family's calibrated efficiencies (or the ones given) and its family's
     power curve (or ``power``'s shares)."""
-    eff = efficiency if efficiency is not None else family_efficiency(hw.family)
+    eff = efficiency if efficiency is not None else family_efficiency(hw.efficiency_key)
     chip = hw.chip
     if len(chip.memory) > L.MAX_TIERS:
         raise InputError(f"{hw.id}: at most {L.MAX_TIERS} memory tiers are modelled")

@@ -131,7 +131,7 @@ def uncertain_quantities(hw: Hardware, precision: str) -> list[Uncertain]:
     if r is not None:
         out.append(Uncertain(f"{hw.id}.rack.power_kw", (L.H_RACK_POWER_W,), power.value * 1e3, r[0] * 1e3,
                              r[1] * 1e3, r[2]))
-    return out + efficiency_ranges(hw.family)
+    return out + efficiency_ranges(hw.efficiency_key)
 
 
 def perturbed(hv: np.ndarray, quantities: list[Uncertain]) -> np.ndarray:

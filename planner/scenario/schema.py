@@ -568,15 +568,18 @@ class Scenario(_Section):
         """``efficiency_of`` for the family of every system in ``hardware`` (id -> Hardware), and for each system
         the scenario's ``efficiency`` scopes parameters to by its id: the map the engine, the measured curves and a
         plan's inputs share (read with ``planner.perf.pack.efficiency_of``)."""
-        out = {f: self.efficiency_of(f) for f in sorted({hw.family for hw in hardware.values()})}
+        out = {k: self.efficiency_of(k) for k in sorted({hw.efficiency_key for hw in hardware.values()})}
         for hw_id, hw in sorted(hardware.items()):
             if hw_id in self.efficiency:
-                out[hw_id] = {**out[hw.family], **self.efficiency[hw_id]}
+                out[hw_id] = {**out[hw.efficiency_key], **self.efficiency[hw_id]}
         return out
 
-    def efficiency_of(self, family: str) -> dict[str, float]:
-        """A family's efficiency parameters: the calibrated ones, with the scenario's ``efficiency`` over them."""
-        return {**family_efficiency(family, self.serving_stack), **self.efficiency.get(family, {})}
+    def efficiency_of(self, key: str) -> dict[str, float]:
+        """The efficiency parameters of an entry (a family, or ``family/generation``): the calibrated ones, with the
+        scenario's ``efficiency`` of the family and then of the entry itself over them."""
+        family = key.split("/", 1)[0]
+        return {**family_efficiency(key, self.serving_stack), **self.efficiency.get(family, {}),
+                **(self.efficiency.get(key, {}) if key != family else {})}
 
     def price_of(self, workload: Workload) -> float | None:
         """USD per million output tokens of a workload: its own price, else its tier's."""

@@ -63,7 +63,7 @@ def resolve_axes(spec, base) -> tuple[list[ResolvedAxis], list[Setting]]:
     bands = {}
     for hw in base.resolved_hardware().values():
         for q in uncertain_quantities(hw, hw.precision_or_best(None)):
-            bands.setdefault(q.name, (q, hw.family))
+            bands.setdefault(q.name, (q, hw.efficiency_key))
     resolved, settings = [], []
     for i, a in enumerate(spec.axes):
         low = high = None

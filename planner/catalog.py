@@ -17,23 +17,27 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from planner import yaml_io
-from planner.vocabulary import ACQUISITIONS, HARDWARE_ROLES, PRECISIONS
+from planner.vocabulary import ACQUISITIONS, FOUR_BIT, HARDWARE_ROLES, PRECISIONS
 
 DATA_DIR = Path(__file__).parent / "data"
 CATALOG_VERSION = "2026.11.30"
 
 Confidence = Literal["official", "measured", "press", "estimate"]
-Precision = Literal["fp4", "fp8", "bf16"]
+Precision = Literal["fp4", "fp8", "bf16", "w4a16"]
 Role = Literal["prefill", "decode", "attention", "ffn"]
 TierKind = Literal["sram", "hbm", "gddr", "ddr", "lpddr"]
 Acquisition = Literal["merchant", "cloud", "select"]
 
 assert get_args(Precision) == PRECISIONS and get_args(Role) == HARDWARE_ROLES  # the vocabulary's words
 assert get_args(Acquisition) == ACQUISITIONS
-# Bytes per weight element. FP4 carries one 8-bit scale per 16 elements (NVFP4 block size), so 4.5 bits.
-WEIGHT_BYTES = {"fp4": 4.5 / 8.0, "fp8": 1.0, "bf16": 2.0}
-# KV cache element bytes at each serving precision: FP4 deployments keep the KV cache in FP8.
-KV_BYTES = {"fp4": 1.0, "fp8": 1.0, "bf16": 2.0}
+# Bytes per weight element. FP4 carries one 8-bit scale per 16 elements (NVFP4 block size), so 4.5 bits; weight-only
+# 4-bit one 8-bit scale per 32 (MXFP4; INT4 with a 16-bit scale per 128 is 4.125 bits, about the same), 4.25 bits.
+WEIGHT_BYTES = {"fp4": 4.5 / 8.0, "fp8": 1.0, "bf16": 2.0, "w4a16": 4.25 / 8.0}
+# KV cache element bytes at each serving precision: FP4 deployments keep the KV cache in FP8; weight-only 4-bit
+# ones in 16 bits, as their activations.
+KV_BYTES = {"fp4": 1.0, "fp8": 1.0, "bf16": 2.0, "w4a16": 2.0}
+# The precision whose tensor-core peak a serving precision's matmuls run at: weight-only formats multiply in 16 bits.
+MATH_PRECISION = {"fp4": "fp4", "fp8": "fp8", "bf16": "bf16", "w4a16": "bf16"}
 
 
 class Strict(BaseModel):
@@ -199,8 +203,8 @@ class Hardware(Strict):
     vendor: str
     family: str = Field(description="calibration family in data/efficiency.yaml")
     generation: str | None = Field(None, description="the family's hardware and software generation (hopper, "
-                                   "blackwell, ...): its entry under the family's generations: in "
-                                   "data/efficiency.yaml, where there is one, holds its fixed costs and efficiencies")
+                                   "blackwell, ...): the entry family/generation of data/efficiency.yaml, where "
+                                   "there is one, holds its efficiencies and fixed costs; else the family's own")
     chip: Chip
     rack: Rack
     precisions: list[Precision] = Field(min_length=1)
@@ -211,7 +215,7 @@ class Hardware(Strict):
 
     @model_validator(mode="after")
     def _precisions_have_flops(self) -> "Hardware":
-        missing = [p for p in self.precisions if p not in self.chip.peak_flops_per_s]
+        missing = [p for p in self.precisions if MATH_PRECISION[p] not in self.chip.peak_flops_per_s]
         if missing:
             raise ValueError(f"precisions {missing} have no chip.peak_flops_per_s entry")
         return self
@@ -221,20 +225,20 @@ class Hardware(Strict):
         return int(self.rack.chips.value)
 
     @property
-    def efficiency_key(self) -> str:
-        """The entry of data/efficiency.yaml whose parameters this system takes: ``family/generation`` where the
-        system names its generation, else its family's."""
-        return f"{self.family}/{self.generation}" if self.generation else self.family
-
-    @property
     def rack_power_w(self) -> float:
         return self.rack.power_kw.value * 1e3
 
-    def precision_or_best(self, precision: str | None) -> str:
-        """The precision asked for, or the fastest the hardware supports."""
+    def precision_or_best(self, precision: str | None, model: "Model | None" = None) -> str:
+        """The precision asked for, or the fastest the hardware runs ``model`` at (``runnable_precisions``; a 4-bit
+        checkpoint at its 4-bit format before any wider one)."""
         if precision is not None:
             return precision
-        return next(p for p in PRECISIONS if p in self.precisions)
+        runnable = runnable_precisions(self, model) if model is not None else list(self.precisions)
+        if model is not None and model.native_precision in FOUR_BIT:
+            four = [p for p in FOUR_BIT if p in runnable]
+            if four:
+                return four[0]
+        return next(p for p in PRECISIONS if p in runnable)
 
 
 class Model(Strict):
@@ -429,6 +433,29 @@ class Model(Strict):
 class CatalogError(ValueError):
     """A catalog file is missing or invalid."""
 
+
+
+def runnable_precisions(hw: "Hardware", model: "Model") -> list[str]:
+    """The precisions ``hw`` serves ``model`` at: the system's own, and weight-only 4-bit (w4a16) where the model's
+    checkpoint is 4-bit (gpt-oss's MXFP4, an INT4 release) and the chip multiplies in 16 bits: engines run such
+    weights dequantized into 16-bit matmuls on chips without 4-bit arithmetic (MODEL.md 2.2). Weight-only 4-bit
+    is not offered for a wider checkpoint unless a workload asks for it (its ``precision``): its accuracy is the
+    quantization's, which nothing here measures."""
+    out = list(hw.precisions)
+    if model.native_precision in FOUR_BIT and weight_only_runs(hw) and "w4a16" not in out:
+        out.append("w4a16")
+    return out
+
+
+def runs_precision(hw: "Hardware", model: "Model", precision: str) -> bool:
+    """Whether ``hw`` can serve ``model`` at ``precision``: one of ``runnable_precisions``, or weight-only 4-bit
+    asked for by name on a chip that multiplies in 16 bits (a user's own 4-bit quantization of a wider model)."""
+    return precision in runnable_precisions(hw, model) or (precision == "w4a16" and weight_only_runs(hw))
+
+
+def weight_only_runs(hw: "Hardware") -> bool:
+    """Whether a chip can run weight-only 4-bit: it multiplies in 16 bits."""
+    return "bf16" in hw.chip.peak_flops_per_s
 
 def _read_yaml(path: Path) -> dict:
     # the project's YAML rules on libyaml's parser when PyYAML was built with it (about 10x faster)

@@ -7,8 +7,11 @@ from __future__ import annotations
 # Output tokens per second each user sees, by latency tier (interface contract).
 TIERS: dict[str, float] = {"standard": 100.0, "high": 200.0, "premium": 400.0, "ultra": 1000.0}
 
-# Serving precisions, fastest first (``Hardware.precision_or_best`` picks the first a system supports).
-PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
+# Serving precisions, fastest first (``Hardware.precision_or_best`` picks the first a system supports). w4a16 is
+# weight-only 4-bit (MXFP4 or INT4 weights, 16-bit activations and arithmetic): what a 4-bit checkpoint runs as on a
+# chip without 4-bit arithmetic (gpt-oss on Hopper), never chosen for a 16-bit model (catalog.runnable_precisions).
+PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16", "w4a16")
+FOUR_BIT: tuple[str, ...] = ("fp4", "w4a16")
 
 # A hosted API offer as an option (OPTIMIZER.md 10): one "replica" serves its workload's whole (sized) demand with
 # no chips, at the offer's prices on the tokens it serves; its allocation row's role is API_KIND and its hardware
@@ -66,7 +69,10 @@ DEFAULT_CURTAILMENT_ORDER = "tier"
 # The accuracy ledger (MODEL.md 13): its classes of published figure, the splits of its corpus, the share of each
 # class kept out of every fit, the weight of a vendor's claim beside a measurement in the fit's loss, and how far a
 # class's median error may grow against the committed ledger before CI fails.
-LEDGER_CLASSES: tuple[str, ...] = ("gpu-dense", "gpu-moe", "speculative", "ttft", "sram")
+LEDGER_CLASSES: tuple[str, ...] = ("gpu-dense", "gpu-moe", "speculative", "ttft", "sram", "non-nvidia")
+# The regimes a point's streams fall in (MODEL.md 13): a lone stream to a few, interactive batches, throughput
+# batches, and a system's maximum throughput (no per-user limit, or more than 512 streams).
+LEDGER_REGIMES: tuple[str, ...] = ("1-4", "5-64", "65-512", "max")
 LEDGER_SPLITS: tuple[str, ...] = ("fitted", "held_out", "shown")
 FIGURE_KINDS: tuple[str, ...] = ("measured", "claim")
 HOLDOUT_SHARE = 0.25

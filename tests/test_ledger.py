@@ -37,27 +37,43 @@ def test_corpus_has_sixty_figures_each_with_its_source_date_and_kind():
         assert p["metric"] in calibration.PREDICTORS, p["id"]
 
 
-def test_every_class_holds_a_quarter_of_its_fittable_points_out():
-    points = [p for p in calibration.points() if p.get("fit", True)]
-    by_class = Counter(ledger.point_class(p) for p in points)
-    held = Counter(ledger.point_class(p) for p in points if p.get("held_out"))
+def test_every_class_holds_a_quarter_of_its_fittable_curves_out():
+    """A quarter of each class's units (a curve, or a point that belongs to none) is held out whole."""
+    units = {(ledger.point_class(p), ledger.point_unit(p), bool(p.get("held_out")))
+             for p in calibration.points() if p.get("fit", True)}
+    by_class = Counter(c for c, _, _ in units)
+    held = Counter(c for c, _, h in units if h)
     assert set(by_class) == set(LEDGER_CLASSES)
     for name, n in by_class.items():
         assert held[name] >= math.floor(HOLDOUT_SHARE * n), (name, held[name], n)
 
 
-# The corpus's batches, in the order they were marked: the first 111 points, then SGLang's neighbour vLLM's.
+# The corpus's batches, in the order they were marked: the first 111 points, then SGLang's neighbour vLLM's, then
+# the curves of data/curves.yaml.
 LATER_BATCHES = (("vllm-",),)
 
 
 def test_the_frozen_hold_out_is_the_hash_rule_of_the_ids():
-    """The held-out marks in the file are what the rule chooses, batch by batch (holdout_ids for the first corpus,
-    holdout_additions for each later batch): none was moved by hand to flatter a class."""
+    """The held-out marks in the files are what the rule chooses, batch by batch (holdout_ids for the first corpus,
+    holdout_additions for each later batch, the curves last): none was moved by hand to flatter a class, and a curve
+    is held out or fitted whole."""
     points = calibration.points()
-    later = [{p["id"] for p in points if p["id"].startswith(prefixes)} for prefixes in LATER_BATCHES]
+    single = {p["id"] for p in calibration.calibration_data()["points"]}
+    later = [{p["id"] for p in points if p["id"] in single and p["id"].startswith(prefixes)}
+             for prefixes in LATER_BATCHES]
+    later.append({p["id"] for p in points if p["id"] not in single})
     first = [p for p in points if not any(p["id"] in batch for batch in later)]
     expected = ledger.holdout_ids(first).union(*(ledger.holdout_additions(points, batch) for batch in later))
     assert {p["id"] for p in points if p.get("held_out")} == expected
+
+
+def test_a_curve_is_fitted_or_held_out_whole():
+    by_curve: dict[str, set] = {}
+    for p in calibration.points():
+        if p.get("curve"):
+            by_curve.setdefault(p["curve"], set()).add(bool(p.get("held_out")))
+    assert len(by_curve) >= 50
+    assert all(len(marks) == 1 for marks in by_curve.values()), [c for c, m in by_curve.items() if len(m) > 1]
 
 
 @pytest.mark.parametrize("family", sorted(calibration.calibration_data()["fit"]))

@@ -238,7 +238,7 @@ BAD = [
      "workloads[0].prefix_cache_hit", "< 1"),
     ("bad-tier", _edit("tier: standard", "tier: fast"), 16, "workloads[0].tier", "'standard', 'high', 'premium'"),
     ("bad-precision", _edit("    tier: standard\n", "    tier: standard\n    precision: int4\n"), 17,
-     "workloads[0].precision", "'fp4', 'fp8' or 'bf16'"),
+     "workloads[0].precision", "'fp4', 'fp8', 'bf16' or 'w4a16'"),
     ("duplicate-workload-name", _edit("  - name: agent", "  - name: chat"), 17, "workloads[1].name",
      "duplicate workload name 'chat'"),
     ("tier-and-min-tps", _edit("    tier: standard\n", "    tier: standard\n    min_tps_per_user: 150\n"), 17,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from planner import __version__, catalog
 from planner.errors import InputError
 from planner.export.rows import PlanRows, Row, family_skip, hf_id_of, whole_replicas
+from planner.vocabulary import FOUR_BIT
 
 NEED = re.compile(r"\$([A-Z][A-Z0-9_]*)")  # a value the plan does not hold, named by the variable that must hold it
 
@@ -181,8 +182,8 @@ def model_argument(row: Row, hf_id: str, online: dict[str, list[str]]) -> tuple[
     precision -> the engine's flags), else a checkpoint already in that precision (``$CHECKPOINT``), from which
     the engine reads the quantization."""
     native = row.model.native_precision
-    if row["precision"] == native:
-        return hf_id, [], {}
+    if row["precision"] == native or (row["precision"] == "w4a16" and native in FOUR_BIT):
+        return hf_id, [], {}  # a 4-bit checkpoint runs weight-only as published, its format read from it
     if row["precision"] in online and native == "bf16":
         return hf_id, list(online[row["precision"]]), {}
     return "$CHECKPOINT", [], {"CHECKPOINT": f"a checkpoint of {hf_id} in {row['precision']} (the plan serves it at "

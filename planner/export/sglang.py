@@ -10,7 +10,7 @@ from planner.export.rows import (Row, check_common, disaggregated, draft_tokens,
 ENGINE = "SGLang"
 VERSION = "0.5.4"
 REFERENCE = "https://docs.sglang.ai/advanced_features/server_arguments.html"
-PRECISIONS = ("bf16", "fp8", "fp4")
+PRECISIONS = ("bf16", "fp8", "fp4", "w4a16")
 ONLINE = {"fp8": ["--quantization", "fp8"]}  # SGLang quantizes a 16-bit checkpoint to FP8 on load
 # The planner's speculative methods as SGLang's --speculative-algorithm (NEXTN: the model's own MTP layers)
 METHODS = {"none": None, "mtp": "NEXTN", "eagle": "EAGLE3", "draft_model": "STANDALONE"}

@@ -13,7 +13,7 @@ from planner.export.rows import (Row, check_common, disaggregated, draft_tokens,
 ENGINE = "TensorRT-LLM"
 VERSION = "1.1.0"
 REFERENCE = "https://nvidia.github.io/TensorRT-LLM/1.1.0/llm-api/reference.html"
-PRECISIONS = ("bf16", "fp8", "fp4")
+PRECISIONS = ("bf16", "fp8", "fp4", "w4a16")
 ONLINE: dict[str, list[str]] = {}  # the PyTorch backend reads the quantization from a ModelOpt checkpoint only
 # The planner's speculative methods as TensorRT-LLM's speculative_config decoding_type
 METHODS = {"none": None, "mtp": "MTP", "eagle": "Eagle", "draft_model": "DraftTarget"}

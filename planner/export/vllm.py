@@ -11,7 +11,7 @@ from planner.export.rows import (Row, Refusal, check_common, disaggregated, draf
 ENGINE = "vLLM"
 VERSION = "0.11.0"
 REFERENCE = "https://docs.vllm.ai/en/v0.11.0/configuration/engine_args.html"
-PRECISIONS = ("bf16", "fp8", "fp4")
+PRECISIONS = ("bf16", "fp8", "fp4", "w4a16")
 ONLINE = {"fp8": ["--quantization", "fp8"]}  # vLLM quantizes a 16-bit checkpoint to FP8 on load
 # The planner's speculative methods as vLLM's --speculative-config "method" (None: vLLM infers a draft model)
 METHODS = {"none": None, "mtp": "deepseek_mtp", "eagle": "eagle3", "draft_model": None}

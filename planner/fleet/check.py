@@ -390,9 +390,13 @@ def eligibility_checks(name: str, row: dict, demand: Demand, kind, inputs: Input
         out.append(result(f"{name} role {hw_id}", ok_role, f"{hw_id} takes {', '.join(roles)} for {demand.model}"))
         allowed = not demand.allow_hardware or hw_id in demand.allow_hardware
         out.append(result(f"{name} allowed {hw_id}", allowed, f"workload allows {demand.allow_hardware or 'any'}"))
-        pinned = demand.precision in (None, precision) or (kind.pair and demand.precision not in hw.precisions)
-        out.append(result(f"{name} precision {hw_id}", precision in hw.precisions and pinned,
-                          f"{precision} on {hw_id} (runs {', '.join(hw.precisions)}; workload asks "
+        model = inputs.models.get(demand.model)
+        runs = model is not None and catalog.runs_precision(hw, model, precision)
+        pinned = demand.precision in (None, precision) or (
+            kind.pair and not (model is not None and catalog.runs_precision(hw, model, demand.precision)))
+        offered = catalog.runnable_precisions(hw, model) if model is not None else list(hw.precisions)
+        out.append(result(f"{name} precision {hw_id}", runs and pinned,
+                          f"{precision} on {hw_id} (runs {', '.join(offered)}; workload asks "
                           f"{demand.precision or 'any'})"))
     settings = demand.speculation().settings() if kind.covers_decode else [(0, 0.0)]  # prefill drafts nothing
     k, a = row.get("draft_tokens"), row.get("acceptance")

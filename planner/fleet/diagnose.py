@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from planner import catalog
 from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS
 from planner.fleet.problem import Built, scenario_options
 from solvers.milp import new_racks, optimize
@@ -91,7 +92,7 @@ def why_not_systems(d, hardware: dict) -> list[str]:
             reasons.append(f"{hw_id} serves only {hw.model_lock}")
         elif "decode" not in hw.roles and "ffn" not in hw.roles:
             reasons.append(f"{hw_id} does not decode (roles: {', '.join(hw.roles)})")
-        elif d.precision is not None and d.precision not in hw.precisions:
+        elif d.precision is not None and not catalog.runs_precision(hw, catalog.get_model(d.model), d.precision):
             reasons.append(f"{hw_id} does not run {d.precision}")
     return reasons
 

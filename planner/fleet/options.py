@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from planner.catalog import Hardware, Model
+from planner.catalog import Hardware, Model, runnable_precisions, runs_precision
 from planner.errors import PlannerError
 from planner.fleet.demand import Demand
 from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts
@@ -128,10 +128,12 @@ def serves(hw: Hardware, model: Model, role: str) -> bool:
     return role in hw.roles and hw.model_lock in (None, model.id)
 
 
-def precisions_for(hw: Hardware, demand: Demand) -> list[str]:
+def precisions_for(hw: Hardware, demand: Demand, model: Model) -> list[str]:
+    """The precisions a workload's options are searched at on ``hw``: its own where it pins one the system runs,
+    else every precision the system runs the model at (``catalog.runnable_precisions``)."""
     if demand.precision:
-        return [demand.precision] if demand.precision in hw.precisions else []
-    return list(hw.precisions)
+        return [demand.precision] if runs_precision(hw, model, demand.precision) else []
+    return runnable_precisions(hw, model)
 
 
 def pareto_by_chips(chips: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -558,7 +560,7 @@ def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurem
 
     names = {k.name for k in kinds}
     covered = set()
-    for curve in curves_for(demand, model, hw, measurements, precisions_for(hw, demand), efficiency):
+    for curve in curves_for(demand, model, hw, measurements, precisions_for(hw, demand, model), efficiency):
         if curve.role not in names:
             continue
         covered.add(curve.precision)
@@ -640,7 +642,7 @@ def system_options(variants: list[Demand], model: Model, models: dict[str, Model
         opts = Options()
         draft = drafter(d, model, models)
         todo = [k for k in kinds if i == 0 or k.covers_decode]
-        for prec in precisions_for(hw, d):
+        for prec in precisions_for(hw, d, model):
             if prec in covered or not todo:
                 continue
             sys = system_for(d, model, hw, prec, draft, efficiency_of(efficiency, hw), layouts, known=known,

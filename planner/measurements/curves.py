@@ -226,7 +226,7 @@ def beside_model(rows, hardware: dict | None = None, models: dict | None = None)
                    input_tokens_per_s=m.input_tokens_per_s, ttft_s=m.ttft_s, ttft_percentile=m.ttft_percentile)
         predicted = {"predicted_tps_per_user": None, "predicted_output_tokens_per_s": None, "error_pct": None}
         hw, model = hardware.get(m.hardware), models.get(m.model)
-        if hw is not None and model is not None and m.precision in hw.precisions:
+        if hw is not None and model is not None and catalog.runs_precision(hw, model, m.precision):
             p = model_point(model, hw, m.precision, m.layout(), m.concurrency, (m.input_tokens, m.output_tokens),
                             m.role)
             prefill = m.role == "prefill"

@@ -19,7 +19,7 @@ from planner.errors import InputError
 from planner.measurements.curves import model_point
 from planner.measurements.reading import read_text
 from planner.perf.calibration import calibration_data, fit_parameters, fit_spec
-from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table, family_efficiency
+from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_key, efficiency_table, family_efficiency
 from planner.writing import atomic_write
 
 
@@ -55,15 +55,15 @@ def family_rows(rows, hardware: dict, family: str | None = None, hardware_id: st
     if hardware_id is not None:
         if hardware_id not in hardware:
             raise InputError(f"unknown hardware {hardware_id!r}", field="--hardware")
-        family = hardware[hardware_id].efficiency_key
+        family = efficiency_key(hardware[hardware_id])
         known = [m for m in known if m.hardware == hardware_id]
-    families = sorted({hardware[m.hardware].efficiency_key for m in known})
+    families = sorted({efficiency_key(hardware[m.hardware]) for m in known})
     if family is None:
         if len(families) != 1:
             raise InputError(f"the rows are of {len(families)} families ({', '.join(families)}); name one with "
                              f"--family or --hardware", field="--measurements")
         family = families[0]
-    mine = [m for m in known if family in (hardware[m.hardware].efficiency_key, hardware[m.hardware].family)]
+    mine = [m for m in known if family in (efficiency_key(hardware[m.hardware]), hardware[m.hardware].family)]
     if not mine:
         raise InputError(f"no rows of family {family!r} (the rows' families: {', '.join(families)})",
                          field="--family")
@@ -85,8 +85,8 @@ def fit_to_measurements(rows, family: str | None = None, hardware_id: str | None
     if missing:
         raise InputError(f"model {', '.join(missing)} is not in the catalog", field="--measurements")
     family, mine = family_rows(rows, hardware, family, hardware_id)
-    names, bounds = fit_spec(family)
-    names = [n for n in names if n in MEASURED_PARAMS]
+    _, bounds = fit_spec(family)
+    names = list(MEASURED_PARAMS)  # what a user's rows identify, whatever the shipped fit takes from kernels
     before = dict(family_efficiency(family))
 
     def objective(eff):

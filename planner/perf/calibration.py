@@ -21,7 +21,7 @@ from planner import catalog, yaml_io
 from planner.perf.frontier import sweep_points
 from planner.perf.estimate import batch_ttft_per_layout
 from planner.perf.grid import BATCHES, Layouts
-from planner.perf.pack import NEUTRAL_EFFICIENCY, efficiency_table, family_efficiency
+from planner.perf.pack import NEUTRAL_EFFICIENCY, efficiency_key, efficiency_table, family_efficiency
 from planner.perf.speculative import acceptance_for, speculation
 from planner.vocabulary import CLAIM_WEIGHT, DEFAULT_SERVING_STACK, ENGINE_STACKS
 
@@ -40,8 +40,31 @@ def _calibration_file(path: str, mtime_ns: int, size: int) -> dict:
     return catalog._read_yaml(Path(path))
 
 
+def curves_data() -> dict:
+    """curves.yaml (the corpus of curves, MODEL.md 13), parsed once per version of the file, a copy each call."""
+    path = catalog.DATA_DIR / "curves.yaml"
+    stat = path.stat()
+    return copy.deepcopy(_calibration_file(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+def curve_points(curve: dict) -> list[dict]:
+    """A curve's points as calibration points: the curve's conditions with each point's concurrency and figure;
+    the id is the curve's, with ``@c<concurrency>`` where it has several points. ``curve`` names the curve: a curve
+    is fitted or held out whole."""
+    shared = {k: v for k, v in curve.items() if k not in ("points", "conversion")}
+    pts = curve["points"]
+    out = []
+    for p in pts:
+        point = {**shared, "curve": curve["id"], **p}
+        if len(pts) > 1:
+            point["id"] = f"{curve['id']}@c{p['concurrency']}"
+        out.append(point)
+    return out
+
+
 def points() -> list[dict]:
-    return calibration_data()["points"]
+    """The corpus: calibration.yaml's figures, then every point of curves.yaml's curves."""
+    return calibration_data()["points"] + [p for c in curves_data()["curves"] for p in curve_points(c)]
 
 
 def predict(point: dict, efficiency: dict[str, float] | None = None) -> dict:
@@ -49,8 +72,8 @@ def predict(point: dict, efficiency: dict[str, float] | None = None) -> dict:
     model = catalog.get_model(point["model"])
     hw = catalog.get_hardware(point["hardware"])
     stack = point_stack(point)
-    eff = stack_view(efficiency, stack) if efficiency is not None else family_efficiency(hw.efficiency_key, stack)
-    if point["precision"] not in hw.precisions:
+    eff = stack_view(efficiency, stack) if efficiency is not None else family_efficiency(efficiency_key(hw), stack)
+    if not catalog.runs_precision(hw, model, point["precision"]):
         return {"predicted": 0.0, "config": f"{hw.id} lists no {point['precision']} format"}
     if hw.model_lock is not None and hw.model_lock != model.id:
         return {"predicted": 0.0, "config": f"{hw.id} serves only {hw.model_lock}"}
@@ -85,19 +108,22 @@ def point_speculation(point: dict):
 
 
 def _layouts_of(point: dict, s: dict) -> dict:
-    """The sweep's points on the layout the figure was measured at: its tensor-parallel degree (``tp``) and, where
-    the point says ``ep: 0`` (experts sharded by tensor parallelism, attention not data-parallel, as vLLM's plain
-    ``-tp N`` runs), only layouts without expert parallelism."""
+    """The sweep's points on the layout the figure was measured at: its tensor-parallel degree (``tp``) and its
+    expert layout where it states one (``ep: 0``: attention tensor-parallel, experts sharded with it, as vLLM's plain
+    ``-tp N`` runs; ``ep: 1``: attention data-parallel with expert parallelism)."""
     keep = np.ones(len(s["tp"]), dtype=bool)
     if point.get("tp") is not None:
         keep &= s["tp"] == int(point["tp"])
-    if _without_ep(point):
-        keep &= s["ep"] == 0
+    if _pinned_ep(point) is not None:
+        keep &= s["ep"] == _pinned_ep(point)
     return {k: (v[keep] if isinstance(v, np.ndarray) else v) for k, v in s.items()}
 
 
-def _without_ep(point: dict) -> bool:
-    return point.get("ep") is not None and int(point["ep"]) == 0
+def _pinned_ep(point: dict) -> int | None:
+    """0 or 1 where a point pins its expert layout; a larger ``ep`` is the expert-parallel size its source
+    recorded (data/calibration.yaml's header), not a pin."""
+    ep = point.get("ep")
+    return int(ep) if ep is not None and int(ep) in (0, 1) else None
 
 
 def _predict_per_user(point, model, hw, eff) -> dict:
@@ -154,27 +180,48 @@ def _predict_decode_throughput(point, model, hw, eff) -> dict:
                         lambda s: s["decode_tps_per_user"] >= point.get("min_tps_per_user", 0.0))
 
 
-def _at_concurrency(point, model, hw, eff) -> tuple[float, str]:
-    """(tokens/s per user, configuration) of ``concurrency`` streams on ``chips`` chips, over the replica sizes that
-    divide them (each replica an equal share of the streams) and the layouts the point allows: the best per-user
-    speed, which at a fixed total concurrency is also the best throughput."""
+def _at_concurrency(point, model, hw, eff) -> tuple[float, float, str]:
+    """(tokens/s per user, streams served, configuration) of ``concurrency`` streams on ``chips`` chips, over the
+    replica sizes that divide them (each replica an equal share of the streams) and the layouts the point allows, the
+    configuration that serves the most output tokens/s. A closed-loop client's streams beyond what a replica admits
+    (its memory, its scheduler's bound) wait for a slot: the replica serves the largest batch that fits (MODEL.md
+    13), so the figure is that batch's, not "does not fit"."""
     streams = float(point["concurrency"])
-    best, where = 0.0, "does not fit"
-    for n, s in _replica_sweeps(point, model, hw, eff, lambda n: np.array([max(streams / n, 1.0)])):
-        if len(s["tps_per_user"]) and s["tps_per_user"].max() > best:
-            i = int(np.argmax(s["tps_per_user"]))
-            best, where = float(s["tps_per_user"][i]), f"{n} x ({_config(s, i)})"
-    return best, where
+    best = (0.0, 0.0, "does not fit")
+    for n, s in _replica_sweeps(point, model, hw, eff, lambda n: _admissible(max(streams / n, 1.0))):
+        if not len(s["tps_per_user"]):
+            continue
+        served = n * _largest_admitted(s)
+        rate = served * s["tps_per_user"]
+        i = int(np.argmax(rate))
+        if rate[i] > best[0] * best[1]:
+            best = (float(s["tps_per_user"][i]), float(served[i]), f"{n} x ({_config(s, i)})")
+    return best
+
+
+def _admissible(streams: float) -> np.ndarray:
+    """The batches a replica offered ``streams`` streams may run: all of them, or a smaller batch of the grid."""
+    return np.unique(np.append(BATCHES[BATCHES < streams], streams))
+
+
+def _largest_admitted(s: dict) -> np.ndarray:
+    """Per row of a sweep over ``_admissible`` batches, the row's batch where it is its layout's largest that fits,
+    else 0: only the largest admitted batch of each layout (and drafter setting) serves."""
+    keys = list(zip(s["tp"], s["pp"], s["ep"], s["draft_tokens"]))
+    largest: dict = {}
+    for key, b in zip(keys, s["streams"]):
+        largest[key] = max(largest.get(key, 0.0), b)
+    return np.array([b if b == largest[key] else 0.0 for key, b in zip(keys, s["streams"])])
 
 
 def _predict_per_user_at_concurrency(point, model, hw, eff) -> dict:
-    tps, where = _at_concurrency(point, model, hw, eff)
+    tps, _, where = _at_concurrency(point, model, hw, eff)
     return {"predicted": tps, "config": where}
 
 
 def _predict_throughput_at_concurrency(point, model, hw, eff) -> dict:
-    tps, where = _at_concurrency(point, model, hw, eff)
-    return {"predicted": tps * float(point["concurrency"]), "config": where}
+    tps, served, where = _at_concurrency(point, model, hw, eff)
+    return {"predicted": tps * served, "config": where}
 
 
 def _predict_ttft(point, model, hw, eff) -> dict:
@@ -184,8 +231,8 @@ def _predict_ttft(point, model, hw, eff) -> dict:
     grid = Layouts(point_stack(point)).grid(hw, model, point.get("chips"))
     if point.get("tp") is not None:
         grid = grid[grid[:, 0] == int(point["tp"])]
-    if _without_ep(point):
-        grid = grid[grid[:, 2] == 0]
+    if _pinned_ep(point) is not None:
+        grid = grid[grid[:, 2] == _pinned_ep(point)]
     prompts = float(point.get("concurrency", 1))
     if len(grid) == 0:
         return {"predicted": 0.0, "config": "does not fit"}
@@ -200,8 +247,8 @@ def _predict_speedup(point, model, hw, eff) -> dict:
     """Speculative over plain per-user speed at ``concurrency`` streams on ``chips`` chips: each side on its own
     best layout."""
     plain = {k: v for k, v in point.items() if k != "speculative"}
-    fast, where = _at_concurrency(point, model, hw, eff)
-    slow, _ = _at_concurrency(plain, model, hw, eff)
+    fast, _, where = _at_concurrency(point, model, hw, eff)
+    slow, _, _ = _at_concurrency(plain, model, hw, eff)
     return {"predicted": fast / slow if slow > 0 else 0.0, "config": where}
 
 
@@ -236,7 +283,7 @@ IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "kernel_latency_s
 
 def ideal_prediction(point: dict) -> float:
     hw = catalog.get_hardware(point["hardware"])
-    eff = {**family_efficiency(hw.efficiency_key), **IDEAL}
+    eff = {**family_efficiency(efficiency_key(hw)), **IDEAL}
     return predict(point, eff)["predicted"]
 
 
@@ -258,7 +305,7 @@ def above_roofline(point: dict) -> bool:
 
 
 def family_points(family: str, fitted_only: bool = True) -> list[dict]:
-    mine = [p for p in points() if catalog.get_hardware(p["hardware"]).efficiency_key == family]
+    mine = [p for p in points() if efficiency_key(catalog.get_hardware(p["hardware"])) == family]
     return [p for p in mine if is_fitted(p)] if fitted_only else mine
 
 
@@ -375,12 +422,12 @@ def _polish(objective, eff, names, bounds, iterations: int = 300) -> dict[str, f
     def f(z):
         return objective({**eff, **values(z)})
 
-    z, _ = _nelder_mead(f, np.log([eff[n] for n in names]), iterations)
+    z, _ = nelder_mead(f, np.log([eff[n] for n in names]), iterations)
     polished = {**eff, **values(z)}
     return polished if objective(polished) <= objective(eff) else eff
 
 
-def _nelder_mead(f, x0, iterations, step=0.1, spread=1e-10):
+def nelder_mead(f, x0, iterations, step=0.1, spread=1e-10):
     """Minimum of ``f`` from ``x0`` by the Nelder-Mead simplex (reflect 1, expand 2, contract and shrink 1/2)."""
     simplex = [np.array(x0, dtype=float)]
     for i in range(len(x0)):

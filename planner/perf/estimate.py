@@ -10,10 +10,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from planner import catalog
-from planner.catalog import Hardware, Model
+from planner.catalog import Hardware, Model, runnable_precisions, runs_precision
 from planner.errors import InputError
 from planner.perf.grid import MICRO_BATCHES, pair_engines, parallel_grid, split_grid, tp_options
-from planner.perf.pack import family_efficiency, hardware_vector, model_vector, split_model_vectors, workload_vector
+from planner.perf.pack import efficiency_key, family_efficiency, hardware_vector, model_vector, split_model_vectors, workload_vector
 from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
 from planner.perf.uncertainty import band, uncertain_quantities
 from planner.vocabulary import (
@@ -30,10 +30,9 @@ from solvers.perf import slots as L
 def check_pair(hw: Hardware, model: Model, precision: str) -> None:
     if hw.model_lock and hw.model_lock != model.id:
         raise InputError(f"{hw.id} serves only the model wired into it ({hw.model_lock}), not {model.id}")
-    if precision not in hw.precisions:
-        raise InputError(
-            f"{hw.id} does not run {precision}; it supports {', '.join(hw.precisions)}", field="precision"
-        )
+    if not runs_precision(hw, model, precision):
+        raise InputError(f"{hw.id} does not run {precision} for {model.id}; it runs "
+                         f"{', '.join(runnable_precisions(hw, model))}", field="precision")
 
 
 def check_positive(**values) -> None:
@@ -240,7 +239,7 @@ def in_fastest_tier(hw: Hardware, rows, n_chips: np.ndarray) -> np.ndarray:
     tiers = [t for t in hw.chip.memory if t.serves_weights]
     if len(tiers) < 2:
         return np.ones(len(rows), dtype=bool)
-    usable = tiers[0].capacity_bytes.value * family_efficiency(hw.efficiency_key)["usable_memory_fraction"]
+    usable = tiers[0].capacity_bytes.value * family_efficiency(efficiency_key(hw))["usable_memory_fraction"]
     held = np.array([r[L.B_WEIGHT_BYTES_PER_CHIP] + r[L.B_KV_BYTES_PER_CHIP] for r, _, _ in rows])
     return (held <= usable) & (n_chips <= hw.chip.scale_up.domain_chips.value)
 

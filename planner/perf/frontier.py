@@ -65,6 +65,7 @@ def _sweep_points(model, hw, precision, input_tokens, output_tokens, efficiency,
         "pp": pp[keep].astype(int),
         "ep": ep[keep].astype(int),
         "batch": streams[keep].astype(int),
+        "streams": streams[keep],
         "chips": (tp * pp)[keep].astype(int),
         "tps_per_user": res[keep, L.P_TPS_PER_USER],
         "decode_tps_per_user": res[keep, L.P_DECODE_TPS_PER_USER],
@@ -177,12 +178,12 @@ def frontier(model: str, hardware: list[str] | None = None, precision: str | Non
             points.extend(_pair_frontier(m, a_id, f_id, precision, input_tokens, output_tokens, spec))
             continue
         hw = catalog.get_hardware(hw_id)
-        if hardware is None and (not _serves(hw, m) or (precision and precision not in hw.precisions)):
+        if hardware is None and (not _serves(hw, m) or (precision and not catalog.runs_precision(hw, m, precision))):
             continue
         if "decode" not in hw.roles:
             raise InputError(f"{hw.id} takes only the {', '.join(hw.roles)} role(s): it has no decode frontier",
                              field="hardware")
-        precs = [precision] if precision else list(hw.precisions)
+        precs = [precision] if precision else catalog.runnable_precisions(hw, m)
         for prec in precs:
             check_pair(hw, m, prec)
         sweeps = [sweep_points(m, hw, p, input_tokens, output_tokens, spec=spec) for p in precs]

@@ -15,7 +15,7 @@ import statistics
 
 from planner import catalog
 from planner.perf import calibration
-from planner.vocabulary import HOLDOUT_SHARE, LEDGER_CLASSES, LEDGER_SPLITS
+from planner.vocabulary import HOLDOUT_SHARE, LEDGER_CLASSES, LEDGER_REGIMES, LEDGER_SPLITS
 
 
 def point_class(point: dict) -> str:
@@ -30,7 +30,26 @@ def point_class(point: dict) -> str:
     hw = catalog.get_hardware(point["hardware"])
     if hw.chip.memory[0].tier == "sram":
         return "sram"
+    if not hw.vendor.startswith("NVIDIA"):
+        return "non-nvidia"
     return "gpu-moe" if catalog.get_model(point["model"]).is_moe else "gpu-dense"
+
+
+def point_regime(point: dict) -> str:
+    """The regime of a point's streams (``LEDGER_REGIMES``): 1-4 (a lone stream to a few), 5-64, 65-512, or max (a
+    system's maximum throughput, or more than 512 streams). A batch-1 figure and a TTFT of lone prompts are 1-4."""
+    if point["metric"] in ("system_throughput", "decode_throughput"):
+        return "max"
+    streams = float(point.get("concurrency", 1))
+    for bound, name in ((4, "1-4"), (64, "5-64"), (512, "65-512")):
+        if streams <= bound:
+            return name
+    return "max"
+
+
+def point_unit(point: dict) -> str:
+    """What is held out or fitted whole: the point's curve where it belongs to one, else the point itself."""
+    return point.get("curve") or point["id"]
 
 
 def point_vendor(point: dict) -> str:
@@ -48,18 +67,21 @@ def point_split(point: dict) -> str:
 
 
 def holdout_ids(points: list[dict], share: float = HOLDOUT_SHARE) -> set[str]:
-    """The ids a fresh corpus holds back: in each class, of the points whose conditions the model can express
-    (no ``fit: false``), the ceil(share x n) whose ids hash lowest (sha256), so the choice depends on nothing but
-    the ids. Used once to mark the first corpus (``held_out: true``); the marks are then frozen in the file, and
+    """The ids a fresh corpus holds back: in each class, of the units (a curve, or a point of none: ``point_unit``)
+    whose conditions the model can express (no ``fit: false``), the ceil(share x n) whose ids hash lowest (sha256),
+    every point of each: the choice depends on nothing but the ids, and a curve is never split. Used once to mark the first corpus (``held_out: true``); the marks are then frozen in the file, and
     later additions are marked by ``holdout_additions``, so adding a point never reshuffles the others."""
-    by_class: dict[str, list[str]] = {}
+    by_class: dict[str, set[str]] = {}
+    members: dict[str, list[str]] = {}
     for p in points:
         if p.get("fit", True):
-            by_class.setdefault(point_class(p), []).append(p["id"])
+            by_class.setdefault(point_class(p), set()).add(point_unit(p))
+            members.setdefault(point_unit(p), []).append(p["id"])
     held: set[str] = set()
-    for ids in by_class.values():
-        ids.sort(key=lambda i: hashlib.sha256(i.encode()).hexdigest())
-        held.update(ids[: math.ceil(share * len(ids))])
+    for units in by_class.values():
+        ordered = sorted(units, key=lambda i: hashlib.sha256(i.encode()).hexdigest())
+        for unit in ordered[: math.ceil(share * len(ordered))]:  # a curve is held out whole
+            held.update(members[unit])
     return held
 
 
@@ -83,6 +105,7 @@ def point_rows(rows: list[dict] | None = None) -> list[dict]:
     for row in rows if rows is not None else calibration.comparison():
         p = by_id[row["id"]]
         out.append({**row, "class": point_class(p), "vendor": point_vendor(p), "split": point_split(p),
+                    "regime": point_regime(p), "curve": point_unit(p),
                     "kind": p.get("kind", "measured"), "date": str(p.get("date", "")),
                     "error_factor": _finite(error_factor(row["predicted"], row["published"]))})
     return out
@@ -109,12 +132,21 @@ def ledger(rows: list[dict] | None = None) -> dict:
     are within 2x and how many have no prediction; and every point's row."""
     pts = point_rows(rows)
     groups = []
-    for key, names in (("class", LEDGER_CLASSES), ("vendor", sorted({r["vendor"] for r in pts}))):
+    for key, names in (("class", LEDGER_CLASSES), ("vendor", sorted({r["vendor"] for r in pts})),
+                       ("regime", LEDGER_REGIMES)):
         for name in names:
             for split in (*LEDGER_SPLITS, "all"):
                 chosen = [r for r in pts if r[key] == name and split in (r["split"], "all")]
                 if chosen:
                     groups.append({"group": key, "name": name, "split": split, **_summary(chosen)})
+    for name in LEDGER_CLASSES:  # each class by regime (MODEL.md 13)
+        for regime in LEDGER_REGIMES:
+            for split in (*LEDGER_SPLITS, "all"):
+                chosen = [r for r in pts if r["class"] == name and r["regime"] == regime
+                          and split in (r["split"], "all")]
+                if chosen:
+                    groups.append({"group": "class-regime", "name": f"{name} {regime}", "split": split,
+                                   **_summary(chosen)})
     return {"groups": groups, "points": pts}
 
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from planner import catalog
-from planner.catalog import KV_BYTES, WEIGHT_BYTES, Hardware, Model
+from planner.catalog import KV_BYTES, MATH_PRECISION, WEIGHT_BYTES, Hardware, Model
 from planner.errors import InputError
 from planner.vocabulary import DEFAULT_SERVING_STACK, SERVING_STACKS
 from solvers.perf import slots as L
@@ -28,12 +28,21 @@ EFFICIENCY_PARAMS = (
     "usable_memory_fraction",
     "attention_stream_s",
     "grouped_gemm_factor",
+    "fp8_grouped_gemm_factor",
+    "fp4_grouped_gemm_factor",
+    "attention_flops_efficiency",
+    "fp8_attention_flops_efficiency",
     "fp8_flops_factor",
     "fp4_flops_factor",
+    "w4a16_flops_factor",
     "speculative_stream_s",
     "max_streams_per_rank",
     "prefill_tokens_per_pass",
 )
+
+# Parameters a family may leave out that fall back to another of its own (``grouped_factor``), not to a neutral value.
+FALLS_BACK = ("fp8_grouped_gemm_factor", "fp4_grouped_gemm_factor", "attention_flops_efficiency",
+              "fp8_attention_flops_efficiency")
 
 UNBOUNDED_STREAMS = 1e9  # "no scheduler bound", finite so that plans (JSON) can carry it
 
@@ -45,6 +54,7 @@ NEUTRAL_EFFICIENCY = {
     "grouped_gemm_factor": 1.0,
     "fp8_flops_factor": 1.0,
     "fp4_flops_factor": 1.0,
+    "w4a16_flops_factor": 1.0,
     "speculative_stream_s": 0.0,
     "max_streams_per_rank": UNBOUNDED_STREAMS,
     "prefill_tokens_per_pass": 0.0,
@@ -52,12 +62,37 @@ NEUTRAL_EFFICIENCY = {
 
 # The achieved share of a precision's peak is flops_efficiency (16-bit) times its factor: narrower tensor-core
 # formats reach less of their nominal rate (scaling, conversion and the 16-bit work around them).
-PRECISION_FACTOR = {"bf16": None, "fp8": "fp8_flops_factor", "fp4": "fp4_flops_factor"}
+PRECISION_FACTOR = {"bf16": None, "fp8": "fp8_flops_factor", "fp4": "fp4_flops_factor",
+                    "w4a16": "w4a16_flops_factor"}
 
 
 def precision_factor(eff: dict[str, float], precision: str) -> float:
     name = PRECISION_FACTOR[precision]
     return 1.0 if name is None else eff.get(name, 1.0)
+
+
+# The grouped expert matmuls' share of the dense rate at each precision (a measured format's own, where the family
+# states it; else the 16-bit one's): block-scaled FP8 and NVFP4 grouped kernels fall further below their dense
+# GEMMs than 16-bit ones do (data/measured_kernels.yaml). Weight-only 4-bit dequantizes into 16-bit matmuls.
+GROUPED_FACTOR = {"bf16": "grouped_gemm_factor", "fp8": "fp8_grouped_gemm_factor", "fp4": "fp4_grouped_gemm_factor",
+                  "w4a16": "grouped_gemm_factor"}
+
+
+def grouped_factor(eff: dict[str, float], precision: str) -> float:
+    return eff.get(GROUPED_FACTOR[precision], eff.get("grouped_gemm_factor", 1.0))
+
+
+# Attention kernels' own share of the peak at their precision (MLA decode's, measured: MODEL.md 2.6), where the
+# family states it; else the matmuls' (flops_efficiency times the precision's factor).
+ATTENTION_EFFICIENCY = {"bf16": "attention_flops_efficiency", "fp8": "fp8_attention_flops_efficiency"}
+
+
+def attention_share(eff: dict[str, float], precision: str) -> float:
+    """The achieved share of the attention precision's peak: its measured attention efficiency, else the matmuls'."""
+    name = ATTENTION_EFFICIENCY.get(precision)
+    if name is not None and name in eff:
+        return eff[name]
+    return eff["flops_efficiency"] * precision_factor(eff, precision)
 
 
 # ---- packing ------------------------------------------------------------------------------------------------
@@ -155,18 +190,26 @@ def rack_power_shares(hw: Hardware, curve: dict[str, float] | None = None) -> tu
     return (1.0 - c + c * shares["idle_share"], c * shares["memory_share"], c * shares["compute_share"])
 
 
+def efficiency_key(hw: Hardware) -> str:
+    """The entry of data/efficiency.yaml whose parameters a system takes: ``family/generation`` where the system
+    names a generation the table has an entry for, else its family's (a family's own entry is the generation it
+    was measured on last: NVIDIA's, Blackwell)."""
+    key = f"{hw.family}/{hw.generation}" if hw.generation else hw.family
+    return key if key in efficiency_table() else hw.family
+
+
 def efficiency_of(efficiencies: dict | None, hw: Hardware) -> dict[str, float] | None:
     """A system's parameters in a map of efficiencies (``Scenario.efficiencies``): its own entry where a scenario
     scopes parameters to it (a profile ``planner calibrate --measurements`` wrote for the measured system), else its
-    generation's (``Hardware.efficiency_key``), else its family's; None where the map has none (the calibrated
+    generation's (``efficiency_key``), else its family's; None where the map has none (the calibrated
     values apply)."""
     efficiencies = efficiencies or {}
-    return efficiencies.get(hw.id, efficiencies.get(hw.efficiency_key, efficiencies.get(hw.family)))
+    return efficiencies.get(hw.id, efficiencies.get(efficiency_key(hw), efficiencies.get(hw.family)))
 
 
 def family_efficiency(family: str, stack: str = DEFAULT_SERVING_STACK) -> dict[str, float]:
     """The efficiency parameters of an entry of data/efficiency.yaml (a family, or a family's generation
-    ``family/generation``: ``Hardware.efficiency_key``) under a serving stack, following ``inherits`` for entries
+    ``family/generation``: ``efficiency_key``) under a serving stack, following ``inherits`` for entries
     with no own data of a parameter, with the stack's own values (an entry's ``stacks:``) over the vendor-best ones, and the neutral value
     of any optional one stated nowhere (``NEUTRAL_EFFICIENCY``)."""
     table = efficiency_table()
@@ -180,7 +223,7 @@ def family_efficiency(family: str, stack: str = DEFAULT_SERVING_STACK) -> dict[s
     stacked = (entry.get("stacks") or {}).get(stack) or {}
     own.update({k: float(stacked[k]["value"]) for k in EFFICIENCY_PARAMS if k in stacked})
     merged = {**base, **own}
-    missing = [k for k in EFFICIENCY_PARAMS if k not in merged]
+    missing = [k for k in EFFICIENCY_PARAMS if k not in merged and k not in FALLS_BACK]
     if missing:
         raise InputError(f"family {family!r} lacks efficiency parameters {missing}")
     return merged
@@ -190,7 +233,7 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
                     power: dict[str, float] | None = None) -> np.ndarray:
     """One system at one precision, with its family's calibrated efficiencies (or the ones given) and its family's
     power curve (or ``power``'s shares)."""
-    eff = efficiency if efficiency is not None else family_efficiency(hw.efficiency_key)
+    eff = efficiency if efficiency is not None else family_efficiency(efficiency_key(hw))
     chip = hw.chip
     if len(chip.memory) > L.MAX_TIERS:
         raise InputError(f"{hw.id}: at most {L.MAX_TIERS} memory tiers are modelled")
@@ -200,9 +243,10 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     for i, tier in enumerate(chip.memory):
         v[L.H_CAP + i] = tier.capacity_bytes.value
         v[L.H_BW + i] = tier.bandwidth_bytes_per_s.value
-    v[L.H_PEAK_FLOPS] = chip.peak_flops_per_s[precision].value * precision_factor(eff, precision)
+    v[L.H_PEAK_FLOPS] = chip.peak_flops_per_s[MATH_PRECISION[precision]].value * precision_factor(eff, precision)
+    # the kernel divides attention's FLOPs by H_FLOPS_EFF as it does the matmuls': the peak carries the rest
     v[L.H_ATTN_PEAK_FLOPS] = (attention_peak_flops(hw, precision)
-                              * precision_factor(eff, attention_precision(hw, precision)))
+                              * attention_share(eff, attention_precision(hw, precision)) / eff["flops_efficiency"])
     v[L.H_WEIGHT_BYTES] = WEIGHT_BYTES[precision]
     v[L.H_KV_BYTES] = KV_BYTES[precision]
     v[L.H_ACT_BYTES] = ACTIVATION_BYTES
@@ -221,7 +265,7 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     v[L.H_MEM_USABLE] = eff["usable_memory_fraction"]
     v[L.H_ATTN_STREAM_S] = eff.get("attention_stream_s", 0.0)
     v[L.H_EXP_PER_S] = chip.softmax_exp_per_s.value if chip.softmax_exp_per_s is not None else 0.0
-    v[L.H_GROUPED_GEMM_FACTOR] = eff.get("grouped_gemm_factor", 1.0)
+    v[L.H_GROUPED_GEMM_FACTOR] = grouped_factor(eff, precision)
     v[L.H_SPEC_STREAM_S] = eff.get("speculative_stream_s", 0.0)
     v[L.H_MAX_STREAMS_PER_RANK] = eff.get("max_streams_per_rank", UNBOUNDED_STREAMS)
     v[L.H_PREFILL_TOKENS_PER_PASS] = eff.get("prefill_tokens_per_pass", 0.0)
@@ -231,8 +275,8 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
 
 def attention_precision(hw: Hardware, precision: str) -> str:
     """Attention arithmetic runs at the KV cache's precision (fp8 for fp4 runs) when the chip has it."""
-    kv_precision = {"fp4": "fp8"}.get(precision, precision)
-    return kv_precision if kv_precision in hw.chip.peak_flops_per_s else precision
+    kv_precision = {"fp4": "fp8", "w4a16": "bf16"}.get(precision, precision)
+    return kv_precision if kv_precision in hw.chip.peak_flops_per_s else MATH_PRECISION[precision]
 
 
 def attention_peak_flops(hw: Hardware, precision: str) -> float:

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner import catalog
-from planner.catalog import Figure, Hardware
+from planner.catalog import MATH_PRECISION, Figure, Hardware
 from planner.perf.pack import (
     EFFICIENCY_PARAMS,
     NEUTRAL_EFFICIENCY,
     attention_precision,
+    efficiency_key,
     efficiency_table,
     family_efficiency,
 )
@@ -121,7 +122,8 @@ def uncertain_quantities(hw: Hardware, precision: str) -> list[Uncertain]:
     attention = attention_precision(hw, precision)
     for prec in dict.fromkeys((precision, attention)):
         slots = ([L.H_PEAK_FLOPS] if prec == precision else []) + ([L.H_ATTN_PEAK_FLOPS] if prec == attention else [])
-        add(f"peak_flops_per_s.{prec}", slots, chip.peak_flops_per_s[prec], "peak_flops_per_s")
+        add(f"peak_flops_per_s.{MATH_PRECISION[prec]}", slots, chip.peak_flops_per_s[MATH_PRECISION[prec]],
+            "peak_flops_per_s")
     add("scale_up.bandwidth_bytes_per_s", [L.H_SU_BW], chip.scale_up.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
     add("scale_up.latency_s", [L.H_SU_LAT], chip.scale_up.latency_s, "latency_s")
     add("scale_out.bandwidth_bytes_per_s", [L.H_SO_BW], chip.scale_out.bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
@@ -131,7 +133,7 @@ def uncertain_quantities(hw: Hardware, precision: str) -> list[Uncertain]:
     if r is not None:
         out.append(Uncertain(f"{hw.id}.rack.power_kw", (L.H_RACK_POWER_W,), power.value * 1e3, r[0] * 1e3,
                              r[1] * 1e3, r[2]))
-    return out + efficiency_ranges(hw.efficiency_key)
+    return out + efficiency_ranges(efficiency_key(hw))
 
 
 def perturbed(hv: np.ndarray, quantities: list[Uncertain]) -> np.ndarray:

@@ -33,7 +33,7 @@ from planner.lengths import Lengths, MeanTokens, lengths_of, mean_tokens, spec_o
 from planner.measurements import physics
 from planner.measurements.table import Measurement
 from planner.perf.grid import Layouts
-from planner.perf.pack import family_efficiency
+from planner.perf.pack import efficiency_key, family_efficiency
 from planner.perf.speculative import speculation
 from planner.scenario.checks import _carbon_problems, _period_problems, _reference_problems
 from planner.scenario.messages import _describe, _problem, _validation_error
@@ -296,7 +296,8 @@ class Workload(_Section):
         90.0, description="percentile of requests that must meet ttft_s, in (0, 100): 50, 90, 99... (default 90)"
     )
     precision: Precision | None = Field(
-        None, description="serving precision fp4|fp8|bf16; default: the fastest each hardware supports"
+        None, description="serving precision fp4|fp8|bf16|w4a16 (weight-only 4-bit); default: every precision each "
+                          "hardware runs the model at"
     )
     prefix_cache_hit: Share = Field(
         0.0, description="share of input tokens served from a prefix cache, in [0, 1) (default 0)"
@@ -568,10 +569,10 @@ class Scenario(_Section):
         """``efficiency_of`` for the family of every system in ``hardware`` (id -> Hardware), and for each system
         the scenario's ``efficiency`` scopes parameters to by its id: the map the engine, the measured curves and a
         plan's inputs share (read with ``planner.perf.pack.efficiency_of``)."""
-        out = {k: self.efficiency_of(k) for k in sorted({hw.efficiency_key for hw in hardware.values()})}
+        out = {k: self.efficiency_of(k) for k in sorted({efficiency_key(hw) for hw in hardware.values()})}
         for hw_id, hw in sorted(hardware.items()):
             if hw_id in self.efficiency:
-                out[hw_id] = {**out[hw.efficiency_key], **self.efficiency[hw_id]}
+                out[hw_id] = {**out[efficiency_key(hw)], **self.efficiency[hw_id]}
         return out
 
     def efficiency_of(self, key: str) -> dict[str, float]:

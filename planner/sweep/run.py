@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from planner.errors import InfeasibleError, InputError, PlannerError
 from planner.fleet.problem import build_problem
 from planner.fleet.solve import solve
+from planner.perf.pack import efficiency_key
 from planner.perf.uncertainty import uncertain_quantities
 from planner.scenario import load_scenario
 from planner.sweep import robust as R
@@ -63,7 +64,7 @@ def resolve_axes(spec, base) -> tuple[list[ResolvedAxis], list[Setting]]:
     bands = {}
     for hw in base.resolved_hardware().values():
         for q in uncertain_quantities(hw, hw.precision_or_best(None)):
-            bands.setdefault(q.name, (q, hw.efficiency_key))
+            bands.setdefault(q.name, (q, efficiency_key(hw)))
     resolved, settings = [], []
     for i, a in enumerate(spec.axes):
         low = high = None

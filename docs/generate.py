@@ -152,7 +152,50 @@ def tiers(plans: Plans, args: list[str]) -> str:
     return head + "\n" + "\n".join(rows)
 
 
-GENERATORS = {"answer": answer, "totals": totals, "cost": cost, "screenshot": screenshot, "tiers": tiers}
+def _factor(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def ledger(plans: Plans, args: list[str]) -> str:
+    """The accuracy ledger's medians (MODEL.md 13), one row per name of each group in ``args`` (``class``,
+    ``regime``, ``class-regime``, ``vendor``): held-out and all points side by side."""
+    from planner.perf.ledger import ledger as book
+
+    groups = book()["groups"]
+    by = {(g["group"], g["name"], g["split"]): g for g in groups}
+    head = ("| group | name | held out: points | median | max | all: points | median | max | within 2x |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
+    for group in args:
+        names = list(dict.fromkeys(g["name"] for g in groups if g["group"] == group))
+        for name in names:
+            held, every = by.get((group, name, "held_out")), by[(group, name, "all")]
+            cells = ([str(held["points"]), _factor(held["median_error"]), _factor(held["max_error"])] if held
+                     else ["0", "-", "-"])
+            rows.append(f"| {group} | {name} | " + " | ".join(cells) + f" | {every['points']} | "
+                        f"{_factor(every['median_error'])} | {_factor(every['max_error'])} | {every['within_2x']} |")
+    return head + "\n" + "\n".join(rows)
+
+
+def kernels(plans: Plans, args: list[str]) -> str:
+    """Each GPU generation's parameters from NVIDIA's measured kernel tables (MODEL.md 5.5,
+    data/measured_kernels.yaml)."""
+    from planner.perf.kernel_tables import KERNEL_PARAMS, book, read_measured
+
+    symbols = {"bandwidth_efficiency": "η_bw", "flops_efficiency": "η_f", "fp8_flops_factor": "ρ_fp8",
+               "fp4_flops_factor": "ρ_fp4", "w4a16_flops_factor": "ρ_w4a16", "grouped_gemm_factor": "g",
+               "fp8_grouped_gemm_factor": "g_fp8", "fp4_grouped_gemm_factor": "g_fp4",
+               "attention_flops_efficiency": "η_att bf16", "fp8_attention_flops_efficiency": "η_att fp8",
+               "attention_stream_s": "σ_att (s)", "kernel_latency_s": "GEMM φ (s)", "collective_latency_s": "τ_c (s)"}
+    head = ("| generation | " + " | ".join(symbols[n] for n in KERNEL_PARAMS) + " |\n"
+            + "|---" * (len(KERNEL_PARAMS) + 1) + "|")
+    rows = [f"| {g['generation']} | " + " | ".join("-" if g[n] is None else f"{g[n]:.4g}" for n in KERNEL_PARAMS)
+            + " |" for g in book(read_measured())["groups"]]
+    return head + "\n" + "\n".join(rows)
+
+
+GENERATORS = {"answer": answer, "totals": totals, "cost": cost, "screenshot": screenshot, "tiers": tiers,
+              "ledger": ledger, "kernels": kernels}
 
 
 # ---- regions ---------------------------------------------------------------------------------------------------------

@@ -904,13 +904,33 @@ def _show_book(book: dict, fmt: str, groups_title: str, points_title: str, point
               help="the error per class and per vendor, fitted and held-back points apart (docs/MODEL.md 13)")
 @click.option("--power", "show_power", is_flag=True,
               help="the power curves against measured chip power (docs/MODEL.md 14); with --write, refit them")
+@click.option("--kernels", "show_kernels", is_flag=True,
+              help="NVIDIA's measured kernel tables reduced to the model's parameters (docs/MODEL.md 5.5); with "
+                   "--write, derive them again from an installed aiconfigurator-core")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger, show_power, fmt):
+def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger, show_power, show_kernels, fmt):
     """Predicted against published figures (data/calibration.yaml); with --write, refit the efficiencies; with
-    --measurements, fit them to your own measured points; with --ledger, the errors by class and vendor."""
+    --measurements, fit them to your own measured points; with --ledger, the errors by class and vendor; with
+    --kernels, the parameters measured kernel tables give."""
     from planner.errors import InputError
     from planner.perf import calibration
     from planner.report import render
+
+    if show_kernels:
+        if measured is not None or show_ledger or show_power:
+            raise InputError("--kernels reads the kernel tables alone", field="--kernels")
+        from planner.perf import kernel_tables
+
+        if write:
+            derived = kernel_tables.derive()
+            kernel_tables.write_measured(derived)
+            written = kernel_tables.write_generation_efficiencies(derived)
+            click.echo(f"wrote {kernel_tables.measured_kernels_path()} and {', '.join(written)} in "
+                       "data/efficiency.yaml", err=True)
+        _show_book(kernel_tables.book(kernel_tables.read_measured()), fmt,
+                   "kernel parameters per generation (data/efficiency.yaml takes these)",
+                   "measured kernel tables: each fitted to the model's form")
+        return
 
     if show_power:
         if measured is not None or show_ledger:

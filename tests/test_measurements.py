@@ -337,16 +337,17 @@ def test_a_fitted_file_is_what_a_scenario_plans_with(tmp_path):
     from planner.scenario import load_scenario
 
     true = {**family_efficiency("nvidia-gpu/hopper"), "bandwidth_efficiency": 0.4}
-    result = fit_to_measurements(synthetic_rows(true), family="nvidia-gpu")  # every generation of the family
+    result = fit_to_measurements(synthetic_rows(true), family="nvidia-gpu")  # H100 rows only: Hopper's entry
+    assert result["family"] == "nvidia-gpu/hopper"
     write_efficiency(result, tmp_path / "eff.yaml", "synthetic", scope="family")
-    assert read_efficiency(tmp_path / "eff.yaml")["nvidia-gpu"]["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
+    assert read_efficiency(tmp_path / "eff.yaml")["nvidia-gpu/hopper"]["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
     text = MIX.read_text().replace("measurements: [h100-h200-llama8b.csv]", "efficiency: eff.yaml")
     (tmp_path / "s.yaml").write_text(text)
     sc = load_scenario(tmp_path / "s.yaml")
-    assert sc.efficiency_of("nvidia-gpu")["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
+    assert sc.efficiency_of("nvidia-gpu/hopper")["bandwidth_efficiency"] == pytest.approx(0.4, rel=1e-3)
     slow, shipped = solve(sc), solve(sc.with_({"efficiency": {}}))
     assert slow.objective_usd_per_year >= shipped.objective_usd_per_year  # a slower memory never costs less
-    assert slow.to_dict()["inputs"]["efficiency"]["nvidia-gpu"]["bandwidth_efficiency"] == pytest.approx(0.4, 1e-3)
+    assert slow.to_dict()["inputs"]["efficiency"]["nvidia-gpu/hopper"]["bandwidth_efficiency"] == pytest.approx(0.4, 1e-3)
     assert all(c["ok"] for c in check(slow.to_dict()))  # check re-scores with the plan's own efficiencies
 
 

@@ -67,6 +67,9 @@ def family_rows(rows, hardware: dict, family: str | None = None, hardware_id: st
     if not mine:
         raise InputError(f"no rows of family {family!r} (the rows' families: {', '.join(families)})",
                          field="--family")
+    generations = {efficiency_key(hardware[m.hardware]) for m in mine}
+    if len(generations) == 1:  # a family named whose rows are all of one generation: that generation's entry
+        family = generations.pop()
     return family, mine
 
 

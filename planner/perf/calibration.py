@@ -24,6 +24,7 @@ from planner.perf.grid import BATCHES, Layouts
 from planner.perf.pack import NEUTRAL_EFFICIENCY, efficiency_key, efficiency_table, family_efficiency
 from planner.perf.speculative import acceptance_for, speculation
 from planner.vocabulary import CLAIM_WEIGHT, DEFAULT_SERVING_STACK, ENGINE_STACKS
+from planner.writing import atomic_write, locked
 
 
 
@@ -422,9 +423,17 @@ def _polish(objective, eff, names, bounds, iterations: int = 300) -> dict[str, f
     def f(z):
         return objective({**eff, **values(z)})
 
-    z, _ = nelder_mead(f, np.log([eff[n] for n in names]), iterations)
+    z, best = np.log([eff[n] for n in names]), f(np.log([eff[n] for n in names]))
+    for _ in range(RESTARTS):  # a fresh simplex leaves a kink (a kernel group's roofline turning) it stalled on
+        z_next, value = nelder_mead(f, z, iterations)
+        if value >= best - 1e-12 * max(1.0, abs(best)):
+            break
+        z, best = z_next, value
     polished = {**eff, **values(z)}
     return polished if objective(polished) <= objective(eff) else eff
+
+
+RESTARTS = 3
 
 
 def nelder_mead(f, x0, iterations, step=0.1, spread=1e-10):
@@ -463,30 +472,31 @@ def nelder_mead(f, x0, iterations, step=0.1, spread=1e-10):
 
 def write_fit(families: list[str] | None = None) -> None:
     """Refit ``families`` (default: every family named in calibration.yaml) and rewrite data/efficiency.yaml with
-    provenance."""
+    provenance: each family fitted first, then, under the file's lock, the file read again, the fitted values set
+    and the file replaced atomically (a concurrent writer's values are kept, not overwritten by a stale copy)."""
     path = catalog.DATA_DIR / "efficiency.yaml"
-    table = yaml_io.load_trusted(path)
     for family in families or calibration_data()["fit"]:
         fitted = fit_family(family)
         ids = [p["id"] for p in family_points(family)]
-        for name in calibration_data()["fit"][family]["params"]:
-            entry = {"value": float(f"{fitted[name]:.4g}"),
-                     "basis": f"fitted {_dt.date.today().isoformat()} to the family's {len(ids)} fitted points of "
-                              f"data/calibration.yaml (split fitted in planner calibrate --ledger)"}
-            if ":" in name:  # a stack's own value, beside the vendor-best one
-                stack, param = name.split(":", 1)
-                entry["basis"] += f", those measured on {stack} setting it"
-                table[family].setdefault("stacks", {}).setdefault(stack, {})[param] = entry
-            else:
-                table[family][name] = entry
-        efficiency_table.cache_clear()
-        try:
-            path.write_text(_header(path) + yaml.safe_dump(table, sort_keys=False, width=120))
-        except OSError as exc:
-            from planner.errors import PlannerError
+        with locked(path):
+            table = yaml_io.load_trusted(path)
+            for name in calibration_data()["fit"][family]["params"]:
+                entry = {"value": float(f"{fitted[name]:.4g}"),
+                         "basis": f"fitted {_dt.date.today().isoformat()} to the family's {len(ids)} fitted points "
+                                  f"of data/calibration.yaml (split fitted in planner calibrate --ledger)"}
+                if ":" in name:  # a stack's own value, beside the vendor-best one
+                    stack, param = name.split(":", 1)
+                    entry["basis"] += f", those measured on {stack} setting it"
+                    table[family].setdefault("stacks", {}).setdefault(stack, {})[param] = entry
+                else:
+                    table[family][name] = entry
+            try:
+                atomic_write(path, (_header(path) + yaml.safe_dump(table, sort_keys=False, width=120)).encode())
+            except OSError as exc:
+                from planner.errors import PlannerError
 
-            raise PlannerError(f"cannot write {path} ({exc.strerror or exc}): --write refits the installed "
-                               f"catalog, which must be writable") from None
+                raise PlannerError(f"cannot write {path} ({exc.strerror or exc}): --write refits the installed "
+                                   f"catalog, which must be writable") from None
         efficiency_table.cache_clear()
 
 

@@ -28,7 +28,7 @@ import yaml
 from planner import catalog, yaml_io
 from planner.writing import atomic_write
 from planner.errors import InputError, PlannerError
-from planner.perf.calibration import nelder_mead
+from planner.perf.calibration import calibration_data, nelder_mead
 from planner.perf.pack import efficiency_table
 
 PACKAGE = "aiconfigurator_core"
@@ -406,6 +406,27 @@ def generation_parameters(devices: dict, engine: str = VENDOR_BEST) -> dict:
     return out
 
 
+def book(derived: dict) -> dict:
+    """``derived`` as an error book (``groups``: the parameters of each generation; ``points``: each table's fit,
+    with its rows and median and 90th-percentile error) for ``planner calibrate --kernels``."""
+    groups = [{"generation": g, **{name: params.get(name) for name in KERNEL_PARAMS}}
+              for g, params in derived["generations"].items()]  # every column in each row: null where unmeasured
+    points = []
+    for device, d in derived["devices"].items():
+        for engine, fits in d["engines"].items():
+            for table, by_format in fits.items():
+                if table == "allreduce":
+                    points.append({"device": device, "engine": engine, "version": by_format["version"],
+                                   "table": table, "format": f"{by_format['gpus']} GPUs",
+                                   **{k: v for k, v in by_format.items() if k not in ("version", "gpus")}})
+                    continue
+                for fmt, fit in by_format.items():
+                    if fmt != "version":
+                        points.append({"device": device, "engine": engine, "version": by_format["version"],
+                                       "table": table, "format": fmt, **fit})
+    return {"groups": groups, "points": points}
+
+
 def measured_kernels_path() -> Path:
     return catalog.DATA_DIR / "measured_kernels.yaml"
 
@@ -435,25 +456,57 @@ KERNEL_PARAMS = ("bandwidth_efficiency", "flops_efficiency", "fp8_flops_factor",
                  "kernel_latency_s", "collective_latency_s")
 
 
+def _generation_of(key: str) -> str:
+    return key.split("/", 1)[1] if "/" in key else FAMILY_GENERATION
+
+
+def engine_boundary(table: dict, key: str, derived: dict, fits: dict) -> tuple[float, str] | None:
+    """(fitted / measured kernel fixed time, entry) of the nearest entry ``key`` inherits from whose
+    ``kernel_latency_s`` the end-to-end calibration fits: a kernel boundary inside an engine costs the kernel's
+    own fixed time plus the launch, synchronisation and gaps the engine adds, which the kernel tables do not
+    time. A generation measured kernel by kernel but with no end-to-end curve of its own takes its kernel's
+    fixed time at that ratio (MODEL.md 5.5); None where no ancestor is fitted so."""
+    parent = table.get(key, {}).get("inherits")
+    seen = {key}
+    while parent and parent not in seen:
+        seen.add(parent)
+        own = derived["generations"].get(_generation_of(parent), {}).get("kernel_latency_s")
+        if "kernel_latency_s" in fits.get(parent, {}).get("params", ()) and own:
+            return table[parent]["kernel_latency_s"]["value"] / own, parent
+        parent = table.get(parent, {}).get("inherits")
+    return None
+
+
 def write_generation_efficiencies(derived: dict) -> list[str]:
     """Each NVIDIA generation's kernel parameters in data/efficiency.yaml set from ``derived``: the entry
     ``nvidia-gpu/GENERATION`` of each generation that has a device, the family's own for ``FAMILY_GENERATION``;
-    the rest keep what they inherit. Returns the entries written."""
+    the rest keep what they inherit. A parameter the end-to-end calibration fits for that entry (a kernel
+    boundary's cost inside an engine) keeps its fitted value: the measured one is its lower bound there
+    (data/calibration.yaml). Returns the entries written."""
     path = catalog.DATA_DIR / "efficiency.yaml"
     table = yaml_io.load_trusted(path)
     written = []
     source = derived["source"]
+    fits = calibration_data()["fit"]
     for generation, params in derived["generations"].items():
         key = "nvidia-gpu" if generation == FAMILY_GENERATION else f"nvidia-gpu/{generation}"
         if key not in table:
             raise PlannerError(f"data/efficiency.yaml has no entry {key!r} for the measured generation {generation}")
         devices = sorted(d for d, v in derived["devices"].items() if v["generation"] == generation)
+        fitted = set(fits.get(key, {}).get("params", ()))  # fitted end to end, the measured value their bound
+        measured = (f"{source['package']} {source['version']} kernel tables of {', '.join(devices)} ({VENDOR_BEST}), "
+                    f"data/measured_kernels.yaml (derived {source['derived']})")
         for name in KERNEL_PARAMS:
-            if name in params:
-                table[key][name] = {"value": params[name],
-                                    "basis": f"measured: {source['package']} {source['version']} kernel tables of "
-                                             f"{', '.join(devices)} ({VENDOR_BEST}), data/measured_kernels.yaml "
-                                             f"(derived {source['derived']})"}
+            if name in params and name not in fitted:
+                table[key][name] = {"value": params[name], "basis": f"measured: {measured}"}
+        boundary = engine_boundary(table, key, derived, fits)
+        if "kernel_latency_s" in params and "kernel_latency_s" not in fitted and boundary is not None:
+            ratio, parent = boundary
+            table[key]["kernel_latency_s"] = {
+                "value": float(f"{params['kernel_latency_s'] * ratio:.4g}"),
+                "basis": f"measured GEMM fixed time {params['kernel_latency_s'] * 1e6:.3g} us ({measured}) times "
+                         f"{ratio:.3g}, what a kernel boundary costs inside the engine over the kernel alone where "
+                         f"{parent} is fitted end to end (MODEL.md 5.5)"}
         written.append(key)
     header = "".join(line + "\n" for line in path.read_text().splitlines() if line.startswith("#"))
     atomic_write(path, (header + yaml.safe_dump(table, sort_keys=False, width=120)).encode())

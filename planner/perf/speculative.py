@@ -180,7 +180,9 @@ def draft_vector(model: Model, spec: Speculation, models: dict[str, Model] | Non
     if spec.method == "none":
         return np.zeros(L.N_MODEL)
     v = _drafter_layers(model, spec, models)
-    v[L.M_SAMPLES] = 0.0  # draft steps run inside the target's step: its overhead is paid once
+    # each draft step samples its token and feeds it to the next: a step of its own, with the engine's per-step
+    # host work (MODEL.md 3.4); the measured speed-ups at batch 1 (c12) need it
+    v[L.M_SAMPLES] = 1.0
     return v
 
 

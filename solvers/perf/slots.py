@@ -27,7 +27,7 @@ M_KV_HEADS = 17  # KV heads (1 for MLA's shared latent): tensor parallelism cann
 M_ATTN_KERNELS = 18  # dependent kernels of one layer's attention part (data/kernels.yaml)
 M_DENSE_FFN_KERNELS = 19  # of one dense FFN
 M_MOE_KERNELS = 20  # of one MoE block (router, dispatch, expert GEMMs, combine, shared experts)
-M_SAMPLES = 21  # 1 where this part samples the next token, so pays the per-step overhead (0: an FFN part, a drafter)
+M_SAMPLES = 21  # 1 where this part samples the next token, so pays the per-step overhead (0: an FFN part; a drafter samples each draft token, so 1)
 M_ATTN_HEADS = 22  # query heads: one softmax exponential per head per query token per cached token (MODEL.md 2.6)
 N_MODEL = 23
 

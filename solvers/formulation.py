@@ -130,14 +130,24 @@ def add_demand_rows(m, problem, replicas, shares=(), tag: str = "") -> None:
             row.set_coefficient(replicas[j], float(coef[j, w]))
 
 
+# (2b): a replica that takes less than this share of a rack leaves (2)'s activity within the solvers' feasibility
+# and integrality tolerances (10 million chips a rack: 8 chips are 8e-7 of it, and racks_h = 6e-7 passes as 0), so
+# its column is also tied to its racks by x_j <= X_j racks_h, whose coefficients do not depend on the rack's size.
+TINY_RACK_SHARE = 1e-3
+
+
 def add_chip_rows(m, problem, racks, replicas, tag: str = "", late=(), rented=(), pools=()) -> None:
     """(2), divided by chips_per_rack_h, on the installed racks and (12) the chips rented; (15) a pool's chips on
-    its whole replicas y_g (``pools``: ``add_pools``' (y_g, columns)), not on its members' shares."""
+    its whole replicas y_g (``pools``: ``add_pools``' (y_g, columns)), not on its members' shares; (2b) where a
+    replica is a tiny share of a rack on a type no chip is rented of."""
     share = problem.chips / problem.chips_per_rack
     pooled = np.zeros(len(replicas), dtype=bool)
     for _, members in pools:
         pooled[members] = True
+    x_ub = replica_upper_bounds(problem)
     for h, installed in enumerate(installed_terms(racks, late)):
+        if not any(problem.rent_hardware[r] == h for r in range(len(rented))):
+            add_use_rows(m, share[:, h], x_ub, installed, replicas, pooled, pools, f"{tag}h={h}")
         row = m.add_linear_constraint(ub=0.0, name=f"chips[{tag}h={h}]")
         for v in installed:
             row.set_coefficient(v, -1.0)
@@ -149,6 +159,22 @@ def add_chip_rows(m, problem, racks, replicas, tag: str = "", late=(), rented=()
         for y, members in pools:
             if share[members[0], h] > 0:
                 row.set_coefficient(y, float(share[members[0], h]))
+
+
+def add_use_rows(m, share, x_ub, installed, replicas, pooled, pools, tag: str) -> None:
+    """(2b) x_j / X_j <= racks_h (a pool's y_g / Y_g) for the columns on type h whose replica is under
+    TINY_RACK_SHARE of a rack: a column used at all needs a whole rack, whatever the tolerances."""
+    def tie(v, bound, name):
+        row = m.add_linear_constraint(ub=0.0, name=name)
+        row.set_coefficient(v, 1.0 / bound)
+        for r in installed:
+            row.set_coefficient(r, -1.0)
+
+    for j in np.flatnonzero((share > 0) & (share < TINY_RACK_SHARE) & ~pooled & (x_ub > 0)).tolist():
+        tie(replicas[j], float(x_ub[j]), f"uses[{tag},j={j}]")
+    for g, (y, members) in enumerate(pools):
+        if 0 < share[members[0]] < TINY_RACK_SHARE and y.upper_bound > 0:
+            tie(y, float(y.upper_bound), f"uses[{tag},g={g}]")
 
 
 def add_pools(m, problem, replicas, tag: str = "") -> list[tuple]:

@@ -31,6 +31,9 @@ have no column.
 #       (coverage_jw = capacity_j if workload_j = w, else 0, unless a coverage matrix is given: a column may
 #       then serve several demand rows, e.g. a colocated replica covers a workload's decode and prefill rows)
 #   (2) sum_j chips_jh x_j <= chips_per_rack_h racks_h                   for each h
+#   (2b) x_j <= X_j racks_h           for each j on h whose replica is under TINY_RACK_SHARE of a rack (no chip of
+#       h rented): implied by (2) in exact arithmetic, it keeps a column off a type with no rack where (2)'s
+#       activity is below the solvers' tolerances (solvers.formulation.add_use_rows)
 #   (3) pue * sum_h rack_power_w_h racks_h <= power_budget_w             (only if the budget is finite)
 #   (4) sum_h racks_h <= max_total_racks                                 (only if finite)
 #   (5) implied bounds, which cut off no optimum (any plan can be shrunk to them at no extra cost):
@@ -847,7 +850,7 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
         annual_cost_usd=cost, rack_power_w=it_power,
         objective=primary_value(problem, r, x, rent) - (revenue if goal.credits_revenue else 0.0), violations=(),
         shares=shares, revenue_usd=revenue)
-    violations = tuple(_violations(problem, r, x, ev, tol)) + tuple(
+    violations = tuple(_violations(problem, r, x, ev, tol, rent)) + tuple(
         f"rent[{k}]" for k in np.flatnonzero((rent < -tol) | (rent > problem.rent_max_chips + tol)))
     object.__setattr__(ev, "violations", violations)
     return ev
@@ -864,12 +867,15 @@ def primary_value(problem: FleetProblem, racks, replicas, rented) -> float:
                  + rent_primary_coefficients(problem) @ np.asarray(rented, dtype=float))
 
 
-def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float):
+def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float, rent=None):
     demand = problem.demand
     for w in np.flatnonzero(ev.demand_slack / np.where(demand > 0, demand, 1.0) < -tol):
         yield f"demand[w={w}]"
     for h in np.flatnonzero(ev.chips_slack / problem.chips_per_rack < -tol):
         yield f"chips[h={h}]"
+    rent_chips = rented_chips(problem, rent) if rent is not None else np.zeros(problem.n_hardware)
+    for h in np.flatnonzero((ev.chips_used > 1e-6) & (r < 0.5) & (rent_chips <= 0)):
+        yield f"uses[h={h}]"  # (2b): chips used on a type with no rack and none rented, however few
     for h in np.flatnonzero(ev.supply_slack < -tol):
         yield f"max_racks[h={h}]"
     for h in np.flatnonzero(r < problem.racks_at_least - tol):

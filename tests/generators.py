@@ -107,6 +107,7 @@ def random_hw(rng):
     h[L.H_BW_EFF] = rng.uniform(0.3, 1)
     h[L.H_FLOPS_EFF] = rng.uniform(0.2, 1)
     h[L.H_KERNEL_S] = 10 ** rng.uniform(-8, -5)
+    h[L.H_PREFILL_KERNEL_S] = h[L.H_KERNEL_S] * rng.uniform(1.0, 4.0)
     h[L.H_STEP_S] = 10 ** rng.uniform(-6, -3)
     h[L.H_COLL_LAT_S] = 10 ** rng.uniform(-7, -4)
     h[L.H_MEM_USABLE] = rng.uniform(0.7, 1)

@@ -358,12 +358,16 @@ def test_one_period_is_todays_solve():
     plan = solve(single)
     staged = solve(single.with_({"periods": [str(single.start_date)]}))
     racks = {r["hardware"]: r["racks_installed"] for r in staged.to_dict()["periods"][0]["fleet"]}
-    assert racks == {r["hardware"]: r["racks"] for r in plan.fleet.to_dicts()}
-    # the present cost is the annual cost times the annuity factor of the horizon
-    af = annuity_factor(single.finance.wacc, single.horizon_years)
-    assert staged.net_present_cost_usd == pytest.approx(plan.objective_usd_per_year * af, rel=2e-3)
+    single_racks = {r["hardware"]: r["racks"] for r in plan.fleet.to_dicts()}
+    # the single solve holds replicas under a tenth of a rack continuous (OPTIMIZER.md 1), a build-out every replica
+    # whole: the staged plan is the same fleet up to that, never cheaper and within 1% (model v4: 53 B200 against
+    # 52 B200 and one H200, 0.47% dearer; 0.2% and the same racks under v3)
+    assert abs(sum(racks.values()) - sum(single_racks.values())) <= 1 and set(racks) <= set(single_racks)
+    af = annuity_factor(single.finance.wacc, single.horizon_years)  # present cost = annual cost x annuity factor
+    assert plan.objective_usd_per_year * af * (1 - 1e-6) <= staged.net_present_cost_usd
+    assert staged.net_present_cost_usd == pytest.approx(plan.objective_usd_per_year * af, rel=1e-2)
     assert staged.to_dict()["periods"][0]["totals"]["annual_cost_usd"] == pytest.approx(
-        plan.objective_usd_per_year, rel=2e-3)
+        plan.objective_usd_per_year, rel=1e-2)
 
 
 @pytest.mark.integration
@@ -441,7 +445,9 @@ def test_check_re_evaluates_a_written_build_out_and_catches_a_changed_one(grow_p
     d = json.loads(json.dumps(grow_plan.to_dict()))
     assert all(c["ok"] for c in check(d))
     bad = json.loads(json.dumps(d))
-    bad["inputs"]["buys"][1][2] = [0] * len(bad["inputs"]["buys"][1][2])  # the high scenario buys nothing later
+    # the high scenario buys nothing in the last period (buys[period][scenario][hardware]), where the plan buys
+    assert sum(bad["inputs"]["buys"][2][2]) > 0
+    bad["inputs"]["buys"][2][2] = [0] * len(bad["inputs"]["buys"][2][2])
     failed = {c["check"] for c in check(bad) if not c["ok"]}
     assert "objective" in failed and "installed racks" in failed
     assert any(name.endswith("scenario high") for name in failed)

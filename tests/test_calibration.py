@@ -155,3 +155,20 @@ def test_blackwells_sglang_speculative_work_is_hoppers_fit():
                                                    or p["metric"] == "speedup")
                    for p in calibration.family_points("nvidia-gpu")), \
         "a Blackwell SGLang speculative point: fit sglang:speculative_stream_s for nvidia-gpu instead"
+
+
+def test_amds_vendor_best_step_overhead_is_its_sglang_fit():
+    """AMD's curves are SGLang's and vLLM's: vendor-best (no point of its own) carries SGLang's step overhead, AMD's
+    best published stack; a refit that leaves the copy stale fails here."""
+    sglang = calibration.family_efficiency("amd-gpu", "sglang")["step_overhead_s"]
+    assert calibration.family_efficiency("amd-gpu")["step_overhead_s"] == pytest.approx(sglang)
+    assert not [p["id"] for p in calibration.family_points("amd-gpu")
+                if calibration.point_stack(p) == "vendor-best"], "AMD vendor-best points: fit step_overhead_s"
+
+
+def test_blackwells_prompt_pass_kernel_latency_is_hoppers_fit():
+    """No first-token figure on Blackwell is in the corpus: a prompt pass's per-kernel latency (kernels launched one
+    by one, no CUDA graph) is carried from Hopper's fit; a Hopper refit that leaves the copy stale fails here."""
+    hopper = calibration.family_efficiency("nvidia-gpu/hopper")["prefill_kernel_latency_s"]
+    assert calibration.family_efficiency("nvidia-gpu")["prefill_kernel_latency_s"] == pytest.approx(hopper)
+    assert not [p["id"] for p in calibration.family_points("nvidia-gpu") if p["metric"] == "ttft"]

@@ -128,7 +128,9 @@ def bank_plans():
 def test_min_carbon_emits_no_more_and_costs_no_less(bank_plans):
     cost, carbon = bank_plans["min_cost"].to_dict(), bank_plans["min_carbon"].to_dict()
     assert carbon["totals"]["carbon_kg_co2e_per_year"] <= cost["totals"]["carbon_kg_co2e_per_year"] * (1 + 1e-6)
-    assert cost["totals"]["annual_cost_usd"] <= carbon["totals"]["annual_cost_usd"] * (1 + 1e-6)
+    # min_cost's plan is optimal within the gap its solve proved: min_carbon's may be cheaper by no more than that
+    gap = bank_plans["min_cost"].solution.relative_gap
+    assert cost["totals"]["annual_cost_usd"] <= carbon["totals"]["annual_cost_usd"] * (1 + gap + 1e-6)
     for d in (cost, carbon):
         assert all(c["ok"] for c in d["checks"]), [c for c in d["checks"] if not c["ok"]]
         assert d["totals"]["carbon_kg_co2e_per_year"] == pytest.approx(

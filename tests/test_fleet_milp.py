@@ -80,6 +80,18 @@ def test_racks_are_ceil_of_replicas_over_replicas_per_rack():
         assert_plan(sol, [want], 100.0 * want)
 
 
+@pytest.mark.parametrize("integer", [True, False])
+def test_a_rack_of_ten_million_chips_is_bought_when_used(integer):
+    # (2b): one replica of 1 chip on a 10-million-chip rack is 1e-7 of it (0.3 replica, 3e-8), below the solvers'
+    # tolerances in (2) alone (SCIP and HiGHS then buy no rack); a plan using it buys one (100 USD/year) on every
+    # solver, and evaluate names a plan that buys none
+    p = problem(chips_per_rack=[1e7], chips=[[1]], demand=[30.0], integer_replicas=[integer])
+    for sol in solve_all(p).values():
+        assert_plan(sol, [1], 100.0)
+    ev = F.evaluate(p, [0], [1.0])
+    assert "uses[h=0]" in ev.violations
+
+
 def test_cheaper_type_power_capped():
     # Without a budget: 10 racks of A (0.10/unit), 1000 USD, 100 kW. Budget 60 kW (IT; 75 kW facility at pue
     # 1.25): 1000a + 2000b >= 10000, 10a + 5b <= 60. a=6 needs b=2 (70 kW, too much); a=5 needs b=3 (1400);

@@ -82,6 +82,8 @@ def hardware(tiers=((1e11, 1e12),), **slots) -> np.ndarray:
         v[L.H_BW + i] = bw
     for name, value in slots.items():
         v[getattr(L, "H_" + name.upper())] = value
+    if "prefill_kernel_s" not in slots:  # a prompt pass's kernels at the decode step's latency unless a test sets it
+        v[L.H_PREFILL_KERNEL_S] = v[L.H_KERNEL_S]
     return v
 
 
@@ -600,6 +602,22 @@ def test_prefill_breakdown():
     assert out[L.B_BYTES_READ_PER_CHIP] == approx(33.5e6)
     assert out[L.B_FITS] == 1.0
     assert L.BOUND_NAMES[int(out[L.B_BOUND])] == "communication"
+
+
+def test_a_prompt_pass_pays_its_own_kernel_latency():
+    # test_prefill_breakdown's replica with a prompt pass's kernels at 5 us instead of 2 us (launched one by one,
+    # MODEL.md 2.8): its floor 4 layers x 5 kernels x 5 us = 1e-4 s (from 4e-5), TTFT 3.56002e-4 + 6e-5; a decode
+    # step's floor is unchanged
+    hw = HW.copy()
+    hw[L.H_PREFILL_KERNEL_S] = 5e-6
+    out = np.full(L.N_BREAKDOWN, np.nan)
+    prefill_breakdown(DENSE, hw, 2.0, 1.0, 0.0, 1000.0, out)
+    assert out[L.B_FLOOR_S] == approx(1e-4)
+    assert out[L.B_TIME_S] == approx(3.56002e-4 + 6e-5)
+    plain, slow = np.full(L.N_BREAKDOWN, np.nan), np.full(L.N_BREAKDOWN, np.nan)
+    decode_breakdown(DENSE, HW, 2.0, 1.0, 0.0, 8.0, 1000.0, 1000.0, 1.0, 1.0, plain)
+    decode_breakdown(DENSE, hw, 2.0, 1.0, 0.0, 8.0, 1000.0, 1000.0, 1.0, 1.0, slow)
+    assert slow[L.B_FLOOR_S] == plain[L.B_FLOOR_S]
 
 
 def test_batch_prefill_of_prompts_arriving_together():

@@ -60,6 +60,11 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
         raise InfeasibleError(infeasibility_message(built), plan=plan)
     plan.checks = check(plan)
     failed = [c for c in plan.checks if not c["ok"]]
+    if failed and plan.status == "time_limit":  # stopped before its pools were sized again: not a plan to buy
+        raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools again, "
+                           f"and the plan found so far does not hold with the pools it deploys ("
+                           + "; ".join(c["check"] + ": " + c["detail"] for c in failed[:3])
+                           + "); raise --time-limit (or solver.time_limit_s)")
     if failed:
         raise PlannerError("bug: the plan fails its own check: " + "; ".join(c["check"] + ": " + c["detail"]
                                                                              for c in failed[:5]))
@@ -70,15 +75,17 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     return plan
 
 
-def repair_pools(built: Built, sol, settings, deadline: float, progress=None) -> tuple[Built, object]:
+def repair_pools(built: Built, sol, settings, deadline: float, progress=None, resolve=None) -> tuple[Built, object]:
     """The plan's pools against the pools its options were sized for (MODEL.md 9.2, OPTIMIZER.md 14): where a pool
     has fewer servers than its option's ``servers`` (c_assumed), that option is generated again at the pool's
     whole servers and the MILP solved again (unless the figures it reads did not move and its plan was proved
     within the gap: the plan then stands). c_assumed only decreases, so this ends; after REPAIR_ROUNDS rounds,
     every pooled option is generated at one server (which any pool has) and solved once more. Returns the Built
-    and solution of the last solve. A plan exists here, so the time limit never ends in an error: where the deadline
-    passes before a round (or a round's solve ends with no plan in the time left), the plan so far is the answer,
-    its status time_limit (docs/INTERFACE.md 1.6: a plan, stopped by the time limit)."""
+    and solution of the last solve. Where the deadline passes before a round (or a round's solve ends with no plan
+    in the time left), the plan so far is the answer, its status time_limit (docs/INTERFACE.md 1.6: a plan, stopped
+    by the time limit), if it holds with the pools it deploys; ``solve`` refuses one that does not.
+    ``resolve(built)``, where given, solves each round instead of the plain MILP (a robust fleet's racks held:
+    ``planner.sweep.robust``)."""
     for rnd in range(REPAIR_ROUNDS + 1):
         if sol.status not in HAS_PLAN:
             return built, sol
@@ -97,8 +104,12 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None) ->
             built = again
             continue
         start = (sol.racks, sol.replicas) if again and again.problem.n_columns == built.problem.n_columns else None
-        found = optimize_by(again, settings, deadline, "sizing prefill pools again", start, so_far=sol) if again \
-            else None
+        if not again:
+            found = None
+        elif resolve is not None:
+            found = resolve(again)
+        else:
+            found = optimize_by(again, settings, deadline, "sizing prefill pools again", start, so_far=sol)
         if found is None or found.status == NO_PLAN:  # no time for this round, or its solve found no plan in it
             return built, dataclasses.replace(sol, status="time_limit")  # the best plan found so far stands
         built, sol = again, found

@@ -278,7 +278,7 @@ def log_error(predicted: float, published: float) -> float:
 # Efficiencies of a machine with no overheads: a published figure above this roofline cannot be fitted.
 # Every optional mechanism off (NEUTRAL_EFFICIENCY) but the stack's prefill batching, which is no inefficiency.
 IDEAL = {"bandwidth_efficiency": 1.0, "flops_efficiency": 1.0, "kernel_latency_s": 0.0, "step_overhead_s": 0.0,
-         "collective_latency_s": 0.0,
+         "collective_latency_s": 0.0, "prefill_kernel_latency_s": 0.0,
          **{k: v for k, v in NEUTRAL_EFFICIENCY.items() if k != "prefill_tokens_per_pass"}}
 
 
@@ -341,6 +341,8 @@ def fit_family(family: str, sweeps: int = 5, steps: int = 9, starts: int = 4) ->
 def fit_start(family: str, names: list[str]) -> dict[str, float]:
     """The family's current values, vendor-best, with each fitted ``STACK:name`` at that stack's current value."""
     current = dict(family_efficiency(family))
+    if "prefill_kernel_latency_s" in names:  # unstated, a prompt pass's kernels take the decode step's latency
+        current.setdefault("prefill_kernel_latency_s", current["kernel_latency_s"])
     for name in names:
         if ":" in name:
             stack, param = name.split(":", 1)

@@ -23,6 +23,7 @@ EFFICIENCY_PARAMS = (
     "bandwidth_efficiency",
     "flops_efficiency",
     "kernel_latency_s",
+    "prefill_kernel_latency_s",
     "step_overhead_s",
     "collective_latency_s",
     "usable_memory_fraction",
@@ -42,7 +43,7 @@ EFFICIENCY_PARAMS = (
 
 # Parameters a family may leave out that fall back to another of its own (``grouped_factor``), not to a neutral value.
 FALLS_BACK = ("fp8_grouped_gemm_factor", "fp4_grouped_gemm_factor", "attention_flops_efficiency",
-              "fp8_attention_flops_efficiency")
+              "fp8_attention_flops_efficiency", "prefill_kernel_latency_s")
 
 UNBOUNDED_STREAMS = 1e9  # "no scheduler bound", finite so that plans (JSON) can carry it
 
@@ -260,6 +261,7 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     v[L.H_BW_EFF] = eff["bandwidth_efficiency"]
     v[L.H_FLOPS_EFF] = eff["flops_efficiency"]
     v[L.H_KERNEL_S] = eff["kernel_latency_s"]
+    v[L.H_PREFILL_KERNEL_S] = eff.get("prefill_kernel_latency_s", eff["kernel_latency_s"])
     v[L.H_STEP_S] = eff["step_overhead_s"]
     v[L.H_COLL_LAT_S] = eff["collective_latency_s"]
     v[L.H_MEM_USABLE] = eff["usable_memory_fraction"]

@@ -27,7 +27,8 @@ from planner.perf.pack import (
 from solvers.perf import slots as L
 
 EFFICIENCY_SLOTS = {"bandwidth_efficiency": L.H_BW_EFF, "flops_efficiency": L.H_FLOPS_EFF,
-                    "kernel_latency_s": L.H_KERNEL_S, "step_overhead_s": L.H_STEP_S,
+                    "kernel_latency_s": L.H_KERNEL_S,
+                    "prefill_kernel_latency_s": L.H_PREFILL_KERNEL_S, "step_overhead_s": L.H_STEP_S,
                     "collective_latency_s": L.H_COLL_LAT_S, "usable_memory_fraction": L.H_MEM_USABLE,
                     "attention_stream_s": L.H_ATTN_STREAM_S, "speculative_stream_s": L.H_SPEC_STREAM_S,
                     "grouped_gemm_factor": L.H_GROUPED_GEMM_FACTOR}
@@ -74,7 +75,7 @@ def efficiency_ranges(family: str) -> list[Uncertain]:
     values = family_efficiency(family)
     own = _own_entries(family)
     out = []
-    for name in (n for n in EFFICIENCY_PARAMS if n in EFFICIENCY_SLOTS):
+    for name in (n for n in EFFICIENCY_PARAMS if n in EFFICIENCY_SLOTS and n in values):
         if name not in own and values[name] == NEUTRAL_EFFICIENCY.get(name):
             continue  # a mechanism the family turns off has nothing to band
         entry = own.get(name, {})
@@ -86,7 +87,10 @@ def efficiency_ranges(family: str) -> list[Uncertain]:
             lo, hi = max(lo, bounds[name][0]), min(hi, bounds[name][1])
         if name == "usable_memory_fraction":
             hi = min(hi, 1.0)
-        out.append(Uncertain(f"{family}.{name}", (EFFICIENCY_SLOTS[name],), v, min(lo, v), max(hi, v),
+        slots = (EFFICIENCY_SLOTS[name],)
+        if name == "kernel_latency_s" and "prefill_kernel_latency_s" not in values:
+            slots += (L.H_PREFILL_KERNEL_S,)  # a prompt pass's kernels fall back to the decode step's latency
+        out.append(Uncertain(f"{family}.{name}", slots, v, min(lo, v), max(hi, v),
                              f"{basis}; range: {entry.get('range_basis', rule['basis'])}"))
     return out
 

@@ -52,6 +52,7 @@ from solvers.perf.slots import (
     H_MAX_STREAMS_PER_RANK,
     H_KV_BYTES,
     H_KERNEL_S,
+    H_PREFILL_KERNEL_S,
     H_MEM_USABLE,
     H_MEMORY_POWER_SHARE,
     H_N_TIERS,
@@ -474,6 +475,14 @@ def stage_fixed_time(model, hw, pp):
 
 
 @njit
+def prompt_fixed_time(model, hw, pp):
+    """``stage_fixed_time`` of a prompt pass: its kernels at the prompt pass's per-kernel latency (engines replay
+    decode steps as CUDA graphs, but launch a prompt pass's kernels one by one: its shapes change with the prompts,
+    MODEL.md 2.8)."""
+    return stage_kernels(model, pp) * hw[H_PREFILL_KERNEL_S] + model[M_SAMPLES] * hw[H_STEP_S] / pp
+
+
+@njit
 def replica_power_w(hw, chips):
     """Design (rated) rack power share of a replica of ``chips`` chips: chips x rack power / chips per rack."""
     return chips * hw[H_RACK_POWER_W] / hw[H_CHIPS_PER_RACK]
@@ -626,7 +635,7 @@ def batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, prompts, out):
     flops = linear_flops_per_chip(model, tp, pp, ep, tokens, prompts) + pairs * model[M_PREFILL_ATTN_FLOPS]
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
-    floor = stage_fixed_time(model, hw, pp) + stream_fixed_time(model, hw, tp, ep, ls, prompts)
+    floor = prompt_fixed_time(model, hw, pp) + stream_fixed_time(model, hw, tp, ep, ls, prompts)
     roofline += max(att_mem, att_comp)
     write_breakdown(out, hw, tp, pp, memory + att_mem, compute + att_comp, roofline, comm, floor, held_w,
                     kv_written, read_w + kv_written, flops)

@@ -65,7 +65,8 @@ H_IDLE_POWER_SHARE = 33  # share of design power drawn with the model loaded and
 H_MEMORY_POWER_SHARE = 34  # share added when memory reads fill the whole step
 H_COMPUTE_POWER_SHARE = 35  # share added when matmuls fill the whole step
 H_EXP_PER_S = 36  # softmax exponentials per second per chip (special-function units); 0: not a limit (MODEL.md 2.6)
-N_HW = 37
+H_PREFILL_KERNEL_S = 37  # H_KERNEL_S in a prompt pass: engines launch prompt passes' kernels outside CUDA graphs (2.8)
+N_HW = 38
 
 # ---- decode / prefill breakdown -----------------------------------------------------------------------------
 # Times are per token interval of one stream (decode) or for one prompt (prefill), summed over pipeline stages.

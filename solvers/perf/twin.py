@@ -204,12 +204,12 @@ class Replica:
         return h[L.H_SO_LAT] + msg / h[L.H_SO_BW]
 
 
-def _finish(r: Replica, memory, compute, roofline, comm, streams):
+def _finish(r: Replica, memory, compute, roofline, comm, streams, kernel_slot=L.H_KERNEL_S):
     m = r.m
     kernels = (r.layers_per_stage * m[L.M_ATTN_KERNELS] + r.stage_share * m[L.M_DENSE_LAYERS] * m[L.M_DENSE_FFN_KERNELS]
                + r.stage_share * m[L.M_MOE_LAYERS] * m[L.M_MOE_KERNELS])
-    # the step overhead is paid once per token interval of pp stage steps
-    floor = kernels * r.h[L.H_KERNEL_S] + m[L.M_SAMPLES] * r.h[L.H_STEP_S] / r.pp + r.stream_seconds(streams)
+    # the step overhead is paid once per token interval of pp stage steps; a prompt pass's kernels at their own latency
+    floor = kernels * r.h[kernel_slot] + m[L.M_SAMPLES] * r.h[L.H_STEP_S] / r.pp + r.stream_seconds(streams)
     terms = [memory, compute, comm, floor]
     bound = max(range(4), key=lambda i: (terms[i], -i))
     step = roofline + comm + floor
@@ -281,7 +281,7 @@ def prefill(m, h, tp, pp, ep, input_tokens, prompts=1.0) -> dict:
     # only each prompt's last token needs logits
     memory, compute, roofline = _step_terms(r, tokens, prompts, held_w, kv, kv, pairs, m[L.M_PREFILL_ATTN_FLOPS])
     comm = r.comm_seconds(tokens)
-    step, floor, bound = _finish(r, memory, compute, roofline, comm, prompts)
+    step, floor, bound = _finish(r, memory, compute, roofline, comm, prompts, L.H_PREFILL_KERNEL_S)
     last_hop = r.hop_seconds(tokens)  # nothing follows the last stage
     return {
         "time_s": pp * step - last_hop, "memory_s": pp * memory, "compute_s": pp * compute,

@@ -151,3 +151,20 @@ def test_every_hardware_family_has_an_engine():
     served = {f for e in catalog.serving_engines().values() for f in e.families}
     families = {key.split("/", 1)[0] for key in efficiency_table()}  # a generation's entry is its family's
     assert families <= served, families - served
+
+
+@pytest.mark.parametrize("hw_id", ["vr-nvl72", "gb200-nvl72", "mi455x-helios", "trn4-nvl72", "tensordyne-napier"])
+@pytest.mark.parametrize("model_id", ["llama-3.1-405b", DSR1])
+def test_tensor_parallel_only_where_the_heads_split_even_with_any_layout(hw_id, model_id):
+    """Issue 40: the search picked tensor parallel 72 on a 128-head model, which no engine runs; a 72-chip domain
+    still serves such a model as one wide expert-parallel group with data-parallel attention."""
+    m = model(model_id)
+    for any_layout in (False, True):
+        grid = parallel_grid(hw(hw_id), m, any_layout=any_layout)
+        plain = grid[grid[:, 2] == 0]
+        assert len(plain) and not (m.heads % plain[:, 0]).any()
+        assert not ((m.kv_heads % plain[:, 0] != 0) & (plain[:, 0] % m.kv_heads != 0)).any()
+    wide = parallel_grid(hw(hw_id), m, any_layout=True)
+    assert ((wide[:, 0] == 72) & (wide[:, 2] == 1)).any() == m.is_moe
+    pairs = split_grid(hw(hw_id), hw("groq3-lpx"), m, any_layout=True)
+    assert not (m.heads % pairs[pairs[:, 2] == 0][:, 0]).any()

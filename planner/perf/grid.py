@@ -21,7 +21,8 @@ BATCHES = np.unique(np.round(np.geomspace(1, 8192, 160))).astype(np.float64)
 # ---- the parallelism grid -----------------------------------------------------------------------------------
 def tp_options(hw: Hardware, model: Model) -> list[int]:
     """Tensor-parallel degrees: powers of two up to the scale-up domain (and the domain itself), never more
-    than the model has attention heads."""
+    than the model has attention heads. A degree that does not split the heads evenly (72 of 128) serves only
+    as an expert-parallel group with data-parallel attention (``heads_split``)."""
     domain = int(hw.chip.scale_up.domain_chips.value)
     limit = min(domain, model.heads)
     opts = {1 << i for i in range(16) if (1 << i) <= limit}
@@ -34,7 +35,7 @@ def parallel_grid(hw: Hardware, model: Model, chips: int | None = None, stack: s
                   any_layout: bool = False) -> np.ndarray:
     """Rows of (tp, pp, ep) a replica may use: those an engine of ``stack`` runs on the hardware
     (``stack_engines``), or every one with ``any_layout``; with ``chips`` given, only tp * pp == chips."""
-    grid = _grid(tuple(tp_options(hw, model)), model.layers, model.is_moe)
+    grid = _grid(tuple(tp_options(hw, model)), model.layers, model.is_moe, model.heads, model.kv_heads)
     if chips is not None:
         grid = grid[grid[:, 0] * grid[:, 1] == chips]
     if not any_layout:
@@ -68,10 +69,20 @@ def pair_engines(family_a: str, family_f: str) -> tuple[str, ...]:
     return tuple(k for k, e in catalog.serving_engines().items() if (family_a, family_f) in e.pairs)
 
 
+def heads_split(heads: int, kv_heads: int, tp: int) -> bool:
+    """Whether tensor parallelism of degree ``tp`` splits a model's attention evenly, as engines require (vLLM,
+    SGLang and TensorRT-LLM refuse a degree that does not divide the attention heads): every chip the same number
+    of query heads, and of KV heads, or a whole KV head copied to ``tp / kv_heads`` chips (MLA's one latent, GQA
+    past its KV heads). Data-parallel attention (``ep`` rows) splits no heads."""
+    if heads % tp:
+        return False
+    return kv_heads % tp == 0 or tp % kv_heads == 0
+
+
 @functools.lru_cache(maxsize=256)
-def _grid(tps: tuple[int, ...], layers: int, moe: bool) -> np.ndarray:
+def _grid(tps: tuple[int, ...], layers: int, moe: bool, heads: int, kv_heads: int) -> np.ndarray:
     rows = [(tp, pp, ep) for tp in tps for pp in range(1, layers + 1)
-            for ep in ((0, 1) if (moe and tp > 1) else (0,))]
+            for ep in ((0, 1) if (moe and tp > 1) else (0,)) if ep or heads_split(heads, kv_heads, tp)]
     return np.array(rows, dtype=np.float64).reshape(-1, 3)
 
 
@@ -104,7 +115,8 @@ def split_grid(hw_a: Hardware, hw_f: Hardware, model: Model, stack: str = DEFAUL
     options, 1/4 to 16 racks of F, data-parallel attention as well for MoE models. Without ``any_layout``, only
     where an engine runs the pair (``pair_engines``) and A's engines run its attention layout."""
     rows = [(ta, max(1.0, round(r * hw_f.chips_per_rack)), ep) for ta in tp_options(hw_a, model)
-            for r in FFN_RACKS for ep in ((0.0, 1.0) if model.is_moe and ta > 1 else (0.0,))]
+            for r in FFN_RACKS for ep in ((0.0, 1.0) if model.is_moe and ta > 1 else (0.0,))
+            if ep or heads_split(model.heads, model.kv_heads, ta)]
     grid = np.array(rows, dtype=np.float64).reshape(-1, 3)
     if any_layout:
         return grid

@@ -80,9 +80,15 @@ def replica_upper_bounds(problem) -> np.ndarray:
     return np.where(problem.integer_replicas, np.ceil(ub * (1.0 - 1e-12)), ub)
 
 
+def occupied_chips(problem, x: np.ndarray) -> np.ndarray:
+    """[H] the rack chips replicas ``x`` need: the larger of (2)'s and (2c)'s sums."""
+    need = problem.chips.T @ x
+    return need if problem.core_chips is None else np.maximum(need, problem.core_chips.T @ x)
+
+
 def rack_upper_bounds(problem) -> np.ndarray:
     """R_h of (5): supply cap, power budget, site rack limit, and enough racks for every column at its bound."""
-    need = problem.chips.T @ replica_upper_bounds(problem) / problem.chips_per_rack
+    need = occupied_chips(problem, replica_upper_bounds(problem)) / problem.chips_per_rack
     need = np.where(need > 0, np.maximum(need, problem.min_racks), need)  # (7): a bought type's minimum purchase
     need = np.maximum(need, problem.racks_at_least)  # (8): kept racks, within the caps
     ub = np.minimum(problem.max_racks + problem.installed_racks, np.ceil(need * (1.0 - 1e-12)))
@@ -97,7 +103,7 @@ def rack_upper_bounds(problem) -> np.ndarray:
 def rent_upper_bounds(problem) -> np.ndarray:
     """[R] (12): an offer never rents more than its limit, nor more chips of its type than every column at its
     bound X_j would use."""
-    need = problem.chips.T @ replica_upper_bounds(problem)
+    need = occupied_chips(problem, replica_upper_bounds(problem))
     return np.minimum(problem.rent_max_chips, need[problem.rent_hardware]) if problem.n_rentals else np.zeros(0)
 
 
@@ -159,6 +165,26 @@ def add_chip_rows(m, problem, racks, replicas, tag: str = "", late=(), rented=()
         for y, members in pools:
             if share[members[0], h] > 0:
                 row.set_coefficient(y, float(share[members[0], h]))
+        add_core_row(m, problem, h, installed, replicas, pooled, pools, rented, tag)
+
+
+def add_core_row(m, problem, h: int, installed, replicas, pooled, pools, rented, tag: str) -> None:
+    """(2c), divided by chips_per_rack_h: the stages wider than a scale-up domain's tail within the domains'
+    cores (``problem.core_chips``, already scaled to rack chips: docs/OPTIMIZER.md 17), where any column has one."""
+    if problem.core_chips is None or not np.any(problem.core_chips[:, h] > 0):
+        return
+    share = problem.core_chips[:, h] / problem.chips_per_rack[h]
+    row = m.add_linear_constraint(ub=0.0, name=f"cores[{tag}h={h}]")
+    for v in installed:
+        row.set_coefficient(v, -1.0)
+    for r, v in enumerate(rented):
+        if problem.rent_hardware[r] == h:
+            row.set_coefficient(v, -1.0 / float(problem.chips_per_rack[h]))
+    for j in np.flatnonzero((share > 0) & ~pooled).tolist():
+        row.set_coefficient(replicas[j], float(share[j]))
+    for y, members in pools:
+        if share[members[0]] > 0:
+            row.set_coefficient(y, float(share[members[0]]))
 
 
 def add_use_rows(m, share, x_ub, installed, replicas, pooled, pools, tag: str) -> None:

@@ -189,6 +189,8 @@ class FleetProblem:
     column_carbon_kg: np.ndarray | None = None  # [J] a replica's energy beyond the floor at the mean load
     rent_carbon_kg_per_chip: np.ndarray | None = None  # [R] a rented chip: its share of a rack's making and energy
     pool: np.ndarray | None = None  # [J] (15) the replica pool each column's replicas join, -1 for none
+    core_chips: np.ndarray | None = None  # [J, H] (2c) the chips of a replica's stages wider than its domains'
+    # tails, counted in their domains' cores and scaled to rack chips (None: no such row; docs/OPTIMIZER.md 17)
 
     def __post_init__(self):
         if self.coverage is None:
@@ -207,6 +209,8 @@ class FleetProblem:
                             ("max_racks", float), ("workload", np.int64), ("capacity", float), ("chips", float),
                             ("integer_replicas", bool), ("demand", float)):
             object.__setattr__(self, name, frozen(getattr(self, name), dtype))
+        if self.core_chips is not None:
+            object.__setattr__(self, "core_chips", frozen(self.core_chips, float))
         if self.pool is not None:  # None: no pools (left None so that dataclasses.replace of the columns carries none)
             object.__setattr__(self, "pool", frozen(self.pool, np.int64))
         if self.min_racks is None:
@@ -247,6 +251,9 @@ class FleetProblem:
         if self.chips.shape != (J, H):
             yield f"chips has shape {self.chips.shape}, expected ({J}, {H}) (columns x hardware types)"
             return
+        core = self.core_chips
+        if core is not None and (core.shape != (J, H) or not np.all(np.isfinite(core) & (core >= 0))):
+            yield f"core_chips must be finite, >= 0 and of shape ({J}, {H}) like chips"
         if self.demand.ndim != 1:
             yield f"demand must be 1-D, got shape {self.demand.shape}"
         if self.coverage.shape != (J, len(self.demand)):
@@ -797,6 +804,8 @@ class Evaluation:
     violations: tuple  # names like "demand[w=2]", empty when the plan is feasible
     shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # max_revenue: served share per group
     revenue_usd: float = 0.0  # max_revenue: USD/year of the served shares
+    core_slack: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [H] (2c) chips_per_rack x racks - core
+    # chips used
 
     @property
     def feasible(self) -> bool:
@@ -828,7 +837,9 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
     if rent.shape != (problem.n_rentals,):
         raise ValueError(f"rented has shape {rent.shape}; expected ({problem.n_rentals},)")
     served = problem.coverage.T @ x
-    chips_used = problem.chips.T @ pool_chip_replicas(problem, x)  # (15): a pool holds whole replicas
+    held = pool_chip_replicas(problem, x)  # (15): a pool holds whole replicas
+    chips_used = problem.chips.T @ held
+    core_used = problem.core_chips.T @ held if problem.core_chips is not None else np.zeros(problem.n_hardware)
     it_power = float(problem.floor_power_w @ r + problem.replica_power_w @ x)  # (13) the peak draw
     facility = problem.pue * it_power
     # (11) the columns' own costs, (13) their energy beyond the floor, (12) the chips rented
@@ -844,6 +855,7 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
     ev = Evaluation(
         served=served, demand_slack=served - demand, chips_used=chips_used,
         chips_slack=problem.chips_per_rack * r + rented_chips(problem, rent) - chips_used,
+        core_slack=problem.chips_per_rack * r + rented_chips(problem, rent) - core_used,
         supply_slack=problem.max_racks - new_racks(problem, r),
         facility_power_w=facility, power_slack_w=problem.power_budget_w - facility,
         total_racks=int(round(r.sum())), total_racks_slack=problem.max_total_racks - r.sum(),
@@ -873,6 +885,8 @@ def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float, rent=No
         yield f"demand[w={w}]"
     for h in np.flatnonzero(ev.chips_slack / problem.chips_per_rack < -tol):
         yield f"chips[h={h}]"
+    for h in np.flatnonzero(ev.core_slack / problem.chips_per_rack < -tol):
+        yield f"cores[h={h}]"  # (2c): wide stages within the domains' cores
     rent_chips = rented_chips(problem, rent) if rent is not None else np.zeros(problem.n_hardware)
     for h in np.flatnonzero((ev.chips_used > 1e-6) & (r < 0.5) & (rent_chips <= 0)):
         yield f"uses[h={h}]"  # (2b): chips used on a type with no rack and none rented, however few

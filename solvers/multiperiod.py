@@ -81,6 +81,7 @@ class BuildOutProblem:
     fixed_first: np.ndarray | None = None  # [H] the first period's purchases, fixed
     group_value: np.ndarray | None = None  # [S, T, G] (7) max_revenue: present value of serving each good whole
     row_group: np.ndarray | None = None  # [W] (7) the good each demand row belongs to
+    core_chips: np.ndarray | None = None  # [J, H] (2c) wide stages' core chips in rack chips (OPTIMIZER.md 17)
 
     def __post_init__(self):
         T, H = self.n_periods, self.n_hardware
@@ -97,6 +98,8 @@ class BuildOutProblem:
             object.__setattr__(self, name, frozen(getattr(self, name), dtype))
         if self.fixed_first is not None:
             object.__setattr__(self, "fixed_first", frozen(self.fixed_first, float))
+        if self.core_chips is not None:
+            object.__setattr__(self, "core_chips", frozen(self.core_chips, float))
         if self.group_value is not None:
             object.__setattr__(self, "group_value", frozen(self.group_value, float))
             rows = np.arange(self.demand.shape[2]) if self.row_group is None else self.row_group
@@ -118,6 +121,8 @@ class BuildOutProblem:
         for name, shape in shapes.items():
             if getattr(self, name).shape != shape:
                 yield f"{name} has shape {getattr(self, name).shape}, expected {shape}"
+        if self.core_chips is not None and self.core_chips.shape != (J, H):
+            yield f"core_chips has shape {self.core_chips.shape}, expected ({J}, {H})"
         if self.fixed_first is not None and self.fixed_first.shape != (H,):
             yield f"fixed_first has shape {self.fixed_first.shape}, expected ({H},)"
         if not math.isclose(float(self.probability.sum()), 1.0, rel_tol=1e-9) or np.any(self.probability < 0):
@@ -197,7 +202,9 @@ def buy_upper_bounds(problem: BuildOutProblem) -> np.ndarray:
     """[T, H]: the racks one period could need (every column at its bound, in any scenario), within the caps, the
     power budget and the floor space of that period; 0 where the system is not available."""
     x_ub = replica_upper_bounds(problem).max(axis=0)  # [T, J]
-    need = np.ceil((x_ub @ problem.chips) / problem.chips_per_rack * (1.0 - 1e-12))  # [T, H]
+    chips = x_ub @ problem.chips if problem.core_chips is None else np.maximum(x_ub @ problem.chips,
+                                                                               x_ub @ problem.core_chips)
+    need = np.ceil(chips / problem.chips_per_rack * (1.0 - 1e-12))  # [T, H]
     ub = np.minimum(need.max(axis=0, keepdims=True), problem.max_racks[None, :])
     ub = np.minimum(ub, problem.max_total_racks[:, None])
     with np.errstate(divide="ignore"):
@@ -240,6 +247,7 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
     shares = [[[m.add_variable(lb=0.0, ub=1.0, name=f"v[{t},{s},{g}]") for g in range(G)] for s in range(S)]
               for t in range(T)]
     share = problem.chips / problem.chips_per_rack
+    core = None if problem.core_chips is None else problem.core_chips / problem.chips_per_rack
     unit = problem.pue * float(problem.rack_power_w.max())
     for t in range(T):
         for s in range(S):
@@ -259,6 +267,13 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
                 for j in np.flatnonzero(share[:, h] > 0):
                     if xs[j] is not None:
                         row.set_coefficient(xs[j], float(share[j, h]))
+                if core is not None and np.any(core[:, h] > 0):  # (2c): wide stages within the domains' cores
+                    row = m.add_linear_constraint(ub=float(problem.existing[t, h]), name=f"cores[{t},{s},{h}]")
+                    for v in installed[h]:
+                        row.set_coefficient(v, -1.0)
+                    for j in np.flatnonzero(core[:, h] > 0):
+                        if xs[j] is not None:
+                            row.set_coefficient(xs[j], float(core[j, h]))
                 if math.isfinite(problem.max_racks[h]) and installed[h]:
                     cap = m.add_linear_constraint(ub=float(problem.max_racks[h] - problem.existing[t, h]),
                                                   name=f"cap[{t},{s},{h}]")
@@ -457,6 +472,8 @@ def evaluate(problem: BuildOutProblem, buys, replicas, tol: float = EVAL_TOL) ->
     n = installed_of(problem, buys)
     served = np.einsum("tsj,jw->tsw", x, problem.coverage)
     chips_used = np.einsum("tsj,jh->tsh", x, problem.chips)
+    core_used = (np.einsum("tsj,jh->tsh", x, problem.core_chips) if problem.core_chips is not None
+                 else np.zeros_like(chips_used))
     power = problem.pue * np.einsum("tsh,h->ts", n, problem.rack_power_w)
     cost = np.where(problem.available, problem.buy_cost, 0.0)
     scenario_cost = np.einsum("tsh,th->s", buys, cost)
@@ -480,6 +497,9 @@ def evaluate(problem: BuildOutProblem, buys, replicas, tol: float = EVAL_TOL) ->
             over = np.flatnonzero((problem.chips_per_rack * n[t, s] - chips_used[t, s]) / problem.chips_per_rack
                                   < -tol)
             violations += [f"chips[{t},{s},{h}]" for h in over]
+            short_core = np.flatnonzero((problem.chips_per_rack * n[t, s] - core_used[t, s])
+                                        / problem.chips_per_rack < -tol)
+            violations += [f"cores[{t},{s},{h}]" for h in short_core]
             violations += [f"cap[{t},{s},{h}]" for h in np.flatnonzero(n[t, s] > problem.max_racks + tol)]
             if power[t, s] > problem.power_budget_w[t] * (1 + tol) + tol:
                 violations.append(f"power[{t},{s}]")

@@ -133,6 +133,7 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf, built=No
     columns = relaxed_columns(built.options, fp.coverage, fp.chips) if relaxed else list(range(fp.n_columns))
     problem = BuildOutProblem(
         chips_per_rack=fp.chips_per_rack, rack_power_w=fp.rack_power_w, chips=fp.chips[columns],
+        core_chips=fp.core_chips[columns] if fp.core_chips is not None else None,
         coverage=fp.coverage[columns],
         integer_replicas=np.zeros(len(columns), bool) if relaxed else fp.integer_replicas, demand=demand,
         probability=probability, buy_cost=value, group_value=group_value,

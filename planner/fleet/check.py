@@ -27,6 +27,7 @@ from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, bil
                                    kept_rack_cost_parts, rack_carbon_kg, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
 from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
+from planner.fleet.packing import domains_per_rack, spans_racks
 from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE
 from planner.inputs import read_bytes_limited
 from planner.measurements.curves import rescore_measured
@@ -475,6 +476,15 @@ def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs
     return out
 
 
+def racks_holding(hw, racks: float, chips_rented: float) -> float:
+    """Racks' worth of scale-up domains a system's racks and rented chips offer (OPTIMIZER.md 17): a rental
+    rents whole domains of its provider's (its chips rounded up to domains), where a domain is within a rack."""
+    domain = hw.chip.scale_up.domain_chips.value
+    if spans_racks(domain, hw.chips_per_rack):
+        return racks + chips_rented / hw.chips_per_rack
+    return racks + math.ceil(chips_rented / domain - 1e-9) / domains_per_rack(domain, hw.chips_per_rack)
+
+
 def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     """Racks, chips, limits, cost and every figure of the fleet, workload and totals tables, recomputed with the
     builders ``solve`` used."""
@@ -515,9 +525,16 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
                         inputs.scenario_finance, inputs.rack_carbon(), inputs.grid_kg_per_mwh)
     for f in fleet.iter_rows(named=True):
         held = f["chips"] + f.get("chips_rented", 0.0)
+        rented = (f" and {f['chips_rented']:.6g} rented" if f.get("chips_rented") else "")
         out.append(result(f"chips {f['hardware']}", f["chips_used"] <= held * (1 + 1e-6) + 1e-9,
-                          f"{f['chips_used']:.9g} used of {f['chips']} in {f['racks']} racks"
-                          + (f" and {f['chips_rented']:.6g} rented" if f.get("chips_rented") else "")))
+                          f"{f['chips_used']:.9g} used of {f['chips']} in {f['racks']} racks" + rented))
+        # OPTIMIZER.md 17: a stage lives in one scale-up domain, so racks hold floor(D / s) stages a domain
+        hw = inputs.hardware[f["hardware"]]
+        out.append(result(f"racks hold replicas {f['hardware']}",
+                          f["racks_for_domains"] <= racks_holding(hw, f["racks"], f.get("chips_rented", 0.0)) + 1e-9,
+                          f"its replicas' pipeline stages packed whole into {hw.chip.scale_up.domain_chips.value:g}-"
+                          f"chip scale-up domains take {f['racks_for_domains']:.6g} racks' worth; the plan holds "
+                          f"{f['racks']} racks" + rented))
     if len(alloc):
         owned = {h: racks.get(h, 0) * inputs.hardware[h].chips_per_rack for h in inputs.hardware}
         marks = mark_rented([dict(r) for r in d["allocation"]], owned)

@@ -20,6 +20,7 @@ from planner.fleet.draw import mean_power_mw, site_draw
 from planner.fleet.finance import (annual_revenue, idle_power_w, mean_tokens_per_year, rack_carbon_kg, rental_cost,
                                    replica_carbon_kg, usd_per_mtok)
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, pool_key, pools, ttft_percentiles
+from planner.fleet.packing import WHOLE, domains_needed, domains_per_rack, spans_racks
 from planner.fleet.problem import Built, rental_offers
 from planner.perf.grid import engines_running, pair_engines
 from planner.vocabulary import API_KIND, DECODE_ROLES
@@ -202,11 +203,13 @@ def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray, rented: np.
     # power curves, every replica drawing above its racks' floor (its draw and energy, OPTIMIZER.md 12)
     pays = (problem.own_cost_usd + problem.replica_energy_usd + problem.replica_power_w) > 0
     frac = np.flatnonzero(~problem.integer_replicas & (np.abs(x - np.rint(x)) > 1e-9) & ~pays)
-    room = problem.chips_per_rack * racks + (0.0 if rented is None else rented) - problem.chips.T @ x
+    capacity = problem.chips_per_rack * racks + (0.0 if rented is None else rented)
+    core = problem.core_chips if problem.core_chips is not None else np.zeros_like(problem.chips)
+    room, core_room = capacity - problem.chips.T @ x, capacity - core.T @ x  # (2) and (2c)
     for j in frac[np.argsort(np.ceil(x[frac]) - x[frac])]:
-        extra = (np.ceil(x[j]) - x[j]) * problem.chips[j]
-        if np.all(extra <= room + 1e-9):
-            room -= extra
+        extra, core_extra = ((np.ceil(x[j]) - x[j]) * a[j] for a in (problem.chips, core))
+        if np.all(extra <= room + 1e-9) and np.all(core_extra <= core_room + 1e-9):
+            room, core_room = room - extra, core_room - core_extra
             x[j] = np.ceil(x[j])
     return x
 
@@ -262,19 +265,44 @@ def replica_pool_of(problem, j: int) -> int | None:
     return int(problem.pool[j]) if problem.pooled[j] else None
 
 
-def chips_held(rows) -> float:
-    """Chips one system's allocation rows hold: each row's replicas x chips, but the rows of one replica pool (15)
-    their shares summed and rounded up to whole replicas, as the pool runs them."""
+def replica_groups(rows) -> list[tuple[float, int, float]]:
+    """One system's allocation rows as (replicas, pipeline stages, chips per replica): each row's own, but the
+    rows of one replica pool (15) one group, their shares summed and rounded up to whole replicas, as the pool
+    runs them. An FFN row (an attention/FFN split's FFN side) is one stage."""
     import polars as pl
 
     if not len(rows):
-        return 0.0
-    alone = rows.filter(pl.col("replica_pool").is_null())
-    used = float((alone["replicas"] * alone["chips_per_replica"]).sum()) if len(alone) else 0.0
+        return []
+    stages = pl.when(pl.col("role") == "ffn").then(1).otherwise(pl.col("pipeline_parallel")).alias("stages")
+    rows = rows.with_columns(stages)
+    out = [(float(r["replicas"]), int(r["stages"]), float(r["chips_per_replica"]))
+           for r in rows.filter(pl.col("replica_pool").is_null()).iter_rows(named=True)]
     pooled = rows.filter(pl.col("replica_pool").is_not_null())
-    for (_, chips), group in pooled.group_by(["replica_pool", "chips_per_replica"]):
-        used += math.ceil(float(group["replicas"].sum()) - 1e-6) * chips
-    return used
+    for (_, chips, stages_), group in pooled.group_by(["replica_pool", "chips_per_replica", "stages"],
+                                                      maintain_order=True):
+        out.append((float(math.ceil(float(group["replicas"].sum()) - 1e-6)), int(stages_), float(chips)))
+    return out
+
+
+def chips_held(rows) -> float:
+    """Chips one system's allocation rows run on: each row's replicas x chips, a replica pool's (15) on its whole
+    replicas."""
+    return sum(n * chips for n, _, chips in replica_groups(rows))
+
+
+def racks_for_domains(rows, hw) -> float:
+    """Racks of ``hw`` that hold the rows' replicas stage by stage in whole scale-up domains
+    (``packing.domains_needed``; whole replicas packed, fractional counts as shared chips), or the rows' chips in
+    racks where a domain spans racks."""
+    domain, per_rack = hw.chip.scale_up.domain_chips.value, hw.chips_per_rack
+    if spans_racks(domain, per_rack):
+        return chips_held(rows) / per_rack
+    stages, fluid = [], 0.0
+    for n, k, chips in replica_groups(rows):
+        whole = math.floor(n + WHOLE)
+        stages.append((chips / k, whole * k))
+        fluid += max(n - whole, 0.0) * chips
+    return domains_needed(stages, fluid, domain) / domains_per_rack(domain, per_rack)
 
 
 def with_pool_ttft(rows: list[dict], built: Built) -> list[dict]:
@@ -436,6 +464,7 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
         rows.append({
             "hardware": hw_id, "racks": n, "racks_installed": kept, "racks_new": new, "racks_retired": have - kept,
             "chips": n * hw.chips_per_rack, "chips_rented": chips_rented, "chips_used": used,
+            "racks_for_domains": racks_for_domains(mine, hw),
             "chip_utilization": used / held if held else 0.0,
             "power_mw": draw["peak"],
             "facility_power_mw": draw["peak"] * pue,

@@ -18,6 +18,7 @@ from planner.fleet.finance import (annual_costs, annual_revenue, idle_power_w, i
                                    rack_carbon_kg, rack_cost_parts, replica_carbon_kg, replica_energy_usd,
                                    rental_cost, uses_power_curves)
 from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for, systems_of
+from planner.fleet.packing import chip_rows, held_chips
 from planner.vocabulary import API_KIND, API_PREFIX
 from solvers.milp import FleetProblem
 from solvers.objectives import objective as objective_named
@@ -155,12 +156,17 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     n = len(cols["workload"])
     coverage = np.zeros((n, 2 * len(demands)))
     chips = np.zeros((n, len(hw_list)))
+    rows2, core, held = (np.zeros((n, len(hw_list))) for _ in range(3))  # (2), (2c), whole-domain shares (17)
     for j in range(n):
         w = wl_index[cols["workload"][j]]
         coverage[j, 2 * w] = cols["output_tokens_per_s"][j]
         coverage[j, 2 * w + 1] = cols["prefill_tokens_per_s"][j]
-        for hw_id, _, n_chips, _ in systems_of(cols, j):  # none for a hosted API: capacity without racks
-            chips[j, hw_index[hw_id]] = n_chips
+        for hw_id, _, n_chips, role in systems_of(cols, j):  # none for a hosted API: capacity without racks
+            k, h = hw_index[hw_id], hw_list[hw_index[hw_id]]
+            chips[j, k] = n_chips
+            shape = (n_chips, replica_stages(cols, j, role), h.chip.scale_up.domain_chips.value, h.chips_per_rack)
+            rows2[j, k], core[j, k] = chip_rows(*shape)
+            held[j, k] = held_chips(*shape)
     demand = demand_rows(demands)
     revenue = np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
                         for d in demands])
@@ -182,7 +188,8 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         **carbon_arrays(scenario, cols, chips, hw_list, demands, installed),
         workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
         capacity=coverage.max(axis=1) if n else np.zeros(0),
-        chips=chips, integer_replicas=(integer := integer_replicas(chips, hw_list)), demand=demand, coverage=coverage,
+        chips=rows2, integer_replicas=(integer := integer_replicas(held, hw_list)), demand=demand, coverage=coverage,
+        core_chips=core if np.any(core > 0) else None,
         pool=replica_pools(cols, demands, integer),
         pue=scenario.finance.pue,
         power_budget_w=(scenario.site.power_budget_mw or math.inf) * 1e6,
@@ -355,6 +362,12 @@ def replica_pools(cols: dict, demands: list[Demand], integer: np.ndarray) -> np.
     shared = {g for g, names in members.items() if len(names) > 1}
     pool = np.where(np.isin(pool, list(shared)), pool, -1)
     return pool if shared else None
+
+
+def replica_stages(cols: dict, j: int, role: str) -> int:
+    """The pipeline stages of option ``j``'s replica on one of its systems (``role``): its own, but one for the
+    FFN side of an attention/FFN split (a pool sized in racks of its system, not staged)."""
+    return 1 if role == "ffn" else int(cols["pipeline_parallel"][j])
 
 
 def integer_replicas(chips: np.ndarray, hw_list: list) -> np.ndarray:

@@ -154,27 +154,18 @@ def add_chip_rows(m, problem, racks, replicas, tag: str = "", late=(), rented=()
     for h, installed in enumerate(installed_terms(racks, late)):
         if not any(problem.rent_hardware[r] == h for r in range(len(rented))):
             add_use_rows(m, share[:, h], x_ub, installed, replicas, pooled, pools, f"{tag}h={h}")
-        row = m.add_linear_constraint(ub=0.0, name=f"chips[{tag}h={h}]")
-        for v in installed:
-            row.set_coefficient(v, -1.0)
-        for r, v in enumerate(rented):
-            if problem.rent_hardware[r] == h:
-                row.set_coefficient(v, -1.0 / float(problem.chips_per_rack[h]))
-        for j in np.flatnonzero((share[:, h] > 0) & ~pooled).tolist():
-            row.set_coefficient(replicas[j], float(share[j, h]))
-        for y, members in pools:
-            if share[members[0], h] > 0:
-                row.set_coefficient(y, float(share[members[0], h]))
-        add_core_row(m, problem, h, installed, replicas, pooled, pools, rented, tag)
+        add_rack_row(m, problem, h, share[:, h], f"chips[{tag}h={h}]", installed, replicas, pooled, pools, rented)
+        if problem.core_chips is not None and np.any(problem.core_chips[:, h] > 0):
+            # (2c): the stages wider than a scale-up domain's tail within the domains' cores (``core_chips``,
+            # already in rack chips: docs/OPTIMIZER.md 17)
+            add_rack_row(m, problem, h, problem.core_chips[:, h] / problem.chips_per_rack[h], f"cores[{tag}h={h}]",
+                         installed, replicas, pooled, pools, rented)
 
 
-def add_core_row(m, problem, h: int, installed, replicas, pooled, pools, rented, tag: str) -> None:
-    """(2c), divided by chips_per_rack_h: the stages wider than a scale-up domain's tail within the domains'
-    cores (``problem.core_chips``, already scaled to rack chips: docs/OPTIMIZER.md 17), where any column has one."""
-    if problem.core_chips is None or not np.any(problem.core_chips[:, h] > 0):
-        return
-    share = problem.core_chips[:, h] / problem.chips_per_rack[h]
-    row = m.add_linear_constraint(ub=0.0, name=f"cores[{tag}h={h}]")
+def add_rack_row(m, problem, h: int, share, name: str, installed, replicas, pooled, pools, rented) -> None:
+    """One row of (2) or (2c) on type h: ``share`` [J] of a rack each replica takes, within the installed racks and
+    the chips rented; a pool's on its whole replicas y_g."""
+    row = m.add_linear_constraint(ub=0.0, name=name)
     for v in installed:
         row.set_coefficient(v, -1.0)
     for r, v in enumerate(rented):

@@ -261,19 +261,15 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
                     if xs[j] is not None:
                         row.set_coefficient(xs[j], float(problem.coverage[j, w] / problem.demand[s, t, w]))
             for h in range(H):
-                row = m.add_linear_constraint(ub=float(problem.existing[t, h]), name=f"chips[{t},{s},{h}]")
-                for v in installed[h]:
-                    row.set_coefficient(v, -1.0)
-                for j in np.flatnonzero(share[:, h] > 0):
-                    if xs[j] is not None:
-                        row.set_coefficient(xs[j], float(share[j, h]))
-                if core is not None and np.any(core[:, h] > 0):  # (2c): wide stages within the domains' cores
-                    row = m.add_linear_constraint(ub=float(problem.existing[t, h]), name=f"cores[{t},{s},{h}]")
+                for name, a in (("chips", share), ("cores", core)):  # (2), and (2c) where a domain has a tail
+                    if a is None or (name == "cores" and not np.any(a[:, h] > 0)):
+                        continue
+                    row = m.add_linear_constraint(ub=float(problem.existing[t, h]), name=f"{name}[{t},{s},{h}]")
                     for v in installed[h]:
                         row.set_coefficient(v, -1.0)
-                    for j in np.flatnonzero(core[:, h] > 0):
+                    for j in np.flatnonzero(a[:, h] > 0):
                         if xs[j] is not None:
-                            row.set_coefficient(xs[j], float(core[j, h]))
+                            row.set_coefficient(xs[j], float(a[j, h]))
                 if math.isfinite(problem.max_racks[h]) and installed[h]:
                     cap = m.add_linear_constraint(ub=float(problem.max_racks[h] - problem.existing[t, h]),
                                                   name=f"cap[{t},{s},{h}]")

@@ -50,6 +50,8 @@ def test_first_fit_by_hand():
     assert domains_needed([(64, 2)], 16.0, 72) == 2             # the fluid 16 fills both tails
     assert domains_needed([(64, 2)], 17.0, 72) == 3
     assert domains_needed([(128, 1)], 0.0, 72) == 2             # wider than a domain: whole domains
+    # counted by room left, not stage by stage: a billion replicas pack at once (one by one, check hung)
+    assert domains_needed([(64, 1e9), (32, 3e8), (8, 5e8)], 0.0, 72) == 1_150_000_000
 
 
 STAGES = st.lists(st.tuples(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 72]), st.integers(1, 12)), max_size=6)

@@ -1,5 +1,6 @@
 """`planner solve` end to end: shipped scenarios, the CLI against the library, exit codes, solver agreement."""
 
+import copy
 import json
 import math
 from pathlib import Path
@@ -354,6 +355,22 @@ def test_people_numbers_by_hand():
     assert people(46_200_000, "USD") == "46.2 M USD"
     assert people(1_606_800) == "1.61 M" and people(2.05632) == "2.06" and people(9_869) == "9,869"
     assert people(12_345) == "12.3 k" and people(float("nan")) == "-"
+
+
+def test_a_limit_used_to_97_percent_is_near_not_silent(plans):
+    """Issue 41 item 5: "no limit binds" was printed at 97% of the power budget; a limit used to 95% or more
+    without binding is named on its own line with its share."""
+    from planner.report.summary import summary_lines
+
+    d = copy.deepcopy(plans["sovereign-100mw"].to_dict())
+    assert "binding:  no limit binds: demand sets the size" in summary_lines(d)
+    d["totals"]["facility_power_mw"] = 97.0  # of its 100 MW budget
+    lines = summary_lines(d)
+    assert "binding:  no limit binds, but the plan is near one" in lines
+    assert "near:     power 97 of 100 MW (97%)" in lines
+    d["totals"]["facility_power_mw"] = 99.6  # binding (99.5% or more): named there, not as near
+    lines = summary_lines(d)
+    assert "binding:  power: 99.6 of 100 MW" in lines and not any(x.startswith("near:") for x in lines)
 
 
 @pytest.mark.parametrize("name", [p.stem for p in SCENARIOS])

@@ -57,6 +57,33 @@ def binding(d: dict) -> list[dict]:
     return out
 
 
+NEAR_SHARE = 0.95  # a limit used to this share or more, short of binding, is "near" (issue 41: 97% read "no limit")
+
+
+def near_limits(d: dict) -> list[str]:
+    """The site's limits the plan uses to NEAR_SHARE or more without binding (power budget, floor space, a supply
+    cap), in words with the share used: what a little more demand, or a slightly worse figure, would hit."""
+    totals, sc = d["totals"], d["inputs"]["scenario"]
+    bound = {(b["kind"], b["hardware"]) for b in binding(d)}
+    used = []
+    budget = sc["site"].get("power_budget_mw")
+    if budget:
+        used.append(("power", None, totals["facility_power_mw"], budget, f"power {people(totals['facility_power_mw'])} "
+                     f"of {people(budget)} MW"))
+    max_racks = sc["site"].get("max_racks")
+    if max_racks:
+        used.append(("floor_space", None, totals["racks"], max_racks, f"floor space {totals['racks']:,} of "
+                     f"{max_racks:,} racks"))
+    caps = sc.get("max_racks") or {}
+    for f in d["fleet"]:
+        cap, bought = caps.get(f["hardware"]), f.get("racks_new", f["racks"])
+        if cap:
+            used.append(("supply", f["hardware"], bought, cap, f"supply of {f['hardware']} {bought:,} of {cap:,} "
+                         f"racks"))
+    return [f"{text} ({100 * value / limit:.3g}%)" for kind, hw, value, limit, text in used
+            if value >= NEAR_SHARE * limit and (kind, hw) not in bound]
+
+
 def binding_limits(d: dict) -> list[str]:
     """The binding limits in words (``binding``)."""
     return [b["text"] for b in binding(d)]

@@ -100,22 +100,39 @@ def held_chips(chips: float, stages: int, domain_chips: float, chips_per_rack: f
 
 
 def domains_needed(stages: list[tuple[float, float]], fluid_chips: float, domain_chips: float) -> int:
-    """Scale-up domains that hold ``stages`` ([(stage chips, count)], whole stages) packed first-fit decreasing,
-    then ``fluid_chips`` (the chips of fractional replica counts: capacity shared over time, filling any room
-    left) in the room left and new domains after it. A stage wider than a domain takes whole domains of its own."""
-    free: list[float] = []
+    """Scale-up domains that hold ``stages`` ([(stage chips, count)], whole stages) packed largest first, each
+    into the fullest domain it fits (best fit decreasing), then ``fluid_chips`` (the chips of fractional replica
+    counts: capacity shared over time, filling any room left) in the room left and new domains after it. A stage
+    wider than a domain takes whole domains of its own. Domains are counted by how much room they have left, so
+    the work grows with the distinct sizes, not the count (a plan of a billion replicas packs at once)."""
+    rooms: dict[float, int] = {}  # room left -> domains with that room
     whole = 0
     for size, count in sorted(stages, key=lambda sc: -sc[0]):
         n = int(math.ceil(count - WHOLE))
         if size > domain_chips:
             whole += n * int(math.ceil(size / domain_chips - 1e-9))
             continue
-        for _ in range(n):
-            for i, room in enumerate(free):
-                if room >= size - 1e-9:
-                    free[i] = room - size
-                    break
-            else:
-                free.append(domain_chips - size)
-    left = max(fluid_chips - sum(free), 0.0)
-    return whole + len(free) + int(math.ceil(left / domain_chips - 1e-9))
+        for room in sorted(rooms):  # the fullest domains first
+            per = int(math.floor(room / size + 1e-9))
+            if per == 0 or n == 0:
+                continue
+            full = min(rooms[room], n // per)
+            moved = {room - per * size: full}
+            left = n - full * per
+            if left and full < rooms[room]:
+                moved[room - left * size] = moved.get(room - left * size, 0) + 1
+                full, left = full + 1, 0
+            rooms[room] -= full
+            for r, c in moved.items():
+                rooms[r] = rooms.get(r, 0) + c
+            n = left
+        per = int(math.floor(domain_chips / size + 1e-9))
+        if n:
+            rooms[domain_chips - per * size] = rooms.get(domain_chips - per * size, 0) + n // per
+            if n % per:
+                r = domain_chips - (n % per) * size
+                rooms[r] = rooms.get(r, 0) + 1
+        rooms = {r: c for r, c in rooms.items() if c > 0}
+    used = sum(rooms.values())
+    left = max(fluid_chips - sum(r * c for r, c in rooms.items()), 0.0)
+    return whole + used + int(math.ceil(left / domain_chips - 1e-9))

@@ -5,7 +5,8 @@ the JSON (``assumptions``) and the HTML report say the same."""
 from __future__ import annotations
 
 from planner.fleet.assumptions import (  # noqa: F401 - the plan's words, re-exported for the report's callers
-    BINDING_SHARE, assumptions, binding, binding_limits, installed_words, layout_words, own_headroom, people)
+    BINDING_SHARE, assumptions, binding, binding_limits, installed_words, layout_words, near_limits, own_headroom,
+    people)
 
 
 def summary_lines(d: dict, reason: str | None = None) -> list[str]:
@@ -37,8 +38,11 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     per = "; ".join(f"{w['workload']} {people(w['cost_usd_per_mtok'])}" for w in d["workloads"]
                     if w.get("cost_usd_per_mtok") is not None)
     lines.append(f"USD/Mtok: {per}")
-    limits = binding_limits(d)
-    lines.append("binding:  " + ("; ".join(limits) if limits else "no limit binds: demand sets the size"))
+    limits, near = binding_limits(d), near_limits(d)
+    lines.append("binding:  " + ("; ".join(limits) if limits else "no limit binds: demand sets the size"
+                                 if not near else "no limit binds, but the plan is near one"))
+    if near:
+        lines.append("near:     " + "; ".join(near))
     lines += [f"minor:    {minor_words(m)}" for m in d.get("minor_platforms") or []]
     short = [f"{w['workload']} ({100 * w['served_share']:.3g}% served)" for w in d["workloads"]
              if w.get("served_share") is not None and w["served_share"] < 1.0 - 1e-6]

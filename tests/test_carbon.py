@@ -127,8 +127,11 @@ def bank_plans():
 @pytest.mark.integration
 def test_min_carbon_emits_no_more_and_costs_no_less(bank_plans):
     cost, carbon = bank_plans["min_cost"].to_dict(), bank_plans["min_carbon"].to_dict()
-    assert carbon["totals"]["carbon_kg_co2e_per_year"] <= cost["totals"]["carbon_kg_co2e_per_year"] * (1 + 1e-6)
-    # min_cost's plan is optimal within the gap its solve proved: min_carbon's may be cheaper by no more than that
+    # each plan is optimal within the gap its own solve proved (the decode pools' rounds, OPTIMIZER.md 18, end each
+    # on its own last MILP): the other may beat it on its measure by no more than that
+    carbon_gap = max(bank_plans["min_carbon"].solution.relative_gap, 0.0)
+    assert carbon["totals"]["carbon_kg_co2e_per_year"] <= cost["totals"]["carbon_kg_co2e_per_year"] * (
+        1 + carbon_gap + 1e-6)
     gap = bank_plans["min_cost"].solution.relative_gap
     assert cost["totals"]["annual_cost_usd"] <= carbon["totals"]["annual_cost_usd"] * (1 + gap + 1e-6)
     for d in (cost, carbon):

@@ -29,6 +29,7 @@ from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pool
 from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
 from planner.fleet.packing import domains_per_rack, spans_racks
 from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE
+from planner.fleet.queues import effective_capacity, queued_rows
 from planner.inputs import read_bytes_limited
 from planner.measurements.curves import rescore_measured
 from planner.measurements.reading import too_deep
@@ -473,7 +474,22 @@ def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs
         out.append(result(f"demand {d.name} prefill", prefilled >= share * d.sized_prefill_tokens_per_s * (1 - REL),
                           f"prefilled {prefilled:.6g} of {share:.4g} x {d.sized_prefill_tokens_per_s:.6g} prompt "
                           f"tokens/s"))
+        out.extend(decode_queue_checks(d, share, [rows[i] for i in mine], [capacity[i][0] for i in mine]))
     return out
+
+
+def decode_queue_checks(d, share: float, rows: list[dict], decode_capacity: list[float]) -> list[dict]:
+    """OPTIMIZER.md 18: the workload's peak within its usable decode capacity, each queued row's re-scored capacity
+    times its rho*(c) (its batch slots' queue at the workload's percentile), a hosted API's whole."""
+    if not queued_rows(rows, d.name) or d.output_tokens_per_s * share <= 0:
+        return []
+    held, usable = effective_capacity(d, rows, decode_capacity)
+    peak = share * d.output_tokens_per_s
+    return [result(f"decode queue {d.name}", peak <= usable * (1 + 1e-6),
+                   f"its peak of {peak:.6g} output tokens/s against the {usable:.6g} its decode pools' queues leave "
+                   f"usable of {held:.6g} held ({100 * peak / held if held else 0.0:.4g}% busy; each queued row's "
+                   f"slots hold the p{100 * d.ttft_quantile:g} stream within the {d.min_tps_per_user:g} tok/s tier "
+                   f"up to its rho*)")]
 
 
 def racks_holding(hw, racks: float, chips_rented: float) -> float:

@@ -19,6 +19,7 @@ from planner.fleet.finance import (annual_costs, annual_revenue, idle_power_w, i
                                    rental_cost, uses_power_curves)
 from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for, systems_of
 from planner.fleet.packing import chip_rows, held_chips
+from planner.fleet.queues import assumed_slots, column_bounds
 from planner.vocabulary import API_KIND, API_PREFIX
 from solvers.milp import FleetProblem
 from solvers.objectives import objective as objective_named
@@ -150,6 +151,9 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         cols, candidates = opts.arrays(), opts.candidates_scored
     engine_s = time.perf_counter() - t0
     cols = with_api(cols, demands)
+    if "decode_slots" not in cols:  # a queued option's pool before a plan says (OPTIMIZER.md 18)
+        cols = {**cols, "decode_slots": assumed_slots(cols, {d.name: d for d in demands})}
+    usable = column_bounds(cols, {d.name: d for d in demands}, cols["decode_slots"])
     hw_list = list(hardware.values())
     hw_index = {h.id: i for i, h in enumerate(hw_list)}
     wl_index = {d.name: i for i, d in enumerate(demands)}
@@ -159,7 +163,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     rows2, core, held = (np.zeros((n, len(hw_list))) for _ in range(3))  # (2), (2c), whole-domain shares (17)
     for j in range(n):
         w = wl_index[cols["workload"][j]]
-        coverage[j, 2 * w] = cols["output_tokens_per_s"][j]
+        coverage[j, 2 * w] = cols["output_tokens_per_s"][j] * usable[j]  # its batch slots' queue's share (18)
         coverage[j, 2 * w + 1] = cols["prefill_tokens_per_s"][j]
         for hw_id, _, n_chips, role in systems_of(cols, j):  # none for a hosted API: capacity without racks
             k, h = hw_index[hw_id], hw_list[hw_index[hw_id]]
@@ -315,7 +319,7 @@ def with_api(cols: dict, demands: list[Demand]) -> dict:
                       draft_tokens=0, acceptance=0.0, batch=0, chips=0, tps_per_user=o["max_tps_per_user"],
                       ttft_s=float("nan"), output_tokens_per_s=d.sized_output_tokens_per_s,
                       prefill_tokens_per_s=d.sized_prefill_tokens_per_s, prefill_share=float("nan"), power_w=0.0,
-                      source=API_KIND, measurement=o["name"])
+                      source=API_KIND, measurement=o["name"], decode_slots=0.0)
         for c in cols:
             extra[c].append(values[c])
     # strings keep their full length (numpy widens the dtype); an empty engine table takes the offers' own types

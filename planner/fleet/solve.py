@@ -26,6 +26,8 @@ from solvers.vocabulary import HAS_PLAN, NO_PLAN
 # Rounds of ``repair_pools`` that generate again only the options whose pools came out smaller than assumed;
 # after them, every pooled option is generated for one server (always consistent) and solved once more.
 REPAIR_ROUNDS = 4
+# Rounds of ``size_decode_queues``: each raises the short workloads' decode margins and solves again.
+DECODE_QUEUE_ROUNDS = 4
 
 
 def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None,
@@ -51,6 +53,7 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
         progress(0, 1, f"solving the MILP ({built.problem.n_columns} columns, {settings.name})")
     sol = optimize_by(built, settings, deadline, "scoring candidates")
     built, sol = repair_pools(built, sol, settings, deadline, progress)
+    built, sol = size_decode_queues(built, sol, settings, deadline, progress)
     if sol.status == NO_PLAN:
         raise PlannerError(f"the {sol.solver} solver found no plan within the time limit of "
                            f"{settings.time_limit_s:g} s; raise --time-limit (or solver.time_limit_s) or try another "
@@ -114,6 +117,49 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None, re
             return built, dataclasses.replace(sol, status="time_limit")  # the best plan found so far stands
         built, sol = again, found
     return built, sol
+
+
+def size_decode_queues(built: Built, sol, settings, deadline: float, progress=None,
+                       resolve=None) -> tuple[Built, object]:
+    """Decode pools held at their workload's percentile as queues of batch slots (OPTIMIZER.md 18): where a queued
+    option's pool came out with fewer slots than its coverage assumed (``queues.assumed_slots``), its rho* is taken
+    again at the slots it deploys and the MILP solved again (``resolve(built)`` instead, where given), its prefill
+    pools sized again after it. The assumed slots only fall, so this ends; after DECODE_QUEUE_ROUNDS rounds every
+    queued option is taken at one replica's slots (which any pool has) and solved once more. Past the deadline, the
+    plan so far stands with status time_limit, and ``solve`` refuses it if it does not hold."""
+    for rnd in range(DECODE_QUEUE_ROUNDS + 1):
+        if sol.status not in HAS_PLAN:
+            return built, sol
+        slots = np.asarray(built.options["decode_slots"], dtype=float)
+        batch = np.asarray(built.options["batch"], dtype=float)
+        deployed = plan_replicas(built, sol) * batch
+        short = np.flatnonzero((slots > 0) & (deployed > 1e-9) & (deployed < slots * (1 - 1e-9)))
+        if not len(short):
+            return built, sol
+        if rnd == DECODE_QUEUE_ROUNDS:  # the last resort: one replica's slots everywhere
+            new = np.where(slots > 0, np.minimum(slots, batch), 0.0)
+        else:
+            new = slots.copy()
+            new[short] = deployed[short]
+        if progress:
+            progress(0, 1, f"decode pools smaller than assumed: {len(short)} option(s) sized again, solving again")
+        again = with_decode_slots(built, new)
+        start = (sol.racks, sol.replicas)
+        found = (resolve(again) if resolve is not None else
+                 optimize_by(again, settings, deadline, "sizing decode pools again", start, so_far=sol)
+                 if deadline > time.monotonic() else None)
+        if found is None or found.status == NO_PLAN:
+            return built, dataclasses.replace(sol, status="time_limit")
+        built, sol = repair_pools(again, found, settings, deadline, progress, resolve)
+    return built, sol
+
+
+def with_decode_slots(built: Built, slots: np.ndarray) -> Built:
+    """``built`` with its queued options' assumed slots set to ``slots`` and the MILP assembled again (the scored
+    options do not change; their decode coverage does)."""
+    cols = {**built.options, "decode_slots": slots}
+    again = build_problem(built.scenario, options_from=dataclasses.replace(built, options=cols))
+    return dataclasses.replace(again, candidates_scored=built.candidates_scored, engine_seconds=built.engine_seconds)
 
 
 def optimize_by(built: Built, settings, deadline: float, doing: str, start: tuple | None = None, so_far=None):

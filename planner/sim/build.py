@@ -14,6 +14,7 @@ import numpy as np
 from planner.fleet.check import Inputs
 from planner.fleet.demand import Demand
 from planner.fleet.options import drafter, efficiency_of, pool_key
+from planner.fleet.queues import routing_share
 from planner.lengths import FIXED, Lengths
 from planner.perf.grid import MICRO_BATCHES
 from planner.perf.pack import hardware_vector, model_vector, split_model_vectors
@@ -227,7 +228,9 @@ def sim_row(row: dict, workload: Demand, inputs: Inputs, servers: int, batch_sha
     rp = [role, 0, servers, 0, sum(map(len, tables["steps"])), sum(map(len, tables["pre_n"]))]
     in_q = tables["in_q"]
     rw = [0.0] * E.N_RW
-    weight = row.get("prefill_tokens_per_s") if role == E.PREFILL else row.get("output_tokens_per_s")
+    weight = (row.get("prefill_tokens_per_s") if role == E.PREFILL
+              # streams routed by usable capacity: a queued row's times its rho*(c) (OPTIMIZER.md 18)
+              else float(row.get("output_tokens_per_s") or 0.0) * routing_share(workload, row))
     rw[E.RW_WEIGHT] = float(weight or 0.0) * weight_share
     rw[E.RW_TOKENS_PER_STEP] = 1.0
     if role == E.API:

@@ -1,0 +1,122 @@
+"""Decode pools as queues of batch slots at the workload's percentile (docs/OPTIMIZER.md 18, issue 41 item 1):
+hand-computed slot times and utilization bounds, the margin a short pool needs, and a solved plan that holds in its
+own simulation where the pool sized at 100% of its peak did not (the shipped sovereign plan simulated 173 tok/s per
+user at p90 against its 200 tier); ``check`` fails a plan whose decode slots run busier than their percentile
+allows."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from planner.fleet.check import check
+from planner.fleet.demand import Demand
+from planner.fleet.queues import (MAX_DECODE_UTILIZATION, assumed_slots, column_bounds, effective_capacity,
+                                  max_decode_utilization, routing_share, slack_s, slot_seconds)
+from planner.fleet.solve import solve
+from planner.scenario import scenario_from_yaml
+from planner.sim import simulate
+
+
+def demand(**kw) -> Demand:
+    base = dict(name="chat", model="llama-3.1-8b", output_tokens_per_s=1000.0, prefill_tokens_per_s=2000.0,
+                calls_per_s=2.0, input_tokens=1000.0, prefill_tokens=1000.0, output_tokens=500.0,
+                min_tps_per_user=200.0, resident_s_per_token=0.0, ttft_s=1.0, ttft_quantile=0.9, precision=None,
+                allow_hardware=None)
+    base.update(kw)
+    return Demand(**base)
+
+
+def test_slot_time_and_slack_by_hand():
+    d = demand()
+    # 500 tokens at 250 tok/s, one a step: 500 steps of 4 ms and the one it joins in hold the slot 2.004 s; the
+    # tier's 2.5 s less the 500 steps leaves 0.5 s to wait for a slot
+    assert slot_seconds(d, 250.0, 1.0) == pytest.approx(2.004)
+    assert slack_s(d, 250.0, 1.0) == pytest.approx(0.5)
+    # 2.38 tokens kept a step (speculative): ceil(500 / 2.38) = 211 steps, and one more, of 2.38 / 250 s
+    assert slot_seconds(d, 250.0, 2.38) == pytest.approx(212 * 2.38 / 250.0)
+    assert slack_s(d, 200.0, 1.0) == 0.0  # at the tier's own speed nothing is left to wait
+    # whole steps: 500 tokens at 3 a step are 167 steps, 501 tokens' time: at 200.2 tok/s they miss the tier
+    assert slack_s(d, 200.2, 3.0) < 0 and max_decode_utilization(d, 1000.0, 200.2, 3.0) == 0.0
+
+
+def test_utilization_bounds_by_hand():
+    d = demand()
+    # no slack: a stream may not wait at p90, so C(c, rho) <= 0.1; one slot: C(1, rho) = rho, rho* = 0.1
+    assert max_decode_utilization(d, 1.0, 200.0) == pytest.approx(0.1, abs=1e-9)
+    at = [max_decode_utilization(d, c, 200.0) for c in (1.0, 10.0, 100.0, 1000.0, 100_000.0)]
+    assert at == sorted(at) and at[-1] == MAX_DECODE_UTILIZATION  # more slots run busier, never past the cap
+    assert max_decode_utilization(d, 10.0, 250.0) > max_decode_utilization(d, 10.0, 200.0)  # slack helps
+    assert max_decode_utilization(d, 0.0, 250.0) == 0.0
+
+
+def row(replicas, batch=16, tps=200.0, out=1000.0, workload="chat", role="decode"):
+    return {"workload": workload, "role": role, "replicas": replicas, "batch": batch, "tps_per_user": tps,
+            "output_tokens_per_s": out, "draft_tokens": 0, "acceptance": 0.0, "acquisition": "owned"}
+
+
+def test_usable_capacity_and_the_milps_coverage():
+    d = demand()
+    # one row holding exactly the peak (1000 of 1000 tok/s): its 160 slots allow rho*, the usable part
+    rho = max_decode_utilization(d, 160.0, 200.0)
+    assert effective_capacity(d, [row(10.0)]) == pytest.approx((1000.0, 1000.0 * rho))
+    # a hosted API's capacity and a colocated row's count whole (a colocated stream waits before its first token)
+    api = dict(row(0.5, out=500.0), role="api", acquisition="api")
+    colocated = dict(row(10.0, out=500.0), role="colocated")
+    assert effective_capacity(d, [row(10.0, out=500.0), api]) == pytest.approx((1000.0, 500.0 * rho + 500.0))
+    assert effective_capacity(d, [colocated]) == pytest.approx((500.0, 500.0))
+    assert routing_share(d, row(10.0)) == pytest.approx(rho) and routing_share(d, api) == 1.0
+    # another workload's row is not this one's
+    assert effective_capacity(d, [row(10.0, workload="other")]) == (0.0, 0.0)
+    # the MILP's coverage: an option alone serving the sized demand (1000 tok/s at 100 a replica: 10 replicas of
+    # 16 slots), rho* at its slots; a prefill option is not a decode queue
+    cols = {"workload": np.array(["chat", "chat"]), "kind": np.array(["decode", "prefill"]),
+            "output_tokens_per_s": np.array([100.0, 0.0]), "batch": np.array([16.0, 4.0]),
+            "tps_per_user": np.array([200.0, np.nan]), "draft_tokens": np.array([0, 0]),
+            "acceptance": np.array([0.0, 0.0])}
+    slots = assumed_slots(cols, {"chat": d})
+    assert list(slots) == [160.0, 0.0]
+    assert list(column_bounds(cols, {"chat": d}, slots)) == pytest.approx([rho, 1.0])
+
+
+SCENARIO = """
+name: queues
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.2}
+hardware: {allow: [hgx-h200]}
+workloads:
+  - {name: chat, model: llama-3.1-70b, requests_per_s: 30, input_tokens: 1000, output_tokens: 400,
+     tier: high, ttft_s: 1.0, precision: fp8}
+"""
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return solve(scenario_from_yaml(SCENARIO))
+
+
+@pytest.mark.integration
+def test_a_small_pool_holds_its_tier_in_simulation_and_check(plan):
+    d = plan.to_dict()
+    assert all(c["ok"] for c in check(d))
+    queue = [c for c in check(d) if c["check"] == "decode queue chat"]
+    assert queue and queue[0]["ok"]
+    held = sum(r["output_tokens_per_s"] for r in d["allocation"] if r["role"] in ("decode", "colocated"))
+    assert held > 1.05 * d["inputs"]["demands"][0]["output_tokens_per_s"]  # a pool of ~100 slots below 100% busy
+    result = simulate(plan, duration_s=120.0, seed=1)
+    assert result.holds, result.failures
+
+
+@pytest.mark.integration
+def test_check_fails_decode_slots_busier_than_the_percentile_allows(plan):
+    d = copy.deepcopy(plan.to_dict())
+    decode = [r for r in d["allocation"] if r["role"] in ("decode", "colocated")]
+    held = sum(r["output_tokens_per_s"] for r in decode)
+    peak = d["inputs"]["demands"][0]["output_tokens_per_s"]
+    for r in decode:  # the pool cut to exactly its peak, as the MILP alone sized it
+        r["replicas"] = r["replicas"] * peak / held
+    queue = [c for c in check(d) if c["check"] == "decode queue chat"]
+    assert queue and not queue[0]["ok"] and "100% busy" in queue[0]["detail"]

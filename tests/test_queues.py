@@ -120,3 +120,33 @@ def test_check_fails_decode_slots_busier_than_the_percentile_allows(plan):
         r["replicas"] = r["replicas"] * peak / held
     queue = [c for c in check(d) if c["check"] == "decode queue chat"]
     assert queue and not queue[0]["ok"] and "100% busy" in queue[0]["detail"]
+
+
+def test_streams_in_flight_are_length_biased():
+    """A stream stays for its output, so the outputs in flight average E[O] (1 + scv): the KV each holds and the
+    context its steps read; fixed outputs are unchanged (issue 41: priced at the mean, a spread of answers left a
+    pool far under its tier)."""
+    from planner.lengths import Lengths
+    from solvers.perf import slots as L
+
+    fixed = demand().workload_vector()
+    assert fixed[L.W_CONTEXT_MAX] == 1500.0 and fixed[L.W_CONTEXT_AVG] == 1250.0
+    spec = {"mean": 400, "p99": 3000}
+    scv = Lengths.from_spec(spec, "output_lengths").scv
+    v = demand(output_tokens=400.0, output_lengths=spec).workload_vector()
+    assert scv > 1.0
+    assert v[L.W_CONTEXT_MAX] == pytest.approx(1000.0 + 400.0 * (1 + scv))
+    assert v[L.W_CONTEXT_AVG] == pytest.approx(1000.0 + 400.0 * (1 + scv) / 2)
+
+
+@pytest.mark.integration
+def test_a_plan_with_spread_output_lengths_holds_in_simulation():
+    """bank-2mw with the chatbot's answers spread (mean 250, p99 800): 92 tok/s per user at p90 against its 100
+    tier when the pool was priced at the mean length; held now."""
+    from planner.scenario import load_scenario
+
+    plan = solve(load_scenario("scenarios/bank-2mw.yaml",
+                               ["workloads.customer-chatbot.output_tokens={mean: 250, p99: 800}"]))
+    assert all(c["ok"] for c in check(plan))
+    result = simulate(plan, seed=0)
+    assert result.holds, result.failures

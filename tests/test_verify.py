@@ -15,10 +15,11 @@ from planner.scenario import load_scenario
 from planner.sim.verify import MAX_ROUNDS, first_step, verify
 
 BANK = "scenarios/bank-2mw.yaml"
-# A spread of output lengths the decode queues' sizing does not price (a long answer holds its slot longer, and its
-# KV room): bank-2mw's own plan holds in simulation since its decode pools are queues (OPTIMIZER.md 18), this one's
-# first plan misses the chatbot's tier at p90 (92 tok/s per user against 100), which the repair mends.
-SPREAD = "workloads.customer-chatbot.output_tokens={mean: 250, p99: 800}"
+# A wide spread of output lengths (p99 7.5x the mean): bank-2mw's own plan holds in simulation since its decode
+# pools are queues at length-biased contexts (OPTIMIZER.md 18), this one's first plan misses the chatbot's tier at
+# p90 by a little (96.6 tok/s per user against 100: the queue's wait for heavy-tailed service), which the repair
+# mends in two rounds.
+SPREAD = "workloads.customer-chatbot.output_tokens={mean: 400, p99: 3000}"
 
 
 @pytest.fixture(scope="module")

@@ -188,9 +188,19 @@ class Demand:
         return self.speculative if draft_tokens else "none"
 
     def workload_vector(self) -> np.ndarray:
-        """The engine's view of this demand (slots W_*: planner.perf.pack.workload_vector)."""
-        return pack.workload_vector(self.input_tokens, self.output_tokens, self.prefill_tokens,
-                                    self.min_tps_per_user, self.ttft_s, self.ttft_quantile, self.resident_s_per_token)
+        """The engine's view of this demand (slots W_*: planner.perf.pack.workload_vector), its contexts those of the
+        streams in flight: a stream stays for its output, so in flight the outputs are length-biased, E[O^2] / E[O]
+        = E[O] (1 + scv) on average (issue 41: priced at the mean, a spread of answers at p99 5.7x their mean left
+        a premium pool at 5 tok/s per user). A stream holds the KV of its prompt and its whole output (the
+        simulator reserves it at admission): I + E[O] (1 + scv) on average; its step reads the context so far,
+        I + E[O] (1 + scv) / 2. Fixed outputs (scv 0) are I + O and I + O / 2, as before."""
+        v = pack.workload_vector(self.input_tokens, self.output_tokens, self.prefill_tokens,
+                                 self.min_tps_per_user, self.ttft_s, self.ttft_quantile, self.resident_s_per_token)
+        if self.output_lengths is not None:
+            biased = self.output_tokens * (1.0 + self.output_length_dist().scv)
+            v[L.W_CONTEXT_AVG] = self.input_tokens + biased / 2.0
+            v[L.W_CONTEXT_MAX] = self.input_tokens + biased
+        return v
 
     @property
     def context_max(self) -> float:

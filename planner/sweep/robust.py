@@ -18,7 +18,7 @@ import numpy as np
 from planner.errors import InfeasibleError, InputError, PlannerError
 from planner.fleet.check import check
 from planner.fleet.plan import extract_plan
-from planner.fleet.solve import repair_pools
+from planner.fleet.solve import repair_pools, size_decode_queues
 from solvers import milp
 from solvers.robust import RobustProblem, known_plan, optimize, sample_statistic, topped_up
 from solvers.vocabulary import HAS_PLAN
@@ -268,12 +268,15 @@ def solve_robust(scenario, samples_file, statistic: str = "mean", engine: str = 
 
     sol = topped_up(built.problem, racks, s.name, s.time_limit_s, s.relative_gap, premium)
     if sol.status in HAS_PLAN and not sol.violations:
-        # the robust racks operated on this scenario may deploy smaller prefill pools than the options were sized
-        # for: sized again at the pools deployed and topped up again, as a plain solve is (OPTIMIZER.md 14)
+        # the robust racks operated on this scenario may deploy smaller prefill (and decode) pools than the options
+        # were sized for: sized again at the pools deployed and topped up again, as a plain solve is (OPTIMIZER.md 14)
         def again(b):
             return topped_up(b.problem, racks, s.name, s.time_limit_s, s.relative_gap, premium)
 
-        built, sol = repair_pools(built, sol, s, time.monotonic() + s.time_limit_s, resolve=again)
+        deadline = time.monotonic() + s.time_limit_s
+        built, sol = repair_pools(built, sol, s, deadline, resolve=again)
+        # and its decode pools held at their percentile as a plain solve's are (OPTIMIZER.md 18)
+        built, sol = size_decode_queues(built, sol, s, deadline, resolve=again)
     if sol.status not in HAS_PLAN or sol.violations:
         raise PlannerError(f"the robust fleet could not be operated on {scenario.name} itself ({sol.status}"
                            f"{': ' + sol.detail if sol.detail else ''})")

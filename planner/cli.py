@@ -529,15 +529,29 @@ def catalog_show(item_id, fmt):
               help="override a scenario field before validation, as solve --set does")
 @click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
 def validate(scenario, settings, fmt):
-    """Check a scenario file against the schema and the catalog; say what it resolves to."""
+    """Check a scenario file against the schema and the catalog; say what it resolves to, and whether each workload
+    has hardware that reaches its tier (exit 3 naming those that have none, as solve would)."""
+    from planner.errors import InfeasibleError
+    from planner.fleet.problem import unreachable_workloads
     from planner.report import render
     from planner.scenario import load_scenario, resolved_summary
 
     sc = load_scenario(scenario, settings)
     summary = resolved_summary(sc)
+    compile_first(fmt == "json")
+    unreachable = unreachable_workloads(sc)
     if fmt == "json":
-        click.echo(render.to_json({"scenario": scenario, "valid": True, **summary}))
-        return
+        click.echo(render.to_json({"scenario": scenario, "valid": True, **summary, "unreachable": unreachable}))
+    else:
+        show_validation(scenario, sc, summary, unreachable)
+    if unreachable:
+        raise InfeasibleError(f"{scenario}: unreachable: " + "; ".join(f"{name}: {why}"
+                                                                     for name, why in unreachable.items()))
+
+
+def show_validation(scenario, sc, summary: dict, unreachable: dict) -> None:
+    """``planner validate``'s table: the scenario resolved, a line per workload, installed racks and notes."""
+    from planner.report import render
     allowed = ", ".join(summary["hardware"]["allowed"]) or "none"
     click.echo(f"{scenario}: valid: {len(sc.workloads)} workloads, {len(summary['hardware']['allowed'])} systems "
                f"allowed ({allowed}), objective {sc.objective}")
@@ -550,6 +564,8 @@ def validate(scenario, settings, fmt):
         click.echo(f"  installed: {d['racks']:,} x {hw_id} in service (capex sunk), the first retiring {d['retire_by']}")
     for text in summary["warnings"]:
         click.echo(f"  note: {text}")
+    for name, why in unreachable.items():
+        click.echo(f"  unreachable: {name}: {why}")
 
 
 @main.command()

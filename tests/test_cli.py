@@ -180,6 +180,39 @@ def test_validate_says_what_the_scenario_resolves_to():
     assert "3 systems allowed (hgx-b200, hgx-h100, hgx-h200)" in table.output and "364,500 output tok/s" in table.output
 
 
+UNREACHABLE = """
+name: unreachable
+start_date: 2027-01-01
+horizon_years: 4
+finance: {wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.2}
+hardware: {allow: [hgx-h100]}
+workloads:
+  - {name: chat, model: llama-3.1-8b, requests_per_s: 10, input_tokens: 1000, output_tokens: 300, tier: standard,
+     ttft_s: 1.0}
+  - {name: racing, model: llama-3.1-405b, requests_per_s: 1, input_tokens: 1000, output_tokens: 300,
+     min_tps_per_user: 5000, ttft_s: 1.0}
+"""
+
+
+def test_validate_names_a_workload_no_hardware_reaches_as_solve_would(tmp_path):
+    """Issue 41 item 5: validate said "valid" where solve, after its search, said no hardware reaches a workload's
+    speed; it now scores the options and exits 3 naming it, the JSON saying so too."""
+    import json
+
+    path = tmp_path / "s.yaml"
+    path.write_text(UNREACHABLE)
+    res = run("validate", str(path))
+    assert res.exit_code == 3, res.output
+    assert "unreachable: racing: no available hardware reaches 5000 tok/s per user on llama-3.1-405b" in res.output
+    assert "chat:" not in res.output.split("unreachable")[-1]
+    doc = json.loads(run("validate", str(path), "--format", "json").stdout)
+    assert list(doc["unreachable"]) == ["racing"]
+    assert run("solve", str(path), "-q").exit_code == 3  # the same verdict, after the search
+    path.write_text(UNREACHABLE.replace("min_tps_per_user: 5000", "min_tps_per_user: 20"))
+    ok = run("validate", str(path), "--format", "json")
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["unreachable"] == {}
+
+
 def test_out_says_what_it_wrote_and_parquet_names_its_plan(tmp_path):
     import polars as pl
 

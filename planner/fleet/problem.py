@@ -380,6 +380,15 @@ def integer_replicas(chips: np.ndarray, hw_list: list) -> np.ndarray:
     return share >= INTEGER_REPLICA_RACK_SHARE
 
 
+def unreachable_workloads(scenario, progress=None) -> dict[str, str]:
+    """The workloads no option of the scenario's hardware (nor a hosted offer) serves, and why: the engine's options
+    scored, no MILP (``planner validate`` says so before ``solve``'s search does)."""
+    hardware = dict(sorted(scenario.resolved_hardware().items()))
+    demands = demands_of(scenario)
+    cols = with_api(scenario_options(scenario, demands, hardware, progress).arrays(), demands)
+    return unserved_workloads(demands, cols)
+
+
 def unserved_workloads(demands, cols) -> dict[str, str]:
     """Workloads that lack decode or prefill options entirely, and why (the first screen of infeasibility)."""
     out = {}

@@ -186,3 +186,18 @@ def test_a_platform_bought_for_under_2_percent_is_named_with_its_saving():
     plain = json.loads(run(80, "solve", str(ROOT / "scenarios" / "bank-2mw.yaml"), "-q", "--format", "json",
                            "--set", "hardware.allow=[hgx-b200]"))
     assert plain["minor_platforms"] == []  # one system: nothing to name, nothing re-solved
+
+
+@pytest.mark.integration
+def test_detail_tables_print_in_parts_that_fit_with_every_header_whole():
+    """Issue 41 item 5: --detail at 120 columns broke headers letter by letter and numbers across lines; each wide
+    table now prints in parts, each led by the columns naming its rows, every header and number whole."""
+    from planner.report.terminal import ALLOCATION_COLUMNS
+
+    out = run(120, "solve", str(ROOT / "scenarios" / "sovereign-100mw.yaml"), "--detail")
+    fits(out, 120)
+    words = set(out.split())
+    assert {c for c in ALLOCATION_COLUMNS} <= words  # every column's header on one line, whole
+    assert "allocation (per workload and role) (part 1 of" in out
+    parts = [line for line in out.splitlines() if line.lstrip().startswith("workload ") and "role" in line]
+    assert parts and all(line.split()[:3] == ["workload", "role", "hardware"] for line in parts)

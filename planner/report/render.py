@@ -98,6 +98,27 @@ def fit_columns(cells: dict[str, list[str]], headers: dict[str, str], width: int
     return cols, left_out
 
 
+def column_parts(cells: dict[str, list[str]], headers: dict[str, str], width: int, keys: list[str],
+                 wraps: Iterable[str] = ()) -> list[list[str]]:
+    """The table's columns in parts that each fit ``width`` whole, each part the ``keys`` and then the next columns
+    in order while they fit (a column too wide even beside the keys alone takes a part of its own); one part, all of
+    them, where they fit or no keys are given."""
+    cols = list(cells)
+    if not keys or table_width(cells, headers, wraps) <= width:
+        return [cols]
+    parts: list[list[str]] = []
+    part = list(keys)
+    for c in [c for c in cols if c not in keys]:
+        trial = part + [c]
+        if len(part) > len(keys) and table_width({k: cells[k] for k in trial}, headers, wraps) > width:
+            parts.append(part)
+            part = list(keys) + [c]
+        else:
+            part = trial
+    parts.append(part)
+    return parts
+
+
 def column_widths(cells: dict[str, list[str]], headers: dict[str, str], width: int,
                   wraps: Iterable[str] = ()) -> dict[str, int]:
     """Each column's width in a table at most ``width`` wide that cuts no word: at least its need
@@ -129,11 +150,13 @@ def table_width(cells: dict[str, list[str]], headers: dict[str, str], wraps: Ite
 
 def table(rows: list[dict], title: str | None = None, columns: Iterable[str] | None = None,
           file=None, labels: dict[str, str] | None = None, drop: Iterable[str] = (), wraps: Iterable[str] = (),
-          more: str | None = None) -> None:
+          more: str | None = None, keys: Iterable[str] = ()) -> None:
     """Print rows as a rich table sized to the terminal (``terminal_width``); ``labels`` are shorter headers for
     columns. Numbers and ids never wrap; text of the columns in ``wraps`` wraps at spaces. When the table is wider
-    than the terminal, the columns of ``drop`` are left out in that order until it fits and a line under it names
-    them (and ``more``: where to see them); what still does not fit folds."""
+    than the terminal: with ``keys`` (the columns that name a row), it is printed in parts, each the keys and as
+    many of the other columns as fit whole, titled "(part i of n)"; else the columns of ``drop`` are left out in
+    that order until it fits and a line under it names them (and ``more``: where to see them); what still does not
+    fit folds."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -142,6 +165,11 @@ def table(rows: list[dict], title: str | None = None, columns: Iterable[str] | N
     width = terminal_width()
     cells = {c: [fmt(short_id(r.get(c)) if c in ID_COLUMNS else r.get(c)) for r in rows] for c in cols}
     headers = {c: (labels or {}).get(c, c) for c in cols}
+    parts = column_parts(cells, headers, width, [k for k in keys if k in cells], wraps)
+    if len(parts) > 1:
+        for i, part in enumerate(parts, 1):
+            table(rows, f"{title or ''} (part {i} of {len(parts)})".strip(), part, file, labels, (), wraps, more)
+        return
     shown, left_out = fit_columns(cells, headers, width, drop, wraps)
     widths = column_widths({c: cells[c] for c in shown}, headers, width, wraps)
     t = Table(title=title, show_lines=False, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,

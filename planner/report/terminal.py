@@ -197,17 +197,21 @@ def show_tables(plan, reason: str | None = None, detail: bool = False) -> None:
     s, t = plan.solver, plan.timings
     echo_wrapped(f"solver: {s['candidates_scored']:,} candidates scored in {t.get('engine_s', 0):.2f} s, "
                  f"{s['columns']} columns, MILP {t.get('solve_s', 0):.2f} s", indent="  ")
-    render.table(plan.fleet.to_dicts(), title="fleet", columns=fleet_columns(FLEET_COLUMNS, plan.fleet.to_dicts()))
-    render.table(plan.allocation.to_dicts(), title="allocation (per workload and role)", columns=ALLOCATION_COLUMNS)
-    render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_COLUMNS)
-    render.table([plan.totals], title="totals")
+    # every column, each table in parts that fit the terminal whole, each part led by the columns naming its rows
+    render.table(plan.fleet.to_dicts(), title="fleet", columns=fleet_columns(FLEET_COLUMNS, plan.fleet.to_dicts()),
+                 keys=["hardware"])
+    render.table(plan.allocation.to_dicts(), title="allocation (per workload and role)", columns=ALLOCATION_COLUMNS,
+                 keys=["workload", "role", "hardware"])
+    render.table(plan.workloads.to_dicts(), title="workloads", columns=WORKLOAD_COLUMNS, keys=["workload"])
+    render.table([{"total": k, "value": v} for k, v in plan.totals.items()], title="totals")
     if plan.tiers is not None and len(plan.tiers):
-        render.table(plan.tiers.to_dicts(), title="by speed tier")
+        render.table(plan.tiers.to_dicts(), title="by speed tier", keys=["tier"])
     if plan.curtailment is not None and len(plan.curtailment):
         render.table(plan.curtailment.to_dicts(), title="what the site can shed at its peak (cumulative; step 0 "
                                                         "keeps every workload)", columns=CURTAILMENT_BRIEF)
     if plan.alternatives is not None and len(plan.alternatives):
         render.table(plan.alternatives.to_dicts(),
                      title="why these systems: the cheapest option on each system per workload and role "
-                           "(annual cost and IT power per 1,000 tokens/s of capacity; used = in the plan)")
+                           "(annual cost and IT power per 1,000 tokens/s of capacity; used = in the plan)",
+                     keys=["workload", "role", "hardware"])
     echo_assumptions(d)

@@ -27,7 +27,7 @@ from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, bil
                                    kept_rack_cost_parts, rack_carbon_kg, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
 from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
-from planner.fleet.packing import domains_per_rack, spans_racks
+from planner.fleet.packing import racks_offered
 from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE
 from planner.fleet.queues import effective_capacity, queued_rows
 from planner.inputs import read_bytes_limited
@@ -492,15 +492,6 @@ def decode_queue_checks(d, share: float, rows: list[dict], decode_capacity: list
                    f"up to its rho*)")]
 
 
-def racks_holding(hw, racks: float, chips_rented: float) -> float:
-    """Racks' worth of scale-up domains a system's racks and rented chips offer (OPTIMIZER.md 17): a rental
-    rents whole domains of its provider's (its chips rounded up to domains), where a domain is within a rack."""
-    domain = hw.chip.scale_up.domain_chips.value
-    if spans_racks(domain, hw.chips_per_rack):
-        return racks + chips_rented / hw.chips_per_rack
-    return racks + math.ceil(chips_rented / domain - 1e-9) / domains_per_rack(domain, hw.chips_per_rack)
-
-
 def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     """Racks, chips, limits, cost and every figure of the fleet, workload and totals tables, recomputed with the
     builders ``solve`` used."""
@@ -547,7 +538,9 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
         # OPTIMIZER.md 17: a stage lives in one scale-up domain, so racks hold floor(D / s) stages a domain
         hw = inputs.hardware[f["hardware"]]
         out.append(result(f"racks hold replicas {f['hardware']}",
-                          f["racks_for_domains"] <= racks_holding(hw, f["racks"], f.get("chips_rented", 0.0)) + 1e-9,
+                          f["racks_for_domains"] <= racks_offered(hw.chip.scale_up.domain_chips.value,
+                                                                  hw.chips_per_rack, f["racks"],
+                                                                  f.get("chips_rented", 0.0)) + 1e-9,
                           f"its replicas' pipeline stages packed whole into {hw.chip.scale_up.domain_chips.value:g}-"
                           f"chip scale-up domains take {f['racks_for_domains']:.6g} racks' worth; the plan holds "
                           f"{f['racks']} racks" + rented))

@@ -99,6 +99,14 @@ def held_chips(chips: float, stages: int, domain_chips: float, chips_per_rack: f
     return stages * share / domains_per_rack(domain_chips, chips_per_rack) * chips_per_rack
 
 
+def racks_offered(domain_chips: float, chips_per_rack: float, racks: float, chips_rented: float) -> float:
+    """Racks' worth of scale-up domains a system's racks and rented chips offer: a rental rents whole domains of its
+    provider's (its chips rounded up to domains), where a domain is within a rack; chips where it spans racks."""
+    if spans_racks(domain_chips, chips_per_rack):
+        return racks + chips_rented / chips_per_rack
+    return racks + math.ceil(chips_rented / domain_chips - 1e-9) / domains_per_rack(domain_chips, chips_per_rack)
+
+
 def domains_needed(stages: list[tuple[float, float]], fluid_chips: float, domain_chips: float) -> int:
     """Scale-up domains that hold ``stages`` ([(stage chips, count)], whole stages) packed largest first, each
     into the fullest domain it fits (best fit decreasing), then ``fluid_chips`` (the chips of fractional replica

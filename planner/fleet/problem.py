@@ -151,9 +151,10 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         cols, candidates = opts.arrays(), opts.candidates_scored
     engine_s = time.perf_counter() - t0
     cols = with_api(cols, demands)
+    by_name = {d.name: d for d in demands}
     if "decode_slots" not in cols:  # a queued option's pool before a plan says (OPTIMIZER.md 18)
-        cols = {**cols, "decode_slots": assumed_slots(cols, {d.name: d for d in demands})}
-    usable = column_bounds(cols, {d.name: d for d in demands}, cols["decode_slots"])
+        cols = {**cols, "decode_slots": assumed_slots(cols, by_name)}
+    usable = column_bounds(cols, by_name, cols["decode_slots"])
     hw_list = list(hardware.values())
     hw_index = {h.id: i for i, h in enumerate(hw_list)}
     wl_index = {d.name: i for i, d in enumerate(demands)}

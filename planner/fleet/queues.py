@@ -71,10 +71,11 @@ def max_decode_utilization(demand, slots: float, tps: float, kept: float = 1.0) 
     """rho*(c): the highest utilization of ``slots`` slots, each holding a stream for ``slot_seconds``, at which the
     wait at the workload's percentile stays within ``slack_s`` (bisection: the wait grows with utilization), at most
     MAX_DECODE_UTILIZATION; 0 where the row has no slot or no speed, or its steps alone miss the tier."""
-    if slots <= 0 or tps <= 0 or kept <= 0 or slack_s(demand, tps, kept) < 0:
+    room = slack_s(demand, tps, kept) if slots > 0 and tps > 0 and kept > 0 else -1.0
+    if room < 0:
         return 0.0
     service = slot_seconds(demand, tps, kept)
-    scv, q, room = demand.output_length_dist().scv, demand.ttft_quantile, slack_s(demand, tps, kept)
+    scv, q = demand.output_length_dist().scv, demand.ttft_quantile
     lo, hi = 0.0, MAX_DECODE_UTILIZATION
     if wait_quantile_s(slots, hi, service, scv, q) <= room:
         return hi
@@ -87,10 +88,16 @@ def max_decode_utilization(demand, slots: float, tps: float, kept: float = 1.0) 
     return lo
 
 
+def is_queued(row: dict, name: str) -> bool:
+    """Whether an allocation row holds workload ``name``'s streams in batch slots (owned or rented, not a hosted
+    API)."""
+    return (row["workload"] == name and row["role"] in DECODE_ROLES_QUEUED and float(row["replicas"]) > 0
+            and row.get("acquisition") != "api")
+
+
 def queued_rows(rows: list[dict], name: str) -> list[dict]:
-    """The workload's rows whose replicas hold its streams in batch slots (owned or rented, not a hosted API)."""
-    return [r for r in rows if r["workload"] == name and r["role"] in DECODE_ROLES_QUEUED
-            and float(r["replicas"]) > 0 and r.get("acquisition") != "api"]
+    """The workload's rows whose replicas hold its streams in batch slots."""
+    return [r for r in rows if is_queued(r, name)]
 
 
 def effective_capacity(demand, rows: list[dict], capacity=None) -> tuple[float, float]:
@@ -111,7 +118,7 @@ def effective_capacity(demand, rows: list[dict], capacity=None) -> tuple[float, 
 
 def routing_share(demand, row: dict) -> float:
     """The share of a row's capacity its streams are routed by: rho*(c) for a queued row, 1 for any other."""
-    return row_utilization_bound(demand, row) if queued_rows([row], demand.name) else 1.0
+    return row_utilization_bound(demand, row) if is_queued(row, demand.name) else 1.0
 
 
 def assumed_slots(cols: dict, demands: dict) -> np.ndarray:

@@ -26,7 +26,8 @@ from solvers.vocabulary import HAS_PLAN, NO_PLAN
 # Rounds of ``repair_pools`` that generate again only the options whose pools came out smaller than assumed;
 # after them, every pooled option is generated for one server (always consistent) and solved once more.
 REPAIR_ROUNDS = 4
-# Rounds of ``size_decode_queues``: each raises the short workloads' decode margins and solves again.
+# Rounds of ``size_decode_queues`` that take again only the decode options whose pools came out smaller than
+# assumed; after them, every decode option is taken at one replica's slots and solved once more.
 DECODE_QUEUE_ROUNDS = 4
 
 
@@ -143,23 +144,26 @@ def size_decode_queues(built: Built, sol, settings, deadline: float, progress=No
             new[short] = deployed[short]
         if progress:
             progress(0, 1, f"decode pools smaller than assumed: {len(short)} option(s) sized again, solving again")
-        again = with_decode_slots(built, new)
-        start = (sol.racks, sol.replicas)
-        found = (resolve(again) if resolve is not None else
-                 optimize_by(again, settings, deadline, "sizing decode pools again", start, so_far=sol)
-                 if deadline > time.monotonic() else None)
+        again = with_columns(built, {**built.options, "decode_slots": new})
+        if resolve is not None:
+            found = resolve(again)
+        elif deadline > time.monotonic():
+            found = optimize_by(again, settings, deadline, "sizing decode pools again", (sol.racks, sol.replicas),
+                                so_far=sol)
+        else:
+            found = None
         if found is None or found.status == NO_PLAN:
             return built, dataclasses.replace(sol, status="time_limit")
         built, sol = repair_pools(again, found, settings, deadline, progress, resolve)
     return built, sol
 
 
-def with_decode_slots(built: Built, slots: np.ndarray) -> Built:
-    """``built`` with its queued options' assumed slots set to ``slots`` and the MILP assembled again (the scored
-    options do not change; their decode coverage does)."""
-    cols = {**built.options, "decode_slots": slots}
-    again = build_problem(built.scenario, options_from=dataclasses.replace(built, options=cols))
-    return dataclasses.replace(again, candidates_scored=built.candidates_scored, engine_seconds=built.engine_seconds)
+def with_columns(built: Built, cols: dict, engine_s: float = 0.0) -> Built:
+    """``built`` with its option columns replaced by ``cols`` and the MILP assembled again from them, the engine's
+    count and time carried (``engine_s`` more for work done on the columns)."""
+    rebuilt = build_problem(built.scenario, options_from=dataclasses.replace(built, options=cols))
+    return dataclasses.replace(rebuilt, candidates_scored=built.candidates_scored,
+                               engine_seconds=built.engine_seconds + engine_s)
 
 
 def optimize_by(built: Built, settings, deadline: float, doing: str, start: tuple | None = None, so_far=None):
@@ -194,7 +198,4 @@ def with_options_at(built: Built, caps: dict[int, float]) -> Built:
             continue
         for c, v in row.items():
             cols[c][j] = v
-    cols = {c: v[keep] for c, v in cols.items()}
-    rebuilt = build_problem(sc, options_from=dataclasses.replace(built, options=cols))
-    return dataclasses.replace(rebuilt, candidates_scored=built.candidates_scored,
-                               engine_seconds=built.engine_seconds + time.perf_counter() - started)
+    return with_columns(built, {c: v[keep] for c, v in cols.items()}, time.perf_counter() - started)

@@ -1,7 +1,8 @@
 """planner: a fleet planner for AI inference hardware.
 
 The library's calls: ``load_scenario``, ``estimate``, ``frontier``, ``solve`` (which compiles the kernels first
-where their cache is missing, so no time limit pays for it), ``check`` (and ``evaluate``, its older name); the
+where their cache is missing, so no time limit pays for it, and simulates the plan as ``planner solve`` does),
+``answer`` (the plan with its verification, what-ifs and frontiers), ``check`` (and ``evaluate``, its older name); the
 errors they raise: ``InputError`` (bad input), ``InfeasibleError`` (no fleet serves the scenario; its ``plan``
 says why), ``PlannerError`` (their base). Heavy dependencies (numba, polars, ortools) are imported on first use so that ``planner --help``
 stays instant.
@@ -14,6 +15,7 @@ _EXPORTS = {
     "estimate": ("planner.perf.estimate", "estimate"),
     "frontier": ("planner.perf.frontier", "frontier"),
     "solve": ("planner.warmup", "compiled_solve"),  # compiles the kernels first where their cache is missing
+    "answer": ("planner.answer", "answer"),  # the plan and what goes with it (verification, what-ifs, frontiers)
     "check": ("planner.fleet.check", "check"),
     "evaluate": ("planner.fleet.check", "check"),
     "InfeasibleError": ("planner.errors", "InfeasibleError"),

@@ -140,23 +140,26 @@ def main() -> None:
 @click.option("--samples", "samples_file", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="--robust: a sweep file whose axes and samples vary this scenario (its base is ignored)")
 @click.option("--verify", is_flag=True,
-              help="simulate the plan at its peak (a build-out's: every period) and, where a workload misses a "
-                   "target, hold more headroom for it and solve again (planner simulate; exit 4 if no plan holds)")
-@click.option("--seed", type=int, default=0, show_default=True, help="--verify: the simulation's seed")
+              help="the thorough verification: the plan simulated with planner simulate's windows (a build-out's: "
+                   "every period) and repaired as by default (exit 4 if no plan holds)")
+@click.option("--no-verify", "no_verify", is_flag=True,
+              help="skip the quick simulation every plan gets by default (and its repair): the MILP's plan as it is")
+@click.option("--seed", type=int, default=0, show_default=True, help="the verification's simulation seed")
 @click.option("--sim-duration", "sim_duration_s", type=float, default=None,
-              help="--verify: seconds of simulated arrivals [default: planner simulate's]")
+              help="seconds of simulated arrivals for the verification [default: the quick run's; with --verify, "
+                   "planner simulate's]")
 @click.option("--trace", "trace_name", default=None, metavar="FILE|NAME",
-              help="--verify: replay a trace's shape of traffic instead of Poisson arrivals")
+              help="verify by replaying a trace's shape of traffic instead of Poisson arrivals")
 @click.option("--trust-measurements", "trust_measurements", is_flag=True,
               help="plan measurement rows beyond the memory-bandwidth or compute roofline or the memory of their "
                    "hardware as measured (each named by a warning in the assumptions); without it such a row is "
                    "exit 2 (docs/MODEL.md 12.4)")
 def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whatif, settings, objective, detail,
-          fleet_only, robust, samples_file, verify, seed, sim_duration_s, trace_name, trust_measurements):
+          fleet_only, robust, samples_file, verify, no_verify, seed, sim_duration_s, trace_name, trust_measurements):
     """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
     each workload is served, cost and power; with --robust, the one fleet that holds up best over samples."""
+    from planner.answer import answer, report_extras
     from planner.errors import InfeasibleError, InputError
-    from planner.fleet.solve import solve as solve_plan
     from planner.report import terminal as report
     from planner.scenario import load_scenario
 
@@ -178,12 +181,17 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whati
         parse_statistic(robust)
         if sc.periods:
             raise InputError("--robust is not supported for build-outs over periods yet", field="--robust")
+    if verify and no_verify:
+        raise InputError("--verify and --no-verify do not go together", field="--no-verify")
     if verify and robust is not None:
         raise InputError("--verify simulates the plan of one scenario: not with --robust", field="--verify")
+    mode = "thorough" if verify else "off" if no_verify or robust is not None else "quick"
+    for flag, given in (("--trace", trace_name is not None), ("--sim-duration", sim_duration_s is not None)):
+        if given and mode == "off":
+            raise InputError(f"{flag} sets the verification's simulation: not with "
+                             + ("--no-verify" if no_verify else "--robust"), field=flag)
     trace = None
     if trace_name is not None:
-        if not verify:
-            raise InputError("--trace goes with --verify", field="--trace")
         from planner.traces import read_trace
 
         trace = read_trace(trace_name)
@@ -194,23 +202,14 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whati
     if out_dir:
         check_output_dir(out_dir, "--out")
 
-    def html(plan, reason=None):
+    def html(plan, simulated, whatifs, points, reason=None):
         if html_path:
             from planner.report import html as html_report
 
-            simulated = (getattr(plan, "verification", None) or {}).get("simulation")
             if getattr(plan, "is_buildout", False):
                 html_report.write_html(html_report.render_buildout_html(plan, title=sc.name, simulation=simulated),
                                        html_path)
             else:
-                from planner.fleet.whatif import whatif_tables
-                from planner.report import terminal as report
-
-                points = html_report.frontier_points_for_plan(plan) if plan is not None else None
-                whatifs = None
-                if not no_whatif and plan is not None and reason is None:
-                    with report.progress_display(enabled=not quiet and fmt != "json") as progress:
-                        whatifs = whatif_tables(plan, progress)
                 html_report.write_html(html_report.render_plan_html(plan, points, reason, title=sc.name,
                                                                     simulation=simulated, whatifs=whatifs),
                                        html_path)
@@ -223,45 +222,32 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whati
     compile_first(quiet or fmt == "json")  # after every input is checked: the time limit bounds the search alone
     try:
         with report.progress_display(enabled=not quiet and fmt != "json") as progress:
-            verified = None
-            if robust is not None:
-                from planner.sweep.robust import solve_robust
-
-                plan = solve_robust(sc, samples_file, robust, progress=progress)
-            elif verify:
-                from planner.sim.verify import verify as verify_plan
-
-                verified = verify_plan(sc, solve_plan, seed=seed, duration_s=sim_duration_s, trace=trace,
-                                       progress=progress)
-                plan = verified.plan
-                plan.verification = verified.to_dict()
-            else:
-                plan = solve_plan(sc, progress=progress)
+            got = answer(sc, verify=mode, robust=robust, samples=samples_file, seed=seed, duration_s=sim_duration_s,
+                         trace=trace, whatifs=bool(html_path) and not no_whatif, frontiers=bool(html_path),
+                         progress=progress)
     except InputError as exc:
         if robust is not None and exc.file:
             raise
         raise exc.in_file(scenario) from None
     except InfeasibleError as exc:
-        html(exc.plan, str(exc))  # the report still explains why, and the exit code stays 3
+        if html_path:  # the report still explains why, and the exit code stays 3
+            html(exc.plan, None, None, report_extras(exc.plan, False, True)[1], str(exc))
         if exc.plan is not None:
             report.emit(exc.plan, fmt, out_dir, reason=str(exc), detail=detail)
             if out_dir:
                 wrote(out_dir)
         raise
-    if not getattr(plan, "is_buildout", False):  # a system bought for under 2% of the cost: what it saves
-        from planner.fleet.whatif import minor_platforms
-
-        minor_platforms(plan)  # re-solved before anything is shown (the answer only reads plan.minor_platforms)
+    plan, verified = got.plan, got.verified
     report.emit(plan, fmt, out_dir, detail=detail)
     if out_dir:
         wrote(f"{out_dir} (plan.json, and each table as CSV and Parquet)")
-    html(plan)
+    html(plan, verified.simulation.to_dict() if verified is not None else None, got.whatifs, got.frontiers)
     if verified is not None:
         from planner.errors import CheckFailed
         from planner.sim.verify import verification_lines
 
-        if fmt != "json":
-            for line in verification_lines(verified):
+        if fmt != "json" and (verified.repaired or not verified.holds or mode == "thorough"):
+            for line in verification_lines(verified)[1:]:  # the rounds; the verdict is on the first screen
                 click.echo(line)
         if not verified.holds:
             raise CheckFailed(f"{scenario}: no plan holds its targets in simulation: "

@@ -16,6 +16,7 @@ from pathlib import Path
 import solvers
 from solvers.jit import compile_both_builds
 
+from planner.answer import answer
 from planner.fleet.solve import solve
 from planner.kernel_cache import COLD_ESTIMATE, kernels_cached  # noqa: F401 - re-exported
 from planner.perf.estimate import estimate
@@ -60,13 +61,16 @@ def compile_bytecode() -> bool:
     return all([bool(compileall.compile_dir(str(root), quiet=2)) for root in roots])
 
 
-def compiled_solve(scenario, *args, **kwargs):
-    """``planner.solve``: ``planner.fleet.solve.solve`` with the kernels compiled and cached first where the cache
-    is missing, so that the scenario's time limit bounds the search and never the compilation (the CLI does the
-    same, saying so). The scenario is read first: a bad one is an InputError at once, not after a minute of
-    compiling."""
+def compiled_solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None,
+                   verify="quick", seed: int = 0, duration_s: float | None = None, trace=None):
+    """``planner.solve``: the plan ``planner solve`` shows (``planner.answer.answer``: simulated and, where a
+    workload misses a target, repaired; ``verify="off"`` for the MILP's plan alone, ``"thorough"`` for ``solve
+    --verify``), with the kernels compiled and cached first where the cache is missing, so that the scenario's time
+    limit bounds the search and never the compilation (the CLI does the same, saying so). The scenario is read
+    first: a bad one is an InputError at once, not after a minute of compiling."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     if not kernels_cached():
         warmup()
-    return solve(scenario, *args, **kwargs)
+    return answer(scenario, verify=verify, seed=seed, duration_s=duration_s, trace=trace, progress=progress,
+                  solver=solver, time_limit_s=time_limit_s).plan

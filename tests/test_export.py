@@ -301,7 +301,7 @@ def test_a_replica_pool_is_one_launch_of_its_summed_shares(tmp_path):
     for the Melange example's four shares of one (0.3 + 0.15 + 0.25 + 0.3)."""
     import planner
 
-    plan = planner.solve("benchmarks/data/melange-peer.yaml").to_dict()
+    plan = planner.solve("benchmarks/data/melange-peer.yaml", verify="off").to_dict()
     pooled = [r for r in plan["allocation"] if r["replica_pool"] is not None]
     groups = {(r["hardware"], r["replica_pool"]) for r in pooled}
     out = export_plan(plan, "vllm", strict=True)

@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from planner.fleet.frontiers import frontier_points_for_plan  # noqa: E402
 from planner.perf.frontier import frontier  # noqa: E402
 from planner.report import charts  # noqa: E402
 from planner.report import html as html_report  # noqa: E402
@@ -31,7 +32,7 @@ def plan():
 
 @pytest.fixture(scope="module")
 def report(plan):
-    return html_report.render_plan_html(plan, html_report.frontier_points_for_plan(plan), None)
+    return html_report.render_plan_html(plan, frontier_points_for_plan(plan), None)
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +72,12 @@ def test_plan_report_has_every_section_and_inline_svg(plan, report):
 
 
 def test_plan_report_is_deterministic(plan):
-    pts = html_report.frontier_points_for_plan(plan)
+    pts = frontier_points_for_plan(plan)
     assert html_report.render_plan_html(plan, pts, None) == html_report.render_plan_html(plan, pts, None)
 
 
 def test_frontier_points_for_plan_marks_operating_points(plan):
-    pts = html_report.frontier_points_for_plan(plan)
+    pts = frontier_points_for_plan(plan)
     assert set(pts) == set(plan.workloads["model"].to_list())
     for model, entry in pts.items():
         assert entry["points"], model
@@ -116,7 +117,7 @@ def test_infeasible_solve_renders_its_plan(tmp_path):
     with pytest.raises(InfeasibleError) as info:
         solve(load_scenario(str(path)))
     exc = info.value
-    text = html_report.render_plan_html(exc.plan, html_report.frontier_points_for_plan(exc.plan), str(exc))
+    text = html_report.render_plan_html(exc.plan, frontier_points_for_plan(exc.plan), str(exc))
     assert 'id="explanation"' in text
     assert html_report.html.escape(str(exc).splitlines()[0]) in text
     _no_external_references(text)
@@ -206,7 +207,7 @@ def test_the_report_opens_with_the_answer_and_prices_binding_limits():
     alternatives per workload; the assumptions; each frontier's lengths stated."""
     from planner.fleet.solve import solve
     from planner.fleet.whatif import marginal_values
-    from planner.report.html import frontier_points_for_plan, render_plan_html
+    from planner.report.html import render_plan_html
     from planner.scenario import load_scenario
 
     # the least-cost fleet is also the least-power one under the model of issue 22, so floor space is the limit

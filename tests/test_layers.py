@@ -23,10 +23,11 @@ RANKS = {
     "planner.scenario": 6,
     "planner.fleet": 7,
     "planner.sim": 8, "planner.sweep": 8, "planner.export": 8,
-    "planner.report": 9,
-    "planner.warmup": 10, "planner.server": 10, "planner": 10,
-    "planner.cli": 11,
-    "planner.launcher": 12,
+    "planner.answer": 9,
+    "planner.report": 10,
+    "planner.warmup": 11, "planner.server": 11, "planner": 11,
+    "planner.cli": 12,
+    "planner.launcher": 13,
 }
 
 # (importing module, imported unit): why it still points up. Remove an entry when its import is gone.

@@ -711,12 +711,19 @@ def test_solve_refuses_a_row_beyond_physics_and_plans_it_trusted_with_a_warning(
     res = CliRunner().invoke(main, ["solve", str(path), "--format", "json", "--quiet"])
     assert res.exit_code == 2, res.output
     assert res.stdout == "" and "beyond physics" in res.stderr and "beyond.csv line 2" in res.stderr
-    ok = CliRunner().invoke(main, ["solve", str(path), "--format", "json", "--quiet", "--trust-measurements"])
+    ok = CliRunner().invoke(main, ["solve", str(path), "--format", "json", "--quiet", "--trust-measurements",
+                                   "--no-verify"])
     assert ok.exit_code == 0, ok.output
     plan = json.loads(ok.stdout)
     assert [r["source"] for r in plan["allocation"]] == ["measured"]
     warnings = [a for a in plan["assumptions"] if a.startswith("warning: trusted measurement beyond physics")]
     assert len(warnings) == 1 and "hgx-h100 llama-3.1-70b fp8" in warnings[0]
+    # trusted by the plan, the row still runs out of memory in the plan's own simulation (800 streams' KV beside
+    # 70 GB of weights on one 80 GB chip): the default verification says so and exits 4, the plan still printed
+    sim = CliRunner().invoke(main, ["solve", str(path), "--format", "json", "--quiet", "--trust-measurements"])
+    assert sim.exit_code == 4, sim.output
+    verification = json.loads(sim.stdout)["verification"]
+    assert not verification["holds"] and "did not finish" in verification["failures"][0]
 
 
 def test_import_warns_of_runs_beyond_physics(tmp_path):

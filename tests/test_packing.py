@@ -114,7 +114,7 @@ def test_a_plan_holds_its_replicas_and_says_how_racks_fill(plan):
     assert all(c["ok"] for c in check(d)), [c for c in check(d) if not c["ok"]]
     fleet = {f["hardware"]: f for f in d["fleet"]}
     assert fleet["gb200-nvl72"]["racks_for_domains"] <= fleet["gb200-nvl72"]["racks"]
-    assert checks_named(d, "racks hold replicas gb200-nvl72")[0]["ok"]
+    assert checks_named(d, "rack packing gb200-nvl72")[0]["ok"]
 
 
 @pytest.mark.integration
@@ -126,5 +126,5 @@ def test_check_fails_racks_that_hold_the_chips_but_not_the_replicas(plan):
                        for r in d["allocation"] if r["role"] == "decode"][:1]
     d["fleet"] = [dict(f, racks=13, racks_new=13, chips=936) for f in d["fleet"] if f["hardware"] == "gb200-nvl72"]
     assert checks_named(d, "chips gb200-nvl72")[0]["ok"]  # the chips fit: what the check looked at before
-    packing = checks_named(d, "racks hold replicas gb200-nvl72")
+    packing = checks_named(d, "rack packing gb200-nvl72")
     assert packing and not packing[0]["ok"] and "14 racks" in packing[0]["detail"]

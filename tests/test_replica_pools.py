@@ -52,7 +52,9 @@ def test_colocated_pools_also_need_one_ttft_target():
 def melange():
     import planner
 
-    return planner.solve("benchmarks/data/melange-peer.yaml").to_dict()
+    # the MILP's plan (verify="off"): the instance is Melange's, and its answer is held to the same model; the
+    # plan's own simulation finds its colocated pools (run near 100%) miss the 120 ms TPOT at p90 (issue 41 notes)
+    return planner.solve("benchmarks/data/melange-peer.yaml", verify="off").to_dict()
 
 
 @pytest.mark.integration

@@ -59,10 +59,10 @@ def served():
 
 def test_a_command_in_the_server_prints_and_exits_as_in_its_own_process(served):
     env, _ = served
-    alone = planner(["solve", "melange-peer.yaml", "--format", "json"], dict(env, PLANNER_NO_SERVER="1"),
+    alone = planner(["solve", "melange-peer.yaml", "--no-verify", "--format", "json"], dict(env, PLANNER_NO_SERVER="1"),
                     cwd=ROOT / "benchmarks" / "data")
     before = commands_run(env)
-    warm = planner(["solve", "melange-peer.yaml", "--format", "json"], env, cwd=ROOT / "benchmarks" / "data")
+    warm = planner(["solve", "melange-peer.yaml", "--no-verify", "--format", "json"], env, cwd=ROOT / "benchmarks" / "data")
     assert commands_run(env) == before + 1  # it ran in the server, from the caller's directory
     assert (warm.returncode, warm.stdout, warm.stderr) == (alone.returncode, alone.stdout, alone.stderr)
     assert '"status"' in warm.stdout
@@ -77,7 +77,7 @@ def test_errors_exit_codes_and_files_pass_through(served, tmp_path):
         assert warm.returncode == alone.returncode != 0
         assert warm.stderr == alone.stderr and warm.stderr.startswith("error:")
     out = tmp_path / "plan"
-    warm = planner(["solve", MELANGE, "--out", str(out), "--quiet"], env)
+    warm = planner(["solve", MELANGE, "--no-verify", "--out", str(out), "--quiet"], env)
     assert warm.returncode == 0, warm.stderr
     assert (out / "plan.json").is_file()
 
@@ -128,7 +128,7 @@ def test_a_second_ctrl_c_stops_the_command_at_once(served):
 def test_a_caller_of_other_startup_settings_runs_the_command_itself(served):
     env, _ = served
     before = commands_run(env)
-    out = planner(["solve", MELANGE, "--format", "json"], dict(env, NUMBA_OPT="2"))
+    out = planner(["solve", MELANGE, "--no-verify", "--format", "json"], dict(env, NUMBA_OPT="2"))
     assert out.returncode == 0, out.stderr
     assert commands_run(env) == before
 
@@ -164,7 +164,7 @@ def test_stop_and_status_without_a_server(tmp_path):
         assert status.returncode == 1 and "no planner server runs" in status.stderr
         stop = planner(["serve", "--stop"], env)
         assert stop.returncode == 0 and "no planner server runs" in stop.stderr
-        alone = planner(["solve", MELANGE, "--format", "json"], env)  # no server: it runs in its own process
+        alone = planner(["solve", MELANGE, "--no-verify", "--format", "json"], env)  # no server: it runs in its own process
         assert alone.returncode == 0 and '"status"' in alone.stdout
     finally:
         shutil.rmtree(folder, ignore_errors=True)

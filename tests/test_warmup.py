@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -31,7 +32,7 @@ def test_the_library_solve_compiles_before_its_time_limit_starts(monkeypatch):
     monkeypatch.setattr(W, "kernels_cached", lambda: False)
     monkeypatch.setattr(W, "warmup", lambda: calls.append("compile"))
     monkeypatch.setattr(W, "load_scenario", lambda path: calls.append(("read", path)) or f"scenario of {path}")
-    monkeypatch.setattr(W, "solve", lambda sc, *a, **k: calls.append(("solve", sc)) or "plan")
+    monkeypatch.setattr(W, "answer", lambda sc, *a, **k: calls.append(("solve", sc)) or SimpleNamespace(plan="plan"))
     assert planner.solve("s.yaml") == "plan"
     assert calls == [("read", "s.yaml"), "compile", ("solve", "scenario of s.yaml")]
     monkeypatch.setattr(W, "kernels_cached", lambda: True)
@@ -83,7 +84,7 @@ def test_the_cli_checks_every_input_before_compiling(monkeypatch, tmp_path):
     monkeypatch.setattr(kernel_cache, "kernels_cached", lambda: False)
     monkeypatch.setattr(W, "warmup", lambda **k: (_ for _ in ()).throw(AssertionError("compiled first")))
     scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "bank-2mw.yaml")
-    for args in (["--no-whatif"], ["--trace", "azure-code-2023"], ["--out", str(tmp_path / "f.txt" / "x")]):
+    for args in (["--no-whatif"], ["--trace", "azure-code-2023", "--no-verify"], ["--out", str(tmp_path / "f.txt" / "x")]):
         (tmp_path / "f.txt").write_text("a file")
         out = CliRunner().invoke(main, ["solve", scenario, *args])
         assert out.exit_code == 2, (args, out.output)

@@ -84,6 +84,77 @@ def near_limits(d: dict) -> list[str]:
             if value >= NEAR_SHARE * limit and (kind, hw) not in bound]
 
 
+def row_system(row: dict) -> str:
+    """An allocation row's system as the alternatives name it: ``A+F`` for a split replica."""
+    return row["hardware"] + (f"+{row['ffn_hardware']}" if row.get("ffn_hardware") else "")
+
+
+def chips_by_use(d: dict, hw: str) -> dict:
+    """(workload, role, system) -> chips of ``hw`` the plan's own rows (not a hosted API's) give it."""
+    out: dict = {}
+    for r in d.get("allocation") or []:
+        if r.get("acquisition") == "api":
+            continue
+        n = float(r["replicas"] or 0.0)
+        chips = (n * float(r["chips_per_replica"] or 0.0) if r["hardware"] == hw else 0.0) + \
+            (n * float(r.get("ffn_chips") or 0.0) if r.get("ffn_hardware") == hw else 0.0)
+        if chips > 0:
+            key = (r["workload"], r["role"], row_system(r))
+            out[key] = out.get(key, 0.0) + chips
+    return out
+
+
+def why_bought(d: dict) -> list[str]:
+    """For each system the plan runs, what it serves most (by chips) and why it wins there: its option's cost per
+    token/s of capacity (the replica's chips' annual cost, the plan's ``alternatives``) against the best option
+    on any other system for the same workload and role (the runner-up, and by how much), or that no other system
+    reaches the tier. Where the runner-up is cheaper per token/s alone, the reason the fleet still chose this
+    system, where the plan shows one: racks already installed (capex sunk), the runner-up's supply cap binding,
+    or less power per token/s under a binding budget; else that the fleet as a whole is cheaper this way (whole
+    racks, decode queues at their usable share, shared pools and power price what a column's cost alone does not)."""
+    costs: dict = {}
+    for a in d.get("alternatives") or []:
+        costs.setdefault((a["workload"], a["role"]), {})[a["hardware"]] = (a["usd_per_year_per_1k_tokens_per_s"],
+                                                                           a["kw_per_1k_tokens_per_s"])
+    bound = binding(d)
+    capped = {b["hardware"] for b in bound if b["kind"] == "supply"}
+    power_binds = any(b["kind"] == "power" for b in bound)
+    out = []
+    for f in d.get("fleet") or []:
+        uses = chips_by_use(d, f["hardware"])
+        if not uses:
+            continue
+        (workload, role, system), _ = max(uses.items(), key=lambda kv: (kv[1], kv[0]))
+        more = len({(w, r) for w, r, _ in uses}) - 1
+        serves = f"{workload} {role}" + (f" (and {more} more)" if more else "")
+        options = costs.get((workload, role), {})
+        others = {k: v for k, v in options.items() if k != system}
+        if system not in options:
+            why = "its option is not among the scored alternatives"
+        elif not others:
+            why = "no other system reaches its tier and TTFT"
+        else:
+            (mine, my_kw) = options[system]
+            runner, (theirs, their_kw) = min(others.items(), key=lambda kv: (kv[1][0], kv[0]))
+            if mine <= theirs:
+                ratio = theirs / mine
+                why = (f"{ratio:.2g}x" if ratio >= 2 else f"{100 * (1 - mine / theirs):.2g}%") + \
+                    f" cheaper per token/s than {runner}, the runner-up"
+            else:
+                alone = f"{runner} is {100 * (1 - theirs / mine):.2g}% cheaper per token/s alone"
+                if f.get("racks_installed") and not f.get("racks_new"):
+                    why = f"installed (its capex sunk); {alone} as a new purchase"
+                elif set(runner.split("+")) & capped:
+                    why = f"{alone}, but its supply cap binds"
+                elif power_binds and my_kw < their_kw:
+                    why = f"{alone}, but draws {their_kw / my_kw:.2g}x the power per token/s and the budget binds"
+                else:
+                    why = (f"{alone}; the fleet as a whole is cheaper this way (whole racks, decode queues, shared "
+                           f"pools, power)")
+        out.append(f"{f['hardware']} for {serves}: {why}")
+    return out
+
+
 def binding_limits(d: dict) -> list[str]:
     """The binding limits in words (``binding``)."""
     return [b["text"] for b in binding(d)]

@@ -537,7 +537,7 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
                           f"{f['chips_used']:.9g} used of {f['chips']} in {f['racks']} racks" + rented))
         # OPTIMIZER.md 17: a stage lives in one scale-up domain, so racks hold floor(D / s) stages a domain
         hw = inputs.hardware[f["hardware"]]
-        out.append(result(f"racks hold replicas {f['hardware']}",
+        out.append(result(f"rack packing {f['hardware']}",
                           f["racks_for_domains"] <= racks_offered(hw.chip.scale_up.domain_chips.value,
                                                                   hw.chips_per_rack, f["racks"],
                                                                   f.get("chips_rented", 0.0)) + 1e-9,

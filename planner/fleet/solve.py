@@ -17,7 +17,7 @@ from planner.fleet.diagnose import infeasibility_message
 from planner.fleet.options import option_at_servers
 from planner.fleet.plan import Plan, allocation_rows, assumed_servers_above_pools, extract_plan, plan_replicas
 from planner.fleet.problem import Built, build_problem
-from planner.fleet.whatif import minor_platforms, one_more_rack
+from planner.fleet.whatif import one_more_rack
 from planner.scenario import Scenario, load_scenario
 from planner.vocabulary import SOLVERS
 from solvers.milp import optimize, same_problem
@@ -32,13 +32,12 @@ DECODE_QUEUE_ROUNDS = 4
 
 
 def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None,
-          options_from=None, weigh_minor_platforms: bool = True) -> Plan:
+          options_from=None) -> Plan:
     """The cheapest fleet for ``scenario`` (a ``planner.scenario.Scenario`` or a path), verified by ``check``.
     Raises ``InfeasibleError`` (exit 3) with the plan attached when no fleet can serve it. ``progress(done,
     total, text)`` hears about the engine's workloads and the MILP, if given. ``options_from``: a Built whose
-    scored options this scenario may reuse (``planner.fleet.problem.build_problem``). ``weigh_minor_platforms``:
-    re-solve without each system bought for under 2% of the cost, to say what it saves (``whatif.minor_platforms``;
-    off for the re-solves of what-ifs and sweep variants, which show no such line)."""
+    scored options this scenario may reuse (``planner.fleet.problem.build_problem``). What runs around it (the
+    simulation and its repair, the what-ifs, what a minor system saves) is ``planner.answer``'s to decide."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     scenario = scenario.with_solver(solver, time_limit_s)  # validates the overrides like the file's fields
@@ -74,8 +73,6 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
                                                                              for c in failed[:5]))
     if scenario.hardware.max_new_racks == 0 and scenario.installed_in_service():
         plan.one_more_rack = one_more_rack(plan, max(1.0, deadline - time.monotonic()))
-    if weigh_minor_platforms:  # a system bought for under 2% of the cost: what it saves (before any showing)
-        minor_platforms(plan)
     return plan
 
 

@@ -57,7 +57,7 @@ def limit_row(plan, what: str, settings: dict) -> dict:
     from planner.fleet.solve import solve
 
     try:
-        looser = solve(plan.built.scenario.with_(settings), options_from=plan.built, weigh_minor_platforms=False)
+        looser = solve(plan.built.scenario.with_(settings), options_from=plan.built)
     except PlannerError as exc:
         return {"limit": what, "objective_usd_per_year": None, "worth_usd_per_year": None, "within_gap": None,
                 "status": f"not solved: {exc}"}
@@ -145,7 +145,7 @@ def minor_row(plan, hw_id: str, racks: int, share: float) -> dict:
            "saves_facility_power_mw": None, "within_gap": None, "without": None, "status": None}
     try:
         alone = solve(plan.built.scenario.with_({f"hardware.max_racks.{hw_id}": 0}),
-                      options_from=without_hardware(plan.built, hw_id), weigh_minor_platforms=False)
+                      options_from=without_hardware(plan.built, hw_id))
     except PlannerError as exc:
         row["status"] = f"no plan without it: {str(exc).splitlines()[0]}"
         return row
@@ -214,7 +214,7 @@ def family_row(plan, label: str, ids: list[str]) -> dict:
            "facility_power_mw": None, "vs_plan_pct": None, "status": None}
     try:
         alone = solve(plan.built.scenario.with_({"hardware.allow": ids}),
-                      options_from=family_options(plan.built, ids), weigh_minor_platforms=False)
+                      options_from=family_options(plan.built, ids))
     except PlannerError as exc:
         row["status"] = f"cannot serve it: {str(exc).splitlines()[0]}"
         return row

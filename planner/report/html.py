@@ -3,8 +3,7 @@ no font or image fetched from anywhere, so it opens on an air-gapped laptop.
 
 * ``render_plan_html(plan, frontier_points_by_model, reason)``: a solved (or infeasible) plan.
 * ``render_frontier_html(points, title)``: the frontier chart alone, with its points as a table.
-* ``frontier_points_for_plan(plan)``: the frontier of each model in the plan over the plan's hardware, with the
-  plan's operating points, ready for ``render_plan_html``.
+(``planner.fleet.frontiers.frontier_points_for_plan`` gives a plan's frontier points, ready for ``render_plan_html``.)
 * ``simulation_section(sim)``, ``render_simulation_html(sim, title)``: a plan simulated at its peak (the dict of
   ``planner simulate --format json``), as a section of the plan's report or a page of its own.
 * ``write_html(text, path)``: atomic write (temp file + os.replace).
@@ -15,10 +14,8 @@ from __future__ import annotations
 import html
 
 from planner import __version__
-from planner.errors import PlannerError
 from planner.fleet.finance import mean_tokens_per_year
-from planner.perf.estimate import parse_pair
-from planner.perf.frontier import best_at_tiers, frontier
+from planner.perf.frontier import best_at_tiers
 from planner.report import charts
 from planner.report.buildout import period_rows, summary_lines as buildout_lines
 from planner.report.files import atomic_write
@@ -26,7 +23,7 @@ from planner.report.render import fmt
 from planner.report.summary import headline, summary_lines
 from planner.sweep.report import (axis_columns, cost_column, cost_label, cost_unit, regret_unit, robust_lines,
                                   sensitivity, summary_lines as sweep_lines, system_shares)
-from planner.vocabulary import DECODE_ROLES, TIERS
+from planner.vocabulary import TIERS
 
 ALTERNATIVE_ROWS_PER_WORKLOAD = 6  # the cheapest options shown for each workload
 
@@ -451,66 +448,6 @@ def render_frontier_html(points: list[dict], title: str, chosen: list[dict] | No
 
 
 # ---- frontier data for a plan ---------------------------------------------------------------------------------------
-def chosen_points(plan) -> list[dict]:
-    """The plan's operating point for each workload, on the frontier's own axes: the workload's speed per user
-    (its slowest decode allocation) and its output tokens/s per MW of rack power counting all the power it uses,
-    prefill included (planner.perf.frontier counts prefill too, so the two are comparable). ``hardware``
-    is the system that decodes most of its tokens; ``draft_tokens`` the most speculative decode it uses (the
-    frontier sweeps plain decoding, so a speculative operating point can sit above its curve)."""
-    import polars as pl
-
-    if plan is None or plan.workloads is None or not len(plan.workloads) or plan.allocation is None:
-        return []
-    out = []
-    for w in plan.workloads.iter_rows(named=True):
-        if not w.get("tps_per_user") or not w.get("output_tokens_per_s_per_mw"):
-            continue
-        dec = plan.allocation.filter((pl.col("workload") == w["workload"]) & pl.col("role").is_in(DECODE_ROLES))
-        hardware, draft = None, 0
-        if len(dec):
-            by_hw = dec.group_by("hardware").agg(pl.col("output_tokens_per_s").sum()).sort(
-                ["output_tokens_per_s", "hardware"], descending=[True, False])
-            hardware = by_hw["hardware"][0]
-            draft = int(dec["draft_tokens"].max() or 0)
-        out.append({"workload": w["workload"], "model": w["model"], "hardware": hardware,
-                    "tps_per_user": float(w["tps_per_user"]),
-                    "output_tokens_per_s_per_mw": float(w["output_tokens_per_s_per_mw"]),
-                    "draft_tokens": draft, "label": w["workload"]})
-    return out
-
-
-def frontier_points_for_plan(plan) -> dict[str, dict]:
-    """model -> {"points": frontier points, "chosen": the plan's operating points on that model}, over the
-    single-system hardware in the plan's fleet (the scenario's hardware when the fleet is empty); hardware that
-    cannot decode the model is skipped. Prompt and output lengths are those of the model's first workload."""
-    if plan is None or plan.built is None:
-        return {}
-    built = plan.built
-    if plan.fleet is not None and len(plan.fleet):
-        hw_ids = [h for h in plan.fleet["hardware"].to_list()]
-    else:
-        hw_ids = [h.id for h in built.hardware]
-    hw_ids = [h for h in hw_ids if parse_pair(h)[1] is None]
-    chosen = chosen_points(plan)
-    out: dict[str, dict] = {}
-    for d in built.demands:
-        if d.model in out:
-            continue
-        precisions = {x.precision for x in built.demands if x.model == d.model}
-        precision = precisions.pop() if len(precisions) == 1 else None
-        points: list[dict] = []
-        for hw in hw_ids:
-            try:
-                points.extend(frontier(d.model, [hw], precision, max(1, int(round(d.input_tokens))),
-                                                   max(1, int(round(d.output_tokens)))))
-            except (PlannerError, ValueError, KeyError):
-                continue  # this system cannot decode this model (prefill-only, model lock, no fit, no precision)
-        out[d.model] = {"points": points, "chosen": [c for c in chosen if c["model"] == d.model],
-                        "input_tokens": d.input_tokens, "output_tokens": d.output_tokens, "precision": precision}
-    return out
-
-
-# ---- writing --------------------------------------------------------------------------------------------------------
 def write_html(text: str, path) -> None:
     """Write ``text`` to ``path`` atomically (planner.report.files.atomic_write)."""
     atomic_write(path, text.encode("utf-8"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from planner.fleet.assumptions import (  # noqa: F401 - the plan's words, re-exported for the report's callers
     BINDING_SHARE, assumptions, binding, binding_limits, installed_words, layout_words, near_limits, own_headroom,
-    people)
+    people, why_bought)
 
 
 def summary_lines(d: dict, reason: str | None = None) -> list[str]:
@@ -43,11 +43,13 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
                                  if not near else "no limit binds, but the plan is near one"))
     if near:
         lines.append("near:     " + "; ".join(near))
+    lines += [f"why:      {text}" for text in why_bought(d)]
     lines += [f"minor:    {minor_words(m)}" for m in d.get("minor_platforms") or []]
     short = [f"{w['workload']} ({100 * w['served_share']:.3g}% served)" for w in d["workloads"]
              if w.get("served_share") is not None and w["served_share"] < 1.0 - 1e-6]
     short += [f"{name} ({why})" for name, why in (d.get("unserved") or {}).items()]
     lines.append("unserved: " + (", ".join(short) if short else "none: every workload is served whole"))
+    lines.append("verified: " + verified_words(d))
     if d["objective"] == "max_revenue":
         lines.append(f"revenue:  {people(totals['revenue_usd_per_year'], 'USD')} a year; profit "
                      f"{people(totals['profit_usd_per_year'], 'USD')}")
@@ -66,6 +68,33 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
             for r in more[:3]) if more else "no single rack serves more")
             + " (one more rack of a system, the fleet re-planned around it)")
     return lines
+
+
+def verified_words(d: dict) -> str:
+    """Whether the plan holds in its own simulation (the plan's ``verification``, ``planner.sim.verify``): at each
+    workload's percentile, or what the repair raised and what it cost, or what still fails."""
+    v = d.get("verification")
+    if v is None:
+        return "not simulated (planner simulate PLAN.json checks it; planner solve does unless --no-verify)"
+    if v.get("mode") is None:  # a plan written before verification had a mode: its rounds alone
+        return "holds in simulation" if v.get("holds") else "fails in simulation: " + "; ".join(v.get("failures")
+                                                                                                 or [])
+    run = (f"{v['mode']} run, seed {v['seed']}, {people(v['duration_s'])} s of arrivals"
+           + (f", {v['solves']} solves" if v["solves"] > 1 else ""))
+    first, last = v["rounds"][0], v["rounds"][-1]
+    raised = ", ".join(f"{w} +{100 * (h - first['headroom'].get(w, 0.0)):.2g}%" for w, h in last["headroom"].items()
+                       if h > first["headroom"].get(w, 0.0) + 1e-12)
+    extra = v.get("extra_cost_usd_per_year")
+    cost = (f"{people(extra, 'USD')} a year more" if extra is not None else
+            f"{people(v['extra_net_present_cost_usd'], 'USD')} more net present cost"
+            if v.get("extra_net_present_cost_usd") is not None else "")
+    if v["holds"] and v["solves"] == 1:
+        return f"holds at every workload's percentile in simulation ({run})"
+    if v["holds"]:
+        return (f"repaired: the first plan missed ({'; '.join(first['failures'])}); headroom {raised} holds, "
+                f"{cost} ({run})")
+    return (f"FAILS in simulation: {'; '.join(v['failures'])}" + (f" after headroom {raised}" if raised else "")
+            + f" ({run}); {v.get('unrepaired') or 'not repaired'}")
 
 
 def minor_words(m: dict) -> str:

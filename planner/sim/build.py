@@ -6,6 +6,8 @@ prefill (alone, and the loaded replica's rate) at prompt lengths across the work
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass
 
@@ -151,10 +153,20 @@ def prefill_tables(row: dict, d: Demand, inputs: Inputs, longest: float, drawn: 
 
 
 def pools_of(plan: dict, inputs: Inputs) -> list[Pools]:
-    """Every workload of the plan with the rows that serve it, the rows of one pool (``pool_key``: their prompts
-    share one queue, MODEL.md 9.2) merged into one."""
+    """Every workload the plan serves with the rows that serve it, the rows of one pool (``pool_key``: their
+    prompts share one queue, MODEL.md 9.2) merged into one. A workload the plan serves in part (its
+    ``served_share``: a fleet-only plan, max_served, max_revenue) arrives at that share of its peak, the rest turned
+    away at the door as the plan says; one it does not serve at all is not simulated."""
+    shares = {w["workload"]: w.get("served_share") for w in plan.get("workloads") or []}
     out = []
     for workload in inputs.demands:
+        share = shares.get(workload.name)
+        if share is not None and float(share) < 1.0 - 1e-9:
+            if float(share) <= 1e-9:
+                continue
+            workload = dataclasses.replace(workload, calls_per_s=workload.calls_per_s * float(share),
+                                           output_tokens_per_s=workload.output_tokens_per_s * float(share),
+                                           prefill_tokens_per_s=workload.prefill_tokens_per_s * float(share))
         rows = [r for r in plan["allocation"] if r["workload"] == workload.name and r["role"] in ROLE_CODES
                 and float(r["replicas"]) > 1e-12]
         out.append(pools_for(workload, merged_pools(rows), inputs))

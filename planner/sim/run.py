@@ -32,6 +32,12 @@ ENOUGH_CALLS = 3_000_000  # a default run's window closes once the workload has 
 # (the p99 still read from 10,000 calls above it)
 BUILDOUT_ENOUGH_CALLS = 1_000_000
 MAX_REQUESTS_PER_WORKLOAD = 100_000_000
+# The quick run ``planner solve`` makes of every plan it finds (``quick=True``; docs/MODEL.md 16.7): the pools warm
+# up until they hold QUICK_FILL of their stationary streams (``fill_time_s``), then a window of QUICK_CALLS calls,
+# no shorter than one request's time or QUICK_MIN_S and no longer than DEFAULT_WINDOW_S.
+QUICK_FILL = 0.95
+QUICK_CALLS = 100_000
+QUICK_MIN_S = 2.0
 DISTRIBUTION_PERCENTILES = (1, 2, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 98, 99, 99.5, 99.9)
 
 
@@ -127,6 +133,37 @@ def session_s(pools: Pools) -> float:
     calls a second reach the workload's rate only once the first sessions have run this long."""
     d = pools.demand
     return d.turns * request_s(pools) + (d.turns - 1) * d.tool_call_gap_s
+
+
+def fill_time_s(pools: Pools, share: float = QUICK_FILL) -> float:
+    """How long the pools take from empty to hold ``share`` of their stationary streams. Streams arrive at rate
+    lambda and each stays S (its TTFT and its output at the tier's speed, over the output-length table); t after
+    an empty start lambda E[min(S, t)] are in service (M/G/inf), against lambda E[S] for good, so the answer is
+    the t where E[min(S, t)] = share E[S]: share x S for fixed lengths, -ln(1 - share) E[S] (3.0 E[S] at 95%)
+    for exponential ones."""
+    d = pools.demand
+    s = np.sort(d.ttft_s + np.asarray(pools.out_q, float) / d.min_tps_per_user)
+    n = len(s)
+    capped = (np.cumsum(s) + s * (n - np.arange(1, n + 1))) / n  # E[min(S, s_k)]: the table's points equally likely
+    target = share * float(s.mean())
+    k = int(np.searchsorted(capped, target))
+    if k == 0:  # below the shortest stream: min(S, t) = t for every one
+        return float(target)
+    if k >= n:
+        return float(s[-1])
+    slope = (n - k) / n  # d E[min(S, t)] / dt between s[k-1] and s[k]: the share of streams still longer
+    return float(s[k - 1] + (target - capped[k - 1]) / slope)
+
+
+def quick_windows(pools: Pools) -> tuple[float, float, float]:
+    """(duration, warm-up, drain) of the quick run: warm until the pools hold QUICK_FILL of their stationary
+    streams (an agentic session's time where longer: its calls reach the rate only then), then QUICK_CALLS calls'
+    time, at least one request's time and QUICK_MIN_S, at most DEFAULT_WINDOW_S."""
+    longest = request_s(pools)
+    session = session_s(pools) if pools.demand.turns > 1 else 0.0
+    settle = max(QUICK_MIN_S, fill_time_s(pools), session)
+    window = max(QUICK_MIN_S, longest, min(DEFAULT_WINDOW_S, QUICK_CALLS / max(pools.demand.calls_per_s, 1e-9)))
+    return settle + window, settle, max(120.0, 10.0 * longest)
 
 
 def windows(pools: Pools, duration_s: float | None, enough_calls: int = ENOUGH_CALLS) -> tuple[float, float, float]:
@@ -243,30 +280,31 @@ def pool_rows(pools: Pools, busy: np.ndarray, hist_rows: np.ndarray, window_s: f
 
 
 def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0, period: str | None = None,
-             demand_scenario: str | None = None):
+             demand_scenario: str | None = None, quick: bool = False):
     """Simulate a plan (a Plan, a plan dict or a path to plan.json). ``trace``: arrays (arrival_s, input_tokens,
     output_tokens) whose shape of traffic every workload follows at its own rate and mean lengths, or None for
     Poisson arrivals and the workloads' length distributions. A build-out's plan is simulated period by period
     (``BuildOutSimResult``), every period of every demand scenario unless ``period`` (a start date) or
-    ``demand_scenario`` (a name) picks some."""
+    ``demand_scenario`` (a name) picks some. ``quick``: the short seeded run ``planner solve`` makes of every plan
+    (``quick_windows``) unless ``duration_s`` is given."""
     d = plan_dict(plan)
     if duration_s is not None and not (math.isfinite(duration_s) and duration_s > 0):
         raise InputError(f"--duration must be a positive number of seconds, got {duration_s!r}")
     if "first_period_order" in d:
-        return simulate_buildout(d, trace, duration_s, seed, period, demand_scenario)
+        return simulate_buildout(d, trace, duration_s, seed, period, demand_scenario, quick)
     if period is not None or demand_scenario is not None:
         raise InputError("--period and --demand-scenario pick periods of a build-out's plan; this plan has one period")
-    return simulate_single(d, trace, duration_s, seed)
+    return simulate_single(d, trace, duration_s, seed, quick=quick)
 
 
 def simulate_single(d: dict, trace, duration_s: float | None, seed: int,
-                    enough_calls: int = ENOUGH_CALLS) -> SimResult:
+                    enough_calls: int = ENOUGH_CALLS, quick: bool = False) -> SimResult:
     """A single-period plan's dict simulated: each workload's pools for as long as ``windows`` says."""
     if d.get("status") not in ("optimal", "feasible", "time_limit"):
         raise InputError(f"the plan's status is {d.get('status')!r}: there is no fleet to simulate")
     inputs = Inputs(d["inputs"])
     pools = pools_of(d, inputs)
-    spans = [windows(p, duration_s, enough_calls) for p in pools]
+    spans = [quick_windows(p) if quick and duration_s is None else windows(p, duration_s, enough_calls) for p in pools]
     arrivals = [scaled_trace(trace, p, w[0]) if trace is not None else None for p, w in zip(pools, spans)]
     with ThreadPoolExecutor(max_workers=max(1, min(len(pools), thread_count()))) as ex:  # the kernel drops the GIL
         results = list(ex.map(lambda k: simulate_pools(pools[k], seed, *spans[k], arrivals[k]), range(len(pools))))
@@ -313,7 +351,7 @@ class BuildOutSimResult:
 
 
 def simulate_buildout(d: dict, trace, duration_s: float | None, seed: int, period: str | None,
-                      demand_scenario: str | None) -> BuildOutSimResult:
+                      demand_scenario: str | None, quick: bool = False) -> BuildOutSimResult:
     """Every period of every demand scenario of a build-out's plan (or those picked) as a single-period plan: its
     allocation in that period, the period's demands, the plan's catalog figures."""
     inputs = d.get("inputs") or {}
@@ -342,7 +380,7 @@ def simulate_buildout(d: dict, trace, duration_s: float | None, seed: int, perio
             # the first period is every demand scenario's alike (the multipliers start after it): simulated once
             key = json.dumps([per["allocation"], inputs["period_demands"][s][t]], sort_keys=True)
             if key not in done:
-                done[key] = simulate_single(single, trace, duration_s, seed, BUILDOUT_ENOUGH_CALLS)
+                done[key] = simulate_single(single, trace, duration_s, seed, BUILDOUT_ENOUGH_CALLS, quick)
             runs.append((spec["name"], per["start_date"], done[key]))
     return BuildOutSimResult(d.get("scenario") or "", int(seed), runs)
 

@@ -1,5 +1,6 @@
-"""``solve --verify``: a plan checked by simulation and, where a workload misses a target, repaired by holding more
-capacity for it and solving again (docs/MODEL.md 16.5).
+"""Verification: a plan checked by simulation and, where a workload misses a target, repaired by holding more
+capacity for it and solving again (docs/MODEL.md 16.5). ``planner solve`` makes the quick run of every plan
+(``planner.sim.run.quick_windows``: seconds), ``solve --verify`` the thorough one (``planner simulate``'s windows).
 
 The repair's knob is the workload's ``capacity_headroom`` (its pools sized for the peak x (1 + headroom)): the
 honest remedy for pools that queue at the peak, and one the plan states. The first guess is square-root staffing:
@@ -11,6 +12,7 @@ share `1 - q` of arrivals to wait, `z` the normal quantile of the workload's per
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -45,6 +47,9 @@ def plan_cost(plan) -> tuple[float | None, str, str]:
 class Verified:
     rounds: list[Round] = field(default_factory=list)
     unrepaired: str | None = None  # why the repair stopped short, where it did
+    seed: int = 0
+    quick: bool = True  # the quick run's windows (else planner simulate's)
+    elapsed_s: float = 0.0  # wall-clock seconds of the solves and simulations after the first solve
 
     @property
     def plan(self):
@@ -62,8 +67,20 @@ class Verified:
     def repaired(self) -> bool:
         return len(self.rounds) > 1
 
+    @property
+    def extra_cost(self) -> float | None:
+        """What the repair added: the last plan's cost less the first's (USD a year, a build-out's net present)."""
+        (first, _, _), (last, _, _) = plan_cost(self.rounds[0].plan), plan_cost(self.plan)
+        return None if first is None or last is None else last - first
+
     def to_dict(self) -> dict:
-        return {"holds": self.holds, "repaired": self.repaired, "unrepaired": self.unrepaired,
+        buildout = getattr(self.plan, "is_buildout", False)
+        return {"holds": self.holds, "mode": "quick" if self.quick else "thorough", "seed": self.seed,
+                "duration_s": simulated_s(self.simulation), "solves": len(self.rounds),
+                "extra_cost_usd_per_year": None if buildout else self.extra_cost,
+                "extra_net_present_cost_usd": self.extra_cost if buildout else None,
+                "failures": list(self.simulation.failures),
+                "repaired": self.repaired, "unrepaired": self.unrepaired,
                 "rounds": [r.to_dict() for r in self.rounds],
                 "simulation": self.simulation.to_dict(),
                 "first_simulation": self.rounds[0].simulation.to_dict() if self.repaired else None}
@@ -97,22 +114,33 @@ def next_headroom(scenario, simulation, steps: dict) -> dict:
     return out
 
 
+def simulated_s(sim) -> float:
+    """Seconds of arrivals the simulation ran (the longest workload's; a build-out's longest period)."""
+    runs = [r for _, _, r in sim.runs] if hasattr(sim, "runs") else [sim]
+    return max((r.duration_s for r in runs), default=0.0)
+
+
 def verify(scenario, solve, seed: int = 0, duration_s: float | None = None, trace=None, on_round=None,
-           **solve_kwargs) -> Verified:
+           quick: bool = False, first=None, **solve_kwargs) -> Verified:
     """Solve, simulate, and while a workload misses a target raise its headroom and solve again (at most
-    MAX_ROUNDS solves). ``solve`` is ``planner.solve``; the last round is the answer, whether it holds or not."""
-    result = Verified()
+    MAX_ROUNDS solves). ``solve`` is ``planner.fleet.solve.solve``; the last round is the answer, whether it
+    holds or not. ``quick``: the quick run's windows (``planner.sim.run.quick_windows``). ``first``: the first
+    round's plan where it is already solved."""
+    result = Verified(seed=int(seed), quick=quick)
     steps: dict = {}
+    started = None
     for k in range(MAX_ROUNDS):
         try:
-            plan = solve(scenario, **solve_kwargs)
+            plan = first if k == 0 and first is not None else solve(scenario, **solve_kwargs)
         except InfeasibleError as exc:
             if not result.rounds:
                 raise
             result.unrepaired = (f"adding headroom for {', '.join(sorted(steps))} leaves no feasible fleet "
                                  f"({exc}); the last plan that solved is shown")
             break
-        sim = simulate(plan, trace=trace, duration_s=duration_s, seed=seed)
+        if started is None:
+            started = time.monotonic()
+        sim = simulate(plan, trace=trace, duration_s=duration_s, seed=seed, quick=quick)
         result.rounds.append(Round(plan, sim, current_headroom(scenario)))
         if on_round:
             on_round(k + 1, sim)
@@ -120,6 +148,7 @@ def verify(scenario, solve, seed: int = 0, duration_s: float | None = None, trac
             break
         raised = next_headroom(scenario, sim, steps)
         scenario = scenario.with_({f"workloads.{name}.capacity_headroom": h for name, h in raised.items()})
+    result.elapsed_s = time.monotonic() - started if started is not None else 0.0
     if not result.holds and result.unrepaired is None:
         result.unrepaired = f"targets still missed after {len(result.rounds)} solves with more headroom"
     return result

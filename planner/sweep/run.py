@@ -167,7 +167,7 @@ def solve_chunk(base, settings: list[Setting], chunk: list[tuple[int, dict]], sh
     for index, values in chunk:
         try:
             sc = base.with_(settings_of(base, settings, values))
-            plan = solve(sc, options_from=shared, weigh_minor_platforms=False)
+            plan = solve(sc, options_from=shared)
             found = base_plan_in(plan, base_fleet) if unit not in (None, BUILDOUT) else None
             rows.append(row_of(index, values, plan, found=found, **kw))
             if keep_problems and plan.solution is not None:
@@ -243,7 +243,7 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     elif regret or robust is not None:
         unit = R.objective_unit(base.objective)
         try:
-            base_plan = solve(base, options_from=shared, weigh_minor_platforms=False)
+            base_plan = solve(base, options_from=shared)
             base_fleet = R.base_fleet_of(base_plan, reuse, late_premium)
         except InfeasibleError:
             base_plan = None  # no base plan: its regret columns stay null

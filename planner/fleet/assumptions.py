@@ -222,8 +222,10 @@ def assumptions(d: dict) -> list[str]:
          "the mean draw (replicas working 1 / peak_to_mean of the time, resting at their idle floor otherwise)")
         + "; every pool is sized for "
         f"the peak" + (f" plus {100 * sc['site']['capacity_headroom']:.3g}% headroom (site.capacity_headroom)"
-                       if sc["site"].get("capacity_headroom") else " at 100% of its modelled throughput (no headroom: "
-                       "site.capacity_headroom)") + own_headroom(d),
+                       if sc["site"].get("capacity_headroom") else " with no headroom (site.capacity_headroom)")
+        + ", a decode pool as a queue of batch slots busy at most the share that keeps the workload's percentile "
+          "stream at its tier, other pools at 100% of their modelled throughput (docs/OPTIMIZER.md 18)"
+        + own_headroom(d),
         f"curtailment: at the peak every pool runs at 1 / (1 + headroom) of its capacity, packed onto as few racks as "
         f"its chips need, the emptied racks powered off; workloads are then shed whole, "
         + ("the slowest tier first" if sc["site"].get("curtailment_order", "tier") == "tier" else

@@ -75,7 +75,10 @@ def verified_words(d: dict) -> str:
     workload's percentile, or what the repair raised and what it cost, or what still fails."""
     v = d.get("verification")
     if v is None:
-        return "not simulated (planner simulate PLAN.json checks it; planner solve does unless --no-verify)"
+        if d.get("robust"):
+            return ("not simulated: a robust fleet is chosen over many samples (planner simulate PLAN.json checks "
+                    "it here)")
+        return "not simulated (--no-verify; planner simulate PLAN.json checks it)"
     if v.get("mode") is None:  # a plan written before verification had a mode: its rounds alone
         return "holds in simulation" if v.get("holds") else "fails in simulation: " + "; ".join(v.get("failures")
                                                                                                  or [])

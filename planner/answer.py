@@ -39,8 +39,10 @@ class Answer:
 
 def verify_mode(verify) -> str:
     """``verify`` as one of VERIFY_MODES (True: thorough, False: off), else an InputError naming it."""
-    mode = {True: "thorough", False: "off", None: "quick"}.get(verify, verify) if not isinstance(verify, str) \
-        else verify.strip().lower()
+    if isinstance(verify, str):
+        mode = verify.strip().lower()
+    else:
+        mode = {True: "thorough", False: "off", None: "quick"}.get(verify, verify)
     if mode not in VERIFY_MODES:
         raise InputError(f"expected one of {', '.join(VERIFY_MODES)} (or true/false), got {verify!r}",
                          field="verify")

@@ -244,10 +244,10 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whati
     html(plan, verified.simulation.to_dict() if verified is not None else None, got.whatifs, got.frontiers)
     if verified is not None:
         from planner.errors import CheckFailed
-        from planner.sim.verify import verification_lines
+        from planner.sim.verify import round_lines
 
-        if fmt != "json" and (verified.repaired or not verified.holds or mode == "thorough"):
-            for line in verification_lines(verified)[1:]:  # the rounds; the verdict is on the first screen
+        if fmt != "json":
+            for line in round_lines(verified):  # the verdict is on the first screen
                 click.echo(line)
         if not verified.holds:
             raise CheckFailed(f"{scenario}: no plan holds its targets in simulation: "

@@ -12,7 +12,6 @@ share `1 - q` of arrivals to wait, `z` the normal quantile of the workload's per
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -49,7 +48,6 @@ class Verified:
     unrepaired: str | None = None  # why the repair stopped short, where it did
     seed: int = 0
     quick: bool = True  # the quick run's windows (else planner simulate's)
-    elapsed_s: float = 0.0  # wall-clock seconds of the solves and simulations after the first solve
 
     @property
     def plan(self):
@@ -121,25 +119,21 @@ def simulated_s(sim) -> float:
 
 
 def verify(scenario, solve, seed: int = 0, duration_s: float | None = None, trace=None, on_round=None,
-           quick: bool = False, first=None, **solve_kwargs) -> Verified:
+           quick: bool = False, **solve_kwargs) -> Verified:
     """Solve, simulate, and while a workload misses a target raise its headroom and solve again (at most
     MAX_ROUNDS solves). ``solve`` is ``planner.fleet.solve.solve``; the last round is the answer, whether it
-    holds or not. ``quick``: the quick run's windows (``planner.sim.run.quick_windows``). ``first``: the first
-    round's plan where it is already solved."""
+    holds or not. ``quick``: the quick run's windows (``planner.sim.run.quick_windows``)."""
     result = Verified(seed=int(seed), quick=quick)
     steps: dict = {}
-    started = None
     for k in range(MAX_ROUNDS):
         try:
-            plan = first if k == 0 and first is not None else solve(scenario, **solve_kwargs)
+            plan = solve(scenario, **solve_kwargs)
         except InfeasibleError as exc:
             if not result.rounds:
                 raise
             result.unrepaired = (f"adding headroom for {', '.join(sorted(steps))} leaves no feasible fleet "
                                  f"({exc}); the last plan that solved is shown")
             break
-        if started is None:
-            started = time.monotonic()
         sim = simulate(plan, trace=trace, duration_s=duration_s, seed=seed, quick=quick)
         result.rounds.append(Round(plan, sim, current_headroom(scenario)))
         if on_round:
@@ -148,17 +142,15 @@ def verify(scenario, solve, seed: int = 0, duration_s: float | None = None, trac
             break
         raised = next_headroom(scenario, sim, steps)
         scenario = scenario.with_({f"workloads.{name}.capacity_headroom": h for name, h in raised.items()})
-    result.elapsed_s = time.monotonic() - started if started is not None else 0.0
     if not result.holds and result.unrepaired is None:
         result.unrepaired = f"targets still missed after {len(result.rounds)} solves with more headroom"
     return result
 
 
-def verification_lines(v: Verified) -> list[str]:
-    """What the simulation found and what the repair did, in a few lines."""
-    first = v.rounds[0].simulation
-    lines = ["verified: " + ("the plan holds its targets in simulation" if first.holds else
-                             "the first plan misses: " + "; ".join(first.failures))]
+def round_lines(v: Verified) -> list[str]:
+    """What each solve after the first raised and found, and what the repair cost, in a few lines (the verdict
+    itself is the answer's ``verified:`` line, ``planner.report.summary.verified_words``)."""
+    lines = []
     for k, r in enumerate(v.rounds[1:], start=2):
         raised = ", ".join(f"{w} {100 * h:.3g}%" for w, h in r.headroom.items() if h != v.rounds[0].headroom.get(w))
         lines.append(f"  solve {k}: headroom {raised}: " + ("holds" if r.simulation.holds else

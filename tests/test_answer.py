@@ -161,3 +161,20 @@ def test_why_names_the_runner_up_and_by_how_much():
     assert "b is 20% cheaper per token/s alone; the fleet as a whole" in why_bought(dearer)[0]
     sunk = why_plan([("chat", "decode", "a", 100.0, 1.0), ("chat", "decode", "b", 80.0, 2.0)], installed=1)
     assert "installed (its capex sunk); b is 20% cheaper" in why_bought(sunk)[0]
+
+
+def test_why_counts_a_split_replica_once_on_each_side():
+    """A split replica's rows are its attention row (attention on A, the FFN side's chips named in it) and an ffn
+    row repeating the FFN side on F: the why line's chips counted F's side three times (the ffn row's own chips,
+    its copied ffn_chips, the attention row's) under a role (ffn) and system (F+F) no alternative has."""
+    from planner.fleet.assumptions import chips_by_use, why_bought
+
+    split = {"workload": "chat", "replicas": 2, "acquisition": "owned", "chips_per_replica": 4, "ffn_chips": 8}
+    d = why_plan([("chat", "attention+ffn", "a+f", 100.0, 1.0), ("chat", "decode", "a", 150.0, 1.0)],
+                 fleet=[{"hardware": "a", "racks": 1, "racks_new": 1}, {"hardware": "f", "racks": 1, "racks_new": 1}])
+    d["allocation"] = [{**split, "role": "attention", "hardware": "a", "ffn_hardware": "f"},
+                       {**split, "role": "ffn", "hardware": "f", "ffn_hardware": "f", "chips_per_replica": 8}]
+    assert chips_by_use(d, "f") == {("chat", "attention+ffn", "a+f"): 16.0}
+    assert chips_by_use(d, "a") == {("chat", "attention+ffn", "a+f"): 8.0}
+    assert why_bought(d) == ["a for chat attention+ffn: 33% cheaper per token/s than a, the runner-up",
+                             "f for chat attention+ffn: 33% cheaper per token/s than a, the runner-up"]

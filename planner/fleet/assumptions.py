@@ -90,32 +90,42 @@ def row_system(row: dict) -> str:
 
 
 def chips_by_use(d: dict, hw: str) -> dict:
-    """(workload, role, system) -> chips of ``hw`` the plan's own rows (not a hosted API's) give it."""
+    """(workload, role, system) -> chips of ``hw`` the plan's own rows (not a hosted API's) give it, roles and
+    systems as the alternatives name them: a split replica is its ``attention`` row's, ``attention+ffn`` on
+    ``A+F``, each side's chips on its own system (the ``ffn`` row repeats the FFN side: not counted again)."""
     out: dict = {}
     for r in d.get("allocation") or []:
-        if r.get("acquisition") == "api":
+        if r.get("acquisition") == "api" or r["role"] == "ffn":
             continue
         n = float(r["replicas"] or 0.0)
-        chips = (n * float(r["chips_per_replica"] or 0.0) if r["hardware"] == hw else 0.0) + \
-            (n * float(r.get("ffn_chips") or 0.0) if r.get("ffn_hardware") == hw else 0.0)
+        sides = [(r["hardware"], r["chips_per_replica"]), (r.get("ffn_hardware"), r.get("ffn_chips"))]
+        chips = sum(n * float(c or 0.0) for h, c in sides if h == hw)
         if chips > 0:
-            key = (r["workload"], r["role"], row_system(r))
+            role = "attention+ffn" if r["role"] == "attention" else r["role"]
+            key = (r["workload"], role, row_system(r))
             out[key] = out.get(key, 0.0) + chips
     return out
+
+
+# Roles whose options serve the same tokens and so compete in the why line: a split replica decodes, as a decode
+# replica does (both per output token/s; colocated and prefill options price other work and stand apart).
+COMPETES_AS = {"attention+ffn": "decode"}
 
 
 def why_bought(d: dict) -> list[str]:
     """For each system the plan runs, what it serves most (by chips) and why it wins there: its option's cost per
     token/s of capacity (the replica's chips' annual cost, the plan's ``alternatives``) against the best option
-    on any other system for the same workload and role (the runner-up, and by how much), or that no other system
+    on any other system for the same workload and role (a split replica's against decode replicas too,
+    ``COMPETES_AS``; the runner-up, and by how much), or that no other system
     reaches the tier. Where the runner-up is cheaper per token/s alone, the reason the fleet still chose this
     system, where the plan shows one: racks already installed (capex sunk), the runner-up's supply cap binding,
     or less power per token/s under a binding budget; else that the fleet as a whole is cheaper this way (whole
     racks, decode queues at their usable share, shared pools and power price what a column's cost alone does not)."""
     costs: dict = {}
     for a in d.get("alternatives") or []:
-        costs.setdefault((a["workload"], a["role"]), {})[a["hardware"]] = (a["usd_per_year_per_1k_tokens_per_s"],
-                                                                           a["kw_per_1k_tokens_per_s"])
+        key = (a["workload"], COMPETES_AS.get(a["role"], a["role"]))
+        costs.setdefault(key, {})[a["hardware"]] = (a["usd_per_year_per_1k_tokens_per_s"],
+                                                    a["kw_per_1k_tokens_per_s"])
     bound = binding(d)
     capped = {b["hardware"] for b in bound if b["kind"] == "supply"}
     power_binds = any(b["kind"] == "power" for b in bound)
@@ -127,7 +137,7 @@ def why_bought(d: dict) -> list[str]:
         (workload, role, system), _ = max(uses.items(), key=lambda kv: (kv[1], kv[0]))
         more = len({(w, r) for w, r, _ in uses}) - 1
         serves = f"{workload} {role}" + (f" (and {more} more)" if more else "")
-        options = costs.get((workload, role), {})
+        options = costs.get((workload, COMPETES_AS.get(role, role)), {})
         others = {k: v for k, v in options.items() if k != system}
         if system not in options:
             why = "its option is not among the scored alternatives"

@@ -150,3 +150,24 @@ def test_a_plan_with_spread_output_lengths_holds_in_simulation():
     assert all(c["ok"] for c in check(plan))
     result = simulate(plan, seed=0)
     assert result.holds, result.failures
+
+
+@pytest.mark.integration
+def test_alternatives_price_a_decode_queue_at_the_capacity_the_milp_counts(plan):
+    """The alternatives (and the answer's why: lines) priced a decode option at its whole output, while the MILP
+    counts its batch slots' usable share rho* (OPTIMIZER.md 18): sovereign's voice line called vr-nvl72 49% cheaper
+    than the cs3 the plan bought, an option whose queue the MILP could use only in part. Each decode row's cost is
+    the cheapest of its system's options at the coverage the MILP gives it, and an option the MILP cannot use at
+    all (rho* = 0) is no alternative."""
+    built = plan.built
+    cols, cover = built.options, built.problem.coverage
+    cost_per_chip = {h.id: c / h.chips_per_rack for h, c in zip(built.hardware, built.problem.annual_cost_usd_per_rack)}
+    decode = [j for j in range(len(cols["workload"])) if cols["kind"][j] == "decode"]
+    usable = {j: cover[j, 0::2].sum() for j in decode}
+    assert any(usable[j] < cols["output_tokens_per_s"][j] * (1 - 1e-6) for j in decode)  # queues count a share
+    rows = [a for a in plan.to_dict()["alternatives"] if a["role"] == "decode"]
+    assert rows
+    for a in rows:
+        mine = [cost_per_chip[a["hardware"]] * cols["chips"][j] / usable[j] * 1e3 for j in decode
+                if cols["hardware"][j] == a["hardware"] and usable[j] > 0]
+        assert a["usd_per_year_per_1k_tokens_per_s"] == pytest.approx(min(mine), rel=1e-9)

@@ -628,27 +628,33 @@ def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
 
 def alternatives_table(built: Built, chosen_columns: set[int]):
     """Why each system was or was not chosen: per workload and role, the cheapest option on every system, as
-    annual cost and IT power per 1,000 tokens/s of capacity (rack share of the replica / its capacity)."""
+    annual cost and IT power per 1,000 tokens/s of the capacity the MILP counts (rack share of the replica / its
+    capacity, a decode queue's at its usable share)."""
     import polars as pl
 
     cols = built.options
     if not len(cols["workload"]):
         return pl.DataFrame()
     cost_per_chip = {h.id: c / h.chips_per_rack for h, c in zip(built.hardware, built.problem.annual_cost_usd_per_rack)}
-    capacity = np.where(cols["kind"] == "prefill", cols["prefill_tokens_per_s"], cols["output_tokens_per_s"])
+    # the capacity the MILP counts: a decode queue's output at its usable share rho* (OPTIMIZER.md 18), as covered
+    cover = built.problem.coverage
+    capacity = np.where(cols["kind"] == "prefill", cover[:, 1::2].sum(axis=1), cover[:, 0::2].sum(axis=1))
     own = built.problem.own_cost_usd  # an API column's cost is its own (no chips)
-    cost = [(cost_per_chip.get(h, 0.0) * c + (cost_per_chip[fh] * fc if fh else 0.0) + own[j]) / cap * 1e3
-            for j, (h, c, fh, fc, cap) in enumerate(zip(cols["hardware"], cols["chips"], cols["ffn_hardware"],
-                                                        cols["ffn_chips"], capacity))]
+    spend = np.array([cost_per_chip.get(h, 0.0) * c + (cost_per_chip[fh] * fc if fh else 0.0) + own[j]
+                      for j, (h, c, fh, fc) in enumerate(zip(cols["hardware"], cols["chips"], cols["ffn_hardware"],
+                                                             cols["ffn_chips"]))])
+    usable = np.where(capacity > 0, capacity, np.inf)  # an option with no usable capacity is left out below
+    cost = spend / usable * 1e3
     df = pl.DataFrame({
         "workload": cols["workload"], "role": [{"split": "attention+ffn"}.get(k, k) for k in cols["kind"]],
         "hardware": [f"{h}+{fh}" if fh else h for h, fh in zip(cols["hardware"], cols["ffn_hardware"])],
         "precision": cols["precision"], "chips_per_replica": cols["chips"] + cols["ffn_chips"], "capacity": capacity,
         "usd_per_year_per_1k_tokens_per_s": cost,
-        "kw_per_1k_tokens_per_s": cols["power_w"] / capacity,
+        "kw_per_1k_tokens_per_s": cols["power_w"] / usable,
         "chosen": [j in chosen_columns for j in range(len(capacity))],
     })
-    best = (df.sort("usd_per_year_per_1k_tokens_per_s")
+    best = (df.filter(pl.col("capacity") > 0)  # a queue whose steps alone miss the tier at its pool serves nothing
+              .sort("usd_per_year_per_1k_tokens_per_s")
               .group_by(["workload", "role", "hardware"], maintain_order=True)
               .agg(pl.all().first(), pl.col("chosen").any().alias("used")))
     return best.drop("chosen", "capacity").sort(["workload", "role", "usd_per_year_per_1k_tokens_per_s"])

@@ -23,7 +23,7 @@ from planner.fleet.finance import (annual_rack_cost_parts, annual_revenue, annui
 from planner.fleet.options import systems_of
 from planner.fleet.plan import (allocation_rows, allocation_table, assumed_servers_above_pools, finite, provenance,
                                 round_up_small)
-from planner.fleet.problem import build_problem, demand_rows, demands_of
+from planner.fleet.problem import build_problem, demand_rows, demands_of, refuse_spares
 from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
 from solvers.backends import on_worker
 from solvers.jit import thread_count
@@ -609,6 +609,7 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     """The build-out of least expected present cost, with its myopic and mean-demand comparisons and checks."""
     if scenario.hardware.max_platforms is not None or scenario.hardware.min_racks:
         raise PlannerError("hardware.max_platforms and hardware.min_racks are not yet supported with periods")
+    refuse_spares(scenario, "build-outs over periods")
     settings = scenario.solver
     started = time.monotonic()
     bo = build_buildout(scenario, progress, started + settings.time_limit_s)

@@ -30,6 +30,7 @@ from planner.fleet.plan import allocation_table, fleet_table, mark_rented, total
 from planner.fleet.packing import racks_offered
 from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE
 from planner.fleet.queues import effective_capacity, queued_rows
+from planner.fleet.spares import spare_count, spares_needed
 from planner.inputs import read_bytes_limited
 from planner.measurements.curves import rescore_measured
 from planner.measurements.reading import too_deep
@@ -288,6 +289,21 @@ def rack_share(row: dict, inputs: Inputs) -> float:
                if hw in inputs.hardware and chips)
 
 
+def spare_checks(name: str, row: dict, replicas: float, redundancy: str, inputs: Inputs) -> list[dict]:
+    """``spares``: a row whose workload holds spares (OPTIMIZER.md 19) holds min(K, replicas) of them at least, K
+    from its rule and its replica's stages on each of its systems' racks."""
+    spares = float(row.get("spare_replicas") or 0.0)
+    sides = [(float(row["chips_per_replica"]), int(row["pipeline_parallel"]), inputs.hardware[row["hardware"]])]
+    if row.get("ffn_hardware") in inputs.hardware:
+        sides.append((float(row.get("ffn_chips") or 0.0), 1, inputs.hardware[row["ffn_hardware"]]))
+    need = spares_needed(spare_count(redundancy, [(c, k, h.chips_per_rack) for c, k, h in sides]), replicas)
+    if need <= 0 and spares == 0:
+        return []
+    return [result(name + " spares", spares >= need * (1 - 1e-9) - 1e-9 and math.isfinite(spares),
+                   f"{spares:.6g} spare replicas beside {replicas:g}, at least {need:.6g} under redundancy "
+                   f"{redundancy}")]
+
+
 def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
                       queues: dict | None = None) -> tuple[list[dict], tuple]:
     """Checks of one allocation row, and the (output, prefill) tokens/s its replicas serve once re-scored (the
@@ -335,6 +351,7 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
         if pool is not None:
             out.append(same(name + " servers", row.get("servers"), pool[0]))
     out.append(result(name + " replicas", replicas >= 0 and math.isfinite(replicas), f"{replicas:g} replicas"))
+    out.extend(spare_checks(name, row, replicas, workload.redundancy, inputs))
     share = rack_share(row, inputs)
     if share >= INTEGER_REPLICA_RACK_SHARE and row.get("replica_pool") is None:
         out.append(result(name + " whole replicas", abs(replicas - round(replicas)) <= 1e-6,

@@ -13,6 +13,7 @@ import numpy as np
 
 from planner.catalog import Model
 from planner.errors import InputError
+from planner.fleet.spares import spare_rule
 from planner.lengths import FIXED, TABLE, Lengths
 from planner.perf import pack
 from planner.perf.speculative import Speculation, auto_methods, published_acceptance
@@ -51,6 +52,7 @@ class Demand:
     acceptance_by_k: tuple = ()  # published per-token acceptance at each listed draft length: ((K, a), ...)
     auto_methods: tuple = ()  # speculative auto: the drafters it considers (none first)
     headroom: float = 0.0  # site.capacity_headroom: pools sized for the peak x (1 + this)
+    redundancy: str = "none"  # spare replicas a pool holds: none, n+K (K spares) or rack (planner.fleet.spares)
     api: tuple = ()  # hosted offers: ((name, usd/Mtok input, cached input, output, max tok/s per user), ...)
     input_lengths: dict | None = None  # the prompt length distribution's spec (planner.lengths); None: fixed
     output_lengths: dict | None = None  # the visible output's; None: fixed
@@ -273,6 +275,11 @@ class Demand:
             if not isinstance(methods, (list, tuple)) or not all(isinstance(m, str) for m in methods):
                 raise ValueError(f"demand {values.get('name')!r}: auto_methods is {methods!r}, not a list of methods")
             values["auto_methods"] = tuple(methods)
+        if "redundancy" in values:
+            try:
+                spare_rule(values["redundancy"])
+            except ValueError as exc:
+                raise ValueError(f"demand {values.get('name')!r}: {exc}") from None
         turns = values.get("turns", 1)
         if isinstance(turns, bool) or not isinstance(turns, (int, float)) or turns != int(turns) or not \
                 1 <= turns <= 10_000:
@@ -289,7 +296,8 @@ class Demand:
         return dataclasses.replace(demand, **numbers)
 
 
-def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None, headroom: float = 0.0) -> Demand:
+def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None, headroom: float = 0.0,
+              redundancy: str = "none") -> Demand:
     auto = workload.speculative.method == AUTO_SPECULATIVE
     spec = Speculation(AUTO_SPECULATIVE, "auto", 0.0) if auto else workload.speculation
     calls = workload.peak_calls_per_s
@@ -308,7 +316,7 @@ def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None, h
         peak_to_mean=workload.peak_to_mean, tier=workload.tier, price_usd_per_mtok=price_usd_per_mtok,
         speculative=spec.method, draft_tokens=spec.draft_tokens, acceptance=spec.acceptance if spec.method != "none"
         else 0.0, draft_model=spec.draft_model, acceptance_by_k=spec.acceptance_by_k,
-        auto_methods=auto_methods(model) if auto else (), headroom=float(headroom),
+        auto_methods=auto_methods(model) if auto else (), headroom=float(headroom), redundancy=redundancy,
         api=tuple((a.name, float(a.usd_per_mtok_input), float(a.usd_per_mtok_input if a.usd_per_mtok_cached_input
                                                               is None else a.usd_per_mtok_cached_input),
                    float(a.usd_per_mtok_output), float(a.max_tps_per_user)) for a in workload.api),

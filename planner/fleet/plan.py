@@ -26,8 +26,8 @@ from planner.perf.grid import engines_running, pair_engines
 from planner.vocabulary import API_KIND, DECODE_ROLES
 from solvers.vocabulary import HAS_PLAN
 
-ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "chips_per_replica", "tensor_parallel",
-                      "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "acceptance",
+ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "spare_replicas", "chips_per_replica",
+                      "tensor_parallel", "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "acceptance",
                       "tps_per_user", "ttft_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "output_tokens_per_s",
                       "prefill_tokens_per_s", "utilization", "prefill_share", "servers", "power_mw", "mean_power_mw",
                       "ffn_hardware",
@@ -182,7 +182,7 @@ def mark_rented(rows: list[dict], owned_chips: dict[str, float]) -> list[dict]:
     for r in rows:
         if r["acquisition"] == API_KIND:
             continue
-        need = float(r["replicas"]) * float(r["chips_per_replica"])
+        need = held_replicas(r) * float(r["chips_per_replica"])
         have = left.get(r["hardware"], 0.0)
         r["acquisition"] = "owned" if need <= have + 1e-6 else "rented"
         left[r["hardware"]] = max(have - need, 0.0)
@@ -227,6 +227,7 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
         rows.append({
             "workload": str(cols["workload"][j]), "role": KINDS[kind].role, "hardware": str(cols["hardware"][j]),
             "replicas": int(round(n)) if abs(n - round(n)) < 1e-9 else n,
+            "spare_replicas": float(round(n * float(cols["spare_share"][j]), 9)),
             "chips_per_replica": int(cols["chips"][j]), "tensor_parallel": int(cols["tensor_parallel"][j]),
             "pipeline_parallel": int(cols["pipeline_parallel"][j]),
             "expert_parallel": bool(cols["expert_parallel"][j]), "batch": int(cols["batch"][j]),
@@ -265,17 +266,23 @@ def replica_pool_of(problem, j: int) -> int | None:
     return int(problem.pool[j]) if problem.pooled[j] else None
 
 
+def held_replicas(row: dict) -> float:
+    """The replicas a row holds on its racks: those serving and its spares (OPTIMIZER.md 19)."""
+    return float(row["replicas"]) + float(row.get("spare_replicas") or 0.0)
+
+
 def replica_groups(rows) -> list[tuple[float, int, float]]:
     """One system's allocation rows as (replicas, pipeline stages, chips per replica): each row's own, but the
     rows of one replica pool (15) one group, their shares summed and rounded up to whole replicas, as the pool
-    runs them. An FFN row (an attention/FFN split's FFN side) is one stage."""
+    runs them; a row's spares (OPTIMIZER.md 19) beside its replicas (a column with spares joins no pool). An FFN
+    row (an attention/FFN split's FFN side) is one stage."""
     import polars as pl
 
     if not len(rows):
         return []
     stages = pl.when(pl.col("role") == "ffn").then(1).otherwise(pl.col("pipeline_parallel")).alias("stages")
     rows = rows.with_columns(stages)
-    out = [(float(r["replicas"]), int(r["stages"]), float(r["chips_per_replica"]))
+    out = [(held_replicas(r), int(r["stages"]), float(r["chips_per_replica"]))
            for r in rows.filter(pl.col("replica_pool").is_null()).iter_rows(named=True)]
     pooled = rows.filter(pl.col("replica_pool").is_not_null())
     for (_, chips, stages_), group in pooled.group_by(["replica_pool", "chips_per_replica", "stages"],
@@ -356,6 +363,7 @@ def api_row(built: Built, j: int, share: float) -> dict:
     offer = next(o for o in demand.api_offers() if o["name"] == name)
     return {
         "workload": demand.name, "role": API_KIND, "hardware": str(cols["hardware"][j]), "replicas": share,
+        "spare_replicas": 0.0,
         "chips_per_replica": 0, "tensor_parallel": 0, "pipeline_parallel": 0, "expert_parallel": False, "batch": 0,
         "precision": "", "speculative": "none", "draft_tokens": 0, "acceptance": 0.0,
         "tps_per_user": offer["max_tps_per_user"], "ttft_s": None,
@@ -407,6 +415,7 @@ def allocation_table(rows: list[dict]):
     if not rows:
         return pl.DataFrame(schema={c: pl.Utf8 if c in TEXT_COLUMNS else pl.Int64 if c in INT_COLUMNS else
                                     pl.Boolean if c == "expert_parallel" else pl.Float64 for c in ALLOCATION_COLUMNS})
+    rows = [{"spare_replicas": 0.0, **r} for r in rows]  # a plan written before spares (OPTIMIZER.md 19) has none
     return (pl.DataFrame(rows, infer_schema_length=None).select(ALLOCATION_COLUMNS)
               .sort(["workload", "role", "hardware"]))
 

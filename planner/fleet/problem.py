@@ -20,6 +20,7 @@ from planner.fleet.finance import (annual_costs, annual_revenue, idle_power_w, i
 from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, options_for, systems_of
 from planner.fleet.packing import chip_rows, held_chips
 from planner.fleet.queues import assumed_slots, column_bounds
+from planner.fleet.spares import spare_count, spare_share
 from planner.vocabulary import API_KIND, API_PREFIX
 from solvers.milp import FleetProblem
 from solvers.objectives import objective as objective_named
@@ -113,8 +114,27 @@ def demands_of(scenario) -> list[Demand]:
     """Each workload at its peak (a build-out: in its first period)."""
     if scenario.periods:
         scenario = scenario.at_period(0)
-    return [demand_of(w, scenario.model_for(w), scenario.price_of(w), headroom_of(scenario, w))
-            for w in scenario.workloads]
+    return [demand_of(w, scenario.model_for(w), scenario.price_of(w), headroom_of(scenario, w),
+                      redundancy_of(scenario, w)) for w in scenario.workloads]
+
+
+def redundancy_of(scenario, workload) -> str:
+    """The spare replicas a workload's pools hold (``planner.fleet.spares``): its own spare_replicas as n+K (0:
+    none), else the site's redundancy."""
+    own = workload.spare_replicas
+    if own is None:
+        return scenario.site.redundancy
+    return f"n+{int(own)}" if own > 0 else "none"
+
+
+def refuse_spares(scenario, what: str) -> None:
+    """InputError naming the field where a scenario asks for spares (OPTIMIZER.md 19) in a solve that cannot hold
+    them yet (``what``: a build-out, a robust fleet)."""
+    for w in scenario.workloads:
+        if redundancy_of(scenario, w) != "none":
+            field = ("site.redundancy" if w.spare_replicas is None else f"workloads.{w.name}.spare_replicas")
+            raise InputError(f"spare replicas are not supported for {what} yet: set {field} to "
+                             + ("none" if field == "site.redundancy" else "0"), field=field)
 
 
 def headroom_of(scenario, workload) -> float:
@@ -155,6 +175,9 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     if "decode_slots" not in cols:  # a queued option's pool before a plan says (OPTIMIZER.md 18)
         cols = {**cols, "decode_slots": assumed_slots(cols, by_name)}
     usable = column_bounds(cols, by_name, cols["decode_slots"])
+    if "spare_pool" not in cols:  # a column's pool before a plan says, for its spares (OPTIMIZER.md 19)
+        cols = {**cols, "spare_pool": assumed_pool(cols, by_name, usable)}
+    cols = {**cols, "spare_share": spare_share(spare_counts(cols, by_name, hardware), cols["spare_pool"])}
     hw_list = list(hardware.values())
     hw_index = {h.id: i for i, h in enumerate(hw_list)}
     wl_index = {d.name: i for i, d in enumerate(demands)}
@@ -170,7 +193,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
             k, h = hw_index[hw_id], hw_list[hw_index[hw_id]]
             chips[j, k] = n_chips
             shape = (n_chips, replica_stages(cols, j, role), h.chip.scale_up.domain_chips.value, h.chips_per_rack)
-            rows2[j, k], core[j, k] = chip_rows(*shape)
+            rows2[j, k], core[j, k] = (x * (1.0 + cols["spare_share"][j]) for x in chip_rows(*shape))  # spares (19)
             held[j, k] = held_chips(*shape)
     demand = demand_rows(demands)
     revenue = np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
@@ -320,7 +343,7 @@ def with_api(cols: dict, demands: list[Demand]) -> dict:
                       draft_tokens=0, acceptance=0.0, batch=0, chips=0, tps_per_user=o["max_tps_per_user"],
                       ttft_s=float("nan"), output_tokens_per_s=d.sized_output_tokens_per_s,
                       prefill_tokens_per_s=d.sized_prefill_tokens_per_s, prefill_share=float("nan"), power_w=0.0,
-                      source=API_KIND, measurement=o["name"], decode_slots=0.0)
+                      source=API_KIND, measurement=o["name"], decode_slots=0.0, spare_pool=1.0, spare_share=0.0)
         for c in cols:
             extra[c].append(values[c])
     # strings keep their full length (numpy widens the dtype); an empty engine table takes the offers' own types
@@ -342,20 +365,25 @@ def api_column_costs(cols: dict, demands: list[Demand]) -> np.ndarray:
 POOLED_KINDS = ("decode", "colocated")  # kinds whose replicas several workloads of one model can share (15)
 
 
+def spares_at(cols: dict, j: int) -> bool:
+    """Whether column ``j`` is charged spares (its ``spare_share``, where the columns carry one)."""
+    return "spare_share" in cols and cols["spare_share"][j] > 0
+
+
 def replica_pools(cols: dict, demands: list[Demand], integer: np.ndarray) -> np.ndarray | None:
     """[J] (15, OPTIMIZER.md 16) the pool each column joins, -1 for none: the whole-replica decode and colocated
     options of different workloads of one model on one system, layout, precision and drafter, at one tier (and,
     colocated, one TTFT target) are time shares of the same replicas, as one engine serves them all. Smaller
     replicas are time shares already (continuous); prefill pools queue per workload. None when no two workloads
-    share a key."""
+    share a key. A column that holds spares joins none."""
     by_name = {d.name: d for d in demands}
     keys: dict[tuple, int] = {}
     pool = np.full(len(cols["workload"]), -1)
     members: dict[int, set] = {}
     for j in np.flatnonzero(integer) if len(integer) else []:
         kind = str(cols["kind"][j])
-        if kind not in POOLED_KINDS or len(systems_of(cols, j)) != 1:
-            continue
+        if kind not in POOLED_KINDS or len(systems_of(cols, j)) != 1 or spares_at(cols, j):
+            continue  # a column holding spares keeps its own pool (each pool's spares its own, OPTIMIZER.md 19)
         d = by_name[str(cols["workload"][j])]
         key = (d.model, str(cols["hardware"][j]), kind, str(cols["precision"][j]), int(cols["tensor_parallel"][j]),
                int(cols["pipeline_parallel"][j]), bool(cols["expert_parallel"][j]), str(cols["speculative"][j]),
@@ -367,6 +395,31 @@ def replica_pools(cols: dict, demands: list[Demand], integer: np.ndarray) -> np.
     shared = {g for g, names in members.items() if len(names) > 1}
     pool = np.where(np.isin(pool, list(shared)), pool, -1)
     return pool if shared else None
+
+
+def spare_counts(cols: dict, demands: dict, hardware: dict) -> np.ndarray:
+    """[J] K of each column (``spares.spare_count``): the most spares its pool needs under its workload's rule; 0 for
+    a hosted API's."""
+    out = np.zeros(len(cols["workload"]))
+    for j in range(len(out)):
+        rule = demands[str(cols["workload"][j])].redundancy
+        if rule != "none" and cols["kind"][j] != API_KIND:
+            out[j] = spare_count(rule, [(n_chips, replica_stages(cols, j, role), hardware[hw_id].chips_per_rack)
+                                        for hw_id, _, n_chips, role in systems_of(cols, j)])
+    return out
+
+
+def assumed_pool(cols: dict, demands: dict, usable: np.ndarray) -> np.ndarray:
+    """[J] the replicas a column's pool is assumed to have before a plan says: its workload's sized demand (decode
+    output at its usable share, or prompts for a prefill option) on it alone."""
+    out = np.ones(len(cols["workload"]))
+    for j in range(len(out)):
+        d = demands[str(cols["workload"][j])]
+        prefill = cols["kind"][j] == "prefill"
+        cap = float(cols["prefill_tokens_per_s"][j] if prefill else cols["output_tokens_per_s"][j] * usable[j])
+        need = d.sized_prefill_tokens_per_s if prefill else d.sized_output_tokens_per_s
+        out[j] = need / cap if cap > 0 else 1.0
+    return out
 
 
 def replica_stages(cols: dict, j: int, role: str) -> int:

@@ -29,6 +29,11 @@ REPAIR_ROUNDS = 4
 # Rounds of ``size_decode_queues`` that take again only the decode options whose pools came out smaller than
 # assumed; after them, every decode option is taken at one replica's slots and solved once more.
 DECODE_QUEUE_ROUNDS = 4
+# Rounds of ``size_spares`` that take again the columns whose pools came out smaller than their spares assumed, at
+# the pool they deploy; after them, a column still short is taken at SPARE_SHRINK of it (a little more spare than
+# it needs, so that it stops moving).
+SPARE_ROUNDS = 4
+SPARE_SHRINK = 0.8
 
 
 def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None,
@@ -54,6 +59,7 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     sol = optimize_by(built, settings, deadline, "scoring candidates")
     built, sol = repair_pools(built, sol, settings, deadline, progress)
     built, sol = size_decode_queues(built, sol, settings, deadline, progress)
+    built, sol = size_spares(built, sol, settings, deadline, progress)
     if sol.status == NO_PLAN:
         raise PlannerError(f"the {sol.solver} solver found no plan within the time limit of "
                            f"{settings.time_limit_s:g} s; raise --time-limit (or solver.time_limit_s) or try another "
@@ -152,6 +158,39 @@ def size_decode_queues(built: Built, sol, settings, deadline: float, progress=No
         if found is None or found.status == NO_PLAN:
             return built, dataclasses.replace(sol, status="time_limit")
         built, sol = repair_pools(again, found, settings, deadline, progress, resolve)
+    return built, sol
+
+
+def size_spares(built: Built, sol, settings, deadline: float, progress=None) -> tuple[Built, object]:
+    """Spare replicas at the pools the plan deploys (OPTIMIZER.md 19): a column is charged f = min(K, x0) / x0
+    spares a replica at its assumed pool x0 (``options.spare_pool``); where it deploys fewer replicas, f is short
+    of min(K, x) / x, so the column is taken again at the pool it deploys and the MILP solved again (its prefill
+    pools and decode queues sized again after it). After SPARE_ROUNDS such rounds, a column still short is taken
+    at SPARE_SHRINK of the pool it deploys (f then holds for any pool down to that): its x0 falls by that factor
+    at least each time, and a column at x0 <= K (f = 1: min(K, x) <= x whatever x is) is never short, so this
+    ends. Past the deadline, the plan so far stands with status
+    time_limit, and ``solve`` refuses it if it does not hold."""
+    rnd = 0
+    while sol.status in HAS_PLAN:
+        pool = np.asarray(built.options["spare_pool"], dtype=float)
+        share = np.asarray(built.options["spare_share"], dtype=float)
+        deployed = plan_replicas(built, sol)
+        short = np.flatnonzero((share > 0) & (share < 1.0) & (deployed > 1e-9) & (deployed < pool * (1 - 1e-9)))
+        if not len(short):
+            break
+        new = pool.copy()
+        new[short] = deployed[short] * (1.0 if rnd < SPARE_ROUNDS else SPARE_SHRINK)
+        rnd += 1
+        if progress:
+            progress(0, 1, f"pools smaller than their spares assumed: {len(short)} option(s) taken again, solving "
+                           f"again")
+        again = with_columns(built, {**built.options, "spare_pool": new})
+        found = (optimize_by(again, settings, deadline, "sizing spare replicas again", (sol.racks, sol.replicas),
+                             so_far=sol) if deadline > time.monotonic() else None)
+        if found is None or found.status == NO_PLAN:
+            return built, dataclasses.replace(sol, status="time_limit")
+        built, sol = repair_pools(again, found, settings, deadline, progress)
+        built, sol = size_decode_queues(built, sol, settings, deadline, progress)
     return built, sol
 
 

@@ -49,6 +49,9 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
              if w.get("served_share") is not None and w["served_share"] < 1.0 - 1e-6]
     short += [f"{name} ({why})" for name, why in (d.get("unserved") or {}).items()]
     lines.append("unserved: " + (", ".join(short) if short else "none: every workload is served whole"))
+    spares = spare_words(d)
+    if spares:
+        lines.append("spares:   " + spares)
     lines.append("verified: " + verified_words(d))
     if d["objective"] == "max_revenue":
         lines.append(f"revenue:  {people(totals['revenue_usd_per_year'], 'USD')} a year; profit "
@@ -68,6 +71,20 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
             for r in more[:3]) if more else "no single rack serves more")
             + " (one more rack of a system, the fleet re-planned around it)")
     return lines
+
+
+def spare_words(d: dict) -> str | None:
+    """The spare replicas the plan holds (``site.redundancy``, a workload's ``spare_replicas``; OPTIMIZER.md 19):
+    how many, on how many pools, and their share of the chips the plan runs on; None when it holds none."""
+    rows = [r for r in d.get("allocation") or [] if (r.get("spare_replicas") or 0) > 0 and r["role"] != "ffn"]
+    if not rows:
+        return None
+    chips = sum(r["spare_replicas"] * (r["chips_per_replica"] + (r.get("ffn_chips") or 0)) for r in rows)
+    used = sum(f.get("chips_used") or 0.0 for f in d["fleet"])
+    rules = sorted({w.get("redundancy", "none") for w in d["inputs"]["demands"]} - {"none"})
+    return (f"{people(sum(r['spare_replicas'] for r in rows))} spare replicas on {len(rows)} pools ("
+            f"{', '.join(rules)}): {people(chips)} chips, {100 * chips / used:.2g}% of those the plan runs on"
+            if used else "")
 
 
 def verified_words(d: dict) -> str:

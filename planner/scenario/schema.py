@@ -61,6 +61,7 @@ SolverName = Literal["scip", "highs", "cp-sat"]
 # The Literals pydantic needs, held to the vocabulary's one definition of each word.
 assert get_args(Tier) == tuple(TIERS) and get_args(Objective) == OBJECTIVES and get_args(SolverName) == SOLVERS
 CurtailmentOrder = Literal["tier", "revenue"]
+Redundancy = Literal["none", "n+1", "rack"]
 assert get_args(CurtailmentOrder) == CURTAILMENT_ORDERS
 
 
@@ -123,6 +124,11 @@ class Site(_Section):
     capacity_headroom: Annotated[Number, Ge(0), Le(10)] = Field(
         0.0, description="share of capacity held above the peak: every pool sized for peak x (1 + this), as "
         "operators keep for bursts and failures (default 0: sized for the peak at 100% of modelled throughput)")
+    redundancy: Redundancy = Field(
+        "none", description="spare replicas every pool holds beyond what its load needs (docs/OPTIMIZER.md 19): "
+        "none (the default), n+1 (one spare replica a pool, a fractional pool a spare of its own size), rack (as many "
+        "as one rack holds of the pool's replicas, so that the loss of any one rack leaves the load served); a "
+        "workload's spare_replicas takes its place")
     curtailment_order: CurtailmentOrder = Field(
         DEFAULT_CURTAILMENT_ORDER, description="the order in which the plan's curtailment table sheds workloads at "
         "the peak (docs/OPTIMIZER.md 13): tier (the slowest tier first; the default) or revenue (the least revenue "
@@ -306,6 +312,9 @@ class Workload(_Section):
         None, description="share of this workload's capacity held above its peak, as site.capacity_headroom but "
         "for this workload alone (planner solve --verify raises it where a simulated target fails); default: the "
         "site's")
+    spare_replicas: Annotated[Count, Le(10000)] | None = Field(
+        None, description="spare replicas each of this workload's pools holds beyond what its load needs (N+k, "
+        "docs/OPTIMIZER.md 19), in place of site.redundancy; 0: none; default: the site's")
     turns: Annotated[PosCount, Le(10000)] = Field(1, description="model calls per session (agentic), 1 to 10,000 (default 1)")
     tool_call_gap_s: Annotated[NonNegNumber, Le(1e6)] = Field(
         0.0, description="mean seconds between turns spent in tools, while the session's context waits (default 0)"

@@ -18,6 +18,7 @@ import numpy as np
 from planner.errors import InfeasibleError, InputError, PlannerError
 from planner.fleet.check import check
 from planner.fleet.plan import extract_plan
+from planner.fleet.problem import refuse_spares
 from planner.fleet.solve import repair_pools, size_decode_queues
 from solvers import milp
 from solvers.robust import RobustProblem, known_plan, optimize, sample_statistic, topped_up
@@ -250,6 +251,7 @@ def solve_robust(scenario, samples_file, statistic: str = "mean", engine: str = 
 
     from planner.sweep.run import sweep
 
+    refuse_spares(scenario, "a robust fleet (--robust)")
     outcome = sweep(samples_file, engine, address, workers, progress, regret=True, robust=statistic,
                     base_scenario=scenario)
     if outcome.robust_error is not None:

@@ -144,3 +144,31 @@ def random_workload(rng, colocated: bool = False, agentic: bool = False):
     wl[L.W_TTFT_QUANTILE] = float(rng.choice([0.5, 0.9, 0.99]))
     wl[L.W_RESIDENT_S_PER_TOKEN] = 10 ** rng.uniform(-3, 0) if agentic else 0.0
     return wl
+
+
+SMALL_SITE_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "gpt-oss-120b")
+SMALL_SITE_HARDWARE = ("hgx-h100", "hgx-h200", "hgx-b200")
+SMALL_SITE_TIERS = ("standard", "high", "premium")
+
+
+def random_small_site(seed: int) -> str:
+    """A random small site as scenario YAML: one air-cooled 8-GPU system, one or two workloads of 2-40 requests/s
+    on a model of SMALL_SITE_MODELS, fixed or spread ({mean, p99}) prompt and answer lengths, a tier, a TTFT target
+    of 1-5 s at p90 or p99: pools of a few replicas, where sizing at a percentile matters most."""
+    rng = np.random.default_rng(seed)
+    hardware = SMALL_SITE_HARDWARE[rng.integers(len(SMALL_SITE_HARDWARE))]
+    lines = []
+    for k in range(int(rng.integers(1, 3))):
+        model = SMALL_SITE_MODELS[rng.integers(len(SMALL_SITE_MODELS))]
+        rate = float(np.round(rng.uniform(2, 40), 1))
+        prompt, answer = int(rng.choice([500, 1500, 4000])), int(rng.choice([150, 400, 900]))
+        spread = rng.random() < 0.5
+        prompt_s = f"{{mean: {prompt}, p99: {prompt * 5}}}" if spread else str(prompt)
+        answer_s = f"{{mean: {answer}, p99: {answer * 4}}}" if spread else str(answer)
+        tier = SMALL_SITE_TIERS[rng.integers(len(SMALL_SITE_TIERS))]
+        lines.append(f"  - {{name: w{k}, model: {model}, requests_per_s: {rate}, input_tokens: {prompt_s}, "
+                     f"output_tokens: {answer_s}, tier: {tier}, ttft_s: {float(rng.choice([1.0, 2.0, 5.0]))}, "
+                     f"ttft_percentile: {int(rng.choice([90, 99]))}}}")
+    return (f"name: small-site-{seed}\nstart_date: 2027-01-01\nhorizon_years: 4\n"
+            f"finance: {{wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.2}}\nhardware: {{allow: [{hardware}]}}\n"
+            "workloads:\n" + "\n".join(lines) + "\n")

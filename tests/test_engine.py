@@ -28,7 +28,7 @@ def workload(context_avg, context_max, min_tps, prefill_tokens, output_tokens, t
     return wl
 
 
-def slow_best(m, h, layouts, batches, q, a, ctx_avg, ctx_max, min_tps, draft):
+def slow_best(m, h, layouts, batches, q, a, ctx_avg, ctx_max, min_tps, draft, output_tokens=500.0, quantile=0.9):
     """Plain loop over speculative_decode_breakdown: the engine's decode-only reduction, written the obvious way."""
     out = []
     full, scratch = np.empty(L.N_BREAKDOWN), np.empty(L.N_BREAKDOWN)
@@ -38,7 +38,11 @@ def slow_best(m, h, layouts, batches, q, a, ctx_avg, ctx_max, min_tps, draft):
             for b in batches:
                 speculative_decode_breakdown(m, draft, h, tp, pp, ep, b, ctx_avg, ctx_max, qj - 1.0, aj, scratch,
                                              full)
-                if full[L.B_FITS] and full[L.B_TPS_PER_USER] >= min_tps and full[L.B_TOKENS_PER_S] > best[0]:
+                # a mean answer's whole steps and its join at the percentile within the tier (queues.slack_s)
+                tps = full[L.B_TPS_PER_USER]
+                steps = math.ceil(output_tokens / aj - 1e-9) + quantile
+                joined = tps > 0 and steps * aj / tps <= output_tokens / min_tps * (1 + 1e-9)
+                if full[L.B_FITS] and tps >= min_tps and joined and full[L.B_TOKENS_PER_S] > best[0]:
                     best = (full[L.B_TOKENS_PER_S], b)
             out.append(best)
     return out

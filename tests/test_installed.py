@@ -184,11 +184,12 @@ def test_one_more_rack_of_each_system_adds_what_a_re_solve_serves(fleet_only_pla
                                                             "hardware.allow": [best, "hgx-h100"]}))
     base = sum(w["demand_output_tokens_per_s"] * w["served_share"] for w in fleet_only_plan.to_dict()["workloads"])
     served = sum(w["demand_output_tokens_per_s"] * w["served_share"] for w in again.to_dict()["workloads"])
-    # the what-if re-solves keep the options as generated, while a solve sizes prefill pools again where they come
-    # out smaller than assumed (OPTIMIZER.md 14), which only takes capacity away: here 0.6% of what the rack adds
-    # (model v4; 0.12% under v3): the what-if overstates by that much, never understates
+    # the what-if re-solves keep the options as generated, while a solve sizes prefill pools and queues of batch
+    # slots again where they come out smaller than assumed (OPTIMIZER.md 14, 18), which only takes capacity away:
+    # here 1.6% of what the rack adds (colocated pools sized as queues too; 0.6% before, 0.12% under model v3): the
+    # what-if overstates by that much, never understates
     added = more[0]["served_output_tokens_per_s"]
-    assert added * (1 - 1e-2) <= served - base <= added * (1 + 1e-3)
+    assert added * (1 - 2e-2) <= served - base <= added * (1 + 1e-3)
 
 
 def test_fleet_only_on_the_cli_is_the_library_and_needs_an_installed_fleet(fleet_only_plan):

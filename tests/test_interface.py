@@ -148,7 +148,7 @@ UNITLESS = {"racks", "chips", "replicas", "batch", "chips_per_replica", "tensor_
             "columns", "acceptance", "chip_utilization", "utilization", "prefill_share", "served_share",
             "relative_gap", "ttft_percentile", "best_bound",
             "racks_installed", "racks_new", "racks_retired", "chips_rented", "breakeven_utilization",
-            "step", "racks_powered_off", "shed_share_of_peak"}
+            "step", "racks_powered_off", "shed_share_of_peak", "replicas_per_rack"}
 UNIT_MARKS = ("_usd", "_mw", "_w", "_s", "_kw", "tps_", "_bytes", "_mtok", "_tokens", "_pct", "_hours")
 
 

@@ -128,3 +128,36 @@ def test_check_fails_racks_that_hold_the_chips_but_not_the_replicas(plan):
     assert checks_named(d, "chips gb200-nvl72")[0]["ok"]  # the chips fit: what the check looked at before
     packing = checks_named(d, "rack packing gb200-nvl72")
     assert packing and not packing[0]["ok"] and "14 racks" in packing[0]["detail"]
+
+
+def test_replicas_a_rack_holds_by_hand():
+    """A stage lives in one domain: an NVL72 rack holds one 64-GPU replica (not 72 / 64), two of 32, a quarter of
+    one of four 64-GPU stages; 9 of 8 GPUs; where a domain spans racks (a 576-chip pod of 72-chip racks), its chips'
+    share of a rack."""
+    from planner.fleet.packing import replicas_per_rack
+
+    assert replicas_per_rack(64, 1, 72, 72) == 1.0
+    assert replicas_per_rack(32, 1, 72, 72) == 2.0
+    assert replicas_per_rack(256, 4, 72, 72) == 0.25
+    assert replicas_per_rack(8, 1, 72, 72) == 9.0
+    assert replicas_per_rack(8, 1, 8, 8) == 1.0
+    assert replicas_per_rack(144, 1, 576, 72) == 0.5
+
+
+@pytest.mark.integration
+def test_the_fleet_says_how_many_replicas_a_rack_holds_where_packing_binds(plan):
+    """Interface, third round: fleet rows gain ``replicas_per_rack`` where packing binds (null elsewhere), and
+    check recomputes it with the rest of the fleet table."""
+    import polars as pl
+
+    from planner import catalog
+    from planner.fleet.plan import packing_replicas_per_rack
+
+    hw = catalog.get_hardware("gb200-nvl72")
+    row = dict(next(r for r in plan.to_dict()["allocation"] if r["role"] == "decode"), replicas=14,
+               chips_per_replica=64, tensor_parallel=64, pipeline_parallel=1, replica_pool=None, spare_replicas=0)
+    assert packing_replicas_per_rack(pl.DataFrame([row], infer_schema_length=None), hw) == 1.0  # 14 racks, not 13
+    eight = dict(row, replicas=9, chips_per_replica=8, tensor_parallel=8)  # 72 GPUs fill one rack: no binding
+    assert packing_replicas_per_rack(pl.DataFrame([eight], infer_schema_length=None), hw) is None
+    d = plan.to_dict()
+    assert all("replicas_per_rack" in f for f in d["fleet"]) and all(c["ok"] for c in check(d))

@@ -14,7 +14,8 @@ import pytest
 from planner.fleet.check import check
 from planner.fleet.demand import Demand
 from planner.fleet.queues import (MAX_DECODE_UTILIZATION, assumed_slots, column_bounds, effective_capacity,
-                                  max_decode_utilization, routing_share, slack_s, slot_seconds)
+                                  max_colocated_utilization, max_decode_utilization, routing_share, slack_s,
+                                  slot_seconds)
 from planner.fleet.solve import solve
 from planner.scenario import scenario_from_yaml
 from planner.sim import simulate
@@ -32,12 +33,13 @@ def demand(**kw) -> Demand:
 def test_slot_time_and_slack_by_hand():
     d = demand()
     # 500 tokens at 250 tok/s, one a step: 500 steps of 4 ms and the one it joins in hold the slot 2.004 s; the
-    # tier's 2.5 s less the 500 steps leaves 0.5 s to wait for a slot
+    # tier's 2.5 s less the 500 steps and the join at p90 (0.9 of a step) leaves 0.4964 s to wait for a slot
     assert slot_seconds(d, 250.0, 1.0) == pytest.approx(2.004)
-    assert slack_s(d, 250.0, 1.0) == pytest.approx(0.5)
+    assert slack_s(d, 250.0, 1.0) == pytest.approx(2.5 - 500.9 * 0.004)
     # 2.38 tokens kept a step (speculative): ceil(500 / 2.38) = 211 steps, and one more, of 2.38 / 250 s
     assert slot_seconds(d, 250.0, 2.38) == pytest.approx(212 * 2.38 / 250.0)
-    assert slack_s(d, 200.0, 1.0) == 0.0  # at the tier's own speed nothing is left to wait
+    assert slack_s(d, 500.9 / 2.5, 1.0) == 0.0  # steps and join take the tier's whole time: nothing left to wait
+    assert slack_s(d, 200.0, 1.0) < 0  # at the tier's own speed the join misses it
     # whole steps: 500 tokens at 3 a step are 167 steps, 501 tokens' time: at 200.2 tok/s they miss the tier
     assert slack_s(d, 200.2, 3.0) < 0 and max_decode_utilization(d, 1000.0, 200.2, 3.0) == 0.0
 
@@ -45,14 +47,15 @@ def test_slot_time_and_slack_by_hand():
 def test_utilization_bounds_by_hand():
     d = demand()
     # no slack: a stream may not wait at p90, so C(c, rho) <= 0.1; one slot: C(1, rho) = rho, rho* = 0.1
-    assert max_decode_utilization(d, 1.0, 200.0) == pytest.approx(0.1, abs=1e-9)
-    at = [max_decode_utilization(d, c, 200.0) for c in (1.0, 10.0, 100.0, 1000.0, 100_000.0)]
+    exact = 500.9 / 2.5  # its steps and join take the tier's whole time
+    assert max_decode_utilization(d, 1.0, exact) == pytest.approx(0.1, abs=1e-9)
+    at = [max_decode_utilization(d, c, exact) for c in (1.0, 10.0, 100.0, 1000.0, 100_000.0)]
     assert at == sorted(at) and at[-1] == MAX_DECODE_UTILIZATION  # more slots run busier, never past the cap
-    assert max_decode_utilization(d, 10.0, 250.0) > max_decode_utilization(d, 10.0, 200.0)  # slack helps
+    assert max_decode_utilization(d, 10.0, 250.0) > max_decode_utilization(d, 10.0, exact)  # slack helps
     assert max_decode_utilization(d, 0.0, 250.0) == 0.0
 
 
-def row(replicas, batch=16, tps=200.0, out=1000.0, workload="chat", role="decode"):
+def row(replicas, batch=16, tps=250.0, out=1000.0, workload="chat", role="decode"):
     return {"workload": workload, "role": role, "replicas": replicas, "batch": batch, "tps_per_user": tps,
             "output_tokens_per_s": out, "draft_tokens": 0, "acceptance": 0.0, "acquisition": "owned"}
 
@@ -60,13 +63,16 @@ def row(replicas, batch=16, tps=200.0, out=1000.0, workload="chat", role="decode
 def test_usable_capacity_and_the_milps_coverage():
     d = demand()
     # one row holding exactly the peak (1000 of 1000 tok/s): its 160 slots allow rho*, the usable part
-    rho = max_decode_utilization(d, 160.0, 200.0)
+    rho = max_decode_utilization(d, 160.0, 250.0)
     assert effective_capacity(d, [row(10.0)]) == pytest.approx((1000.0, 1000.0 * rho))
-    # a hosted API's capacity and a colocated row's count whole (a colocated stream waits before its first token)
+    # a hosted API's capacity counts whole; a colocated row's at its rho* within what its TTFT leaves of the
+    # target (its streams wait for a slot before their first token: test_colocated_queues)
     api = dict(row(0.5, out=500.0), role="api", acquisition="api")
-    colocated = dict(row(10.0, out=500.0), role="colocated")
+    colocated = dict(row(10.0, out=500.0), role="colocated", ttft_s=0.4)
     assert effective_capacity(d, [row(10.0, out=500.0), api]) == pytest.approx((1000.0, 500.0 * rho + 500.0))
-    assert effective_capacity(d, [colocated]) == pytest.approx((500.0, 500.0))
+    rho_colocated = max_colocated_utilization(d, 160.0, 250.0, 1.0, 0.4)
+    assert 0 < rho_colocated < 1 and rho_colocated != rho
+    assert effective_capacity(d, [colocated]) == pytest.approx((500.0, 500.0 * rho_colocated))
     assert routing_share(d, row(10.0)) == pytest.approx(rho) and routing_share(d, api) == 1.0
     # another workload's row is not this one's
     assert effective_capacity(d, [row(10.0, workload="other")]) == (0.0, 0.0)
@@ -74,7 +80,7 @@ def test_usable_capacity_and_the_milps_coverage():
     # 16 slots), rho* at its slots; a prefill option is not a decode queue
     cols = {"workload": np.array(["chat", "chat"]), "kind": np.array(["decode", "prefill"]),
             "output_tokens_per_s": np.array([100.0, 0.0]), "batch": np.array([16.0, 4.0]),
-            "tps_per_user": np.array([200.0, np.nan]), "draft_tokens": np.array([0, 0]),
+            "tps_per_user": np.array([250.0, np.nan]), "draft_tokens": np.array([0, 0]),
             "acceptance": np.array([0.0, 0.0])}
     slots = assumed_slots(cols, {"chat": d})
     assert list(slots) == [160.0, 0.0]

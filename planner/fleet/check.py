@@ -29,7 +29,7 @@ from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pool
 from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
 from planner.fleet.packing import racks_offered
 from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE
-from planner.fleet.queues import effective_capacity, queued_rows
+from planner.fleet.queues import effective_capacity, queued_rows, routing_share
 from planner.fleet.spares import spare_count, spares_needed
 from planner.inputs import read_bytes_limited
 from planner.measurements.curves import rescore_measured
@@ -360,6 +360,11 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
     if kind.covers_decode:
         out.append(result(name + " speed", r.tps_per_user >= demand.min_tps_per_user * (1 - 1e-9),
                           f"{r.tps_per_user:.4g} tok/s/user, tier {demand.min_tps_per_user:g}"))
+        if r.miss_share is not None:
+            allowed = 1.0 - demand.ttft_quantile
+            out.append(result(name + " speed at percentile", r.miss_share <= allowed * (1 + 1e-6) + 1e-12,
+                              f"{100 * r.miss_share:.3g}% of its requests under the tier past the prefill chunks "
+                              f"they meet, at most {100 * allowed:.3g}% (p{100 * demand.ttft_quantile:g})"))
         out.append(same(name + " tps_per_user", row.get("tps_per_user"), r.tps_per_user))
     if r.ttft:
         servers = f" in a pool of {row.get('servers'):g} servers" if isinstance(row.get("servers"), (int, float)) else ""
@@ -484,7 +489,9 @@ def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs
         share = float(share) if ok_share else 1.0
         mine = [i for i, r in enumerate(rows) if r.get("workload") == d.name]
         served = sum(capacity[i][0] for i in mine if rows[i].get("role") in DECODE_ROLES)
-        prefilled = sum(capacity[i][1] for i in mine if rows[i].get("role") in PREFILL_ROLES)
+        # a colocated row prefills only the streams routed to it, its rho*(c) of its capacity (OPTIMIZER.md 18)
+        prefilled = sum(capacity[i][1] * (routing_share(d, rows[i]) if rows[i].get("role") == "colocated" else 1.0)
+                        for i in mine if rows[i].get("role") in PREFILL_ROLES)
         out.append(result(f"demand {d.name} decode", served >= share * d.sized_output_tokens_per_s * (1 - REL),
                           f"served {served:.6g} of {share:.4g} x {d.sized_output_tokens_per_s:.6g} output tokens/s"
                           + (f" (the peak + {100 * d.headroom:.3g}% headroom)" if d.headroom else "")))

@@ -21,6 +21,9 @@ from planner.vocabulary import AUTO_SPECULATIVE, DEFAULT_ACCEPTANCE, SECONDS_PER
 from solvers.perf import slots as L
 
 PREFILL_BANDS = 16  # equal-probability bands of the prompt lengths over which prefill is priced (MODEL.md 15.3)
+# Equal-probability points of the output lengths over which a colocated replica's streams are held to the tier
+# (short answers miss first: one prompt's prefill chunk is a larger part of their time; MODEL.md 9.2)
+OUTPUT_SHARE_POINTS = 32
 TURN_BANDS = 32  # bands of a session's turns over which its calls' prompts are priced (each turn alone up to 32)
 
 
@@ -76,6 +79,16 @@ class Demand:
             return Lengths.fixed(self.output_tokens)
         visible = Lengths.from_spec(self.output_lengths, "output_lengths")
         return visible.shifted(self.output_tokens - visible.mean)
+
+    def output_shares(self) -> np.ndarray:
+        """Calls' output lengths over their mean at OUTPUT_SHARE_POINTS equal-weight quantile midpoints of the
+        distribution, [1] for a fixed length: the requests whose speed the engine takes at the percentile on a
+        colocated replica (``solvers.perf.serving.colocated_miss_share``)."""
+        dist = self.output_length_dist()
+        if self.output_lengths is None or dist.mean <= 0:
+            return np.ones(1)
+        return np.array([dist.quantile((k + 0.5) / OUTPUT_SHARE_POINTS) / dist.mean
+                         for k in range(OUTPUT_SHARE_POINTS)])
 
     def prefill_lengths(self) -> tuple[np.ndarray, np.ndarray, float]:
         """The prompt tokens a call prefills, as the engine prices them (MODEL.md 15.3): points of the calls'

@@ -22,6 +22,9 @@ def infeasibility_message(built: Built) -> str:
     if built.unserved:
         return "no feasible fleet: " + "; ".join(f"{w}: {why}" for w, why in what_would_serve(built).items())
     p = built.problem
+    queued_out = unusable_queues(built)
+    if queued_out:
+        return "no feasible fleet: " + "; ".join(queued_out)
     relaxed = dataclasses.replace(p, power_budget_w=math.inf, objective="min_power")
     least = optimize(relaxed, solver="highs", time_limit_s=30.0, relative_gap=1e-3, fewest_platforms=False)
     if least.status in HAS_PLAN:
@@ -49,6 +52,21 @@ def infeasibility_message(built: Built) -> str:
                 + "; ".join(over))
     return "no feasible fleet: no combination of the options covers the demand"
 
+
+
+def unusable_queues(built: Built) -> list[str]:
+    """Workloads with options whose queues of batch slots leave none of their capacity usable at the workload's
+    percentile (docs/OPTIMIZER.md 18), and no option that covers their demand otherwise."""
+    out = []
+    for w, d in enumerate(built.demands):
+        for row, what in ((2 * w, "decode"), (2 * w + 1, "prefill")):
+            if d.output_tokens_per_s > 0 and not np.any(built.problem.coverage[:, row] > 0):
+                out.append(f"{d.name}: none of its {what} options has capacity usable at p{100 * d.ttft_quantile:g}: "
+                           f"a stream waiting for a batch slot would miss the {d.min_tps_per_user:g} tok/s tier or "
+                           f"the {d.ttft_s:g} s TTFT (docs/OPTIMIZER.md 18); a lower percentile or a looser target "
+                           f"leaves room to wait")
+                break
+    return out
 
 
 def workload_power_mw(built: Built, replicas: np.ndarray, pue: float) -> dict[str, float]:

@@ -36,8 +36,8 @@ from solvers.jit import thread_count
 from solvers.perf import slots as L, sweep
 from solvers.perf.kernels import idle_power_w, loaded_power_w, speculative_decode_breakdown
 from solvers.perf.queue import servers_for_load, wait_quantile_s
-from solvers.perf.serving import (colocated_request_s, kv_fits, kv_transfer_s, replica_power_w, resident_share,
-                                  spec_tokens)
+from solvers.perf.serving import (colocated_miss_share, colocated_request_s, decode_seconds, kv_fits, kv_transfer_s,
+                                  replica_power_w, resident_share, spec_tokens)
 from solvers.perf.split import split_decode_breakdown
 from solvers.perf.sweep import split_decode_sweep
 
@@ -263,7 +263,7 @@ def decode_rows(demand: Demand, sys: System, colocated: bool, max_servers: float
     res = sweep.best_decode_per_layout(sys.mv, sys.draft, sys.hv, sys.wl, grid, np.searchsorted(sys.pps, grid[:, 1]),
                                        sys.touched, sys.draft_touched, BATCHES, ks, accepted, np.array(rates),
                                        np.array(singles), demand.sized_output_tokens_per_s, demand.prefill_scv,
-                                       np.full((len(ways), len(grid)), float(max_servers)))
+                                       np.full((len(ways), len(grid)), float(max_servers)), demand.output_shares())
     sys.rows.update({(c, max_servers): r for c, r in zip(ways, res)})
     return sys.rows.pop(key)
 
@@ -382,6 +382,8 @@ class Rescore:
     ttft: dict = field(default_factory=dict)  # ttft_s at the target percentile and ttft_p50/p90/p99_s; empty when
     # the row's prompts are prefilled elsewhere
     share: float | None = None  # colocated: share of the replica's time spent prefilling
+    miss_share: float | None = None  # colocated: the share of requests under the tier past the prefill chunks they
+    # meet (``serving.colocated_miss_share``); elsewhere a stream is at tps_per_user once it has its first token
 
 
 def ttft_at(fixed_s: float, service_s: float, utilization: float, quantile: float, servers: float,
@@ -471,11 +473,13 @@ def rescore_decode(row: dict, d: Demand, model: Model, hardware: dict, efficienc
         servers, busy = pool if pool is not None else (1.0, share)
         ttft = ttft_percentiles(lone_s, prefill_s, busy, d.ttft_quantile, servers, d.prefill_scv)
         power = float(loaded_power_w(power, prefill_w, share))
+        miss = float(colocated_miss_share(d.output_tokens, float(dec[L.B_TIME_S]), batch, a, prefill_s,
+                                          d.prefill_scv, d.min_tps_per_user, d.output_shares()))
     tps = served / batch
     kv_per_stream = float(dec[L.B_KV_BYTES_PER_CHIP]) / batch
     fits = bool(kv_fits(float(dec[L.B_WEIGHT_BYTES_PER_CHIP]), kv_per_stream, batch,
                         resident_share(d.resident_s_per_token, tps), float(dec[L.B_USABLE_BYTES_PER_CHIP]) * (1 + 1e-9)))
-    return Rescore(fits, tps, served, prefilled, power, ttft, share)
+    return Rescore(fits, tps, served, prefilled, power, ttft, share, miss if row["role"] == "colocated" else None)
 
 
 def rescore_prefill(row: dict, d: Demand, model: Model, hardware: dict, efficiency: dict,
@@ -564,7 +568,7 @@ def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurem
         if curve.role not in names:
             continue
         covered.add(curve.precision)
-        point = operating_point(curve, demand.min_tps_per_user, demand.ttft_s)
+        point = operating_point(curve, measured_tier(demand, curve.role), demand.ttft_s)
         if point is None:
             continue
         keep = 1.0 - headroom
@@ -584,6 +588,17 @@ def measured_options(demand: Demand, model: Model, hw: Hardware, kinds, measurem
             source="measured", measurement=curve.describe() + f", read at concurrency {point.concurrency:g}",
         )
     return covered
+
+
+def measured_tier(demand: Demand, role: str) -> float:
+    """The speed a measured curve must reach at its operating point: the tier, and for a decode curve so much more
+    that a mean answer's tokens, one a step, and its join to a running batch at the workload's percentile fit the
+    tier's time (``serving.decode_seconds``, ``queues.slack_s``): read at exactly 100 tok/s per user, a 300-token
+    answer's join left its batch slots no wait at all and the option unusable."""
+    if role != "decode":
+        return demand.min_tps_per_user
+    out = demand.output_tokens
+    return demand.min_tps_per_user * float(decode_seconds(out, 1.0, 1.0, demand.ttft_quantile)) / out
 
 
 def single_kinds(d: Demand, model: Model, hardware: dict[str, Hardware], singles) -> dict[str, list]:

@@ -20,7 +20,7 @@ from planner.fleet.draw import mean_power_mw, site_draw
 from planner.fleet.finance import (annual_revenue, idle_power_w, mean_tokens_per_year, rack_carbon_kg, rental_cost,
                                    replica_carbon_kg, usd_per_mtok)
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, pool_key, pools, ttft_percentiles
-from planner.fleet.packing import WHOLE, domains_needed, domains_per_rack, spans_racks
+from planner.fleet.packing import WHOLE, domains_needed, domains_per_rack, replicas_per_rack, spans_racks
 from planner.fleet.problem import Built, rental_offers
 from planner.perf.grid import engines_running, pair_engines
 from planner.vocabulary import API_KIND, DECODE_ROLES
@@ -312,6 +312,19 @@ def racks_for_domains(rows, hw) -> float:
     return domains_needed(stages, fluid, domain) / domains_per_rack(domain, per_rack)
 
 
+def packing_replicas_per_rack(rows, hw) -> float | None:
+    """Where packing binds (the rows' stages in whole scale-up domains take more racks than their chips fill), the
+    replicas one rack holds of the system's widest replica (``packing.replicas_per_rack``); None elsewhere."""
+    groups = [g for g in replica_groups(rows) if g[0] > 0]
+    if not groups:
+        return None
+    per_rack = hw.chips_per_rack
+    if racks_for_domains(rows, hw) <= chips_held(rows) / per_rack * (1 + 1e-9) + 1e-9:
+        return None
+    _, stages, chips = max(groups, key=lambda g: (g[2] / g[1], g[2]))
+    return replicas_per_rack(chips, stages, hw.chip.scale_up.domain_chips.value, per_rack)
+
+
 def with_pool_ttft(rows: list[dict], built: Built) -> list[dict]:
     """Each prefill and colocated row's ``servers`` (its pool's c) and TTFT at p50/p90/p99 and at its workload's
     percentile, from its pool's servers and utilization (``options.pools``: what check recomputes); a measured
@@ -474,6 +487,7 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
             "hardware": hw_id, "racks": n, "racks_installed": kept, "racks_new": new, "racks_retired": have - kept,
             "chips": n * hw.chips_per_rack, "chips_rented": chips_rented, "chips_used": used,
             "racks_for_domains": racks_for_domains(mine, hw),
+            "replicas_per_rack": packing_replicas_per_rack(mine, hw),
             "chip_utilization": used / held if held else 0.0,
             "power_mw": draw["peak"],
             "facility_power_mw": draw["peak"] * pue,

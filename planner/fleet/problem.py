@@ -188,7 +188,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     for j in range(n):
         w = wl_index[cols["workload"][j]]
         coverage[j, 2 * w] = cols["output_tokens_per_s"][j] * usable[j]  # its batch slots' queue's share (18)
-        coverage[j, 2 * w + 1] = cols["prefill_tokens_per_s"][j]
+        coverage[j, 2 * w + 1] = cols["prefill_tokens_per_s"][j] * usable[j]  # colocated: its own streams' prompts
         for hw_id, _, n_chips, role in systems_of(cols, j):  # none for a hosted API: capacity without racks
             k, h = hw_index[hw_id], hw_list[hw_index[hw_id]]
             chips[j, k] = n_chips

@@ -14,8 +14,14 @@ its capacity times rho* at the slots it assumes (a pool of that option alone ser
 and ``solve.size_decode_queues`` sizes again, with the slots it deploys, an option whose pool came out smaller (rho*
 only falls as c does, so this ends). Streams are routed to rows in proportion to usable capacity (``routing_share``,
 ``planner.sim.build``), so each row runs at rho*(c) x peak / usable; ``check`` recomputes the usable capacity
-("decode queue <workload>"). A colocated replica prefills a prompt only into a slot of its own, so its streams wait
-for a slot before their first token, in its TTFT queue (MODEL.md 9.2), not here.
+("decode queue <workload>").
+
+A colocated replica of batch B is B slots too, but it prefills a prompt only into a slot of its own, so its streams
+wait for a slot before their first token: the wait at the percentile is held within what its row's TTFT leaves of
+the target (``ttft_room_s``: the target less the row's TTFT at its percentile, a lone prefill and the pool's prompt
+queue), not within the tier's slack (a stream that has its first token never waits again). Its prompts were priced
+as a queue of prefill time alone (MODEL.md 9.2); sized at 100% of its peak, a colocated pool of 33 slots simulated
+a p99 TTFT of 58 s against 1 s (issue 41).
 """
 
 from __future__ import annotations
@@ -26,25 +32,31 @@ import numpy as np
 
 from planner.vocabulary import DECODE_ROLES
 from solvers.perf.queue import wait_quantile_s
-from solvers.perf.serving import spec_tokens
+from solvers.perf.serving import decode_seconds, spec_tokens
 
 # A decode pool's slots are never planned busier than this: at 0.999 the shipped sovereign plan's 89,000-slot pool
 # queued without bound in simulation (a stream's extra step at joining is 0.5% more work), at 0.99 it holds.
 MAX_DECODE_UTILIZATION = 0.99
-# Rows whose streams queue for a batch slot after their first token: a disaggregated decode pool's (a split's
-# attention side too), and the option kinds they come from.
-DECODE_ROLES_QUEUED = ("decode", "attention")
-QUEUED_KINDS = ("decode", "split")
+# Rows whose streams queue for a batch slot: after their first token on a disaggregated decode pool's (a split's
+# attention side too), before it on a colocated one; and the option kinds they come from.
+DECODE_ROLES_QUEUED = ("decode", "attention", "colocated")
+QUEUED_KINDS = ("decode", "split", "colocated")
 
 
 def row_slots(row: dict) -> float:
-    """Batch slots of an allocation row: its replicas x its batch."""
-    return float(row["replicas"]) * float(row["batch"])
+    """Batch slots of an allocation row: its replicas x its batch, one at least where it has any (a share of a
+    replica holds one stream at least, as the simulator deploys it)."""
+    replicas = float(row["replicas"])
+    return max(replicas * float(row["batch"]), 1.0) if replicas > 1e-9 else 0.0
 
 
 def row_utilization_bound(demand, row: dict) -> float:
-    """rho*(c) of an allocation row: its slots, speed and tokens kept a step (speculative decoding)."""
+    """rho*(c) of an allocation row: its slots, speed and tokens kept a step (speculative decoding); a colocated
+    row's within its TTFT's room."""
     _, kept = spec_tokens(float(row.get("draft_tokens") or 0.0), float(row.get("acceptance") or 0.0))
+    if row.get("role") == "colocated":
+        return max_colocated_utilization(demand, row_slots(row), float(row.get("tps_per_user") or 0.0), kept,
+                                         row.get("ttft_s"))
     return max_decode_utilization(demand, row_slots(row), float(row.get("tps_per_user") or 0.0), kept)
 
 
@@ -57,21 +69,45 @@ def slot_seconds(demand, tps: float, kept: float) -> float:
 
 
 def slack_s(demand, tps: float, kept: float) -> float:
-    """The wait a mean request may have for a slot and still meet its tier: O / tier less its whole steps; negative
-    where those alone miss the tier (a 150-token answer at 1,002 tok/s keeping 3.08 tokens a step takes 49 steps of
-    3.07 ms, 150.7 ms against the ultra tier's 150)."""
+    """The wait a mean request may have for a slot and still meet its tier: O / tier less its whole steps and the
+    join to a running batch at the workload's percentile (``serving.decode_seconds``); negative where those alone
+    miss the tier (a 150-token answer at 1,002 tok/s keeping 3.08 tokens a step takes 49 steps of 3.07 ms, 150.7 ms
+    against the ultra tier's 150)."""
     if demand.min_tps_per_user <= 0:
         return math.inf
-    steps = math.ceil(demand.output_tokens / kept - 1e-9) * kept / tps
+    steps = decode_seconds(demand.output_tokens, kept, kept / tps, demand.ttft_quantile)
     room = demand.output_tokens / demand.min_tps_per_user - steps
     return 0.0 if abs(room) <= 1e-9 * steps else room  # an option at exactly the tier keeps it
 
 
 def max_decode_utilization(demand, slots: float, tps: float, kept: float = 1.0) -> float:
     """rho*(c): the highest utilization of ``slots`` slots, each holding a stream for ``slot_seconds``, at which the
-    wait at the workload's percentile stays within ``slack_s`` (bisection: the wait grows with utilization), at most
-    MAX_DECODE_UTILIZATION; 0 where the row has no slot or no speed, or its steps alone miss the tier."""
+    wait at the workload's percentile stays within ``slack_s``, at most MAX_DECODE_UTILIZATION; 0 where the row has
+    no slot or no speed, or its steps alone miss the tier."""
     room = slack_s(demand, tps, kept) if slots > 0 and tps > 0 and kept > 0 else -1.0
+    return max_slot_utilization(demand, slots, tps, kept, room)
+
+
+def ttft_room_s(demand, ttft_s) -> float:
+    """What a colocated row's TTFT at the percentile (``ttft_s``: a lone prefill and its pool's prompt queue) leaves
+    of the workload's target for the wait for a slot; the whole target where the row states none (a measured row
+    with no TTFT), -1 where it misses the target already."""
+    if ttft_s is None or not math.isfinite(float(ttft_s)):
+        return float(demand.ttft_s)
+    room = float(demand.ttft_s) - float(ttft_s)
+    return 0.0 if abs(room) <= 1e-9 * float(demand.ttft_s) else room
+
+
+def max_colocated_utilization(demand, slots: float, tps: float, kept: float, ttft_s) -> float:
+    """rho*(c) of a colocated row: its streams wait for a slot before their first token, so within ``ttft_room_s``."""
+    room = ttft_room_s(demand, ttft_s) if slots > 0 and tps > 0 and kept > 0 else -1.0
+    return max_slot_utilization(demand, slots, tps, kept, room)
+
+
+def max_slot_utilization(demand, slots: float, tps: float, kept: float, room: float) -> float:
+    """The highest utilization of ``slots`` slots, each holding a stream for ``slot_seconds``, at which the wait at
+    the workload's percentile stays within ``room`` seconds (bisection: the wait grows with utilization), at most
+    MAX_DECODE_UTILIZATION; 0 where ``room`` is negative."""
     if room < 0:
         return 0.0
     service = slot_seconds(demand, tps, kept)
@@ -134,10 +170,11 @@ def assumed_slots(cols: dict, demands: dict) -> np.ndarray:
 
 def column_bounds(cols: dict, demands: dict, slots: np.ndarray) -> np.ndarray:
     """[J] rho* of each queued option at ``slots`` (its assumed pool), 1 for other kinds: the share of its decode
-    capacity the MILP counts."""
+    capacity the MILP counts (a colocated option's prompt capacity too: it prefills only the streams it decodes)."""
     out = np.ones(len(cols["workload"]))
     for j in np.flatnonzero(np.isin(cols["kind"], QUEUED_KINDS)):
         _, kept = spec_tokens(float(cols["draft_tokens"][j]), float(cols["acceptance"][j]))
-        out[j] = max_decode_utilization(demands[str(cols["workload"][j])], float(slots[j]),
-                                        float(cols["tps_per_user"][j]), kept)
+        d, tps = demands[str(cols["workload"][j])], float(cols["tps_per_user"][j])
+        out[j] = (max_colocated_utilization(d, float(slots[j]), tps, kept, float(cols["ttft_s"][j]))
+                  if cols["kind"][j] == "colocated" else max_decode_utilization(d, float(slots[j]), tps, kept))
     return out

@@ -125,26 +125,30 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None, re
 
 def size_decode_queues(built: Built, sol, settings, deadline: float, progress=None,
                        resolve=None) -> tuple[Built, object]:
-    """Decode pools held at their workload's percentile as queues of batch slots (OPTIMIZER.md 18): where a queued
-    option's pool came out with fewer slots than its coverage assumed (``queues.assumed_slots``), its rho* is taken
-    again at the slots it deploys and the MILP solved again (``resolve(built)`` instead, where given), its prefill
-    pools sized again after it. The assumed slots only fall, so this ends; after DECODE_QUEUE_ROUNDS rounds every
-    queued option is taken at one replica's slots (which any pool has) and solved once more. Past the deadline, the
+    """Decode and colocated pools held at their workload's percentile as queues of batch slots (OPTIMIZER.md 18):
+    where a queued option's pool came out with fewer slots than its coverage assumed (``queues.assumed_slots``), its
+    rho* is taken again at the slots it deploys and the MILP solved again (``resolve(built)`` instead, where given),
+    its prefill pools sized again after it. The assumed slots only fall, so this ends; after DECODE_QUEUE_ROUNDS
+    rounds every queued option is taken at one replica's slots at most and solved once more, and if a replica's
+    share is still short (a continuous column's fraction holds fewer slots than a replica), at one slot, which every
+    deployment holds (a share of a replica holds one stream at least, as the simulator deploys it). Past the deadline, the
     plan so far stands with status time_limit, and ``solve`` refuses it if it does not hold."""
-    for rnd in range(DECODE_QUEUE_ROUNDS + 1):
+    for rnd in range(DECODE_QUEUE_ROUNDS + 2):
         if sol.status not in HAS_PLAN:
             return built, sol
         slots = np.asarray(built.options["decode_slots"], dtype=float)
         batch = np.asarray(built.options["batch"], dtype=float)
-        deployed = plan_replicas(built, sol) * batch
-        short = np.flatnonzero((slots > 0) & (deployed > 1e-9) & (deployed < slots * (1 - 1e-9)))
+        replicas = plan_replicas(built, sol)
+        deployed = np.where(replicas > 1e-9, np.maximum(replicas * batch, 1.0), 0.0)  # queues.row_slots
+        short = np.flatnonzero((slots > 0) & (deployed > 0) & (deployed < slots * (1 - 1e-9)))
         if not len(short):
             return built, sol
-        if rnd == DECODE_QUEUE_ROUNDS:  # the last resort: one replica's slots everywhere
-            new = np.where(slots > 0, np.minimum(slots, batch), 0.0)
-        else:
-            new = slots.copy()
-            new[short] = deployed[short]
+        new = slots.copy()
+        new[short] = deployed[short]
+        if rnd == DECODE_QUEUE_ROUNDS:  # one replica's slots everywhere, and a replica's share its own
+            new = np.where(slots > 0, np.minimum(new, batch), 0.0)
+        elif rnd > DECODE_QUEUE_ROUNDS:  # the last resort: one slot, which every deployment holds
+            new = np.where(slots > 0, np.minimum(slots, 1.0), 0.0)
         if progress:
             progress(0, 1, f"decode pools smaller than assumed: {len(short)} option(s) sized again, solving again")
         again = with_columns(built, {**built.options, "decode_slots": new})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from planner.report import render
-from planner.report.summary import people
+from planner.report.summary import people, verified_words
 
 TABLES = ("buildout", "period_totals", "period_workloads")
 
@@ -48,6 +48,7 @@ def summary_lines(d: dict) -> list[str]:
         lines.append(f"plan for the mean demand, evaluated on the scenarios: "
                      f"{people(d['mean_demand_net_present_cost_usd'], 'USD')}; "
                      + _saving("planning for the spread", d.get("value_of_stochastic_solution_usd"), noise))
+    lines.append("verified: " + verified_words(d))  # every period of every demand scenario simulated (MODEL.md 16.6)
     return lines
 
 

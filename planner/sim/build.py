@@ -95,14 +95,16 @@ def servers_of(replicas: float) -> tuple[int, float]:
     return c, replicas - (c - 1)
 
 
-def decode_steps(row: dict, d: Demand, inputs: Inputs) -> tuple[np.ndarray, float]:
-    """A decode step's seconds at every batch 1..B of the row, and the output tokens each stream keeps a step."""
+def decode_steps(row: dict, d: Demand, inputs: Inputs) -> tuple[np.ndarray, float, float]:
+    """A decode step's seconds at every batch 1..B of the row, the output tokens each stream keeps a step, and the
+    KV tokens a replica holds (``kv_cap_tokens``)."""
     batch = max(1, int(round(float(row["batch"]))))
     model = inputs.models[d.model]
     _, kept = spec_tokens(float(row["draft_tokens"]), float(row["acceptance"]))
-    if row.get("source") == "measured":  # a measured point: its speed at its concurrency, at every batch
-        return np.full(batch, kept / float(row["tps_per_user"])), kept
     wl = d.workload_vector()
+    planned = batch * float(wl[L.W_CONTEXT_MAX])  # the plan fits B streams at the mean context
+    if row.get("source") == "measured":  # a measured point: its speed at its concurrency, at every batch
+        return np.full(batch, kept / float(row["tps_per_user"])), kept, planned
     k = float(row["draft_tokens"])
     steps = np.empty(batch)
     if row["role"] == "attention":
@@ -117,7 +119,7 @@ def decode_steps(row: dict, d: Demand, inputs: Inputs) -> tuple[np.ndarray, floa
                                    float(int(row["expert_parallel"])), float(b), wl[L.W_CONTEXT_AVG],
                                    wl[L.W_CONTEXT_MAX], k, kept, MICRO_BATCHES, side, out)
             steps[b - 1] = kept / out[L.S_TPS_PER_USER]
-        return steps, kept
+        return steps, kept, planned
     hw = inputs.hardware[row["hardware"]]
     mv, hv = model_vector(model), hardware_vector(hw, row["precision"], efficiency_of(inputs.efficiency, hw))
     layout = (float(row["tensor_parallel"]), float(row["pipeline_parallel"]), float(int(row["expert_parallel"])))
@@ -127,7 +129,18 @@ def decode_steps(row: dict, d: Demand, inputs: Inputs) -> tuple[np.ndarray, floa
         speculative_decode_breakdown(mv, draft, hv, *layout, float(b), wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX], k,
                                      kept, scratch, out)
         steps[b - 1] = out[L.B_TIME_S]
-    return steps, kept
+    return steps, kept, kv_cap_tokens(planned, out)
+
+
+def kv_cap_tokens(planned: float, out: np.ndarray) -> float:
+    """The KV tokens a replica holds: all its memory past the weights (a serving engine's KV pool), ``planned``
+    (B streams at the mean context, which the plan fits) scaled by the memory free over what they take; at least
+    ``planned``. Capped at B mean contexts, a replica whose batch the tier limits, not its memory, turned a long
+    prompt away until it emptied, and that prompt held every other behind it (a premium pool's p99 TTFT 31 s
+    against 1)."""
+    kv = float(out[L.B_KV_BYTES_PER_CHIP])
+    free = float(out[L.B_USABLE_BYTES_PER_CHIP] - out[L.B_WEIGHT_BYTES_PER_CHIP])
+    return planned * max(1.0, free / kv) if kv > 0 else planned
 
 
 def prefill_tables(row: dict, d: Demand, inputs: Inputs, longest: float, drawn: np.ndarray) -> tuple:
@@ -206,6 +219,7 @@ def pools_for(workload: Demand, rows: list[dict], inputs: Inputs) -> Pools:
             source.append(k)
     rp = np.array([r[0] for r in sim_rows], np.int64).reshape(-1, E.N_RP)
     rw = np.array([r[1] for r in sim_rows], float).reshape(-1, E.N_RW)
+    rw[:, E.RW_WEIGHT] = routing_weights(rp[:, E.RP_ROLE], rw[:, E.RW_WEIGHT], workload.output_tokens_per_s)
     offset = 0
     for r in range(len(rp)):  # servers are numbered row after row
         rp[r, E.RP_C0] = offset
@@ -213,6 +227,23 @@ def pools_for(workload: Demand, rows: list[dict], inputs: Inputs) -> Pools:
     return Pools(workload, rows, rp, rw, np.ones(offset), joined(tables["steps"]), joined(tables["pre_n"]),
                  joined(tables["pre_lone"]), joined(tables["pre_rate"]), in_q, out_q, source,
                  len(tables["pre_n"][0]) if tables["pre_n"] else 1)
+
+
+def routing_weights(roles: np.ndarray, usable: np.ndarray, peak: float) -> np.ndarray:
+    """The router's weights: prefill rows by their prompt capacity; colocated rows by their usable capacity, and
+    the other decode-side rows (decode, a split's attention, a hosted API) by theirs scaled to the peak the
+    colocated rows leave them. Colocated rows prefill their own streams, and the plan's prefill pools are sized for
+    the prompts of the rest (the MILP covers P less the colocated rows' share of it), so that is the split the
+    router keeps; split by usable capacity alone, a plan with room on its decode rows sent its prefill pool more
+    prompts than it was sized for (bank-2mw's code completion: a 12-server pool at a p90 TTFT 13% over its closed
+    form)."""
+    out = np.asarray(usable, dtype=float).copy()
+    colocated = roles == E.COLOCATED
+    others = (roles != E.PREFILL) & ~colocated
+    held, rest = float(out[colocated].sum()), float(out[others].sum())
+    if held > 0 and rest > 0:
+        out[others] *= max(peak - held, 0.0) / rest
+    return out
 
 
 def joined(parts: list) -> np.ndarray:
@@ -249,11 +280,11 @@ def sim_row(row: dict, workload: Demand, inputs: Inputs, servers: int, batch_sha
         return rp, rw
     d = workload.for_row(row.get("speculative"))
     if role in (E.DECODE, E.COLOCATED):
-        table, kept = decode_steps(row, d, inputs)
+        table, kept, kv_cap = decode_steps(row, d, inputs)
         batch = max(1, int(round(len(table) * batch_share)))
         rp[E.RP_BATCH] = batch
         rw[E.RW_TOKENS_PER_STEP] = kept
-        rw[E.RW_KV_CAP_TOKENS] = batch * d.context_max  # the plan fits B streams at the mean context
+        rw[E.RW_KV_CAP_TOKENS] = kv_cap * batch / len(table)  # a share of a replica holds that share of its KV
         tables["steps"].append(table[:batch])
     if role in (E.PREFILL, E.COLOCATED):
         n, lone, rate, kv_lat, kv_per_token, chunk = prefill_tables(row, d, inputs, longest,

@@ -6,6 +6,8 @@ twins are in ``solvers.perf.twin``.
 
 from __future__ import annotations
 
+import math
+
 from solvers.jit import njit
 from solvers.perf import queue
 from solvers.perf.kernels import kv_bytes_per_chip, loaded_power_w, replica_power_w  # noqa: F401 - serving figures too
@@ -36,6 +38,70 @@ def colocated_request_s(output_tokens, interval_s, streams, accepted_tokens, pre
     """Replica seconds one request costs when the replica also prefills it (MODEL.md 6): its ``output_tokens``
     decoded at ``streams * accepted_tokens / interval_s`` tokens/s, plus ``prefill_s`` of prefill."""
     return output_tokens * interval_s / (streams * accepted_tokens) + prefill_s
+
+
+@njit
+def decode_seconds(output_tokens, accepted_tokens, interval_s, quantile):
+    """Seconds a disaggregated stream of ``output_tokens`` takes from its first token to its last at ``quantile``
+    (OPTIMIZER.md 18): its whole steps, ceil(O / a), and the part of the step in progress it waits to join a running
+    batch at (uniform over a step, so ``quantile`` of one). 60-token completions at 208 tok/s per user keeping 2.8 a
+    step take 22 steps, 296 ms of the 300 the 200 tier allows; the join's 12 ms at p90 left them at 194."""
+    return (math.ceil(output_tokens / accepted_tokens - 1e-9) + quantile) * interval_s
+
+
+# Below this many prompts met on average, a colocated stream's count of them is summed term by term (Poisson); at
+# and above it, the compound count is taken as normal (``prompts_beyond_share``).
+POISSON_TERMS_BELOW = 50.0
+
+
+@njit
+def normal_tail(x):
+    """P(N(0, 1) > x)."""
+    return 0.5 * math.erfc(x / math.sqrt(2.0))
+
+
+@njit
+def prompts_beyond_share(mean_prompts, room_prompts, scv):
+    """P(the prefill work a stream meets exceeds ``room_prompts`` mean prompts' worth), the prompts met a Poisson
+    count of mean ``mean_prompts``, each a mean prompt's work times a length of squared coefficient of variation
+    ``scv`` (MODEL.md 9.2): term by term below POISSON_TERMS_BELOW, n prompts' work normal (n, n scv), or exactly n
+    at scv 0; beyond it the compound count's normal approximation (mean m, variance m (1 + scv))."""
+    if room_prompts < 0.0:
+        return 1.0
+    m = mean_prompts
+    if m <= 0.0:
+        return 0.0
+    if m >= POISSON_TERMS_BELOW:
+        return normal_tail((room_prompts - m) / math.sqrt(m * (1.0 + scv)))
+    total = 0.0
+    last = int(m + 12.0 * math.sqrt(m) + 12.0)  # past it the Poisson weights are below 1e-12
+    for n in range(1, last + 1):
+        weight = math.exp(n * math.log(m) - m - math.lgamma(n + 1.0))
+        if scv > 0.0:
+            total += weight * normal_tail((room_prompts - n) / math.sqrt(n * scv))
+        elif n > room_prompts:
+            total += weight
+    return min(total, 1.0)
+
+
+@njit
+def colocated_miss_share(output_tokens, interval_s, streams, accepted_tokens, prefill_s, scv, tier, shares):
+    """The share of requests on a colocated replica of ``streams`` streams that see fewer than ``tier`` tokens/s
+    (MODEL.md 9.2): a request of O tokens decodes in ceil(O / a) steps of ``interval_s`` and meets the prefill
+    chunks of the prompts its replica takes meanwhile, streams x O / mean on average (a full batch turns over once
+    per mean lifetime, the mean time share of ``colocated_request_s``), each ``prefill_s`` times a length of
+    squared coefficient of variation ``scv``; it misses the tier when their work passes what O / tier leaves. The
+    requests' lengths are ``shares`` x ``output_tokens`` (equal weights: quantile points of the output lengths;
+    [1] for a fixed length). Short requests miss most: one long prompt's chunk is a larger part of their time."""
+    total = 0.0
+    for k in range(shares.shape[0]):
+        o = max(shares[k] * output_tokens, 1.0)
+        room_s = o / tier - math.ceil(o / accepted_tokens - 1e-9) * interval_s
+        if room_s < -1e-9 * o / tier:
+            total += 1.0  # its steps alone miss the tier
+        elif prefill_s > 0.0:
+            total += prompts_beyond_share(streams * o / output_tokens, max(room_s, 0.0) / prefill_s, scv)
+    return total / shares.shape[0]
 
 
 @njit

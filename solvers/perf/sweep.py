@@ -40,6 +40,8 @@ from solvers.perf.kernels import (
 from solvers.perf.queue import max_utilization, prefill_pool_servers, servers_for_load, wait_quantile_s
 from solvers.perf.serving import (
     colocated_request_s,
+    decode_seconds,
+    colocated_miss_share,
     decode_tokens_per_s,
     kv_fits,
     loaded_power_w,
@@ -245,7 +247,7 @@ def first_batch_may_serve(hw, wl, c, consts, dc, touched_row, batches, k_draft, 
 
 @njit
 def best_batch_of_intervals(wl, c, dc, batches, k_draft, a, prefill_s, single_s, load, scv, max_servers, interval,
-                            tput, out):
+                            tput, out, output_shares):
     """The batch of one (layout, speculative setting) with the most output tokens/s per replica among those that
     fit (the drafter's weights and KV and agentic residency included), reach the tier and, colocated, meet the TTFT
     target, for a pair that ``first_batch_may_serve``, from its token interval at every batch (``interval``:
@@ -267,18 +269,25 @@ def best_batch_of_intervals(wl, c, dc, batches, k_draft, a, prefill_s, single_s,
         tps = served / batches[k]
         ok = kv_fits(held_w, kv_per_stream, batches[k], resident_share(wl[L.W_RESIDENT_S_PER_TOKEN], tps),
                      c[L.C_USABLE]) & (tps >= wl[L.W_MIN_TPS_PER_USER]) & (batches[k] <= c[L.C_STREAM_CAP])
+        if ok and not colocated:  # a mean answer's whole steps and its join reach the tier too (queues.slack_s)
+            ok = decode_seconds(output_tokens, a, interval[k], wl[L.W_TTFT_QUANTILE]) <= \
+                output_tokens / wl[L.W_MIN_TPS_PER_USER] * (1 + 1e-9)
         tput[k] = served if ok else 0.0
     best = np.argmax(tput)
     ttft_s = single_s
-    # Colocated, the best batch must also meet the TTFT target. The queue's wait (an Erlang C series) is priced from
-    # the most served batch down, each that misses it dropped, until one meets it: that one is the argmax over the
-    # batches that pass everything (ties to the smallest batch, as argmax breaks them), and the batches that serve
-    # less, which could not win, are never priced.
+    # Colocated, the best batch must also hold the tier at the workload's percentile past the prefill chunks its
+    # streams meet, and meet the TTFT target. Both (a Poisson sum, an Erlang C series) are priced from the most
+    # served batch down, each that misses dropped, until one meets them: that one is the argmax over the batches
+    # that pass everything (ties to the smallest batch, as argmax breaks them), and the batches that serve less,
+    # which could not win, are never priced.
     while colocated and tput[best] > 0.0:
-        ttft_s = single_s + colocated_wait_s(output_tokens, interval[best], batches[best], a, prefill_s, load,
-                                             max_servers, scv, wl[L.W_TTFT_QUANTILE])
-        if ttft_s <= wl[L.W_TTFT_S]:
-            break
+        miss = colocated_miss_share(output_tokens, interval[best], batches[best], a, prefill_s, scv,
+                                    wl[L.W_MIN_TPS_PER_USER], output_shares)
+        if miss <= (1.0 - wl[L.W_TTFT_QUANTILE]) * (1.0 + 1e-9):
+            ttft_s = single_s + colocated_wait_s(output_tokens, interval[best], batches[best], a, prefill_s, load,
+                                                 max_servers, scv, wl[L.W_TTFT_QUANTILE])
+            if ttft_s <= wl[L.W_TTFT_S]:
+                break
         tput[best] = 0.0
         best = np.argmax(tput)
     if tput[best] <= 0.0:
@@ -323,7 +332,8 @@ def serves_nothing(batches, single_s, out):
 
 
 def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens,
-                           accepted_tokens, prefill_rate, prefill_single_s, load=0.0, scv=1.0, max_servers=None):
+                           accepted_tokens, prefill_rate, prefill_single_s, load=0.0, scv=1.0, max_servers=None,
+                           output_shares=None):
     """For each (layout, speculative setting) pair, ``best_batch_of_intervals`` (MODEL.md 3, 6, 7, 9.6).
 
     ``wl`` is a workload vector (slots W_*); ``draft`` the drafter's model vector (zeros without speculation);
@@ -333,7 +343,10 @@ def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dra
     ``prefill_rate[i]`` prompt tokens/s and ``prefill_single_s[i]`` (one prompt alone) of the same layout; decode
     only: prefill_rate = inf. A colocated pool's prompts queue as M/G/c (``solvers.perf.queue``) with service scv
     ``scv`` and as many servers as serve the workload's ``load`` output tokens/s at each batch's capacity, at most
-    ``max_servers[i]`` (default: no limit but ``queue.MAX_SERVERS``). Returns (n * s, N_ENGINE), row i * s + j.
+    ``max_servers[i]`` (default: no limit but ``queue.MAX_SERVERS``), and its streams hold the tier at the
+    workload's percentile past the prefill chunks they meet, over output lengths of ``output_shares`` x the mean
+    (equal weights; default one length, the mean: ``serving.colocated_miss_share``). Returns (n * s, N_ENGINE), row
+    i * s + j.
 
     Several ways of serving at once (``prefill_rate``, ``prefill_single_s`` and ``max_servers`` of shape (m, n),
     one row each: decode only and colocated, say) share each layout's coefficients and token intervals, which do
@@ -347,14 +360,17 @@ def best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dra
     cap = np.full(rate.shape, np.inf) if max_servers is None else \
         np.broadcast_to(np.asarray(max_servers, dtype=np.float64), rate.shape).copy()
     threads = threads_for(rate.shape[0] * layouts.shape[0] * draft_tokens.shape[0] * batches.shape[0])
+    shares = np.ones(1) if output_shares is None else np.asarray(output_shares, dtype=np.float64)
     out = _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches,
-                                  draft_tokens, accepted_tokens, rate, single, float(load), float(scv), cap, threads)
+                                  draft_tokens, accepted_tokens, rate, single, float(load), float(scv), cap, shares,
+                                  threads)
     return out if several else out[0]
 
 
 @njit_parallel
 def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, draft_touched, batches, draft_tokens,
-                            accepted_tokens, prefill_rate, prefill_single_s, load, scv, max_servers, threads):
+                            accepted_tokens, prefill_rate, prefill_single_s, load, scv, max_servers, output_shares,
+                            threads):
     n, s, nb = layouts.shape[0], draft_tokens.shape[0], batches.shape[0]
     ways = prefill_rate.shape[0]
     total = n * s
@@ -403,7 +419,8 @@ def _best_decode_per_layout(model, draft, hw, wl, layouts, pp_index, touched, dr
                 if may[t, w]:
                     best_batch_of_intervals(wl, coef[t], dcoef[t], batches, draft_tokens[j], accepted_tokens[j],
                                             wl[L.W_PREFILL_TOKENS] / prefill_rate[w, i], prefill_single_s[w, i],
-                                            load, scv, max_servers[w, i], interval[t], tput[t], out[w, idx])
+                                            load, scv, max_servers[w, i], interval[t], tput[t], out[w, idx],
+                                            output_shares)
     return out
 
 

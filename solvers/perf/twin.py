@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from solvers.perf import slots as L
 
@@ -380,6 +381,30 @@ def colocated_tokens_per_s(output_tokens, interval_s, streams, accepted_tokens, 
     return output_tokens / (output_tokens / decode_rate + prefill_s)
 
 
+def colocated_miss_share(output_tokens, interval_s, streams, accepted_tokens, prefill_s, scv, tier, shares) -> float:
+    """The share of a colocated replica's requests under ``tier``: each length of ``shares`` x the mean decodes in
+    whole steps and meets a Poisson count (mean streams x its share) of prompts, each ``prefill_s`` x a length of
+    relative variance ``scv``; summed term by term below 50 prompts, the compound count taken as normal above."""
+    tail = NormalDist().cdf
+    misses = []
+    for share in shares:
+        o = max(share * output_tokens, 1.0)
+        room_s = o / tier - math.ceil(o / accepted_tokens - 1e-9) * interval_s
+        if room_s < -1e-9 * o / tier:
+            misses.append(1.0)
+            continue
+        room, m = max(room_s, 0.0) / prefill_s, streams * o / output_tokens
+        if m >= 50.0:
+            misses.append(1.0 - tail((room - m) / math.sqrt(m * (1.0 + scv))))
+            continue
+        miss = 0.0
+        for n in range(1, int(m + 12.0 * math.sqrt(m) + 12.0) + 1):
+            weight = math.exp(n * math.log(m) - m - math.lgamma(n + 1.0))
+            miss += weight * ((1.0 - tail((room - n) / math.sqrt(n * scv))) if scv > 0 else float(n > room))
+        misses.append(min(miss, 1.0))
+    return sum(misses) / len(misses)
+
+
 def wait_quantile_s(utilization, service_s, quantile) -> float:
     """M/M/1 waiting time: P(W > t) = rho exp(-t (1 - rho) / s); the smallest t with P(W > t) <= 1 - q."""
     if utilization >= 1.0:
@@ -481,7 +506,7 @@ def kv_transfer_s(m, h, chips, prompt_tokens) -> float:
 
 
 def best_batch(m, h, wl, layout, batches, draft_tokens, accepted, prefill_rate=math.inf, prefill_single_s=0.0,
-               draft=None, load=0.0, scv=1.0, max_servers=1.0):
+               draft=None, load=0.0, scv=1.0, max_servers=1.0, output_shares=(1.0,)):
     """Twin of the engine's reduction for one (layout, speculative setting): every batch through
     ``speculative_decode`` and the serving formulas above, the best output tokens/s that fits (the drafter and
     agentic residency included), reaches the tier and, colocated (finite ``prefill_rate``), meets the TTFT target
@@ -502,13 +527,21 @@ def best_batch(m, h, wl, layout, batches, draft_tokens, accepted, prefill_rate=m
         else:
             served = d["tokens_per_s"]
         tps = served / b
+        out, tier = wl[L.W_OUTPUT_TOKENS], wl[L.W_MIN_TPS_PER_USER]
+        if prefill_s == 0:  # whole steps of a mean answer and the join to a running batch at the percentile
+            steps = math.ceil(out / accepted - 1e-9) + wl[L.W_TTFT_QUANTILE]
+            held_tier = steps * d["time_s"] <= out / tier * (1 + 1e-9)
+        else:  # the requests under the tier past the prefill chunks they meet
+            miss = colocated_miss_share(out, d["time_s"], b, accepted, prefill_s, scv, tier, output_shares)
+            held_tier = miss <= (1.0 - wl[L.W_TTFT_QUANTILE]) * (1.0 + 1e-9)
         r = Replica(list(m), list(h), tp, pp, ep)
         weights, kv = r.weights_held(), r.kv_bytes(b, wl[L.W_CONTEXT_MAX])
         if draft_tokens > 0:
             dr = Replica(list(draft), list(h), tp, 1.0, ep)
             weights, kv = weights + dr.weights_held(), kv + dr.kv_bytes(b, wl[L.W_CONTEXT_MAX])
         held = weights + kv * (1.0 + wl[L.W_RESIDENT_S_PER_TOKEN] * tps)
-        ok = held <= r.usable() and tps >= wl[L.W_MIN_TPS_PER_USER] and (prefill_s == 0 or ttft <= wl[L.W_TTFT_S])
+        ok = (held <= r.usable() and tps >= wl[L.W_MIN_TPS_PER_USER] and held_tier
+              and (prefill_s == 0 or ttft <= wl[L.W_TTFT_S]))
         ok = ok and b <= r.stream_cap()
         if ok and served > best[0]:
             best = (served, b, tps, ttft)

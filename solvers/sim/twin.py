@@ -110,6 +110,19 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
             return False
         return held == 0 or rep.kv_tokens + need(i) <= rw[rep.row, E.RW_KV_CAP_TOKENS] * (1 + 1e-12)
 
+    def prompt_room(s):  # a slot for one more prompt: streams, joining and prefilling fewer than the batch
+        return replicas[s].load() < rp[replicas[s].row, E.RP_BATCH]
+
+    def admissible(s):  # the prompts at the head of the queue that each find a slot and KV room, in turn
+        rep = replicas[s]
+        held, kv, tokens = len(rep.active) + len(rep.pending), rep.kv_tokens, 0.0
+        cap = rw[rep.row, E.RW_KV_CAP_TOKENS] * (1 + 1e-12)
+        for i, left in rep.prompts:
+            if held >= rp[rep.row, E.RP_BATCH] or (held and kv + need(i) > cap):
+                break
+            tokens, held, kv = tokens + left, held + 1, kv + need(i)
+        return tokens
+
     def table(r, x, ys):
         off = rp[r, E.RP_PRE_OFF]
         return interp_log_py(pre_n[off:off + n_points], ys[off:off + n_points], x)
@@ -123,14 +136,17 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
                 break
             rep.pending.remove(i)
             rep.active[i] = E.steps_for.py_func(res[i, E.RF_OUT], rw[r, E.RW_TOKENS_PER_STEP])
-        while row_queue[r] and has_room(s, row_queue[r][0]):
+        while roles[r] == E.COLOCATED and row_queue[r] and prompt_room(s):
+            i = row_queue[r].pop(0)
+            rep.prompts.append([i, res[i, E.RF_PREFILL]])
+        while roles[r] != E.COLOCATED and row_queue[r] and has_room(s, row_queue[r][0]):
             i = row_queue[r].pop(0)
             rep.kv_tokens += need(i)
             rep.active[i] = E.steps_for.py_func(res[i, E.RF_OUT], rw[r, E.RW_TOKENS_PER_STEP])
         b = len(rep.active)
         tok = 0.0
-        if roles[r] == E.COLOCATED and rep.prompts and has_room(s, rep.prompts[0][0]):
-            tok = min(rw[r, E.RW_CHUNK], sum(p[1] for p in rep.prompts))
+        if roles[r] == E.COLOCATED and rep.prompts:
+            tok = min(rw[r, E.RW_CHUNK], admissible(s))
         rep.version += 1
         if b == 0 and tok <= 0:
             rep.busy = False
@@ -197,6 +213,12 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, r
                 continue
             if roles[r] == E.COLOCATED:
                 s = choose(r, i)
+                if row_queue[r] or not prompt_room(s):
+                    room = [k for k in range(rp[r, E.RP_C0], rp[r, E.RP_C0] + rp[r, E.RP_C]) if prompt_room(k)]
+                    if row_queue[r] or not room:  # every slot taken: the row's queue, first come first served
+                        row_queue[r].append(i)
+                        continue
+                    s = room[0]
                 replicas[s].prompts.append([i, res[i, E.RF_PREFILL]])
                 if not replicas[s].busy:
                     start_step(s, t)

@@ -129,7 +129,10 @@ def test_unreachable_tier_names_the_workload(tmp_path):
 
 @pytest.mark.parametrize("name", [p.stem for p in SCENARIOS])
 def test_scip_and_highs_agree(plans, name):
-    other = solve(load_scenario(GOLDEN.parent.parent / "scenarios" / f"{name}.yaml"), solver="highs")
+    # HiGHS takes 4 s a solve on mixed-site where SCIP takes under 1, and the pools' rounds solve 8 times (34 s of
+    # its 60 s limit on an idle 2-core machine, past it on a busy one): the comparison is of the plans, not the time
+    other = solve(load_scenario(GOLDEN.parent.parent / "scenarios" / f"{name}.yaml"), solver="highs",
+                  time_limit_s=300)
     assert other.status == "optimal"
     # both stop within the scenario's relative gap of the optimum, so they may differ by about that much
     gap = load_scenario(GOLDEN.parent.parent / "scenarios" / f"{name}.yaml").solver.relative_gap

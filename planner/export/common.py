@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 from planner import __version__, catalog
 from planner.errors import InputError
-from planner.export.rows import PlanRows, Row, family_skip, hf_id_of, whole_replicas
+from planner.export.rows import PlanRows, Row, check_names, family_skip, hf_id_of, whole_replicas
 from planner.vocabulary import FOUR_BIT
 
 NEED = re.compile(r"\$([A-Z][A-Z0-9_]*)")  # a value the plan does not hold, named by the variable that must hold it
+CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")  # characters that end a line (or hide one) in a file
 
 
 @dataclass
@@ -64,21 +65,40 @@ def row_comment(row: Row) -> list[str]:
             f"acquisition {row['acquisition']}"]
 
 
-def shell_word(arg: str) -> str:
-    """An argument as one shell word; values the operator supplies stay ``$VAR`` inside double quotes."""
-    if not NEED.search(arg):
-        return shlex.quote(arg)
-    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
-    return f'"{escaped}"'
+def comment_text(text: str) -> str:
+    """``text`` fit for one comment line: every control character (a newline would end the comment and start a
+    command, or a YAML key) a space."""
+    return CONTROL.sub(" ", str(text))
 
 
-def shell_script(launch: Launch, comments: list[str], preamble: list[str] = ()) -> str:
+def shell_word(arg: str, operator_vars=()) -> str:
+    """An argument as one shell word that expands nothing but the variables the operator supplies
+    (``operator_vars``, as "${VAR}"): every other character single-quoted, so a ``$(...)``, a backtick or a
+    ``$HOME`` from a plan or a scenario stays text."""
+    names = set(operator_vars)
+    parts, at = [], 0
+    for m in NEED.finditer(arg):
+        if m.group(1) not in names:
+            continue
+        if m.start() > at:
+            parts.append(shlex.quote(arg[at:m.start()]))
+        parts.append(f'"${{{m.group(1)}}}"')
+        at = m.end()
+    if at < len(arg) or not parts:
+        parts.append(shlex.quote(arg[at:]))
+    return "".join(parts)
+
+
+def shell_script(launch: Launch, comments: list[str], preamble: list[str] = (), script_vars: tuple = ()) -> str:
     """A launch as a bash script: the comments, a check that each value the plan does not hold was supplied, then
-    the command, one option per line."""
-    lines = ["#!/usr/bin/env bash", *(f"# {c}" for c in comments), "set -euo pipefail"]
-    lines += [f': "${{{var}:?set {var} to {what}}}"' for var, what in launch.needs.items()]
+    the command, one option per line. Nothing from the plan or the scenario is ever run: comments hold no control
+    character, each message and argument is single-quoted, and only the operator's own variables expand (and
+    ``script_vars``, those the script's preamble sets)."""
+    lines = ["#!/usr/bin/env bash", *(f"# {comment_text(c)}" for c in comments), "set -euo pipefail"]
+    lines += [f'[ -n "${{{var}:-}}" ] || {{ echo {shlex.quote(comment_text(f"set {var} to {what}"))} >&2; exit 1; }}'
+              for var, what in launch.needs.items()]
     lines += list(preamble)
-    words = [shell_word(a) for a in launch.argv]
+    words = [shell_word(a, [*launch.needs, *script_vars]) for a in launch.argv]
     k = next((i for i, a in enumerate(launch.argv) if a.startswith("--")), len(words))
     parts = [" ".join(words[:k])]  # the program and its positional words, then an option a line
     while k < len(words):  # an option and its value on one line
@@ -159,6 +179,8 @@ def run_target(target, plan: PlanRows, strict: bool = False, row: int | None = N
             raise InputError(f"the plan has rows 0 to {len(plan.rows) - 1}, not {row}", field="--row")
         rows = [r for r in rows if r.index == row] or [next(r for r in plan.rows if r.index == row)]
         pooled = []
+    for r in plan.rows:  # before any file is written: a name that is not safe text stops the export (exit 2)
+        check_names(r, target.engine)
     launches, skipped = [], list(pooled)
     for r in rows:
         reason = target.skip_reason(r)

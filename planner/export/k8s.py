@@ -7,7 +7,7 @@ import re
 
 import yaml
 
-from planner.export.common import NEED, Launch
+from planner.export.common import NEED, Launch, comment_text
 from planner.export.rows import Row, family_skip
 
 GPU_FAMILIES = ("nvidia-gpu",)  # both publish CUDA images only (docs/EXPORT.md)
@@ -42,7 +42,7 @@ def env_of(launch: Launch) -> list[dict]:
 
 
 def yaml_file(comments: list[str], documents: list[dict]) -> str:
-    head = "".join(f"# {c}\n" for c in comments)
+    head = "".join(f"# {comment_text(c)}\n" for c in comments)  # a newline in a name would start a YAML key
     return head + "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in documents)
 
 

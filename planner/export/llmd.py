@@ -1,20 +1,26 @@
-"""llm-d: Helm values for the llm-d-modelservice chart, one release per allocation row (written against llm-d
-0.3.1 and the chart's values schema): the row's role as the chart's decode or prefill pool with its replicas,
-parallelism, GPUs and vLLM arguments. A workload's releases share one InferencePool (its labels), which the
-first creates."""
+"""llm-d: Helm values for the llm-d-modelservice chart, one release per allocation row (written against the chart's
+v0.4.12 values schema, which tests/data/schemas vendors and the tests validate every file against): the row's role
+as the chart's decode or prefill pool with its replicas, parallelism, GPUs and vLLM arguments, its model artifacts
+with their size. Since chart v0.3.0 the InferencePool, its route and its endpoint picker come from their own chart
+(the Gateway API Inference Extension's), which selects a workload's pods by the labels every release of it carries."""
 
 from __future__ import annotations
 
 import json
+import math
 
+from planner.catalog import WEIGHT_BYTES
 from planner.export.common import Launch, header_lines, row_comment
 from planner.export.k8s import ManifestTarget, dns_name, env_of, k8s_args, needs_comments, yaml_file
-from planner.export.rows import PlanRows, Row, disaggregated, whole_replicas
+from planner.export.rows import PlanRows, Row, disaggregated, hf_id_of, whole_replicas
 from planner.export.vllm import KV_TRANSFER, engine_args
 
 ENGINE = "llm-d"
-VERSION = "0.3.1 (llm-d-modelservice chart, vLLM 0.11.0)"
-REFERENCE = "https://github.com/llm-d-incubation/llm-d-modelservice/blob/main/charts/llm-d-modelservice/values.yaml"
+VERSION = "llm-d-modelservice chart v0.4.12 (image llm-d-cuda v0.3.1, vLLM 0.11.0)"
+REFERENCE = ("https://github.com/llm-d-incubation/llm-d-modelservice/blob/llm-d-modelservice-v0.4.12/charts/"
+             "llm-d-modelservice/values.schema.json")
+CHECKPOINT_PVC = "planner-checkpoints"  # the PVC a checkpoint the plan does not hold is read from (README.md)
+GIB = 1024 ** 3
 IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.3.1"
 
 
@@ -26,22 +32,22 @@ class LlmdTarget(ManifestTarget):
         model, args, needs = engine_args(row, ENGINE)
         if disaggregated(row):
             args += ["--kv-transfer-config", json.dumps(KV_TRANSFER)]
+        if "CHECKPOINT" in needs:  # the chart loads it from its PVC (model_artifacts), not from a variable
+            needs = {**needs, "CHECKPOINT": f"{needs['CHECKPOINT']}, at {CHECKPOINT_PVC}/{hf_id_of(row.model)}-"
+                                            f"{row['precision']} on the PVC {CHECKPOINT_PVC}"}
         return Launch(row, ["vllm", "serve", model, *args], None, needs)
 
     def file_for(self, row: Row) -> str:
         return f"{row.slug}.values.yaml"
 
     def files(self, plan: PlanRows, launches: list[Launch]) -> dict[str, str]:
-        first: set[str] = set()
         out = {}
         for ln in launches:
-            creates_pool = ln.row["workload"] not in first
-            first.add(ln.row["workload"])
             comments = header_lines(self, plan) + row_comment(ln.row) + needs_comments([ln])
-            out[self.file_for(ln.row)] = yaml_file(comments, [self.values(plan, ln, creates_pool)])
+            out[self.file_for(ln.row)] = yaml_file(comments, [self.values(plan, ln)])
         return out
 
-    def values(self, plan: PlanRows, launch: Launch, creates_pool: bool) -> dict:
+    def values(self, plan: PlanRows, launch: Launch) -> dict:
         row = launch.row
         pool = "prefill" if row["role"] == "prefill" else "decode"
         other = "decode" if pool == "prefill" else "prefill"
@@ -50,20 +56,32 @@ class LlmdTarget(ManifestTarget):
         container = {"name": "vllm", "image": IMAGE, "modelCommand": "vllmServe", "args": k8s_args(launch.argv[3:]),
                      "resources": {"limits": {"nvidia.com/gpu": str(row["chips_per_replica"])},
                                    "requests": {"nvidia.com/gpu": str(row["chips_per_replica"])}}}
-        if launch.needs:
-            container["env"] = env_of(launch)
-        return {"modelArtifacts": {"name": model if not model.startswith("$") else row.demand.get("model"),
-                                   "uri": f"hf://{model}" if not model.startswith("$") else "pvc://$(CHECKPOINT)",
-                                   "labels": {"llm-d.ai/inferenceServing": "true",
-                                              "llm-d.ai/model": dns_name(plan.scenario, row["workload"])}},
-                "routing": {"servicePort": 8000, "inferencePool": {"create": creates_pool},
-                            "httpRoute": {"create": creates_pool}, "epp": {"create": creates_pool}},
+        env = [e for e in env_of(launch) if any(f"$({e['name']})" in a for a in container["args"])]
+        if env:  # the values the container's arguments read (the checkpoint is the chart's model artifact)
+            container["env"] = env
+        return {"modelArtifacts": model_artifacts(row, model, dns_name(plan.scenario, row["workload"])),
+                "routing": {"servicePort": 8000},
                 pool: {"create": True, "replicas": whole_replicas(row),
                        # with expert parallel, every chip of the replica is a data-parallel attention rank
                        "parallelism": {"tensor": 1 if ep else tp, "data": tp if ep else 1,
                                        "dataLocal": tp if ep else 1},
                        "containers": [container]},
                 other: {"create": False}}
+
+
+def model_artifacts(row: Row, model: str, pool_label: str) -> dict:
+    """The chart's modelArtifacts: the Hugging Face checkpoint (``hf://``), or where the row needs one the plan
+    does not hold (a quantized copy), the path it is read from on the PVC CHECKPOINT_PVC (``pvc://``), never a
+    placeholder Helm leaves unexpanded; the download's size from the model's weights at the checkpoint's precision
+    (the chart's default, 5Mi, holds none); the labels the workload's InferencePool selects."""
+    published = not model.startswith("$")
+    hf_id = model if published else hf_id_of(row.model)
+    precision = row.model.native_precision if published else row["precision"]
+    size_gib = math.ceil(row.model.total_params * WEIGHT_BYTES.get(precision, 2.0) * 1.1 / GIB) + 1
+    return {"name": hf_id,
+            "uri": f"hf://{hf_id}" if published else f"pvc://{CHECKPOINT_PVC}/{hf_id}-{row['precision']}",
+            "size": f"{size_gib}Gi",
+            "labels": {"llm-d.ai/inference-serving": "true", "llm-d.ai/model": pool_label}}
 
 
 TARGET = LlmdTarget()

@@ -17,7 +17,11 @@ from planner.inputs import read_bytes_limited
 from planner.vocabulary import API_KIND, API_PREFIX, SPECULATIVE_METHODS
 
 MAX_PLAN_BYTES = 64 * 1024 * 1024  # the largest plan.json read, as planner check reads them
-HF_SOURCE = re.compile(r"^https://huggingface\.co/([^/\s]+/[^/\s]+)")
+# A Hugging Face id in a model's source: org/name of letters, digits, '.', '_' and '-' (the Hub's own rule), so that
+# nothing else from a scenario's model reaches a launch file
+HF_SOURCE = re.compile(r"^https://huggingface\.co/([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(?:[/?#]|$)")
+# What a workload, system or model name may hold to be written into a launch file or a manifest
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+:@-]{0,127}$")
 
 
 @dataclass(frozen=True)
@@ -180,6 +184,19 @@ def whole_replicas(row: Row) -> int:
     """Replicas to launch: the plan's, rounded up (a fractional replica is a share of one replica's capacity, and
     an engine runs whole replicas)."""
     return max(1, math.ceil(float(row["replicas"]) - 1e-9))
+
+
+def check_names(row: Row, target: str) -> None:
+    """Refuse (exit 2) a row whose workload, system or model name holds what a launch file would not hold as
+    text: a shell's ``$(...)``, backticks, quotes, spaces, a newline (SAFE_NAME: letters, digits and ``._+:@-``).
+    Every value is quoted besides; a name that needs quoting is refused, not rewritten, so that files, manifests
+    and the plan name the same thing."""
+    named = [("workload", row["workload"]), ("hardware", row["hardware"]), ("ffn_hardware", row["ffn_hardware"]),
+             ("model", row.demand.get("model")), ("model", row.model.id if row.model is not None else None)]
+    for field_name, value in named:
+        if value is not None and not SAFE_NAME.match(str(value)):
+            raise Refusal(row, field_name, f"{field_name} {str(value)!r} holds characters a launch file would not "
+                                           "hold as text (names are letters, digits and . _ + : @ -)", target)
 
 
 def hf_model_id(row: Row, target: str) -> str:

@@ -28,6 +28,10 @@ def launch_args(row: Row) -> tuple[str, list[str], dict[str, str]]:
     spec, spec_needs = speculative_args(row)
     if disaggregated(row):
         args += ["--disaggregation-mode", row["role"], "--disaggregation-transfer-backend", TRANSFER_BACKEND]
+        if row["role"] == "decode" and row["expert_parallel"] and int(row["tensor_parallel"]) > 1:
+            # ServerArgs asserts it on a decode server of dp-size > 1: the prefill side's requests reach the decode
+            # ranks round robin, each rank matched to its prefill peer (issue 42: the server aborted at start)
+            args += ["--prefill-round-robin-balance"]
     return model, args + spec, {**needs, **spec_needs}
 
 

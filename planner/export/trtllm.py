@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import yaml
 
-from planner.export.common import Launch, ScriptTarget, drafter_argument, header_lines, model_argument, row_comment, \
-    shell_script
+from planner.export.common import (NEED, Launch, ScriptTarget, drafter_argument, header_lines, model_argument,
+                                   row_comment, shell_script)
 from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
@@ -59,11 +59,40 @@ class TrtllmTarget(ScriptTarget):
         return Launch(row, ["trtllm-serve", model, "--extra_llm_api_options", OPTIONS_FILE], options, needs)
 
     def script(self, plan, launch: Launch) -> str:
-        # the options file is written by the script itself, so that the values the operator supplies expand in it
-        body = yaml.safe_dump(launch.options, sort_keys=False).rstrip("\n")
-        preamble = [f'OPTIONS_FILE="${{OPTIONS_FILE:-{launch.row.slug}.options.yaml}}"',
-                    'cat > "$OPTIONS_FILE" <<EOF', body, "EOF"]
-        return shell_script(launch, header_lines(self, plan) + row_comment(launch.row), preamble)
+        # The options file is written by the script itself, so that the values the operator supplies go into it:
+        # the serializer's YAML in a quoted heredoc (nothing in it expands), then each operator variable put in
+        # place of its marker by bash's own substitution, which runs nothing of what it inserts.
+        body = yaml.safe_dump(operator_markers(launch.options, launch.needs), sort_keys=False).rstrip("\n")
+        end = heredoc_end(body)
+        preamble = [f"OPTIONS_FILE=\"${{OPTIONS_FILE:-{launch.row.slug}.options.yaml}}\"",
+                    f"options=$(cat <<'{end}'", body, end, ")"]
+        preamble += [f'options="${{options//{marker(var)}/${var}}}"' for var in launch.needs]
+        preamble += ['printf \'%s\\n\' "$options" > "$OPTIONS_FILE"']
+        return shell_script(launch, header_lines(self, plan) + row_comment(launch.row), preamble, ("OPTIONS_FILE",))
+
+
+def marker(var: str) -> str:
+    """The text an operator variable stands as in the options file until the script substitutes it."""
+    return f"@@{var}@@"
+
+
+def operator_markers(value, needs):
+    """``value`` with each ``$VAR`` the operator supplies written as its marker (the rest as it is)."""
+    if isinstance(value, dict):
+        return {k: operator_markers(v, needs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [operator_markers(v, needs) for v in value]
+    if isinstance(value, str):
+        return NEED.sub(lambda m: marker(m.group(1)) if m.group(1) in needs else m.group(0), value)
+    return value
+
+
+def heredoc_end(body: str) -> str:
+    """A heredoc delimiter that no line of ``body`` is."""
+    end, lines = "PLANNER_OPTIONS_END", set(body.splitlines())
+    while end in lines:
+        end += "_"
+    return end
 
 
 TARGET = TrtllmTarget()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 
 from planner.export.common import Launch, ScriptTarget, drafter_argument, model_argument
 from planner.export.rows import (Row, Refusal, check_common, disaggregated, draft_tokens, hf_model_id,
@@ -13,8 +15,9 @@ VERSION = "0.11.0"
 REFERENCE = "https://docs.vllm.ai/en/v0.11.0/configuration/engine_args.html"
 PRECISIONS = ("bf16", "fp8", "fp4", "w4a16")
 ONLINE = {"fp8": ["--quantization", "fp8"]}  # vLLM quantizes a 16-bit checkpoint to FP8 on load
-# The planner's speculative methods as vLLM's --speculative-config "method" (None: vLLM infers a draft model)
-METHODS = {"none": None, "mtp": "deepseek_mtp", "eagle": "eagle3", "draft_model": None}
+# The planner's speculative methods as vLLM's --speculative-config "method". No draft_model: vLLM 0.11's V1 engine
+# refuses a separate draft model at start (issue 42), so such a row is refused at export (exit 2)
+METHODS = {"none": None, "mtp": "deepseek_mtp", "eagle": "eagle3"}
 # NIXL carries the KV cache from prefill to decode instances (docs/features/nixl_connector_usage); the plan
 # names no transfer backend, and NIXL is the one all four targets document
 KV_TRANSFER = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
@@ -28,13 +31,24 @@ def engine_args(row: Row, target: str = ENGINE) -> tuple[str, list[str], dict[st
         raise Refusal(row, "speculative", f"'mtp' on {row.model.id!r}: vLLM's MTP drafter here is DeepSeek-V3's "
                                           "(deepseek_mtp)", target)
     model, quantize, needs = model_argument(row, hf_model_id(row, target), ONLINE)
-    args = parallel_args(row) + ["--max-num-seqs", str(row["batch"]),
-                                 "--max-num-batched-tokens", str(tokens_per_step(row)),
+    per_rank = rank_row(row)
+    args = parallel_args(row) + ["--max-num-seqs", str(per_rank["batch"]),
+                                 "--max-num-batched-tokens", str(tokens_per_step(per_rank)),
                                  "--kv-cache-dtype", kv_cache_dtype(row)] + quantize
     spec, spec_needs = speculative_config(row)
     if spec is not None:
         args += ["--speculative-config", json.dumps(spec)]
     return model, args, {**needs, **spec_needs}
+
+
+def rank_row(row: Row) -> Row:
+    """The row as one data-parallel rank sees it: vLLM applies --max-num-seqs and --max-num-batched-tokens to each
+    rank, so an expert-parallel replica of batch B over N ranks sets ceil(B / N) on each (issue 42: B on each let
+    a replica admit N x B streams); the row itself where attention is not data-parallel."""
+    ranks = int(row["tensor_parallel"]) if row["expert_parallel"] else 1
+    if ranks <= 1:
+        return row
+    return dataclasses.replace(row, fields={**row.fields, "batch": math.ceil(int(row["batch"]) / ranks)})
 
 
 def parallel_args(row: Row) -> list[str]:
@@ -51,10 +65,9 @@ def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
     method = row["speculative"] or "none"
     if method == "none":
         return None, {}
-    config: dict = {"method": METHODS[method]} if METHODS[method] is not None else {}
-    config["num_speculative_tokens"] = draft_tokens(row)
+    config: dict = {"method": METHODS[method], "num_speculative_tokens": draft_tokens(row)}
     needs: dict[str, str] = {}
-    if method in ("eagle", "draft_model"):
+    if method == "eagle":
         config["model"], needs = drafter_argument(row, method)
     return config, needs
 

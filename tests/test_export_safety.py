@@ -1,0 +1,144 @@
+"""Nothing from a plan or a scenario is ever run by an exported file (issue 42 item 3): a workload named
+``chat$(touch PWNED1)`` landed in a double-quoted message of a script's guard, a model source holding ``$HOME$(...)``
+was double-quoted because it held ``$UPPER``, TensorRT-LLM's options file was written through an unquoted heredoc,
+and a newline in a name ended a comment line. Names that are not safe text are refused at export (exit 2); every
+value is single-quoted besides, only the operator's own variables expand, and comments hold no control character.
+Each generated script is run by bash with stand-in engines that record their arguments."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from planner.cli import main
+from planner.errors import InputError
+from planner.export import TARGETS, export_plan
+from planner.export.common import Launch, shell_script, shell_word
+from planner.export.trtllm import TARGET as TRTLLM
+from planner.export.rows import PlanRows
+from tests.test_export import one_row_plan, plans  # noqa: F401 - the module's fixture
+
+HOSTILE = ["chat$(touch PWNED1)", "chat`touch PWNED2`", "chat\ntouch PWNED3", "chat'; touch PWNED4; '",
+           'chat"$(touch PWNED5)"', "$HOME", "chat;touch PWNED6", "chat\u2028touch PWNED7"]
+STAND_IN = """#!/bin/sh
+for a in "$@"; do printf '%s\\0' "$a"; done > "$ARGV_OUT"
+"""
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_name_that_is_not_safe_text_is_refused_by_every_target(name):
+    plan = one_row_plan()
+    plan["allocation"][0]["workload"] = name
+    plan["inputs"]["demands"][0]["name"] = name
+    for target in TARGETS:
+        with pytest.raises(InputError) as err:
+            export_plan(plan, target)
+        assert err.value.field == "workload" and "launch file" in str(err.value), target
+
+
+def test_the_cli_refuses_a_tampered_plan_with_exit_2_and_writes_nothing(tmp_path):
+    plan = one_row_plan()
+    plan["allocation"][0]["hardware"] = "gpu-x$(touch PWNED)"
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    out = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--out", str(tmp_path / "out")])
+    assert out.exit_code == 2 and "hardware" in out.output
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_model_source_that_is_not_a_hub_id_reaches_no_file():
+    plan = one_row_plan()
+    model = plan["inputs"]["models"]["llama-3.1-70b"]
+    model["source"] = "https://huggingface.co/org/$HOME$(touch PWNED)"
+    with pytest.raises(InputError, match="no Hugging Face source"):
+        export_plan(plan, "vllm")
+
+
+def run_script(tmp_path: Path, body: str, env: dict | None = None) -> list[str]:
+    """The script run by bash in ``tmp_path`` with every engine program a stand-in that records its arguments."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for program in ("vllm", "python3", "python", "trtllm-serve", "sglang", "dynamo"):
+        (bin_dir / program).write_text(STAND_IN)
+        (bin_dir / program).chmod(0o755)
+    script = tmp_path / "launch.sh"
+    script.write_text(body)
+    argv_out = tmp_path / "argv"
+    run_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "ARGV_OUT": str(argv_out), **(env or {})}
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=run_env, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    return argv_out.read_text().split("\0")[:-1]
+
+
+def pwned(tmp_path: Path) -> list[str]:
+    return sorted(p.name for p in tmp_path.rglob("PWNED*"))
+
+
+def test_a_hostile_value_past_the_checks_is_text_in_every_part_of_a_script(tmp_path):
+    """Were a hostile value to pass the checks, the script still runs none of it: arguments, the guards'
+    messages and the comments."""
+    values = [v.replace("\n", " ") for v in HOSTILE] + ["a\\b", "--flag=$(touch PWNED8)"]
+    launch = Launch(None, ["vllm", "serve", "$CHECKPOINT", "--served-model-name", *values],
+                    needs={"CHECKPOINT": "a checkpoint for chat$(touch PWNED9) `touch PWNED10`\ntouch PWNED11"})
+    body = shell_script(launch, [f"row for {v}" for v in HOSTILE])
+    argv = run_script(tmp_path, body, {"CHECKPOINT": "/models/ckpt $(touch PWNED12)"})
+    assert argv == ["serve", "/models/ckpt $(touch PWNED12)", "--served-model-name", *values]
+    assert pwned(tmp_path) == []
+    assert all(not line.startswith("touch") for line in body.split("\n"))  # bash ends a line at a newline alone
+
+
+def test_an_unset_operator_value_stops_the_script_naming_it_and_runs_nothing(tmp_path):
+    launch = Launch(None, ["vllm", "serve", "$DRAFT_MODEL"], needs={"DRAFT_MODEL": "a head for chat$(touch PWNED)"})
+    script = tmp_path / "launch.sh"
+    script.write_text(shell_script(launch, []))
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 1 and "set DRAFT_MODEL to a head for chat$(touch PWNED)" in done.stderr
+    assert pwned(tmp_path) == []
+
+
+def test_only_the_operator_s_variables_expand():
+    assert shell_word("$HOME") == "'$HOME'"
+    assert shell_word("pvc://$CHECKPOINT/x", ["CHECKPOINT"]) == 'pvc://"${CHECKPOINT}"/x'  # safe text bare
+    assert shell_word("$CHECKPOINT$(id)", ["CHECKPOINT"]) == "\"${CHECKPOINT}\"'$(id)'"
+    assert shell_word("") == "''"
+
+
+def test_trtllm_options_are_written_as_text_with_the_operator_s_values_in_place(tmp_path):
+    """The options file came from an unquoted heredoc: anything in it expanded. Now the serializer's YAML goes
+    through a quoted heredoc and the operator's values are put in by bash's substitution."""
+    plan = one_row_plan(speculative="eagle", draft_tokens=3, precision="fp4")
+    launch = export_plan(plan, "trtllm").launches[0]
+    launch.options["served_model_name"] = "x$(touch PWNED1) `touch PWNED2`"
+    launch.options["note"] = "PLANNER_OPTIONS_END\ntouch PWNED3"  # a line that is the heredoc's default end
+    body = TRTLLM.script(PlanRows("p", None, None, []), launch)
+    env = {"CHECKPOINT": "/ckpt/$(touch PWNED4)", "DRAFT_MODEL": "/draft/`touch PWNED5`"}
+    argv = run_script(tmp_path, body, env)
+    assert argv[0] == env["CHECKPOINT"] and pwned(tmp_path) == []
+    options = yaml.safe_load((tmp_path / argv[-1]).read_text())
+    assert options["served_model_name"] == "x$(touch PWNED1) `touch PWNED2`"
+    assert options["note"] == "PLANNER_OPTIONS_END\ntouch PWNED3"
+    assert options["speculative_config"]["speculative_model_dir"] == env["DRAFT_MODEL"]
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(os.name != "posix", reason="bash")
+def test_every_script_of_a_shipped_plan_runs_with_stand_ins(plans, tmp_path):
+    """Every exported script of a shipped plan runs to its engine's command with the operator's values set."""
+    from planner.export.common import ScriptTarget
+
+    for target, spec in TARGETS.items():
+        if not isinstance(spec, ScriptTarget):
+            continue
+        out = export_plan(plans("gtc-2026-tiers"), target)
+        for launch in out.launches:
+            env = {var: f"/supplied/{var.lower()}" for var in launch.needs}
+            argv = run_script(tmp_path, out.files[spec.file_for(launch.row)], env)
+            assert argv and pwned(tmp_path) == []

@@ -25,7 +25,7 @@ SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml"))
 VLLM_FLAGS = {  # https://docs.vllm.ai/en/v0.11.0/configuration/engine_args.html
     "--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size", "--enable-expert-parallel",
     "--max-num-seqs", "--max-num-batched-tokens", "--max-model-len", "--kv-cache-dtype", "--quantization",
-    "--speculative-config", "--kv-transfer-config", "--dtype"}
+    "--speculative-config", "--kv-transfer-config", "--dtype", "--port"}
 VLLM_SPECULATIVE_KEYS = {"method", "model", "num_speculative_tokens"}  # SpeculativeConfig, same page
 VLLM_METHODS = {"eagle", "eagle3", "deepseek_mtp", "mtp", "ngram", "medusa", "mlp_speculator", "draft_model"}
 SGLANG_FLAGS = {  # https://docs.sglang.ai/advanced_features/server_arguments.html
@@ -33,12 +33,13 @@ SGLANG_FLAGS = {  # https://docs.sglang.ai/advanced_features/server_arguments.ht
     "--max-running-requests", "--chunked-prefill-size", "--kv-cache-dtype", "--quantization",
     "--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
     "--speculative-eagle-topk", "--speculative-num-draft-tokens", "--disaggregation-mode",
-    "--disaggregation-transfer-backend", "--prefill-round-robin-balance"}
+    "--disaggregation-transfer-backend", "--prefill-round-robin-balance", "--port"}
 SGLANG_VALUES = {"--speculative-algorithm": {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE"},
                  "--disaggregation-mode": {"null", "prefill", "decode"},
                  "--disaggregation-transfer-backend": {"mooncake", "nixl"},
                  "--kv-cache-dtype": {"auto", "fp8_e5m2", "fp8_e4m3"}}
-TRTLLM_FLAGS = {"--extra_llm_api_options"}  # https://nvidia.github.io/TensorRT-LLM/1.1.0/commands/trtllm-serve
+# https://nvidia.github.io/TensorRT-LLM/1.1.0/commands/trtllm-serve
+TRTLLM_FLAGS = {"--extra_llm_api_options", "--port"}
 TRTLLM_OPTIONS = {  # LlmArgs, https://nvidia.github.io/TensorRT-LLM/1.1.0/llm-api/reference.html
     "tensor_parallel_size", "pipeline_parallel_size", "moe_expert_parallel_size", "enable_attention_dp",
     "max_batch_size", "max_num_tokens", "kv_cache_config", "speculative_config", "cache_transceiver_config"}
@@ -368,3 +369,15 @@ def test_llm_d_values_of_every_shipped_plan_validate_against_the_chart_s_schema(
             assert "$" not in artifacts["uri"] and artifacts["size"] != "5Mi", (name, file)
             checked += 1
     assert checked >= 20
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_every_file_names_its_engine_release_in_its_first_comment_line(target):
+    """Interface, third round: `planner export` files name their engine version in their first comment line
+    (`# engine: vllm 0.34.0`); a script's follows its shebang."""
+    out = export_plan(one_row_plan(), target)
+    release = TARGETS[target].release
+    for name, body in out.files.items():
+        if name.endswith((".sh", ".yaml")):
+            comments = [line for line in body.splitlines() if line.startswith("#") and not line.startswith("#!")]
+            assert comments[0] == f"# engine: {target} {release}", name

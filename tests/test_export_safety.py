@@ -122,7 +122,7 @@ def test_trtllm_options_are_written_as_text_with_the_operator_s_values_in_place(
     env = {"CHECKPOINT": "/ckpt/$(touch PWNED4)", "DRAFT_MODEL": "/draft/`touch PWNED5`"}
     argv = run_script(tmp_path, body, env)
     assert argv[0] == env["CHECKPOINT"] and pwned(tmp_path) == []
-    options = yaml.safe_load((tmp_path / argv[-1]).read_text())
+    options = yaml.safe_load((tmp_path / argv[argv.index("--extra_llm_api_options") + 1]).read_text())
     assert options["served_model_name"] == "x$(touch PWNED1) `touch PWNED2`"
     assert options["note"] == "PLANNER_OPTIONS_END\ntouch PWNED3"
     assert options["speculative_config"]["speculative_model_dir"] == env["DRAFT_MODEL"]
@@ -142,3 +142,15 @@ def test_every_script_of_a_shipped_plan_runs_with_stand_ins(plans, tmp_path):
             env = {var: f"/supplied/{var.lower()}" for var in launch.needs}
             argv = run_script(tmp_path, out.files[spec.file_for(launch.row)], env)
             assert argv and pwned(tmp_path) == []
+
+
+@pytest.mark.parametrize("target", ["vllm", "sglang", "trtllm"])
+def test_each_copy_of_a_script_serves_on_its_own_port(tmp_path, target):
+    """Issue 42: every script launched one replica with no port, so a second copy on one host collided with the
+    first; each now serves on $PORT, 8000 unless set."""
+    out = export_plan(one_row_plan(), target)
+    body = next(b for name, b in out.files.items() if name.endswith(".sh"))
+    supplied = {var: f"/supplied/{var.lower()}" for var in out.launches[0].needs}
+    first = run_script(tmp_path, body, supplied)
+    second = run_script(tmp_path, body, {**supplied, "PORT": "8001"})
+    assert first[first.index("--port") + 1] == "8000" and second[second.index("--port") + 1] == "8001"

@@ -15,6 +15,10 @@ from planner.export.rows import PlanRows, Row, check_names, family_skip, hf_id_o
 from planner.vocabulary import FOUR_BIT
 
 NEED = re.compile(r"\$([A-Z][A-Z0-9_]*)")  # a value the plan does not hold, named by the variable that must hold it
+# Each script serves on $PORT (8000 unless set), so that the replicas of a row on one host run as copies of it with
+# a port each (issue 42: with none, a second copy collided with the first)
+PORT = "$PORT"
+PORT_LINE = 'PORT="${PORT:-8000}"  # one port a copy: PORT=8001 bash THIS_SCRIPT for the next replica on this host'
 CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")  # characters that end a line (or hide one) in a file
 
 
@@ -53,7 +57,8 @@ def header_lines(target, plan: PlanRows) -> list[str]:
     """The comment lines heading every file: what wrote it, from which plan, against which engine version."""
     when = f", period {plan.period}" if plan.period else ""
     scen = f", demand scenario {plan.demand_scenario}" if plan.demand_scenario else ""
-    return [f"written by planner {__version__} export --to {target.key} from plan {plan.scenario!r}{when}{scen}",
+    return [f"engine: {target.key} {target.release}",  # the interface's first comment line (third round)
+            f"written by planner {__version__} export --to {target.key} from plan {plan.scenario!r}{when}{scen}",
             f"written against {target.engine} {target.version} ({target.reference})"]
 
 
@@ -226,7 +231,7 @@ def drafter_argument(row: Row, kind: str) -> tuple[str, dict[str, str]]:
 class ScriptTarget:
     """A target whose every row is one launch script (vLLM, SGLang, TensorRT-LLM): ``NN-workload-role-hw.sh``."""
 
-    key = engine = version = reference = ""
+    key = engine = version = release = reference = ""
 
     @property
     def families(self) -> list[str]:
@@ -243,4 +248,4 @@ class ScriptTarget:
         return {self.file_for(ln.row): self.script(plan, ln) for ln in launches}
 
     def script(self, plan: PlanRows, launch: Launch) -> str:
-        return shell_script(launch, header_lines(self, plan) + row_comment(launch.row))
+        return shell_script(launch, header_lines(self, plan) + row_comment(launch.row), [PORT_LINE], ("PORT",))

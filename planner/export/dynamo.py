@@ -11,13 +11,14 @@ from planner.export.vllm import engine_args
 
 ENGINE = "NVIDIA Dynamo"
 VERSION = "0.7.0 (vLLM backend, vLLM 0.11.0)"
+RELEASE = "0.7.0"  # the plain release, for the files' first comment line
 REFERENCE = "https://docs.nvidia.com/dynamo/archive/0.7.0/kubernetes/api_reference.html"
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.7.0"
 WORKER = {"prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker", "colocated": "VllmWorker"}
 
 
 class DynamoTarget(ManifestTarget):
-    key, engine, version, reference = "dynamo", ENGINE, VERSION, REFERENCE
+    key, engine, version, release, reference = "dynamo", ENGINE, VERSION, RELEASE, REFERENCE
     image_words = "Dynamo's vLLM runtime image"
 
     def launch(self, row: Row) -> Launch:

@@ -17,6 +17,7 @@ from planner.export.vllm import KV_TRANSFER, engine_args
 
 ENGINE = "llm-d"
 VERSION = "llm-d-modelservice chart v0.4.12 (image llm-d-cuda v0.3.1, vLLM 0.11.0)"
+RELEASE = "0.4.12"  # the plain release, for the files' first comment line
 REFERENCE = ("https://github.com/llm-d-incubation/llm-d-modelservice/blob/llm-d-modelservice-v0.4.12/charts/"
              "llm-d-modelservice/values.schema.json")
 CHECKPOINT_PVC = "planner-checkpoints"  # the PVC a checkpoint the plan does not hold is read from (README.md)
@@ -25,7 +26,7 @@ IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.3.1"
 
 
 class LlmdTarget(ManifestTarget):
-    key, engine, version, reference = "llm-d", ENGINE, VERSION, REFERENCE
+    key, engine, version, release, reference = "llm-d", ENGINE, VERSION, RELEASE, REFERENCE
     image_words = "llm-d's CUDA image"
 
     def launch(self, row: Row) -> Launch:

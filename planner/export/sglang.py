@@ -3,12 +3,13 @@ server arguments page)."""
 
 from __future__ import annotations
 
-from planner.export.common import Launch, ScriptTarget, drafter_argument, model_argument
+from planner.export.common import PORT, Launch, ScriptTarget, drafter_argument, model_argument
 from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
 ENGINE = "SGLang"
 VERSION = "0.5.4"
+RELEASE = "0.5.4"  # the plain release, for the files' first comment line
 REFERENCE = "https://docs.sglang.ai/advanced_features/server_arguments.html"
 PRECISIONS = ("bf16", "fp8", "fp4", "w4a16")
 ONLINE = {"fp8": ["--quantization", "fp8"]}  # SGLang quantizes a 16-bit checkpoint to FP8 on load
@@ -60,11 +61,11 @@ def speculative_args(row: Row) -> tuple[list[str], dict[str, str]]:
 
 
 class SglangTarget(ScriptTarget):
-    key, engine, version, reference = "sglang", ENGINE, VERSION, REFERENCE
+    key, engine, version, release, reference = "sglang", ENGINE, VERSION, RELEASE, REFERENCE
 
     def launch(self, row: Row) -> Launch:
         _, args, needs = launch_args(row)
-        return Launch(row, ["python", "-m", "sglang.launch_server", *args], None, needs)
+        return Launch(row, ["python", "-m", "sglang.launch_server", *args, "--port", PORT], None, needs)
 
 
 TARGET = SglangTarget()

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import yaml
 
-from planner.export.common import (NEED, Launch, ScriptTarget, drafter_argument, header_lines, model_argument,
-                                   row_comment, shell_script)
+from planner.export.common import (NEED, PORT, PORT_LINE, Launch, ScriptTarget, drafter_argument, header_lines,
+                                   model_argument, row_comment, shell_script)
 from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
 ENGINE = "TensorRT-LLM"
 VERSION = "1.1.0"
+RELEASE = "1.1.0"  # the plain release, for the files' first comment line
 REFERENCE = "https://nvidia.github.io/TensorRT-LLM/1.1.0/llm-api/reference.html"
 PRECISIONS = ("bf16", "fp8", "fp4", "w4a16")
 ONLINE: dict[str, list[str]] = {}  # the PyTorch backend reads the quantization from a ModelOpt checkpoint only
@@ -52,11 +53,12 @@ def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
 
 
 class TrtllmTarget(ScriptTarget):
-    key, engine, version, reference = "trtllm", ENGINE, VERSION, REFERENCE
+    key, engine, version, release, reference = "trtllm", ENGINE, VERSION, RELEASE, REFERENCE
 
     def launch(self, row: Row) -> Launch:
         model, options, needs = llm_api_options(row)
-        return Launch(row, ["trtllm-serve", model, "--extra_llm_api_options", OPTIONS_FILE], options, needs)
+        return Launch(row, ["trtllm-serve", model, "--extra_llm_api_options", OPTIONS_FILE, "--port", PORT], options,
+                      needs)
 
     def script(self, plan, launch: Launch) -> str:
         # The options file is written by the script itself, so that the values the operator supplies go into it:
@@ -64,11 +66,12 @@ class TrtllmTarget(ScriptTarget):
         # place of its marker by bash's own substitution, which runs nothing of what it inserts.
         body = yaml.safe_dump(operator_markers(launch.options, launch.needs), sort_keys=False).rstrip("\n")
         end = heredoc_end(body)
-        preamble = [f"OPTIONS_FILE=\"${{OPTIONS_FILE:-{launch.row.slug}.options.yaml}}\"",
+        preamble = [PORT_LINE, f"OPTIONS_FILE=\"${{OPTIONS_FILE:-{launch.row.slug}.options.yaml}}\"",
                     f"options=$(cat <<'{end}'", body, end, ")"]
         preamble += [f'options="${{options//{marker(var)}/${var}}}"' for var in launch.needs]
         preamble += ['printf \'%s\\n\' "$options" > "$OPTIONS_FILE"']
-        return shell_script(launch, header_lines(self, plan) + row_comment(launch.row), preamble, ("OPTIONS_FILE",))
+        comments = header_lines(self, plan) + row_comment(launch.row)
+        return shell_script(launch, comments, preamble, ("OPTIONS_FILE", "PORT"))
 
 
 def marker(var: str) -> str:

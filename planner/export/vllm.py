@@ -6,12 +6,13 @@ import dataclasses
 import json
 import math
 
-from planner.export.common import Launch, ScriptTarget, drafter_argument, model_argument
+from planner.export.common import PORT, Launch, ScriptTarget, drafter_argument, model_argument
 from planner.export.rows import (Row, Refusal, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
 ENGINE = "vLLM"
 VERSION = "0.11.0"
+RELEASE = "0.11.0"  # the plain release, for the files' first comment line
 REFERENCE = "https://docs.vllm.ai/en/v0.11.0/configuration/engine_args.html"
 PRECISIONS = ("bf16", "fp8", "fp4", "w4a16")
 ONLINE = {"fp8": ["--quantization", "fp8"]}  # vLLM quantizes a 16-bit checkpoint to FP8 on load
@@ -73,13 +74,13 @@ def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
 
 
 class VllmTarget(ScriptTarget):
-    key, engine, version, reference = "vllm", ENGINE, VERSION, REFERENCE
+    key, engine, version, release, reference = "vllm", ENGINE, VERSION, RELEASE, REFERENCE
 
     def launch(self, row: Row) -> Launch:
         model, args, needs = engine_args(row)
         if disaggregated(row):
             args += ["--kv-transfer-config", json.dumps(KV_TRANSFER)]
-        return Launch(row, ["vllm", "serve", model, *args], None, needs)
+        return Launch(row, ["vllm", "serve", model, *args, "--port", PORT], None, needs)
 
 
 TARGET = VllmTarget()

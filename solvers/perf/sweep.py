@@ -39,9 +39,9 @@ from solvers.perf.kernels import (
 )
 from solvers.perf.queue import max_utilization, prefill_pool_servers, servers_for_load, wait_quantile_s
 from solvers.perf.serving import (
+    colocated_miss_share,
     colocated_request_s,
     decode_seconds,
-    colocated_miss_share,
     decode_tokens_per_s,
     kv_fits,
     loaded_power_w,

@@ -48,7 +48,8 @@ TRTLLM_NESTED = {"kv_cache_config": {"dtype"},  # KvCacheConfig
                                         "speculative_model_dir"},  # MTPDecodingConfig, EagleDecodingConfig
                  "cache_transceiver_config": {"backend"}}  # CacheTransceiverConfig
 TRTLLM_DECODING = {"MTP", "Eagle", "DraftTarget"}
-DYNAMO_FLAGS = VLLM_FLAGS | {"--model", "--is-prefill-worker"}  # dynamo.vllm: vLLM's engine args and its own
+# dynamo.vllm: vLLM's engine args and its own
+DYNAMO_FLAGS = VLLM_FLAGS | {"--model", "--is-prefill-worker", "--is-decode-worker"}
 # https://docs.nvidia.com/dynamo/archive/0.7.0/kubernetes/api_reference.html (DynamoGraphDeployment v1alpha1)
 DYNAMO_SERVICE_KEYS = {"dynamoNamespace", "componentType", "subComponentType", "replicas", "resources",
                        "extraPodSpec"}
@@ -253,6 +254,16 @@ def test_vllm_s_batch_is_per_data_parallel_rank():
         assert argv[argv.index("--max-num-batched-tokens") + 1] == "8", target
     dense = export_plan(one_row_plan(batch=64), "vllm").launches[0].argv
     assert dense[dense.index("--max-num-seqs") + 1] == "64"
+
+
+def test_dynamo_workers_say_which_side_of_a_disaggregated_pair_they_are():
+    """Issue 42: Dynamo's decode workers lacked --is-decode-worker (0.7's disaggregated examples set it on the
+    decode side, --is-prefill-worker on the prefill side); a colocated worker sets neither."""
+    flags = {role: export_plan(one_row_plan(role=role), "dynamo").launches[0].argv
+             for role in ("prefill", "decode", "colocated")}
+    assert "--is-decode-worker" in flags["decode"] and "--is-prefill-worker" not in flags["decode"]
+    assert "--is-prefill-worker" in flags["prefill"] and "--is-decode-worker" not in flags["prefill"]
+    assert not {"--is-prefill-worker", "--is-decode-worker"} & set(flags["colocated"])
 
 
 def test_values_the_plan_does_not_hold_are_named_for_the_operator():

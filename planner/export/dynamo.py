@@ -23,8 +23,9 @@ class DynamoTarget(ManifestTarget):
 
     def launch(self, row: Row) -> Launch:
         model, args, needs = engine_args(row, ENGINE)
-        # Dynamo's vLLM worker joins a prefill worker to the decode workers over NIXL itself
-        role = ["--is-prefill-worker"] if row["role"] == "prefill" else []
+        # Dynamo's vLLM worker joins a prefill worker to the decode workers over NIXL itself; each side says which it
+        # is (0.7's disaggregated examples; a decode worker without its flag registers as an aggregated one)
+        role = {"prefill": ["--is-prefill-worker"], "decode": ["--is-decode-worker"]}.get(row["role"], [])
         return Launch(row, ["python3", "-m", "dynamo.vllm", "--model", model, *args, *role], None, needs)
 
     def file_for(self, row: Row) -> str:

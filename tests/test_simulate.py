@@ -275,6 +275,26 @@ def test_a_plan_with_too_few_decode_replicas_fails_naming_the_workload(bank_plan
     assert any(f.startswith(row["workload"] + ":") for f in result.failures)
 
 
+@pytest.mark.parametrize("tamper", ["removed", 0.0, float("nan"), -3.0])
+def test_a_workload_with_demand_and_no_servers_does_not_hold(bank_plan, tmp_path, tamper):
+    """Issue 43: a workload whose decode rows were removed (or set to 0, NaN or -3 replicas) "held" with exit 0 and
+    no request counted: the router had sent its requests nowhere and counted them as a hosted API's."""
+    plan = copy.deepcopy(bank_plan)
+    name = "customer-chatbot"
+    if tamper == "removed":
+        plan["allocation"] = [r for r in plan["allocation"] if not (r["workload"] == name and r["role"] != "prefill")]
+    else:
+        for r in plan["allocation"]:
+            if r["workload"] == name and r["role"] != "prefill":
+                r["replicas"] = tamper
+    result = simulate(plan, duration_s=20.0)
+    assert not result.holds and any(f.startswith(f"{name}: no replica serves") for f in result.failures)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    out = CliRunner().invoke(main, ["simulate", str(path), "--duration", "20"])
+    assert out.exit_code == 4 and "no replica serves" in out.output
+
+
 def test_the_cli_prints_what_the_library_returns_and_exits_by_the_targets(bank_plan, tmp_path):
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(bank_plan))

@@ -234,6 +234,11 @@ def workload_result(pools: Pools, counts, hist_ttft, hist_tpot) -> WorkloadResul
     unfinished = simulated - finished
     rows_ttft = [r.get("ttft_s") for r in pools.rows if r.get("ttft_s") is not None]
     failures = []
+    if d.output_tokens_per_s > 0 and not any(r.get("role") != "prefill" for r in pools.rows):
+        # no replica decodes it (its rows removed, or at 0, NaN or negative replicas): the router counted its
+        # requests as sent elsewhere, and "holds" with none simulated (issue 43)
+        failures.append(f"no replica serves its {d.output_tokens_per_s:.6g} output tokens/s at peak: the plan has "
+                        f"no decode, colocated or hosted row for it with replicas above 0")
     if unfinished:
         failures.append(f"{unfinished:,} of {simulated:,} requests did not finish (the pools cannot keep up)")
     at = ttft[f"p{q:g}"]

@@ -355,3 +355,24 @@ def test_a_session_s_next_call_follows_its_last_after_the_tool_wait_with_a_grown
     waits = calls[:, :, E.RF_TOOL_S][made]
     assert waits.mean() == pytest.approx(2.0, rel=0.15)
     assert np.all(calls[:, 1:, E.RF_ARRIVE][made[:, 1:]] < 60.0)
+
+
+@pytest.mark.parametrize("seed", [2 ** 70, -1, 1.5, "7", True])
+def test_a_seed_the_simulator_cannot_take_is_an_input_error_naming_it(bank_plan, tmp_path, seed):
+    """Issue 43: --seed 2^70 was a numba traceback; every seed outside 0..2^63 - 1 (or not a whole number) is one
+    error naming --seed, in the library and the CLI, before any work."""
+    with pytest.raises(InputError, match="--seed") as err:
+        simulate(bank_plan, duration_s=5.0, seed=seed)
+    assert err.value.field == "--seed"
+    if seed == 2 ** 70:
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(bank_plan))
+        out = CliRunner().invoke(main, ["simulate", str(path), "--seed", str(seed)])
+        assert out.exit_code == 2 and "--seed" in out.output and "Traceback" not in out.output
+
+
+def test_solve_refuses_a_seed_it_could_not_verify_with_before_it_solves():
+    from planner.answer import answer
+
+    with pytest.raises(InputError, match="--seed"):
+        answer("scenarios/gtc-2026-tiers.yaml", seed=2 ** 70)  # no solve starts (the unit marker's guard holds)

@@ -23,6 +23,7 @@ from solvers.sim import engine as E
 HIST_LO_LOG10 = -6.0  # 1 microsecond
 HIST_DECADES = 12
 HIST_BINS_PER_DECADE = 500  # a percentile read from the histogram is within 0.46% of the sample's
+MAX_SEED = 2 ** 63  # seeds are the simulator's int64
 TOLERANCE = 0.02  # a target holds within this share: the histogram's resolution and the sampling error at p99
 DEFAULT_WINDOW_S = 240.0  # seconds of statistics a default run gathers, unless ENOUGH_CALLS come sooner
 MIN_WARMUP_S = 10.0
@@ -284,6 +285,13 @@ def pool_rows(pools: Pools, busy: np.ndarray, hist_rows: np.ndarray, window_s: f
     return out
 
 
+def check_seed(seed) -> None:
+    """InputError naming --seed unless ``seed`` is a whole number the simulator's 64-bit generator takes (2^70 was
+    a numba traceback, issue 43)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < MAX_SEED:
+        raise InputError(f"--seed must be a whole number from 0 to 2^63 - 1, got {seed!r}", field="--seed")
+
+
 def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0, period: str | None = None,
              demand_scenario: str | None = None, quick: bool = False):
     """Simulate a plan (a Plan, a plan dict or a path to plan.json). ``trace``: arrays (arrival_s, input_tokens,
@@ -292,6 +300,7 @@ def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0, p
     (``BuildOutSimResult``), every period of every demand scenario unless ``period`` (a start date) or
     ``demand_scenario`` (a name) picks some. ``quick``: the short seeded run ``planner solve`` makes of every plan
     (``quick_windows``) unless ``duration_s`` is given."""
+    check_seed(seed)
     d = plan_dict(plan)
     if duration_s is not None and not (math.isfinite(duration_s) and duration_s > 0):
         raise InputError(f"--duration must be a positive number of seconds, got {duration_s!r}")

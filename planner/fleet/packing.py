@@ -101,18 +101,9 @@ def held_chips(chips: float, stages: int, domain_chips: float, chips_per_rack: f
 
 def replicas_per_rack(chips: float, stages: int, domain_chips: float, chips_per_rack: float) -> float:
     """Replicas of ``chips`` chips in ``stages`` pipeline stages one rack holds with its stages whole in its
-    scale-up domains: floor(D / s) stages a domain (a wider stage whole domains), its domains' stages over the
-    replica's (a 64-GPU replica on an NVL72 rack: 1, not 72 / 64; four stages of 64 GPUs: a quarter); its chips'
-    share of a rack where a domain spans racks."""
-    if chips <= 0:
-        return 0.0
-    if spans_racks(domain_chips, chips_per_rack):
-        return chips_per_rack / chips
-    stages = max(int(stages), 1)
-    size = chips / stages
-    per_domain = (math.floor(domain_chips / size + 1e-9) if size <= domain_chips
-                  else 1.0 / math.ceil(size / domain_chips - 1e-9))
-    return domains_per_rack(domain_chips, chips_per_rack) * per_domain / stages
+    scale-up domains: a rack's chips over a replica's footprint alone (``held_chips``; a 64-GPU replica on an NVL72
+    rack: 1, not 72 / 64; four stages of 64 GPUs: a quarter)."""
+    return chips_per_rack / held_chips(chips, stages, domain_chips, chips_per_rack) if chips > 0 else 0.0
 
 
 def racks_offered(domain_chips: float, chips_per_rack: float, racks: float, chips_rented: float) -> float:

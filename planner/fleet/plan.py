@@ -312,14 +312,17 @@ def racks_for_domains(rows, hw) -> float:
     return domains_needed(stages, fluid, domain) / domains_per_rack(domain, per_rack)
 
 
-def packing_replicas_per_rack(rows, hw) -> float | None:
+def packing_replicas_per_rack(rows, hw, domain_racks: float | None = None, used: float | None = None) -> float | None:
     """Where packing binds (the rows' stages in whole scale-up domains take more racks than their chips fill), the
-    replicas one rack holds of the system's widest replica (``packing.replicas_per_rack``); None elsewhere."""
+    replicas one rack holds of the system's widest replica (``packing.replicas_per_rack``); None elsewhere.
+    ``domain_racks`` and ``used``: the rows' ``racks_for_domains`` and ``chips_held``, where the caller has them."""
     groups = [g for g in replica_groups(rows) if g[0] > 0]
     if not groups:
         return None
     per_rack = hw.chips_per_rack
-    if racks_for_domains(rows, hw) <= chips_held(rows) / per_rack * (1 + 1e-9) + 1e-9:
+    domain_racks = racks_for_domains(rows, hw) if domain_racks is None else domain_racks
+    used = chips_held(rows) if used is None else used
+    if domain_racks <= used / per_rack * (1 + 1e-9) + 1e-9:
         return None
     _, stages, chips = max(groups, key=lambda g: (g[2] / g[1], g[2]))
     return replicas_per_rack(chips, stages, hw.chip.scale_up.domain_chips.value, per_rack)
@@ -475,6 +478,7 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
         hw = hardware[hw_id]
         mine = alloc.filter(pl.col("hardware") == hw_id)
         used = chips_held(mine)
+        domain_racks = racks_for_domains(mine, hw)
         n = int(round(count))
         kept, new = min(n, have), max(n - have, 0)
         full = float(annual_cost_usd_per_rack[hw_id])
@@ -486,8 +490,8 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
         rows.append({
             "hardware": hw_id, "racks": n, "racks_installed": kept, "racks_new": new, "racks_retired": have - kept,
             "chips": n * hw.chips_per_rack, "chips_rented": chips_rented, "chips_used": used,
-            "racks_for_domains": racks_for_domains(mine, hw),
-            "replicas_per_rack": packing_replicas_per_rack(mine, hw),
+            "racks_for_domains": domain_racks,
+            "replicas_per_rack": packing_replicas_per_rack(mine, hw, domain_racks, used),
             "chip_utilization": used / held if held else 0.0,
             "power_mw": draw["peak"],
             "facility_power_mw": draw["peak"] * pue,

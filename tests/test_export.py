@@ -21,19 +21,20 @@ pytestmark = pytest.mark.integration  # solves the shipped scenarios (once per m
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml"))
 
-# The engines' documented option names, each set from its reference page (the versions docs/EXPORT.md states).
-VLLM_FLAGS = {  # https://docs.vllm.ai/en/v0.11.0/configuration/engine_args.html
+# The engines' option names the export may write, each set from its reference page (the versions docs/EXPORT.md
+# states); the engines' own parsers judge the whole commands (tests/test_engines_accept.py).
+VLLM_FLAGS = {  # https://docs.vllm.ai/en/v0.34.0/configuration/engine_args.html
     "--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size", "--enable-expert-parallel",
     "--max-num-seqs", "--max-num-batched-tokens", "--max-model-len", "--kv-cache-dtype", "--quantization",
     "--speculative-config", "--kv-transfer-config", "--dtype", "--port"}
 VLLM_SPECULATIVE_KEYS = {"method", "model", "num_speculative_tokens"}  # SpeculativeConfig, same page
-VLLM_METHODS = {"eagle", "eagle3", "deepseek_mtp", "mtp", "ngram", "medusa", "mlp_speculator", "draft_model"}
-SGLANG_FLAGS = {  # https://docs.sglang.ai/advanced_features/server_arguments.html
-    "--model-path", "--tp-size", "--pp-size", "--dp-size", "--ep-size", "--enable-dp-attention",
+VLLM_METHODS = {"eagle", "eagle3", "mtp", "ngram", "draft_model"}  # 0.34 deprecated deepseek_mtp into mtp
+SGLANG_FLAGS = {  # https://docs.sglang.ai/advanced_features/server_arguments.html (0.5.23)
+    "--model-path", "--tp-size", "--pp-size", "--ep-size",
     "--max-running-requests", "--chunked-prefill-size", "--kv-cache-dtype", "--quantization",
     "--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
     "--speculative-eagle-topk", "--speculative-num-draft-tokens", "--disaggregation-mode",
-    "--disaggregation-transfer-backend", "--prefill-round-robin-balance", "--port"}
+    "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port", "--attn-dp-size", "--host", "--port"}
 SGLANG_VALUES = {"--speculative-algorithm": {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE"},
                  "--disaggregation-mode": {"null", "prefill", "decode"},
                  "--disaggregation-transfer-backend": {"mooncake", "nixl"},
@@ -48,11 +49,10 @@ TRTLLM_NESTED = {"kv_cache_config": {"dtype"},  # KvCacheConfig
                                         "speculative_model_dir"},  # MTPDecodingConfig, EagleDecodingConfig
                  "cache_transceiver_config": {"backend"}}  # CacheTransceiverConfig
 TRTLLM_DECODING = {"MTP", "Eagle", "DraftTarget"}
-# dynamo.vllm: vLLM's engine args and its own
-DYNAMO_FLAGS = VLLM_FLAGS | {"--model", "--is-prefill-worker", "--is-decode-worker"}
-# https://docs.nvidia.com/dynamo/archive/0.7.0/kubernetes/api_reference.html (DynamoGraphDeployment v1alpha1)
-DYNAMO_SERVICE_KEYS = {"dynamoNamespace", "componentType", "subComponentType", "replicas", "resources",
-                       "extraPodSpec"}
+# dynamo.vllm 1.6.1: vLLM's engine args and its own (1.4 replaced --is-prefill-worker/--is-decode-worker)
+DYNAMO_FLAGS = VLLM_FLAGS | {"--model", "--disaggregation-mode"}
+# DynamoGraphDeployment v1beta1 (tests/data/schemas: the CRD's schema)
+DYNAMO_COMPONENT_KEYS = {"name", "type", "replicas", "multinode", "podTemplate"}
 # https://github.com/llm-d-incubation/llm-d-modelservice/blob/main/charts/llm-d-modelservice/values.yaml
 LLMD_KEYS = {"modelArtifacts", "routing", "decode", "prefill"}
 LLMD_POOL_KEYS = {"create", "replicas", "parallelism", "containers"}
@@ -155,11 +155,11 @@ def test_manifests_carry_replica_counts(plans, target):
             continue
         doc = yaml.safe_load(body)
         if target == "dynamo":
-            assert doc["kind"] == "DynamoGraphDeployment" and doc["apiVersion"] == "nvidia.com/v1alpha1"
-            for svc_name, svc in doc["spec"]["services"].items():
-                assert set(svc) <= DYNAMO_SERVICE_KEYS, svc_name
-                if svc["componentType"] == "worker":
-                    got.append(svc["replicas"])
+            assert doc["kind"] == "DynamoGraphDeployment" and doc["apiVersion"] == "nvidia.com/v1beta1"
+            for comp in doc["spec"]["components"]:
+                assert set(comp) <= DYNAMO_COMPONENT_KEYS, comp["name"]
+                if comp["type"] != "frontend":
+                    got.append(comp["replicas"])
         else:
             assert set(doc) <= LLMD_KEYS
             pool = doc["prefill"] if doc["prefill"].get("create") else doc["decode"]
@@ -185,8 +185,6 @@ def one_row_plan(model: str = "llama-3.1-70b", family: str = "nvidia-gpu", **row
 
 REFUSED = [
     ({"precision": "int4"}, "precision", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
-    # vLLM 0.11's V1 engine refuses a separate draft model at start (issue 42)
-    ({"speculative": "draft_model", "draft_tokens": 3}, "speculative", ["vllm", "dynamo", "llm-d"]),
     ({"speculative": "medusa", "draft_tokens": 3}, "speculative", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
     ({"speculative": "mtp", "draft_tokens": 2}, "speculative", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
     ({"role": "attention"}, "role", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
@@ -392,3 +390,55 @@ def test_every_file_names_its_engine_release_in_its_first_comment_line(target):
         if name.endswith((".sh", ".yaml")):
             comments = [line for line in body.splitlines() if line.startswith("#") and not line.startswith("#!")]
             assert comments[0] == f"# engine: {target} {release}", name
+
+
+DYNAMO_SCHEMA = ROOT / "tests" / "data" / "schemas" / "dynamo-dynamographdeployment-v1beta1.openapi.yaml"
+
+
+def strict_schema(node):
+    """The CRD's schema as ``kubectl --validate=strict`` holds it: a field the schema does not name is an error (the
+    API server would prune it without a word: a v1alpha1 field in a v1beta1 manifest vanishes)."""
+    if isinstance(node, dict):
+        if "properties" in node and "additionalProperties" not in node and not node.get(
+                "x-kubernetes-preserve-unknown-fields"):
+            node["additionalProperties"] = False
+        for v in node.values():
+            strict_schema(v)
+    elif isinstance(node, list):
+        for v in node:
+            strict_schema(v)
+    return node
+
+
+@pytest.fixture(scope="module")
+def dynamo_validator():
+    import jsonschema
+
+    return jsonschema.Draft4Validator(strict_schema(yaml.safe_load(DYNAMO_SCHEMA.read_text())))
+
+
+@pytest.mark.integration
+def test_dynamo_graphs_of_every_shipped_plan_validate_against_the_crd_s_schema(plans, dynamo_validator):
+    """Issue 42: the graphs were v1alpha1, which Dynamo deprecated; each is now v1beta1 and validates, strictly,
+    against the DynamoGraphDeployment CRD's own schema (vendored, tests/data/schemas/README.md)."""
+    checked = 0
+    for name in sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml")):
+        for file, body in export_plan(plans(name), "dynamo").files.items():
+            if file.endswith(".dynamo.yaml"):
+                errors = [f"{'/'.join(map(str, e.path))}: {e.message[:200]}"
+                          for e in dynamo_validator.iter_errors(yaml.safe_load(body))]
+                assert not errors, (name, file, errors[:5])
+                checked += 1
+    assert checked >= 20
+
+
+def test_the_strict_crd_schema_refuses_a_v1alpha1_component(dynamo_validator):
+    """The check can fail: 0.7's fields inside a v1beta1 graph, and a type the CRD does not know."""
+    out = export_plan(one_row_plan(), "dynamo")
+    graph = yaml.safe_load(next(b for f, b in out.files.items() if f.endswith(".dynamo.yaml")))
+    assert not list(dynamo_validator.iter_errors(graph))
+    graph["spec"]["components"][1]["dynamoNamespace"] = "ns"
+    assert list(dynamo_validator.iter_errors(graph))
+    graph["spec"]["components"][1].pop("dynamoNamespace")
+    graph["spec"]["components"][1]["type"] = "Prefill"
+    assert list(dynamo_validator.iter_errors(graph))

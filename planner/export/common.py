@@ -119,7 +119,7 @@ def shell_script(launch: Launch, comments: list[str], preamble: list[str] = (), 
 
 def manifest_json(target, plan: PlanRows, launches: list[Launch], skipped: list[dict], files: dict) -> str:
     """manifest.json: the export's target and version, each exported row's file and replicas, each skipped row
-    with the reason, and the values the plan does not hold."""
+    with the reason, the router of each disaggregated workload, and the values the plan does not hold."""
     rows = [{"row": ln.row.index, "workload": ln.row["workload"], "role": ln.row["role"],
              "hardware": ln.row["hardware"], "replicas": ln.row["replicas"], "replicas_launched": whole_replicas(ln.row),
              "chips_per_replica": ln.row["chips_per_replica"], "acquisition": ln.row["acquisition"],
@@ -127,8 +127,69 @@ def manifest_json(target, plan: PlanRows, launches: list[Launch], skipped: list[
     return json.dumps({"planner_version": __version__, "target": target.key, "engine": target.engine,
                        "engine_version": target.version, "reference": target.reference, "scenario": plan.scenario,
                        "period": plan.period, "demand_scenario": plan.demand_scenario,
-                       "catalog_version": plan.catalog_version, "exported": rows, "skipped": skipped},
+                       "catalog_version": plan.catalog_version, "exported": rows, "skipped": skipped,
+                       "routers": [r.entry() for r in target.routers(launches)]},
                       indent=2) + "\n"
+
+
+@dataclass
+class Router:
+    """The router in front of one workload's prefill and decode rows: a disaggregated pair serves nothing
+    without it (issue 42: no file set one up). The replicas' addresses are the operator's, set at launch."""
+
+    workload: str
+    prefill: list[Launch]
+    decode: list[Launch]
+
+    @property
+    def file(self) -> str:
+        return "router-" + re.sub(r"[^A-Za-z0-9._-]+", "-", self.workload) + ".sh"
+
+    def replicas(self, role: str) -> int:
+        return sum(whole_replicas(ln.row) for ln in (self.prefill if role == "prefill" else self.decode))
+
+    def entry(self) -> dict:
+        return {"workload": self.workload, "file": self.file,
+                "prefill_rows": [ln.row.index for ln in self.prefill], "prefill_replicas": self.replicas("prefill"),
+                "decode_rows": [ln.row.index for ln in self.decode], "decode_replicas": self.replicas("decode")}
+
+
+def disaggregated_pairs(launches: list[Launch]) -> list[Router]:
+    """Each workload with launched prefill and decode rows, in order of its first row."""
+    by_workload: dict[str, dict[str, list[Launch]]] = {}
+    for ln in launches:
+        by_workload.setdefault(ln.row["workload"], {}).setdefault(ln.row["role"], []).append(ln)
+    return [Router(w, roles["prefill"], roles["decode"]) for w, roles in by_workload.items()
+            if roles.get("prefill") and roles.get("decode")]
+
+
+URL_LISTS = ("PREFILL_URLS", "DECODE_URLS")
+
+
+def router_script(target, plan: PlanRows, router: Router, program: list[str], per_url: dict[str, list[str] | str],
+                  tail: list[str], about: str) -> str:
+    """A router as a bash script: the operator supplies each side's replica URLs (space-separated), each one
+    becomes the router's ``per_url[list]`` words and the URL; nothing from the plan runs (the URLs are the
+    operator's own values, split into words by ``read -a``, never evaluated)."""
+    counts = {"PREFILL_URLS": router.replicas("prefill"), "DECODE_URLS": router.replicas("decode")}
+    comments = header_lines(target, plan) + [
+        f"router for workload {router.workload}: prefill rows "
+        f"{', '.join(str(ln.row.index) for ln in router.prefill)} ({counts['PREFILL_URLS']} replicas), decode rows "
+        f"{', '.join(str(ln.row.index) for ln in router.decode)} ({counts['DECODE_URLS']} replicas), by {about}"]
+    lines = ["#!/usr/bin/env bash", *(f"# {comment_text(c)}" for c in comments), "set -euo pipefail"]
+    for var in URL_LISTS:
+        side = var.split("_")[0].lower()
+        what = (f"set {var} to the {counts[var]} {side} replicas' URLs, space-separated (http://HOST:PORT each, "
+                "the PORT each replica's script was run with)")
+        lines.append(f'[ -n "${{{var}:-}}" ] || {{ echo {shlex.quote(comment_text(what))} >&2; exit 1; }}')
+    lines += ['PORT="${PORT:-8000}"  # the port the router serves the workload on', "args=()"]
+    for var in URL_LISTS:  # a list of words, each quoted, then the URL; or the target's own bash words (no input)
+        words = per_url[var] if isinstance(per_url[var], str) else " ".join(
+            [*(shlex.quote(w) for w in per_url[var]), '"$u"'])
+        lines.append(f'read -r -a urls <<< "${{{var}}}"; for u in "${{urls[@]}}"; do args+=({words}); done')
+    words = [shell_word(w, ["PORT"]) for w in program] + ['"${args[@]}"'] + [shell_word(w, ["PORT"]) for w in tail]
+    lines.append("exec " + " ".join(words))
+    return "\n".join(lines) + "\n"
 
 
 def readme(target, plan: PlanRows, launches: list[Launch], skipped: list[dict]) -> str:
@@ -139,6 +200,12 @@ def readme(target, plan: PlanRows, launches: list[Launch], skipped: list[dict]) 
     if skipped:
         lines += ["## Skipped rows", ""] + [f"- row {s['row']} ({s['workload']} {s['role']} on {s['hardware']}): "
                                            f"{s['reason']}" for s in skipped] + [""]
+    routers = target.routers(launches)
+    if routers:
+        lines += ["## Routers", ""] + [
+            f"- `{r.file}`: {r.workload}'s router, in front of its {r.replicas('prefill')} prefill and "
+            f"{r.replicas('decode')} decode replicas (`PREFILL_URLS`, `DECODE_URLS`: their URLs)" for r in routers]
+        lines += [""]
     needs = {(var, what) for ln in launches for var, what in ln.needs.items()}
     if needs:
         lines += ["## Values the plan does not hold", ""] + [f"- `{var}`: {what}" for var, what in sorted(needs)] + [""]
@@ -245,7 +312,17 @@ class ScriptTarget:
         return f"{row.slug}.sh"
 
     def files(self, plan: PlanRows, launches: list[Launch]) -> dict[str, str]:
-        return {self.file_for(ln.row): self.script(plan, ln) for ln in launches}
+        files = {self.file_for(ln.row): self.script(plan, ln) for ln in launches}
+        return {**files, **{r.file: self.router(plan, r) for r in self.routers(launches)}}
+
+    def routers(self, launches: list[Launch]) -> list[Router]:
+        """The routers the export writes: one per disaggregated workload where the engine has one."""
+        return disaggregated_pairs(launches) if self.has_router else []
+
+    has_router = False
+
+    def router(self, plan: PlanRows, router: Router) -> str:
+        raise NotImplementedError
 
     def script(self, plan: PlanRows, launch: Launch) -> str:
         return shell_script(launch, header_lines(self, plan) + row_comment(launch.row), [PORT_LINE], ("PORT",))

@@ -22,6 +22,10 @@ class ManifestTarget:
     def skip_reason(self, row: Row) -> str | None:
         return family_skip(row, self.families, self.image_words)
 
+    def routers(self, launches: list[Launch]) -> list:
+        """None written apart: Dynamo's Frontend and llm-d's InferencePool route a workload's requests."""
+        return []
+
 
 def dns_name(*parts: str) -> str:
     """A DNS-1123 label (lower case, digits and '-', at most 63 characters) from ``parts``."""

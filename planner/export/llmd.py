@@ -16,13 +16,15 @@ from planner.export.rows import PlanRows, Row, disaggregated, hf_id_of, whole_re
 from planner.export.vllm import KV_TRANSFER, engine_args
 
 ENGINE = "llm-d"
-VERSION = "llm-d-modelservice chart v0.4.12 (image llm-d-cuda v0.3.1, vLLM 0.11.0)"
+VERSION = "llm-d-modelservice chart v0.4.12 (image vllm/vllm-openai v0.34.0)"
 RELEASE = "0.4.12"  # the plain release, for the files' first comment line
 REFERENCE = ("https://github.com/llm-d-incubation/llm-d-modelservice/blob/llm-d-modelservice-v0.4.12/charts/"
              "llm-d-modelservice/values.schema.json")
 CHECKPOINT_PVC = "planner-checkpoints"  # the PVC a checkpoint the plan does not hold is read from (README.md)
 GIB = 1024 ** 3
-IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.3.1"
+# vLLM's own image of the release whose parser judges the arguments (tests/test_engines_accept.py); the chart runs
+# any vLLM image (llm-d-cuda v0.3.1 carried vLLM 0.11, which refuses the draft_model and generic mtp methods)
+IMAGE = "vllm/vllm-openai:v0.34.0"
 
 
 class LlmdTarget(ManifestTarget):

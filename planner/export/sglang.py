@@ -1,15 +1,17 @@
-"""SGLang: one ``python -m sglang.launch_server`` command per allocation row (written against SGLang 0.5.4, its
-server arguments page)."""
+"""SGLang: one ``python -m sglang.launch_server`` command per allocation row (written against SGLang 0.5.23, whose
+own ``ServerArgs`` parser judges every exported command: tests/test_engines_accept.py), and for a workload served
+by prefill and decode rows, SGLang's router that pairs them (sglang-router)."""
 
 from __future__ import annotations
 
-from planner.export.common import PORT, Launch, ScriptTarget, drafter_argument, model_argument
-from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
+from planner.export.common import (PORT, PORT_LINE, Launch, Router, ScriptTarget, drafter_argument,
+                                   model_argument, router_script, shell_script, header_lines, row_comment)
+from planner.export.rows import (PlanRows, Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
 ENGINE = "SGLang"
-VERSION = "0.5.4"
-RELEASE = "0.5.4"  # the plain release, for the files' first comment line
+VERSION = "0.5.23"
+RELEASE = "0.5.23"  # the plain release, for the files' first comment line
 REFERENCE = "https://docs.sglang.ai/advanced_features/server_arguments.html"
 PRECISIONS = ("bf16", "fp8", "fp4", "w4a16")
 ONLINE = {"fp8": ["--quantization", "fp8"]}  # SGLang quantizes a 16-bit checkpoint to FP8 on load
@@ -17,6 +19,13 @@ ONLINE = {"fp8": ["--quantization", "fp8"]}  # SGLang quantizes a 16-bit checkpo
 METHODS = {"none": None, "mtp": "NEXTN", "eagle": "EAGLE3", "draft_model": "STANDALONE"}
 KV_DTYPES = {"fp8": "fp8_e4m3", "auto": "auto"}  # SGLang names the FP8 format
 TRANSFER_BACKEND = "nixl"  # the plan names none; NIXL is the one all four targets document
+# A prefill server's bootstrap port, where its decode peers fetch the KV cache from (SGLang's default, 8998): a
+# script variable, so that copies on one host each take their own, and the router is told each
+BOOTSTRAP_PORT = "$BOOTSTRAP_PORT"
+BOOTSTRAP_LINE = ('BOOTSTRAP_PORT="${BOOTSTRAP_PORT:-8998}"  # a prefill copy\'s KV bootstrap port: one a copy on a '
+                  'host, and the router told it (router script: PREFILL_URLS entries URL,BOOTSTRAP_PORT)')
+ROUTER = "sglang-router"
+ROUTER_VERSION = "0.3.2"
 
 
 def launch_args(row: Row) -> tuple[str, list[str], dict[str, str]]:
@@ -28,21 +37,23 @@ def launch_args(row: Row) -> tuple[str, list[str], dict[str, str]]:
             "--kv-cache-dtype", KV_DTYPES[kv_cache_dtype(row)], *quantize]
     spec, spec_needs = speculative_args(row)
     if disaggregated(row):
+        # 0.5.4's decode server of dp-size > 1 asserted --prefill-round-robin-balance; 0.5.23 removed the flag (its
+        # prefill server tells its decode peers which rank holds a request through the bootstrap server)
         args += ["--disaggregation-mode", row["role"], "--disaggregation-transfer-backend", TRANSFER_BACKEND]
-        if row["role"] == "decode" and row["expert_parallel"] and int(row["tensor_parallel"]) > 1:
-            # ServerArgs asserts it on a decode server of dp-size > 1: the prefill side's requests reach the decode
-            # ranks round robin, each rank matched to its prefill peer (issue 42: the server aborted at start)
-            args += ["--prefill-round-robin-balance"]
-    return model, args + spec, {**needs, **spec_needs}
+        if row["role"] == "prefill":
+            args += ["--disaggregation-bootstrap-port", BOOTSTRAP_PORT]
+    # SGLang listens on 127.0.0.1 unless told: a replica behind a router or a load balancer must take connections
+    return model, args + spec + ["--host", "0.0.0.0"], {**needs, **spec_needs}
 
 
 def parallel_args(row: Row) -> list[str]:
     """--tp-size is the replica's chips per stage; with expert parallel, attention runs data-parallel on each of
-    them (--dp-size, --enable-dp-attention) and the experts spread over them (--ep-size)."""
+    them (--attn-dp-size: 0.5.23 deprecated --dp-size with --enable-dp-attention for it, and a bare --dp-size now
+    counts whole replicas) and the experts spread over them (--ep-size)."""
     tp, pp = int(row["tensor_parallel"]), int(row["pipeline_parallel"])
     args = ["--tp-size", str(tp), "--pp-size", str(pp)]
     if row["expert_parallel"]:
-        args += ["--dp-size", str(tp), "--enable-dp-attention", "--ep-size", str(tp)]
+        args += ["--attn-dp-size", str(tp), "--ep-size", str(tp)]
     return args
 
 
@@ -66,6 +77,22 @@ class SglangTarget(ScriptTarget):
     def launch(self, row: Row) -> Launch:
         _, args, needs = launch_args(row)
         return Launch(row, ["python", "-m", "sglang.launch_server", *args, "--port", PORT], None, needs)
+
+    def script(self, plan: PlanRows, launch: Launch) -> str:
+        preamble = [PORT_LINE] + ([BOOTSTRAP_LINE] if launch.row["role"] == "prefill" else [])
+        return shell_script(launch, header_lines(self, plan) + row_comment(launch.row), preamble,
+                            ("PORT", "BOOTSTRAP_PORT"))
+
+    has_router = True
+
+    def router(self, plan: PlanRows, router: Router) -> str:
+        # a prefill entry URL,BOOTSTRAP_PORT becomes --prefill URL BOOTSTRAP_PORT (bash's own string operations on
+        # the operator's value: nothing evaluated); a bare URL, the prefill's default port 8998
+        prefill = '--prefill "${u%%,*}" "$([[ "$u" == *,* ]] && printf %s "${u#*,}" || printf 8998)"'
+        return router_script(self, plan, router, ["python", "-m", "sglang_router.launch_router",
+                                                  "--pd-disaggregation"],
+                             {"PREFILL_URLS": prefill, "DECODE_URLS": ["--decode"]},
+                             ["--host", "0.0.0.0", "--port", PORT], f"{ROUTER} {ROUTER_VERSION}")
 
 
 TARGET = SglangTarget()

@@ -1,4 +1,6 @@
-"""vLLM: one ``vllm serve`` command per allocation row (written against vLLM 0.11, its engine arguments page)."""
+"""vLLM: one ``vllm serve`` command per allocation row (written against vLLM 0.34.0, whose own ``vllm serve``
+parser and checks judge every exported command: tests/test_engines_accept.py), and for a workload served by
+prefill and decode rows, the vLLM router that pairs them."""
 
 from __future__ import annotations
 
@@ -6,31 +8,36 @@ import dataclasses
 import json
 import math
 
-from planner.export.common import PORT, Launch, ScriptTarget, drafter_argument, model_argument
-from planner.export.rows import (Row, Refusal, check_common, disaggregated, draft_tokens, hf_model_id,
+from planner.export.common import (PORT, Launch, Router, ScriptTarget, drafter_argument, model_argument,
+                                   router_script)
+from planner.export.rows import PlanRows
+from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
 ENGINE = "vLLM"
-VERSION = "0.11.0"
-RELEASE = "0.11.0"  # the plain release, for the files' first comment line
-REFERENCE = "https://docs.vllm.ai/en/v0.11.0/configuration/engine_args.html"
+VERSION = "0.34.0"
+RELEASE = "0.34.0"  # the plain release, for the files' first comment line
+REFERENCE = "https://docs.vllm.ai/en/v0.34.0/configuration/engine_args.html"
 PRECISIONS = ("bf16", "fp8", "fp4", "w4a16")
 ONLINE = {"fp8": ["--quantization", "fp8"]}  # vLLM quantizes a 16-bit checkpoint to FP8 on load
-# The planner's speculative methods as vLLM's --speculative-config "method". No draft_model: vLLM 0.11's V1 engine
-# refuses a separate draft model at start (issue 42), so such a row is refused at export (exit 2)
-METHODS = {"none": None, "mtp": "deepseek_mtp", "eagle": "eagle3"}
+# The planner's speculative methods as vLLM's --speculative-config "method" (config/speculative.py's
+# SpeculativeMethod at 0.34: "mtp" is every model's own MTP layers, the per-model names such as "deepseek_mtp"
+# deprecated into it; "draft_model" a separate drafter, which 0.11's V1 engine refused and 0.34 runs)
+METHODS = {"none": None, "mtp": "mtp", "eagle": "eagle3", "draft_model": "draft_model"}
 # NIXL carries the KV cache from prefill to decode instances (docs/features/nixl_connector_usage); the plan
 # names no transfer backend, and NIXL is the one all four targets document
-KV_TRANSFER = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+KV_CONNECTOR = "NixlConnector"
+KV_TRANSFER = {"kv_connector": KV_CONNECTOR, "kv_role": "kv_both"}
+# vLLM's router (the vllm-router package; its own parser judges the command, tests/test_engines_accept.py): a
+# request goes to a prefill replica, then with its KV cache over NIXL to a decode replica
+ROUTER = "vllm-router"
+ROUTER_VERSION = "0.1.17"
 
 
 def engine_args(row: Row, target: str = ENGINE) -> tuple[str, list[str], dict[str, str]]:
     """The model and vLLM engine arguments of a row (the same under vllm serve, Dynamo's and llm-d's workers),
     and the values the operator must supply; refuses what vLLM cannot express."""
     check_common(row, "vllm", target, PRECISIONS, METHODS)
-    if row["speculative"] == "mtp" and row.model.attention != "mla":
-        raise Refusal(row, "speculative", f"'mtp' on {row.model.id!r}: vLLM's MTP drafter here is DeepSeek-V3's "
-                                          "(deepseek_mtp)", target)
     model, quantize, needs = model_argument(row, hf_model_id(row, target), ONLINE)
     per_rank = rank_row(row)
     args = parallel_args(row) + ["--max-num-seqs", str(per_rank["batch"]),
@@ -68,7 +75,7 @@ def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
         return None, {}
     config: dict = {"method": METHODS[method], "num_speculative_tokens": draft_tokens(row)}
     needs: dict[str, str] = {}
-    if method == "eagle":
+    if method in ("eagle", "draft_model"):
         config["model"], needs = drafter_argument(row, method)
     return config, needs
 
@@ -81,6 +88,13 @@ class VllmTarget(ScriptTarget):
         if disaggregated(row):
             args += ["--kv-transfer-config", json.dumps(KV_TRANSFER)]
         return Launch(row, ["vllm", "serve", model, *args, "--port", PORT], None, needs)
+
+    has_router = True
+
+    def router(self, plan: PlanRows, router: Router) -> str:
+        return router_script(self, plan, router, [ROUTER, "--vllm-pd-disaggregation", "--kv-connector", "nixl"],
+                             {"PREFILL_URLS": ["--prefill"], "DECODE_URLS": ["--decode"]},
+                             ["--host", "0.0.0.0", "--port", PORT], f"{ROUTER} {ROUTER_VERSION}")
 
 
 TARGET = VllmTarget()

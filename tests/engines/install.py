@@ -1,0 +1,95 @@
+"""Virtual environments holding the engines whose own parsers judge the export (``make engines``):
+``.engines/vllm-VERSION``, ``.engines/sglang-VERSION`` and ``.engines/dynamo-VERSION`` (Dynamo's worker with the
+vLLM its release pins), at the versions the export targets name (planner.export's VERSION constants), each the
+engine's wheels without their dependencies plus those of their dependencies the argument parsers import. Left out: the GPU kernel packages (no GPU here and none of
+them is on the parsers' path), which the engine's own metadata names and ``SKIP`` matches. torch is installed (the
+parsers import it), at the engine's pin. An environment that exists with its marker file is kept.
+
+Usage: python tests/engines/install.py [ENGINE ...]   (from the project's own environment)"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HOME = ROOT / ".engines"
+# Requirements no parser imports that need a GPU, a compiler or a release the index may not carry: kernels,
+# media codecs, the compiler stacks
+SKIP = re.compile(r"^(flash|flashinfer|apache-tvm|numba|sgl-|sglang-kernel|humming|nvidia-|nvshmem|quack|tilelang|"
+                  r"cuda-python|deepseek-recipe|av|decord|torchaudio|torchvision|torchcodec|PyNvVideoCodec|"
+                  r"triton|kernels|torch_memory_saver|py-spy|deep_gemm|mooncake|"
+                  r"sgl_kernel|flash-attn|cutlass|aisimulate|tokenspeed|instanttensor|fastsafetensors)", re.I)
+
+
+def versions() -> dict[str, str]:
+    from planner.export import dynamo, sglang, vllm
+
+    return {"vllm": vllm.VERSION, "sglang": sglang.VERSION, "dynamo": dynamo.RELEASE}
+
+
+def wheels(engine: str) -> list[str]:
+    """The packages (name==version) installed without dependencies: the engine's own with the router its export
+    writes, and for Dynamo its runtime and the vLLM its vllm extra pins."""
+    from planner.export import dynamo, sglang, vllm
+
+    version = versions()[engine]
+    if engine == "dynamo":
+        return [f"ai-dynamo=={version}", f"ai-dynamo-runtime=={version}", f"vllm=={dynamo.VLLM_VERSION}"]
+    if engine == "vllm":  # with the router a disaggregated vLLM pair is exported with
+        return [f"vllm=={version}", f"{vllm.ROUTER}=={vllm.ROUTER_VERSION}"]
+    return [f"sglang=={version}", f"{sglang.ROUTER}=={sglang.ROUTER_VERSION}"]
+
+
+def venv_of(engine: str, version: str) -> Path:
+    return HOME / f"{engine}-{version}"
+
+
+def python_of(engine: str) -> Path | None:
+    """The environment's python where it is installed (its marker file written), else None."""
+    env = venv_of(engine, versions()[engine])
+    return env / "bin" / "python" if (env / ".installed").exists() else None
+
+
+def requirements(wheel: Path) -> list[str]:
+    """The wheel's own unconditional requirements (METADATA Requires-Dist without an extra), less SKIP."""
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        text = z.read(meta).decode()
+    reqs = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
+    return [r for r in reqs if "extra ==" not in r and not SKIP.match(r)]
+
+
+def pip(env: Path, *args: str) -> None:
+    subprocess.run([str(env / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *args], check=True)
+
+
+def install(engine: str) -> Path:
+    version = versions()[engine]
+    env = venv_of(engine, version)
+    if (env / ".installed").exists():
+        return env
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(env)], check=True)
+    packages = wheels(engine)
+    names = {re.split(r"[=<>\[ ;]", p)[0].lower().replace("_", "-") for p in packages}
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([str(env / "bin" / "pip"), "download", "-q", "--disable-pip-version-check", "--no-deps",
+                        "-d", tmp, *packages], check=True)
+        files = sorted(Path(tmp).glob("*.whl"))
+        reqs = sorted({r for w in files for r in requirements(w)
+                       if re.split(r"[=<>!~\[ ;(]", r)[0].lower().replace("_", "-") not in names})
+        torch = [r for r in reqs if re.match(r"^torch\s*[=<>!~ ;(]", r) or r == "torch"]
+        pip(env, *torch)  # first, at the engine's pin, so that nothing else brings another
+        pip(env, *[r for r in reqs if r not in torch])
+        pip(env, "--no-deps", *map(str, files))
+    (env / ".installed").write_text(f"{engine}=={version}\n")
+    return env
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(versions()):
+        print(f"{name}: {install(name)}", flush=True)

@@ -162,6 +162,9 @@ class Chip(Strict):
 
 class Rack(Strict):
     chips: Figure
+    node_chips: Figure | None = Field(None, description="chips one host holds (a server, a compute tray: one operating "
+                                      "system, one Kubernetes node); a replica of more chips spans hosts, and its "
+                                      "export carries the engine's multi-node settings")
     power_kw: Figure = Field(description="design (IT) power of one rack")
     capex_usd: Figure
     embodied_kg_co2e: Figure | None = Field(None, description="cradle-to-gate manufacturing emissions of one "
@@ -179,6 +182,9 @@ class Rack(Strict):
     def _counts(self) -> "Rack":
         if not (self.chips.value >= 1 and float(self.chips.value).is_integer()):
             raise ValueError(f"chips must be a whole number >= 1, got {self.chips.value}")
+        node = self.node_chips
+        if node is not None and not (1 <= node.value <= self.chips.value and float(node.value).is_integer()):
+            raise ValueError(f"node_chips must be a whole number from 1 to the rack's chips, got {node.value}")
         if self.capex_usd.value < 0:
             raise ValueError(f"capex_usd must be >= 0, got {self.capex_usd.value}")
         if self.embodied_kg_co2e is not None and not self.embodied_kg_co2e.value > 0:

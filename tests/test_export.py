@@ -25,6 +25,8 @@ SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml"))
 # states); the engines' own parsers judge the whole commands (tests/test_engines_accept.py).
 VLLM_FLAGS = {  # https://docs.vllm.ai/en/v0.34.0/configuration/engine_args.html
     "--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size", "--enable-expert-parallel",
+    "--nnodes", "--node-rank", "--master-addr", "--data-parallel-size-local", "--data-parallel-start-rank",
+    "--data-parallel-address", "--data-parallel-rpc-port",
     "--max-num-seqs", "--max-num-batched-tokens", "--max-model-len", "--kv-cache-dtype", "--quantization",
     "--speculative-config", "--kv-transfer-config", "--dtype", "--port"}
 VLLM_SPECULATIVE_KEYS = {"method", "model", "num_speculative_tokens"}  # SpeculativeConfig, same page
@@ -34,7 +36,8 @@ SGLANG_FLAGS = {  # https://docs.sglang.ai/advanced_features/server_arguments.ht
     "--max-running-requests", "--chunked-prefill-size", "--kv-cache-dtype", "--quantization",
     "--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
     "--speculative-eagle-topk", "--speculative-num-draft-tokens", "--disaggregation-mode",
-    "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port", "--attn-dp-size", "--host", "--port"}
+    "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port", "--attn-dp-size", "--host", "--port",
+    "--nnodes", "--node-rank", "--dist-init-addr"}
 SGLANG_VALUES = {"--speculative-algorithm": {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE"},
                  "--disaggregation-mode": {"null", "prefill", "decode"},
                  "--disaggregation-transfer-backend": {"mooncake", "nixl"},
@@ -96,7 +99,10 @@ def test_every_row_exported_or_skipped_with_a_reason(plans, scenario, target):
     assert sorted(launched + skipped) == list(range(len(rows)))
     assert launched, f"{scenario}: no row exported for {target}"
     for s in out.skipped:  # only hosted APIs, chips the target does not serve, and rows a replica pool's launch runs
-        assert s["reason"].startswith(("a hosted API", "hardware ", "FFN hardware ", "served by row ")), s
+        assert s["reason"].startswith(("a hosted API", "hardware ", "FFN hardware ", "served by row ",
+                                       "a replica over ")), s
+        if s["reason"].startswith("a replica over "):  # only the targets that write no multi-host launch
+            assert target in ("trtllm", "llm-d"), s
     for ln in out.launches:
         assert ln.row.family not in NON_GPU and ln.row["acquisition"] != "api"
         assert TARGETS[target].file_for(ln.row) in out.files
@@ -228,15 +234,19 @@ def test_a_non_gpu_row_is_skipped_unless_strict_or_asked_for():
     assert "hosted API" in export_plan(api, "sglang").skipped[0]["reason"]
 
 
-def test_an_sglang_expert_parallel_decode_server_balances_its_prefill_peers_round_robin():
-    """Issue 42: SGLang's ServerArgs asserts --prefill-round-robin-balance on a decode server of dp-size > 1; every
-    expert-parallel decode row lacked it and its server aborted at start."""
+def test_an_sglang_expert_parallel_server_is_attention_data_parallel_as_0_5_23_spells_it():
+    """Issue 42: 0.5.4's decode server of dp-size > 1 asserted --prefill-round-robin-balance; 0.5.23 removed the flag
+    (its parser refuses it) and deprecated --dp-size with --enable-dp-attention for --attn-dp-size (a bare
+    --dp-size now counts whole replicas). A prefill server names its bootstrap port; every server listens on all
+    addresses (its default, 127.0.0.1, would hide it from the router)."""
     moe = dict(model="deepseek-r1", precision="fp8", expert_parallel=True, role="decode")
     argv = export_plan(one_row_plan(**moe), "sglang").launches[0].argv
-    assert "--dp-size" in argv and "--prefill-round-robin-balance" in argv
-    plain = export_plan(one_row_plan(**dict(moe, expert_parallel=False)), "sglang").launches[0].argv
+    assert argv[argv.index("--attn-dp-size") + 1] == "8" and argv[argv.index("--ep-size") + 1] == "8"
+    assert not {"--dp-size", "--enable-dp-attention", "--prefill-round-robin-balance"} & set(argv)
     prefill = export_plan(one_row_plan(**dict(moe, role="prefill")), "sglang").launches[0].argv
-    assert "--prefill-round-robin-balance" not in plain and "--prefill-round-robin-balance" not in prefill
+    assert prefill[prefill.index("--disaggregation-bootstrap-port") + 1] == "$BOOTSTRAP_PORT"
+    assert "--disaggregation-bootstrap-port" not in argv
+    assert all(a[a.index("--host") + 1] == "0.0.0.0" for a in (argv, prefill))
 
 
 def test_vllm_s_batch_is_per_data_parallel_rank():
@@ -247,7 +257,11 @@ def test_vllm_s_batch_is_per_data_parallel_rank():
     for target in ("vllm", "dynamo", "llm-d"):
         out = export_plan(one_row_plan(**moe), target)
         argv = out.launches[0].argv
-        assert argv[argv.index("--data-parallel-size") + 1] == "8", target
+        if target == "llm-d":  # the chart writes the data-parallel size from parallelism
+            assert yaml.safe_load(next(b for f, b in out.files.items() if f.endswith(".yaml")))[
+                "decode"]["parallelism"]["data"] == 8
+        else:
+            assert argv[argv.index("--data-parallel-size") + 1] == "8", target
         assert argv[argv.index("--max-num-seqs") + 1] == "8", target
         assert argv[argv.index("--max-num-batched-tokens") + 1] == "8", target
     dense = export_plan(one_row_plan(batch=64), "vllm").launches[0].argv
@@ -255,13 +269,18 @@ def test_vllm_s_batch_is_per_data_parallel_rank():
 
 
 def test_dynamo_workers_say_which_side_of_a_disaggregated_pair_they_are():
-    """Issue 42: Dynamo's decode workers lacked --is-decode-worker (0.7's disaggregated examples set it on the
-    decode side, --is-prefill-worker on the prefill side); a colocated worker sets neither."""
-    flags = {role: export_plan(one_row_plan(role=role), "dynamo").launches[0].argv
-             for role in ("prefill", "decode", "colocated")}
-    assert "--is-decode-worker" in flags["decode"] and "--is-prefill-worker" not in flags["decode"]
-    assert "--is-prefill-worker" in flags["prefill"] and "--is-decode-worker" not in flags["prefill"]
-    assert not {"--is-prefill-worker", "--is-decode-worker"} & set(flags["colocated"])
+    """Issue 42: Dynamo's decode workers lacked 0.7's --is-decode-worker; 1.4 replaced both flags with
+    --disaggregation-mode, and 1.6's prefill worker refuses to start without its KV transfer config (producer; the
+    decode side the consumer, as Dynamo's own profiler writes them). A colocated worker sets neither."""
+    argv = {role: export_plan(one_row_plan(role=role), "dynamo").launches[0].argv
+            for role in ("prefill", "decode", "colocated")}
+    for role, kv_role in (("prefill", "kv_producer"), ("decode", "kv_consumer")):
+        a = argv[role]
+        assert a[a.index("--disaggregation-mode") + 1] == role
+        assert json.loads(a[a.index("--kv-transfer-config") + 1]) == {"kv_connector": "NixlConnector",
+                                                                      "kv_role": kv_role}
+    assert not {"--disaggregation-mode", "--kv-transfer-config", "--is-prefill-worker", "--is-decode-worker"} & \
+        set(argv["colocated"])
 
 
 def test_values_the_plan_does_not_hold_are_named_for_the_operator():
@@ -442,3 +461,16 @@ def test_the_strict_crd_schema_refuses_a_v1alpha1_component(dynamo_validator):
     graph["spec"]["components"][1].pop("dynamoNamespace")
     graph["spec"]["components"][1]["type"] = "Prefill"
     assert list(dynamo_validator.iter_errors(graph))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_stored_whole_plan_exports_what_a_fresh_solve_does(plans, scenario):
+    """tests/golden/plans holds each shipped scenario's whole plan for the engines' own parsers
+    (tests/test_engines_accept.py), which cannot wait for a solve; it stands for the shipped plan only while each
+    target launches the same commands from it as from a fresh solve (regenerate.py rewrites it)."""
+    stored = json.loads((ROOT / "tests" / "golden" / "plans" / f"{scenario}.json").read_text())
+    for target in TARGETS:
+        fresh, kept = export_plan(plans(scenario), target), export_plan(stored, target)
+        assert [(ln.row.index, ln.argv, ln.options) for ln in kept.launches] == \
+            [(ln.row.index, ln.argv, ln.options) for ln in fresh.launches], (scenario, target)
+        assert kept.skipped == fresh.skipped and sorted(kept.files) == sorted(fresh.files)

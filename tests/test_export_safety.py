@@ -139,7 +139,7 @@ def test_every_script_of_a_shipped_plan_runs_with_stand_ins(plans, tmp_path):
             continue
         out = export_plan(plans("gtc-2026-tiers"), target)
         for launch in out.launches:
-            env = {var: f"/supplied/{var.lower()}" for var in launch.needs}
+            env = {var: {"NODE_RANK": "1"}.get(var, f"/supplied/{var.lower()}") for var in launch.needs}
             argv = run_script(tmp_path, out.files[spec.file_for(launch.row)], env)
             assert argv and pwned(tmp_path) == []
 

@@ -19,6 +19,11 @@ NEED = re.compile(r"\$([A-Z][A-Z0-9_]*)")  # a value the plan does not hold, nam
 # a port each (issue 42: with none, a second copy collided with the first)
 PORT = "$PORT"
 PORT_LINE = 'PORT="${PORT:-8000}"  # one port a copy: PORT=8001 bash THIS_SCRIPT for the next replica on this host'
+# A replica over several hosts runs one copy of its script on each, told its rank: NODE_RANK (0 on the host that
+# serves the API, checked to be a whole number below the hosts' count before anything else runs); the ranks
+# above 0 run without the API server (vLLM's --headless), which the script's HEADLESS array adds
+HEADLESS = "@HEADLESS@"  # an argv word the script renders as "${HEADLESS[@]}": --headless on ranks above 0
+SCRIPT_ARRAYS = {HEADLESS: '"${HEADLESS[@]}"'}
 CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")  # characters that end a line (or hide one) in a file
 
 
@@ -103,7 +108,7 @@ def shell_script(launch: Launch, comments: list[str], preamble: list[str] = (), 
     lines += [f'[ -n "${{{var}:-}}" ] || {{ echo {shlex.quote(comment_text(f"set {var} to {what}"))} >&2; exit 1; }}'
               for var, what in launch.needs.items()]
     lines += list(preamble)
-    words = [shell_word(a, [*launch.needs, *script_vars]) for a in launch.argv]
+    words = [SCRIPT_ARRAYS.get(a) or shell_word(a, [*launch.needs, *script_vars]) for a in launch.argv]
     k = next((i for i, a in enumerate(launch.argv) if a.startswith("--")), len(words))
     parts = [" ".join(words[:k])]  # the program and its positional words, then an option a line
     while k < len(words):  # an option and its value on one line
@@ -115,6 +120,27 @@ def shell_script(launch: Launch, comments: list[str], preamble: list[str] = (), 
             k += 1
     lines.append("exec " + " \\\n  ".join(parts))
     return "\n".join(lines) + "\n"
+
+
+def rank_lines(row: Row, headless: bool = False) -> list[str]:
+    """The preamble of a replica spanning ``row.nodes`` hosts: NODE_RANK must be a whole number below the hosts'
+    count (checked before bash does any arithmetic with it: an operator's value is never evaluated otherwise);
+    with ``headless``, the HEADLESS array holds --headless on every rank above 0."""
+    n = row.nodes
+    message = shlex.quote(f"NODE_RANK must be a whole number from 0 to {n - 1}: this host's rank in the replica")
+    lines = [f'[[ "${{NODE_RANK}}" =~ ^[0-9]+$ ]] && [ "${{NODE_RANK}}" -lt {n} ] || '
+             f"{{ echo {message} >&2; exit 1; }}"]
+    if headless:
+        lines.append('HEADLESS=(); [ "${NODE_RANK}" = 0 ] || HEADLESS=(--headless)  # ranks above 0 serve no API')
+    return lines
+
+
+def rank_needs(row: Row, addr_var: str, addr_what: str) -> dict[str, str]:
+    """What the operator supplies on each host of a replica over several: its rank and the rank-0 host's
+    address."""
+    return {"NODE_RANK": f"this host's rank in the replica, 0 to {row.nodes - 1} (one copy of this script on each "
+                         f"of its {row.nodes} hosts of {row.chips_per_node} chips; rank 0 serves the API)",
+            addr_var: addr_what}
 
 
 def manifest_json(target, plan: PlanRows, launches: list[Launch], skipped: list[dict], files: dict) -> str:

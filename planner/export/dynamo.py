@@ -71,14 +71,20 @@ class DynamoTarget(ManifestTarget):
         return yaml_file(comments + needs_comments(launches), [document])
 
     def worker(self, launch: Launch) -> dict:
+        """A row's component: one pod a replica, or with a replica over several hosts, ``multinode.nodeCount``
+        pods of the host's GPUs each (Dynamo's operator then adds vLLM's multi-node flags: --nnodes/--node-rank
+        for tensor parallel, the data-parallel ranks' local size, start rank and address for expert parallel)."""
         row = launch.row
-        gpus = str(row["chips_per_replica"])
+        gpus = str(row.chips_per_node)
         container = {"name": "main", "image": IMAGE, "command": launch.argv[:3], "args": k8s_args(launch.argv[3:]),
                      "resources": {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}}}
         if launch.needs:
             container["env"] = env_of(launch)
-        return {"name": f"{WORKER[row['role']]}{row.index}", "type": TYPE[row["role"]],
-                "replicas": whole_replicas(row), "podTemplate": {"spec": {"containers": [container]}}}
+        component = {"name": f"{WORKER[row['role']]}{row.index}", "type": TYPE[row["role"]],
+                     "replicas": whole_replicas(row)}
+        if row.nodes > 1:
+            component["multinode"] = {"nodeCount": row.nodes}
+        return {**component, "podTemplate": {"spec": {"containers": [container]}}}
 
 
 TARGET = DynamoTarget()

@@ -12,7 +12,7 @@ import math
 from planner.catalog import WEIGHT_BYTES
 from planner.export.common import Launch, header_lines, row_comment
 from planner.export.k8s import ManifestTarget, dns_name, env_of, k8s_args, needs_comments, yaml_file
-from planner.export.rows import PlanRows, Row, disaggregated, hf_id_of, whole_replicas
+from planner.export.rows import PlanRows, Row, disaggregated, hf_id_of, multinode_skip, whole_replicas
 from planner.export.vllm import KV_TRANSFER, engine_args
 
 ENGINE = "llm-d"
@@ -31,8 +31,16 @@ class LlmdTarget(ManifestTarget):
     key, engine, version, release, reference = "llm-d", ENGINE, VERSION, RELEASE, REFERENCE
     image_words = "llm-d's CUDA image"
 
+    def skip_reason(self, row: Row) -> str | None:
+        # the chart's LeaderWorkerSet gives each worker pod the same arguments: a data-parallel rank's start on each
+        # host (its index x local ranks) or a tensor-parallel node rank would need a command of the export's own
+        return super().skip_reason(row) or multinode_skip(
+            row, "llm-d's chart runs one as a LeaderWorkerSet whose pods each need their own rank arguments (a "
+                 "custom modelCommand)")
+
     def launch(self, row: Row) -> Launch:
         model, args, needs = engine_args(row, ENGINE)
+        args = without_parallel_flags(args)  # the chart writes them from parallelism (vllmServe)
         if disaggregated(row):
             args += ["--kv-transfer-config", json.dumps(KV_TRANSFER)]
         if "CHECKPOINT" in needs:  # the chart loads it from its PVC (model_artifacts), not from a variable
@@ -57,6 +65,7 @@ class LlmdTarget(ManifestTarget):
         model = launch.argv[2]
         tp, ep = int(row["tensor_parallel"]), bool(row["expert_parallel"])
         container = {"name": "vllm", "image": IMAGE, "modelCommand": "vllmServe", "args": k8s_args(launch.argv[3:]),
+                     "mountModelVolume": True,  # the model-storage volume the chart makes from modelArtifacts
                      "resources": {"limits": {"nvidia.com/gpu": str(row["chips_per_replica"])},
                                    "requests": {"nvidia.com/gpu": str(row["chips_per_replica"])}}}
         env = [e for e in env_of(launch) if any(f"$({e['name']})" in a for a in container["args"])]
@@ -70,6 +79,25 @@ class LlmdTarget(ManifestTarget):
                                        "dataLocal": tp if ep else 1},
                        "containers": [container]},
                 other: {"create": False}}
+
+
+PARALLEL_FLAGS = {"--tensor-parallel-size": 1, "--data-parallel-size": 1, "--pipeline-parallel-size": 1}
+
+
+def without_parallel_flags(args: list[str]) -> list[str]:
+    """vLLM's arguments less the tensor and data parallel sizes, which the chart's vllmServe command writes from
+    ``parallelism`` (given twice, the last would win: issue 42's values repeated them). Pipeline stages are kept
+    where above 1 (the chart has no field for them)."""
+    out, k = [], 0
+    while k < len(args):
+        if args[k] in PARALLEL_FLAGS and k + 1 < len(args):
+            if args[k] == "--pipeline-parallel-size" and args[k + 1] != "1":
+                out += args[k:k + 2]
+            k += 2
+            continue
+        out.append(args[k])
+        k += 1
+    return out
 
 
 def model_artifacts(row: Row, model: str, pool_label: str) -> dict:

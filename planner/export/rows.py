@@ -36,6 +36,21 @@ class Row:
     family: str | None
     ffn_family: str | None
     drafter: catalog.Model | None = None  # speculative draft_model: the workload's drafter, where the plan has it
+    node_chips: int | None = None  # chips one host of the row's system holds (the plan's catalog), where it says
+
+    @property
+    def nodes(self) -> int:
+        """Hosts one replica spans: its chips over a host's, rounded up (1 where the plan's catalog gives no host
+        size: a hand-built system is taken as one host)."""
+        chips = int(self["chips_per_replica"] or 1)
+        if not self.node_chips or chips <= self.node_chips:
+            return 1
+        return math.ceil(chips / self.node_chips)
+
+    @property
+    def chips_per_node(self) -> int:
+        """The chips of one replica on each of its hosts (checked to divide evenly by ``check_common``)."""
+        return int(self["chips_per_replica"] or 1) // self.nodes
 
     def __getitem__(self, key):
         return self.fields.get(key)
@@ -155,7 +170,7 @@ def rows_of(allocation: list, inputs: dict, demands: list) -> list[Row]:
         demand = by_name.get(r.get("workload"), {})
         out.append(Row(i, dict(r), model_of(models.get(demand.get("model"))), demand,
                        family_of(hardware, r.get("hardware")), family_of(hardware, r.get("ffn_hardware")),
-                       model_of(models.get(demand.get("draft_model")))))
+                       model_of(models.get(demand.get("draft_model"))), node_chips_of(hardware, r.get("hardware"))))
     return out
 
 
@@ -172,6 +187,15 @@ def model_of(entry: dict | None) -> catalog.Model | None:
 def family_of(hardware: dict, hw_id: str | None) -> str | None:
     entry = hardware.get(hw_id) if hw_id else None
     return entry.get("family") if isinstance(entry, dict) else None
+
+
+def node_chips_of(hardware: dict, hw_id: str | None) -> int | None:
+    """Chips one host of the system holds, from the plan's catalog entry (rack.node_chips), where it has one."""
+    entry = hardware.get(hw_id) if hw_id else None
+    rack = entry.get("rack") if isinstance(entry, dict) else None
+    node = rack.get("node_chips") if isinstance(rack, dict) else None
+    value = node.get("value") if isinstance(node, dict) else None
+    return int(value) if isinstance(value, (int, float)) and value >= 1 else None
 
 
 # ---- what every target shares ----------------------------------------------------------------------------------
@@ -250,6 +274,9 @@ def check_common(row: Row, engine_key: str, target: str, precisions: tuple[str, 
     if tp < 1 or pp < 1 or tp * pp != int(row["chips_per_replica"]):
         raise Refusal(row, "chips_per_replica", f"{row['chips_per_replica']} chips per replica is not tensor_parallel "
                                                 f"{tp} x pipeline_parallel {pp}", target)
+    if int(row["chips_per_replica"]) % row.nodes:
+        raise Refusal(row, "chips_per_replica", f"{row['chips_per_replica']} chips per replica do not split evenly "
+                                                f"over the {row.nodes} hosts of {row.node_chips} chips it spans", target)
     check_layout(row, engine_key, target, tp, pp, ep)
     if row["precision"] not in precisions:
         raise Refusal(row, "precision", f"precision {row['precision']!r}: the engine serves "
@@ -282,6 +309,15 @@ def check_layout(row: Row, engine_key: str, target: str, tp: int, pp: int, ep: b
         raise Refusal(row, "tensor_parallel", f"layout tensor_parallel {tp}, pipeline_parallel {pp}, expert_parallel "
                                               f"{ep}: {engine.name} does not split {row.model.id!r} so "
                                               "(data/engines.yaml)", target)
+
+
+def multinode_skip(row: Row, how: str) -> str | None:
+    """Why a target that writes no multi-host launch skips a replica spanning hosts (``how``: what such a replica
+    needs there), or None where it fits one host."""
+    if row.nodes <= 1:
+        return None
+    return (f"a replica over {row.nodes} hosts of {row.node_chips} chips ({row['chips_per_replica']} chips): "
+            f"{how}, which the export does not write")
 
 
 def family_skip(row: Row, families: tuple[str, ...] | list[str], what: str) -> str | None:

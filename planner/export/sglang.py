@@ -5,7 +5,8 @@ by prefill and decode rows, SGLang's router that pairs them (sglang-router)."""
 from __future__ import annotations
 
 from planner.export.common import (PORT, PORT_LINE, Launch, Router, ScriptTarget, drafter_argument,
-                                   model_argument, router_script, shell_script, header_lines, row_comment)
+                                   header_lines, model_argument, rank_lines, rank_needs, router_script,
+                                   row_comment, shell_script)
 from planner.export.rows import (PlanRows, Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
@@ -76,10 +77,15 @@ class SglangTarget(ScriptTarget):
 
     def launch(self, row: Row) -> Launch:
         _, args, needs = launch_args(row)
+        if row.nodes > 1:  # one server process a host, the ranks joined at the rank-0 host's address
+            args += ["--nnodes", str(row.nodes), "--node-rank", "$NODE_RANK", "--dist-init-addr", "$DIST_INIT_ADDR"]
+            needs = {**needs, **rank_needs(row, "DIST_INIT_ADDR", "the rank-0 host's address and a free port, "
+                                                                   "HOST:PORT, where the replica's ranks meet")}
         return Launch(row, ["python", "-m", "sglang.launch_server", *args, "--port", PORT], None, needs)
 
     def script(self, plan: PlanRows, launch: Launch) -> str:
         preamble = [PORT_LINE] + ([BOOTSTRAP_LINE] if launch.row["role"] == "prefill" else [])
+        preamble += rank_lines(launch.row) if launch.row.nodes > 1 else []
         return shell_script(launch, header_lines(self, plan) + row_comment(launch.row), preamble,
                             ("PORT", "BOOTSTRAP_PORT"))
 

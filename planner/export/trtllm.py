@@ -8,7 +8,7 @@ import yaml
 from planner.export.common import (NEED, PORT, PORT_LINE, Launch, ScriptTarget, drafter_argument, header_lines,
                                    model_argument, row_comment, shell_script)
 from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
-                                 kv_cache_dtype, tokens_per_step)
+                                 kv_cache_dtype, multinode_skip, tokens_per_step)
 
 ENGINE = "TensorRT-LLM"
 VERSION = "1.1.0"
@@ -54,6 +54,10 @@ def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
 
 class TrtllmTarget(ScriptTarget):
     key, engine, version, release, reference = "trtllm", ENGINE, VERSION, RELEASE, REFERENCE
+
+    def skip_reason(self, row: Row) -> str | None:
+        return super().skip_reason(row) or multinode_skip(
+            row, "TensorRT-LLM runs one under MPI or Slurm (mpirun or srun with trtllm-llmapi-launch)")
 
     def launch(self, row: Row) -> Launch:
         model, options, needs = llm_api_options(row)

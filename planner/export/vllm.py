@@ -8,8 +8,9 @@ import dataclasses
 import json
 import math
 
-from planner.export.common import (PORT, Launch, Router, ScriptTarget, drafter_argument, model_argument,
-                                   router_script)
+from planner.export.common import (HEADLESS, PORT, PORT_LINE, Launch, Router, ScriptTarget, drafter_argument,
+                                   header_lines, model_argument, rank_lines, rank_needs, router_script, row_comment,
+                                   shell_script)
 from planner.export.rows import PlanRows
 from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
@@ -69,6 +70,21 @@ def parallel_args(row: Row) -> list[str]:
     return ["--tensor-parallel-size", str(tp), "--pipeline-parallel-size", str(pp)]
 
 
+def multinode_args(row: Row) -> tuple[list[str], dict[str, str]]:
+    """A replica over several hosts (more chips than one holds): one ``vllm serve`` a host. Expert parallel: its
+    data-parallel ranks spread over the hosts (each host's ranks local, the first at NODE_RANK x local, the
+    rank-0 host's address and RPC port); else tensor and pipeline parallel over the hosts (vLLM's own
+    multiprocessing over nodes: --nnodes, --node-rank, --master-addr). The ranks above 0 run headless."""
+    if row.nodes == 1:
+        return [], {}
+    if row["expert_parallel"]:
+        args = ["--data-parallel-size-local", str(row.chips_per_node), "--data-parallel-start-rank", "$START_RANK",
+                "--data-parallel-address", "$MASTER_ADDR", "--data-parallel-rpc-port", "$DP_RPC_PORT"]
+    else:
+        args = ["--nnodes", str(row.nodes), "--node-rank", "$NODE_RANK", "--master-addr", "$MASTER_ADDR"]
+    return args + [HEADLESS], rank_needs(row, "MASTER_ADDR", "the address of the replica's rank-0 host")
+
+
 def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
     method = row["speculative"] or "none"
     if method == "none":
@@ -87,7 +103,17 @@ class VllmTarget(ScriptTarget):
         model, args, needs = engine_args(row)
         if disaggregated(row):
             args += ["--kv-transfer-config", json.dumps(KV_TRANSFER)]
-        return Launch(row, ["vllm", "serve", model, *args, "--port", PORT], None, needs)
+        multi, multi_needs = multinode_args(row)
+        return Launch(row, ["vllm", "serve", model, *args, *multi, "--port", PORT], None, {**needs, **multi_needs})
+
+    def script(self, plan: PlanRows, launch: Launch) -> str:
+        row = launch.row
+        preamble = [PORT_LINE] + (rank_lines(row, headless=True) if row.nodes > 1 else [])
+        if row.nodes > 1 and row["expert_parallel"]:
+            preamble += [f"START_RANK=$((NODE_RANK * {row.chips_per_node}))  # this host's first data-parallel rank",
+                         'DP_RPC_PORT="${DP_RPC_PORT:-13345}"  # the rank-0 host\'s data-parallel RPC port']
+        return shell_script(launch, header_lines(self, plan) + row_comment(row), preamble,
+                            ("PORT", "START_RANK", "DP_RPC_PORT"))
 
     has_router = True
 

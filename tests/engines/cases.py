@@ -20,6 +20,9 @@ GOLDEN = ROOT / "tests" / "golden" / "plans"  # each shipped scenario's whole pl
 STAND_IN = """#!/bin/sh
 { printf '%s\\0' "$(basename "$0")"; for a in "$@"; do printf '%s\\0' "$a"; done; } > "$ARGV_OUT"
 """
+# The operator's values where a path would not do: a rank above 0 (so that the headless branch runs too) and
+# the rank-0 host's address
+SUPPLIED = {"NODE_RANK": "1", "MASTER_ADDR": "10.0.0.1", "DIST_INIT_ADDR": "10.0.0.1:20000"}
 PROGRAMS = ("vllm", "python3", "python", "trtllm-serve", "vllm-router")
 # Hand-built rows (tests/test_export.one_row_plan's fields) for the settings the shipped plans may not reach
 VARIANTS = {
@@ -34,6 +37,9 @@ VARIANTS = {
     "ep-prefill": ("deepseek-v3", {"expert_parallel": True, "role": "prefill", "batch": 4}),
     "moe-tp": ("qwen3-235b-a22b", {"role": "colocated", "tensor_parallel": 4, "chips_per_replica": 4}),
     "draft-model": ("llama-3.1-70b", {"speculative": "draft_model", "draft_tokens": 4}),
+    "tp16-over-hosts": ("llama-3.1-70b", {"tensor_parallel": 16, "chips_per_replica": 16, "node_chips": 8}),
+    "ep32-over-hosts": ("deepseek-v3", {"expert_parallel": True, "tensor_parallel": 32, "chips_per_replica": 32,
+                                        "node_chips": 4, "speculative": "mtp", "draft_tokens": 1}),
 }
 
 
@@ -44,7 +50,15 @@ def golden_plans() -> dict[str, dict]:
 def variant_plans() -> dict[str, dict]:
     from tests.test_export import one_row_plan
 
-    return {f"row:{name}": one_row_plan(model, **row) for name, (model, row) in VARIANTS.items()}
+    plans = {}
+    for name, (model, row) in VARIANTS.items():
+        fields = dict(row)
+        node = fields.pop("node_chips", None)
+        plan = one_row_plan(model, **fields)
+        if node:
+            plan["inputs"]["hardware"]["gpu-x"]["rack"] = {"node_chips": {"value": node}}
+        plans[f"row:{name}"] = plan
+    return plans
 
 
 def script_argv(body: str, needs: dict[str, str], work: Path, env: dict | None = None) -> list[str]:
@@ -57,7 +71,7 @@ def script_argv(body: str, needs: dict[str, str], work: Path, env: dict | None =
         (bin_dir / program).chmod(0o755)
     (work / "launch.sh").write_text(body)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(work), "ARGV_OUT": str(work / "argv"),
-           **{var: f"/supplied/{var.lower()}" for var in needs}, **(env or {})}
+           **{var: SUPPLIED.get(var, f"/supplied/{var.lower()}") for var in needs}, **(env or {})}
     subprocess.run(["bash", str(work / "launch.sh")], cwd=work, env=env, check=True, capture_output=True,
                    timeout=30)
     return (work / "argv").read_text().split("\0")[:-1]
@@ -68,6 +82,26 @@ def container_argv(container: dict) -> list[str]:
     words = list(container.get("command", [])) + list(container.get("args", []))
     return [w.replace("$(CHECKPOINT)", "/supplied/checkpoint").replace("$(DRAFT_MODEL)", "/supplied/draft_model")
             for w in words]
+
+
+def chart_argv(values: dict) -> list[str]:
+    """The command llm-d-modelservice's vllmServe writes for a pool (its _helpers.tpl: the model from the
+    artifacts' URI, the port, the tensor, data and local data parallel sizes where above 1 from ``parallelism``,
+    the served name), then the container's own arguments with the operator's values set."""
+    pool = values["prefill"] if values["prefill"].get("create") else values["decode"]
+    uri = values["modelArtifacts"]["uri"]
+    protocol, rest = uri.split("://", 1)
+    model = rest if protocol == "hf" else "/model-cache/" + rest.split("/", 1)[1]
+    par = pool.get("parallelism", {})
+    tp, dp = int(par.get("tensor", 1)), int(par.get("data", 1))
+    local = int(par.get("dataLocal") or (dp // int(par.get("workers", 1))))
+    argv = ["vllm", "serve", model, "--port", "8000"]
+    for flag, size in (("--tensor-parallel-size", tp), ("--data-parallel-size", dp),
+                       ("--data-parallel-size-local", local)):
+        if size > 1:
+            argv += [flag, str(size)]
+    argv += ["--served-model-name", values["modelArtifacts"]["name"]]
+    return argv + container_argv({"args": pool["containers"][0]["args"]})
 
 
 def target_cases(name: str, plan: dict, target: str, work: Path) -> list[dict]:
@@ -96,12 +130,9 @@ def target_cases(name: str, plan: dict, target: str, work: Path) -> list[dict]:
                 if comp["type"] != "frontend" and comp["name"].endswith(f"Worker{launch.row.index}"):
                     main = next(c for c in comp["podTemplate"]["spec"]["containers"] if c["name"] == "main")
                     cases.append({"case": case, "target": target, "options": comp, "argv": container_argv(main)})
-        else:  # llm-d: the chart runs `vllm serve MODEL --port P` and the container's args
+        else:  # llm-d: the chart's vllmServe command (chart_argv) and the container's args
             values = yaml.safe_load(file)
-            pool = values["prefill"] if values["prefill"].get("create") else values["decode"]
-            argv = ["vllm", "serve", values["modelArtifacts"]["name"], "--port", "8000",
-                    *container_argv({"args": pool["containers"][0]["args"]})]
-            cases.append({"case": case, "target": target, "argv": argv, "options": values})
+            cases.append({"case": case, "target": target, "argv": chart_argv(values), "options": values})
     for router in spec.routers(out.launches):
         urls = {f"{side.upper()}_URLS": " ".join(f"http://{side}-{k}.example:800{k % 10}"
                                                   for k in range(router.replicas(side)))

@@ -154,3 +154,23 @@ def test_each_copy_of_a_script_serves_on_its_own_port(tmp_path, target):
     first = run_script(tmp_path, body, supplied)
     second = run_script(tmp_path, body, {**supplied, "PORT": "8001"})
     assert first[first.index("--port") + 1] == "8000" and second[second.index("--port") + 1] == "8001"
+
+
+@pytest.mark.parametrize("target", ["vllm", "sglang"])
+def test_a_router_takes_the_operator_s_urls_as_text(tmp_path, target):
+    """The routers split the operator's URL lists into words (read -a) and never evaluate them: a `$(...)`, a
+    backtick or a glob in a URL reaches the router as text, and nothing runs."""
+    plan = one_row_plan(role="prefill")
+    plan["allocation"].append(one_row_plan(role="decode")["allocation"][0])
+    out = export_plan(plan, target)
+    body = out.files["router-w.sh"]
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "vllm-router").write_text(STAND_IN)
+    (tmp_path / "bin" / "vllm-router").chmod(0o755)
+    env = {"PREFILL_URLS": "http://p:8000$(touch${IFS}PWNED1) http://q:8001,9001", "DECODE_URLS": "`touch PWNED2` *"}
+    argv = run_script(tmp_path, body, env)
+    assert "http://p:8000$(touch${IFS}PWNED1)" in argv and "`touch" in argv and "*" in argv
+    assert pwned(tmp_path) == []
+    if target == "sglang":  # URL,BOOTSTRAP_PORT: the port after the URL; a bare URL: the default 8998
+        k = argv.index("http://q:8001")
+        assert argv[k + 1] == "9001" and argv[argv.index("http://p:8000$(touch${IFS}PWNED1)") + 1] == "8998"

@@ -1,8 +1,8 @@
 """Issue 42: a replica of more chips than one host holds (16-64 GPUs) was written as one process or one pod, with
 none of the engines' multi-node settings: a 64-GPU pod is unschedulable. The catalog gives each system's host
 size (rack.node_chips) and the export spans the hosts: vLLM's and SGLang's scripts run once a host with its rank,
-Dynamo's component gets multinode.nodeCount and a host's GPUs a pod; llm-d and TensorRT-LLM skip such a row,
-saying why (exit 2 with --strict)."""
+Dynamo's component gets multinode.nodeCount and a host's GPUs a pod, llm-d's values a LeaderWorkerSet whose pods
+each run their rank's share; TensorRT-LLM skips such a row, saying why (exit 2 with --strict)."""
 
 from __future__ import annotations
 
@@ -87,13 +87,45 @@ def test_dynamo_spans_hosts_with_multinode_and_a_host_s_gpus_a_pod():
     assert "multinode" not in single["spec"]["components"][1]
 
 
-@pytest.mark.parametrize("target", ["llm-d", "trtllm"])
-def test_targets_that_write_no_multi_host_launch_skip_the_row_saying_why(target):
-    out = export_plan(hosted(4), target)
+def test_tensor_parallel_over_hosts_skips_in_trtllm_saying_why():
+    out = export_plan(hosted(4), "trtllm")
     assert not out.launches and out.skipped[0]["reason"].startswith("a replica over 2 hosts of 4 chips (8 chips)")
     with pytest.raises(InputError, match="a replica over 2 hosts"):
-        export_plan(hosted(4), target, strict=True)
-    assert export_plan(hosted(8), target).launches
+        export_plan(hosted(4), "trtllm", strict=True)
+    assert export_plan(hosted(8), "trtllm").launches
+
+
+@pytest.mark.parametrize("index, ok", [("0", True), ("3", True), ("", False), ("1;touch PWNED1", False),
+                                       ("$(touch PWNED2)", False)])
+def test_llm_d_spans_hosts_as_a_leader_worker_set_each_pod_its_own_rank(tmp_path, index, ok):
+    """The chart's vllmServe hands every pod of its LeaderWorkerSet the same arguments; a multi-host replica's pods
+    each run their own share instead (a custom command of fixed text: LWS_WORKER_INDEX, checked to be a whole
+    number, and LWS_LEADER_ADDRESS from LeaderWorkerSet; everything from the plan single-quoted)."""
+    import subprocess
+
+    plan = hosted(4, "deepseek-v3", expert_parallel=True, tensor_parallel=16, chips_per_replica=16)
+    values = yaml.safe_load(next(b for f, b in export_plan(plan, "llm-d").files.items() if f.endswith(".yaml")))
+    assert values["multinode"] is True
+    pool = values["decode"]
+    assert pool["parallelism"] == {"tensor": 1, "data": 16, "dataLocal": 4, "workers": 4}
+    container = pool["containers"][0]
+    assert container["modelCommand"] == "custom" and container["command"] == ["/bin/sh", "-c"]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "vllm").write_text("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > \"$ARGV_OUT\"\n")
+    (bin_dir / "vllm").chmod(0o755)
+    done = subprocess.run(["sh", "-c", container["args"][0]], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=30, env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_OUT": str(tmp_path / "argv"),
+                                           "LWS_WORKER_INDEX": index, "LWS_LEADER_ADDRESS": "10.0.0.1"})
+    assert pwned(tmp_path) == []
+    if not ok:
+        assert done.returncode == 1 and "not a whole number" in done.stderr
+        return
+    argv = (tmp_path / "argv").read_text().split("\0")[:-1]
+    assert argv[argv.index("--data-parallel-start-rank") + 1] == str(int(index) * 4)
+    assert argv[argv.index("--data-parallel-address") + 1] == "10.0.0.1"
+    assert ("--headless" in argv) == (index != "0")
 
 
 def test_a_replica_that_does_not_split_evenly_over_its_hosts_is_refused():

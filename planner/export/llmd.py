@@ -10,9 +10,9 @@ import json
 import math
 
 from planner.catalog import WEIGHT_BYTES
-from planner.export.common import Launch, header_lines, row_comment
+from planner.export.common import Launch, header_lines, row_comment, shell_word
 from planner.export.k8s import ManifestTarget, dns_name, env_of, k8s_args, needs_comments, yaml_file
-from planner.export.rows import PlanRows, Row, disaggregated, hf_id_of, multinode_skip, whole_replicas
+from planner.export.rows import PlanRows, Row, disaggregated, hf_id_of, whole_replicas
 from planner.export.vllm import KV_TRANSFER, engine_args
 
 ENGINE = "llm-d"
@@ -30,13 +30,6 @@ IMAGE = "vllm/vllm-openai:v0.34.0"
 class LlmdTarget(ManifestTarget):
     key, engine, version, release, reference = "llm-d", ENGINE, VERSION, RELEASE, REFERENCE
     image_words = "llm-d's CUDA image"
-
-    def skip_reason(self, row: Row) -> str | None:
-        # the chart's LeaderWorkerSet gives each worker pod the same arguments: a data-parallel rank's start on each
-        # host (its index x local ranks) or a tensor-parallel node rank would need a command of the export's own
-        return super().skip_reason(row) or multinode_skip(
-            row, "llm-d's chart runs one as a LeaderWorkerSet whose pods each need their own rank arguments (a "
-                 "custom modelCommand)")
 
     def launch(self, row: Row) -> Launch:
         model, args, needs = engine_args(row, ENGINE)
@@ -63,22 +56,72 @@ class LlmdTarget(ManifestTarget):
         pool = "prefill" if row["role"] == "prefill" else "decode"
         other = "decode" if pool == "prefill" else "prefill"
         model = launch.argv[2]
-        tp, ep = int(row["tensor_parallel"]), bool(row["expert_parallel"])
+        artifacts = model_artifacts(row, model, dns_name(plan.scenario, row["workload"]))
+        gpus = str(row.chips_per_node)
         container = {"name": "vllm", "image": IMAGE, "modelCommand": "vllmServe", "args": k8s_args(launch.argv[3:]),
                      "mountModelVolume": True,  # the model-storage volume the chart makes from modelArtifacts
-                     "resources": {"limits": {"nvidia.com/gpu": str(row["chips_per_replica"])},
-                                   "requests": {"nvidia.com/gpu": str(row["chips_per_replica"])}}}
+                     "resources": {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}}}
         env = [e for e in env_of(launch) if any(f"$({e['name']})" in a for a in container["args"])]
+        if row.nodes > 1:  # a LeaderWorkerSet of row.nodes pods, each running its host's share (lws_command)
+            container.update(modelCommand="custom", command=["/bin/sh", "-c"],
+                             args=[lws_command(row, launch, artifacts, pool)])
+            env = [e for e in env_of(launch) if e["name"] in launch.needs and e["name"] != "CHECKPOINT"]
         if env:  # the values the container's arguments read (the checkpoint is the chart's model artifact)
             container["env"] = env
-        return {"modelArtifacts": model_artifacts(row, model, dns_name(plan.scenario, row["workload"])),
-                "routing": {"servicePort": 8000},
-                pool: {"create": True, "replicas": whole_replicas(row),
-                       # with expert parallel, every chip of the replica is a data-parallel attention rank
-                       "parallelism": {"tensor": 1 if ep else tp, "data": tp if ep else 1,
-                                       "dataLocal": tp if ep else 1},
+        values = {"modelArtifacts": artifacts, "routing": {"servicePort": SERVICE_PORT,
+                                                             "proxy": {"targetPort": PROXY_TARGET_PORT}}}
+        if row.nodes > 1:
+            values["multinode"] = True
+        return {**values,
+                pool: {"create": True, "replicas": whole_replicas(row), "parallelism": parallelism(row),
                        "containers": [container]},
                 other: {"create": False}}
+
+
+SERVICE_PORT = 8000  # the pods' service port: a prefill pod's vLLM listens on it
+PROXY_TARGET_PORT = 8200  # a decode pod's vLLM, behind the chart's routing sidecar on the service port
+MOUNT_PATH = "/model-cache"  # where the chart mounts the model volume (modelArtifacts.mountPath)
+
+
+def parallelism(row: Row) -> dict:
+    """The chart's parallelism: with expert parallel every chip of the replica is a data-parallel attention rank
+    (``dataLocal`` of them on each host); else tensor parallel; ``workers`` the hosts a replica spans."""
+    tp = int(row["tensor_parallel"])
+    if row["expert_parallel"]:
+        out = {"tensor": 1, "data": tp, "dataLocal": row.chips_per_node}
+    else:
+        out = {"tensor": tp, "data": 1, "dataLocal": 1}
+    return {**out, "workers": row.nodes} if row.nodes > 1 else out
+
+
+def lws_command(row: Row, launch: Launch, artifacts: dict, pool: str) -> str:
+    """The shell command each pod of a multi-host replica runs (the chart's vllmServe hands every pod the same
+    arguments, and each host needs its own rank): LeaderWorkerSet's LWS_WORKER_INDEX (checked to be a whole
+    number before any arithmetic) and LWS_LEADER_ADDRESS give the rank and the rank-0 host; expert parallel
+    spreads vLLM's data-parallel ranks (local size, start rank, address), else tensor and pipeline parallel over
+    the hosts (--nnodes/--node-rank/--master-addr); the pods above rank 0 run headless. Every word from the plan
+    is single-quoted (the operator's values expand as shell variables from the container's environment)."""
+    uri = artifacts["uri"]
+    model = uri.split("://", 1)[1] if uri.startswith("hf://") else f"{MOUNT_PATH}/{uri.split('://', 1)[1].split('/', 1)[1]}"
+    port = SERVICE_PORT if pool == "prefill" else PROXY_TARGET_PORT
+    tp, pp = int(row["tensor_parallel"]), int(row["pipeline_parallel"])
+    if row["expert_parallel"]:
+        parallel = ["--data-parallel-size", str(tp), "--data-parallel-size-local", str(row.chips_per_node),
+                    "--data-parallel-start-rank", "@START@", "--data-parallel-address", "@LEADER@",
+                    "--data-parallel-rpc-port", "13345"]
+    else:
+        parallel = ["--tensor-parallel-size", str(tp), "--nnodes", str(row.nodes), "--node-rank", "@RANK@",
+                    "--master-addr", "@LEADER@"]
+    if pp > 1:
+        parallel += ["--pipeline-parallel-size", str(pp)]
+    words = ["vllm", "serve", model, "--port", str(port), *parallel, "--served-model-name", artifacts["name"],
+             *launch.argv[3:]]
+    raw = {"@START@": f'"$((LWS_WORKER_INDEX * {row.chips_per_node}))"', "@LEADER@": '"${LWS_LEADER_ADDRESS}"',
+           "@RANK@": '"${LWS_WORKER_INDEX}"'}
+    command = " ".join(raw.get(w) or shell_word(w, list(launch.needs)) for w in words)
+    return ("set -eu; case \"${LWS_WORKER_INDEX:-}\" in ''|*[!0-9]*) echo 'LWS_WORKER_INDEX is not a whole number' "
+            ">&2; exit 1;; esac; HEADLESS=; [ \"$LWS_WORKER_INDEX\" = 0 ] || HEADLESS=--headless; "
+            f"exec {command} $HEADLESS")
 
 
 PARALLEL_FLAGS = {"--tensor-parallel-size": 1, "--data-parallel-size": 1, "--pipeline-parallel-size": 1}
@@ -109,7 +152,7 @@ def model_artifacts(row: Row, model: str, pool_label: str) -> dict:
     hf_id = model if published else hf_id_of(row.model)
     precision = row.model.native_precision if published else row["precision"]
     size_gib = math.ceil(row.model.total_params * WEIGHT_BYTES.get(precision, 2.0) * 1.1 / GIB) + 1
-    return {"name": hf_id,
+    return {"name": hf_id, "mountPath": MOUNT_PATH,
             "uri": f"hf://{hf_id}" if published else f"pvc://{CHECKPOINT_PVC}/{hf_id}-{row['precision']}",
             "size": f"{size_gib}Gi",
             "labels": {"llm-d.ai/inference-serving": "true", "llm-d.ai/model": pool_label}}

@@ -61,7 +61,8 @@ def variant_plans() -> dict[str, dict]:
     return plans
 
 
-def script_argv(body: str, needs: dict[str, str], work: Path, env: dict | None = None) -> list[str]:
+def script_argv(body: str, needs: dict[str, str], work: Path, env: dict | None = None,
+                shell: str = "bash") -> list[str]:
     """The argv the script's engine program gets, run by bash with stand-ins and each operator value set (and
     ``env``)."""
     bin_dir = work / "bin"
@@ -72,7 +73,7 @@ def script_argv(body: str, needs: dict[str, str], work: Path, env: dict | None =
     (work / "launch.sh").write_text(body)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(work), "ARGV_OUT": str(work / "argv"),
            **{var: SUPPLIED.get(var, f"/supplied/{var.lower()}") for var in needs}, **(env or {})}
-    subprocess.run(["bash", str(work / "launch.sh")], cwd=work, env=env, check=True, capture_output=True,
+    subprocess.run([shell, str(work / "launch.sh")], cwd=work, env=env, check=True, capture_output=True,
                    timeout=30)
     return (work / "argv").read_text().split("\0")[:-1]
 
@@ -130,9 +131,17 @@ def target_cases(name: str, plan: dict, target: str, work: Path) -> list[dict]:
                 if comp["type"] != "frontend" and comp["name"].endswith(f"Worker{launch.row.index}"):
                     main = next(c for c in comp["podTemplate"]["spec"]["containers"] if c["name"] == "main")
                     cases.append({"case": case, "target": target, "options": comp, "argv": container_argv(main)})
-        else:  # llm-d: the chart's vllmServe command (chart_argv) and the container's args
+        else:  # llm-d: the chart's vllmServe command (chart_argv), or a multi-host pod's own command run by sh
             values = yaml.safe_load(file)
-            cases.append({"case": case, "target": target, "argv": chart_argv(values), "options": values})
+            pool = values["prefill"] if values["prefill"].get("create") else values["decode"]
+            container = pool["containers"][0]
+            if container["modelCommand"] == "custom":
+                assert container["command"] == ["/bin/sh", "-c"], container["command"]
+                lws = {"LWS_WORKER_INDEX": "1", "LWS_LEADER_ADDRESS": "10.0.0.1"}
+                argv = script_argv(container["args"][0], launch.needs, work, lws, shell="sh")
+            else:
+                argv = chart_argv(values)
+            cases.append({"case": case, "target": target, "argv": argv, "options": values})
     for router in spec.routers(out.launches):
         urls = {f"{side.upper()}_URLS": " ".join(f"http://{side}-{k}.example:800{k % 10}"
                                                   for k in range(router.replicas(side)))

@@ -23,7 +23,7 @@ from planner.fleet.frontiers import frontier_points_for_plan
 from planner.fleet.solve import solve
 from planner.fleet.whatif import minor_platforms, whatif_tables
 from planner.scenario import Scenario, load_scenario
-from planner.sim.run import check_seed
+from planner.sim.run import check_duration, check_seed
 from planner.sim.verify import Verified, verify as verify_plan
 from planner.sweep.robust import solve_robust
 
@@ -65,6 +65,7 @@ def answer(scenario, verify="quick", robust: str | None = None, samples=None, se
     mode = verify_mode(verify)
     if mode != "off":
         check_seed(seed)  # before the solve, not after it
+        check_duration(duration_s, "--sim-duration")
     verified = None
     if robust is not None:
         if mode == "thorough":

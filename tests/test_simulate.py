@@ -8,6 +8,8 @@ import copy
 import json
 import math
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -20,6 +22,8 @@ from planner.sim.run import percentile
 from solvers.sim import engine as E
 from solvers.sim import twin as T
 from solvers.sim.rng import from_quantiles, from_quantiles_py, uniform, uniform_py
+
+GOLDEN_PLANS = Path(__file__).resolve().parent / "golden" / "plans"  # the shipped scenarios' whole plans
 
 HIST = 6000
 NO_TRACE = np.zeros(0)
@@ -395,3 +399,38 @@ def test_a_replica_holds_the_kv_its_memory_holds(bank_plan):
                 assert p.rw[r, E.RW_KV_CAP_TOKENS] >= planned * (1 - 1e-9)
                 above += p.rw[r, E.RW_KV_CAP_TOKENS] > 1.5 * planned
     assert above  # bank-2mw's decode replicas are batch-limited by their tier: room for longer streams
+
+
+def test_the_library_simulates_a_written_plan_as_the_interface_names_it():
+    """Issue 43: planner.simulate, which the interface names (2.8.1), did not exist."""
+    import planner
+
+    result = planner.simulate(GOLDEN_PLANS / "gtc-2026-tiers.json", duration_s=20.0)
+    assert result.to_dict()["workloads"]
+    assert "simulate" in dir(planner)
+
+
+def test_solve_s_verification_errors_name_the_option_solve_has():
+    """Issue 43: a bad --sim-duration was reported as --duration, an option only simulate has; it is refused
+    before the solve, naming --sim-duration."""
+    out = CliRunner().invoke(main, ["solve", "scenarios/gtc-2026-tiers.yaml", "--sim-duration",
+                                    "-5"])
+    assert out.exit_code == 2 and "--sim-duration" in out.output and "--duration:" not in out.output
+    import planner
+
+    with pytest.raises(InputError) as err:
+        planner.simulate(GOLDEN_PLANS / "gtc-2026-tiers.json", duration_s=float("nan"))
+    assert err.value.field == "--duration"
+
+
+@pytest.mark.integration
+def test_a_plan_s_dict_is_a_copy_the_caller_may_edit():
+    """Issue 43: Plan.to_dict() returned the plan's own dicts, so editing the result corrupted the plan."""
+    import planner
+
+    plan = planner.solve("scenarios/gtc-2026-tiers.yaml", verify="off")
+    d = plan.to_dict()
+    d["totals"]["facility_power_mw"] = -1.0
+    d["inputs"]["scenario"] = "edited"
+    again = plan.to_dict()
+    assert again["totals"]["facility_power_mw"] > 0 and again["inputs"]["scenario"] != "edited"

@@ -10,6 +10,7 @@ mean-demand one (planned for the expected demand, its first order then evaluated
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import math
 import time
@@ -301,7 +302,7 @@ class BuildOutPlan:
             d["net_present_revenue_usd"] = finite(self.net_present_revenue_usd)
         if self.verification is not None:
             d["verification"] = self.verification
-        return d
+        return copy.deepcopy(d)  # a copy: editing it leaves the plan as it is (issue 43)
 
     def _saving(self, other):
         """What the optimum saves against another plan, in USD of the objective (None for min_power's W-years)."""

@@ -8,6 +8,8 @@ figure with the same code.
 
 from __future__ import annotations
 
+import copy
+
 import math
 from dataclasses import dataclass, field
 
@@ -87,7 +89,9 @@ class Plan:
         d["rentals"] = self.rentals
         ready = isinstance(d["inputs"], dict) and {"scenario", "demands"} <= set(d["inputs"])
         d["assumptions"] = assumptions(d) if ready else []  # what decides the cost, in words
-        return d
+        # a copy: the caller may edit it without touching the plan (issue 43: editing the result edited the plan's
+        # own totals, inputs and verification)
+        return copy.deepcopy(d)
 
     def _as_dict(self) -> dict:
         return {

@@ -289,7 +289,17 @@ def check_seed(seed) -> None:
     """InputError naming --seed unless ``seed`` is a whole number the simulator's 64-bit generator takes (2^70 was
     a numba traceback, issue 43)."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < MAX_SEED:
-        raise InputError(f"--seed must be a whole number from 0 to 2^63 - 1, got {seed!r}", field="--seed")
+        raise InputError(f"expected a whole number from 0 to 2^63 - 1, got {seed!r}", field="--seed")
+
+
+def check_duration(duration_s, option: str = "--duration") -> None:
+    """InputError naming ``option`` (the name the user typed: simulate's --duration, solve's --sim-duration) unless
+    ``duration_s`` is None or a positive finite number of seconds (issue 43: solve's errors named --duration)."""
+    if duration_s is None:
+        return
+    if isinstance(duration_s, bool) or not isinstance(duration_s, (int, float, np.integer, np.floating)) or not (
+            math.isfinite(duration_s) and duration_s > 0):
+        raise InputError(f"expected a positive number of seconds, got {duration_s!r}", field=option)
 
 
 def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0, period: str | None = None,
@@ -301,9 +311,8 @@ def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0, p
     ``demand_scenario`` (a name) picks some. ``quick``: the short seeded run ``planner solve`` makes of every plan
     (``quick_windows``) unless ``duration_s`` is given."""
     check_seed(seed)
+    check_duration(duration_s)
     d = plan_dict(plan)
-    if duration_s is not None and not (math.isfinite(duration_s) and duration_s > 0):
-        raise InputError(f"--duration must be a positive number of seconds, got {duration_s!r}")
     if "first_period_order" in d:
         return simulate_buildout(d, trace, duration_s, seed, period, demand_scenario, quick)
     if period is not None or demand_scenario is not None:

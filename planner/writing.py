@@ -57,3 +57,21 @@ def locked(path):
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+FOLDER_LOCK = ".planner.lock"  # the lock file of a folder the commands write (solve --out, export --out)
+
+
+@contextlib.contextmanager
+def folder_locked(out):
+    """Hold an exclusive lock on the folder ``out``'s lock file while its files are written: two commands writing
+    one folder at once take turns, so that each writes all its files, its manifest last, before the other starts
+    (issue 43: two ``export --out`` into one folder left a manifest describing the other engine's files)."""
+    import fcntl
+
+    with open(os.path.join(os.fspath(out), FOLDER_LOCK), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

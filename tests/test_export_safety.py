@@ -174,3 +174,38 @@ def test_a_router_takes_the_operator_s_urls_as_text(tmp_path, target):
     if target == "sglang":  # URL,BOOTSTRAP_PORT: the port after the URL; a bare URL: the default 8998
         k = argv.index("http://q:8001")
         assert argv[k + 1] == "9001" and argv[argv.index("http://p:8000$(touch${IFS}PWNED1)") + 1] == "8998"
+
+
+def test_two_exports_into_one_folder_take_turns_and_each_manifest_describes_its_files(tmp_path):
+    """Issue 43: two `export --out` into one folder at once (no lock) left a manifest describing the other
+    engine's files. write_export holds the folder's lock while it writes, manifest.json last."""
+    import threading
+    import time
+
+    from planner.export import write_export
+    from planner.writing import folder_locked
+
+    out = tmp_path / "out"
+    out.mkdir()
+    vllm, sglang = export_plan(one_row_plan(), "vllm"), export_plan(one_row_plan(), "sglang")
+    done = []
+    with folder_locked(out):  # another writer holds the folder
+        worker = threading.Thread(target=lambda: done.append(write_export(vllm, out)))
+        worker.start()
+        time.sleep(0.5)
+        assert not done and not (out / "manifest.json").exists()  # it waits for its turn
+    worker.join(10)
+    assert done and json.loads((out / "manifest.json").read_text())["target"] == "vllm"
+    write_export(sglang, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["target"] == "sglang" and all((out / r["file"]).exists() for r in manifest["exported"])
+
+
+def test_export_refuses_a_folder_in_the_way_that_is_not_a_regular_file(tmp_path):
+    from planner.export import write_export
+
+    out = export_plan(one_row_plan(), "vllm")
+    (tmp_path / "manifest.json").mkdir()
+    with pytest.raises(InputError, match="not a regular file"):
+        write_export(out, tmp_path)
+    assert not any(p.suffix == ".sh" for p in tmp_path.iterdir())  # nothing written before the refusal

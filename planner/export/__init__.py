@@ -11,7 +11,7 @@ from planner.errors import InputError
 from planner.export import dynamo, llmd, sglang, trtllm, vllm
 from planner.export.common import Export, Launch, run_target
 from planner.export.rows import PlanRows, Refusal, plan_rows
-from planner.writing import atomic_write
+from planner.writing import atomic_write, folder_locked
 
 TARGETS = {"vllm": vllm.TARGET, "sglang": sglang.TARGET, "trtllm": trtllm.TARGET, "dynamo": dynamo.TARGET,
            "llm-d": llmd.TARGET}
@@ -30,15 +30,27 @@ def export_plan(plan, target: str, period: str | None = None, demand_scenario: s
 
 
 def write_export(export: Export, out_dir) -> list[Path]:
-    """The export's files into ``out_dir`` (made if missing), each written whole or not at all; scripts
-    executable."""
+    """The export's files into ``out_dir`` (made if missing), each written whole or not at all (a temporary file
+    renamed over it), scripts executable, ``manifest.json`` and ``README.md`` last, under the folder's lock: two
+    exports into one folder take turns, and the manifest last written describes the files its own export wrote
+    (issue 43). A file in the way that is not a regular file is refused before anything is written."""
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError("exists and is not a directory", field="--out", file=str(out))
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, body in export.files.items():
+    last = ("manifest.json", "README.md")
+    names = [n for n in export.files if n not in last] + [n for n in last if n in export.files]
+    for name in names:
         path = out / name
-        atomic_write(path, body.encode("utf-8"))
-        if name.endswith(".sh"):
-            path.chmod(path.stat().st_mode | 0o111)
-        written.append(path)
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise InputError(f"{name} exists and is not a regular file; refusing to replace it", field="--out",
+                             file=str(path))
+    written = []
+    with folder_locked(out):
+        for name in names:
+            path = out / name
+            atomic_write(path, export.files[name].encode("utf-8"))
+            if name.endswith(".sh"):
+                path.chmod(path.stat().st_mode | 0o111)
+            written.append(path)
     return written

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from planner.errors import InputError
 from planner.report.render import to_json
-from planner.writing import atomic_write  # noqa: F401 - the writer every caller uses, re-exported here
+from planner.writing import FOLDER_LOCK, atomic_write, folder_locked  # noqa: F401 - atomic_write re-exported here
 
 
 def flush_stdout() -> None:
@@ -67,7 +67,7 @@ def plan_json(plan, reason: str | None = None) -> str:
 
 
 PLAN_TABLES = ("fleet", "allocation", "workloads", "alternatives", "tiers", "curtailment")
-LOCK_NAME = ".planner.lock"
+LOCK_NAME = FOLDER_LOCK
 
 
 def plan_file_contents(plan, reason: str | None = None) -> dict[str, bytes]:
@@ -106,8 +106,6 @@ def write_files(plan, out: Path, reason: str | None = None) -> None:
     copied or changed, and ``out`` itself (its mode, its place) stays as it is. Everything is rendered before the
     first file is written, so a failure there writes nothing; a crash or Ctrl-C between two files leaves each file
     whole, the new tables beside the previous plan.json at worst."""
-    import fcntl
-
     check_output_dir(out, "--out")
     files = plan_file_contents(plan, reason)
     out = Path(out)
@@ -117,13 +115,9 @@ def write_files(plan, out: Path, reason: str | None = None) -> None:
         if target.exists() and not target.is_file():
             raise InputError(f"{name} exists and is not a regular file; refusing to replace it", field="--out",
                              file=str(target))
-    with open(out / LOCK_NAME, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            for name, data in files.items():  # plan.json is the last key
-                atomic_write(out / name, data)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with folder_locked(out):
+        for name, data in files.items():  # plan.json is the last key
+            atomic_write(out / name, data)
 
 
 def check_output_file(path, field: str, inputs=()) -> None:

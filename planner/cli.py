@@ -154,7 +154,8 @@ def main() -> None:
               help="plan measurement rows beyond the memory-bandwidth or compute roofline or the memory of their "
                    "hardware as measured (each named by a warning in the assumptions); without it such a row is "
                    "exit 2 (docs/MODEL.md 12.4)")
-def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whatif, settings, objective, detail,
+def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whatif,  # noqa: C901 - its options
+          settings, objective, detail,
           fleet_only, robust, samples_file, verify, no_verify, seed, sim_duration_s, trace_name, trust_measurements):
     """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
     each workload is served, cost and power; with --robust, the one fleet that holds up best over samples."""

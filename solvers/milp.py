@@ -240,7 +240,7 @@ class FleetProblem:
         if problems:
             raise ValueError("invalid FleetProblem: " + "; ".join(problems))
 
-    def _problems(self):
+    def _problems(self):  # noqa: C901
         H, J, W = self.n_hardware, self.n_columns, self.n_workloads
         for name in ("rack_power_w", "annual_cost_usd_per_rack", "max_racks"):
             if getattr(self, name).shape != (H,):

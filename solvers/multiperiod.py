@@ -213,7 +213,7 @@ def buy_upper_bounds(problem: BuildOutProblem) -> np.ndarray:
     return np.where(problem.available, np.maximum(ub, 0.0), 0.0)
 
 
-def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
+def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:  # noqa: C901
     """The MathOpt model of (1)-(6) and (O)."""
     from ortools.math_opt.python import mathopt
 

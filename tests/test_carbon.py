@@ -5,7 +5,6 @@ check."""
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from planner.fleet import finance
 from solvers import bruteforce as bf
 from solvers import milp as F
 from solvers.objectives import REGISTRY, objective
-from tests.test_fleet_milp import INF, REL, TIGHT, assert_plan, objective_or_inf, same_objective, solve_all, \
+from tests.test_fleet_milp import REL, assert_plan, objective_or_inf, same_objective, solve_all, \
     tiny_problem, two_types
 
 

@@ -103,10 +103,10 @@ def test_catalog_show_gives_sources():
 
 def test_every_cited_source_exists():
     known = set(catalog.sources())
-    from planner.report.catalog_view import _sources_of
+    from planner.report.catalog_view import sources_of
 
     for hw in catalog.hardware_catalog().values():
-        missing = _sources_of(hw.model_dump()) - known
+        missing = sources_of(hw.model_dump()) - known
         assert not missing, (hw.id, missing)
 
 

@@ -192,7 +192,6 @@ def one_row_plan(model: str = "llama-3.1-70b", family: str = "nvidia-gpu", **row
 
 
 REFUSED = [
-    ({"precision": "int4"}, "precision", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
     ({"speculative": "medusa", "draft_tokens": 3}, "speculative", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
     ({"speculative": "mtp", "draft_tokens": 2}, "speculative", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
     ({"role": "attention"}, "role", ["vllm", "sglang", "trtllm", "dynamo", "llm-d"]),
@@ -213,6 +212,15 @@ def test_a_setting_the_target_cannot_express_is_exit_2_naming_row_and_setting(tm
             str(err.value)
         result = CliRunner().invoke(main, ["export", str(path), "--to", target])
         assert result.exit_code == 2 and "row 0" in result.output and setting in result.output, result.output
+
+
+def test_a_precision_no_plan_holds_is_refused_by_the_plan_s_reader():
+    """A precision outside the vocabulary (a tampered plan) stops at the plan's one reader (planner.fleet.rows),
+    naming the field, before any target sees it (issue 43)."""
+    for target in TARGETS:
+        with pytest.raises(InputError) as err:
+            export_plan(one_row_plan(precision="int4"), target)
+        assert err.value.field == "allocation[0].precision" and "expected one of" in str(err.value)
 
 
 def test_pipeline_stages_with_data_parallel_attention_are_refused():
@@ -320,7 +328,8 @@ def test_out_writes_every_file_whole(plans, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     want = export_plan(str(path), "trtllm").files
     assert sorted(atomic) == sorted(want)
-    assert {p.name: p.read_text() for p in out_dir.iterdir()} == want  # no temporary file left behind
+    written = {p.name: p.read_text() for p in out_dir.iterdir() if p.name != ".planner.lock"}  # the folder's lock
+    assert written == want  # no temporary file left behind
     assert all(p.stat().st_mode & 0o111 for p in out_dir.glob("*.sh"))
     (tmp_path / "afile").write_text("x")
     bad = CliRunner().invoke(main, ["export", str(path), "--to", "vllm", "--out", str(tmp_path / "afile")])

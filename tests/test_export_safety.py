@@ -130,7 +130,7 @@ def test_trtllm_options_are_written_as_text_with_the_operator_s_values_in_place(
 
 @pytest.mark.integration
 @pytest.mark.skipif(os.name != "posix", reason="bash")
-def test_every_script_of_a_shipped_plan_runs_with_stand_ins(plans, tmp_path):
+def test_every_script_of_a_shipped_plan_runs_with_stand_ins(plans, tmp_path):  # noqa: F811 - the fixture
     """Every exported script of a shipped plan runs to its engine's command with the operator's values set."""
     from planner.export.common import ScriptTarget
 

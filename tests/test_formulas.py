@@ -21,7 +21,6 @@ from solvers.perf.kernels import (
     busiest_touched,
     expert_groups,
     attention_compute_s,
-    linear_flops_per_chip,
     linear_step_terms,
     stream_fixed_time,
     tier_coefficients,

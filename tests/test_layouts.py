@@ -1,11 +1,10 @@
 """Which layouts the engines run (docs/MODEL.md 2.9, planner/data/engines.yaml): hand-checked rules, the default
 search holding only layouts some engine runs, and ``layouts: any`` flagging the rows none runs."""
 
-import numpy as np
 import pytest
 
 from planner import catalog
-from planner.perf.grid import Layouts, engines_running, pair_engines, parallel_grid, split_grid, stack_engines
+from planner.perf.grid import engines_running, pair_engines, parallel_grid, split_grid, stack_engines
 from planner.scenario import scenario_from_yaml
 from planner.fleet.solve import solve
 

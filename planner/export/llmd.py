@@ -102,7 +102,8 @@ def lws_command(row: Row, launch: Launch, artifacts: dict, pool: str) -> str:
     the hosts (--nnodes/--node-rank/--master-addr); the pods above rank 0 run headless. Every word from the plan
     is single-quoted (the operator's values expand as shell variables from the container's environment)."""
     uri = artifacts["uri"]
-    model = uri.split("://", 1)[1] if uri.startswith("hf://") else f"{MOUNT_PATH}/{uri.split('://', 1)[1].split('/', 1)[1]}"
+    path = uri.split("://", 1)[1]  # hf://ORG/NAME, or pvc://CLAIM/PATH mounted at MOUNT_PATH
+    model = path if uri.startswith("hf://") else f"{MOUNT_PATH}/{path.split('/', 1)[1]}"
     port = SERVICE_PORT if pool == "prefill" else PROXY_TARGET_PORT
     tp, pp = int(row["tensor_parallel"]), int(row["pipeline_parallel"])
     if row["expert_parallel"]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from planner import catalog
 from planner.errors import InputError
+from planner.fleet.rows import read_rows
 from planner.inputs import read_bytes_limited
 from planner.vocabulary import API_KIND, API_PREFIX, SPECULATIVE_METHODS
 
@@ -161,7 +162,9 @@ def buildout_rows(d: dict, inputs: dict, period: str | None, demand_scenario: st
 
 def rows_of(allocation: list, inputs: dict, demands: list) -> list[Row]:
     """Each allocation row with its model, demand and hardware families, read from the plan's own inputs (the
-    catalog as it was solved), never from today's catalog."""
+    catalog as it was solved), never from today's catalog; each row first through the plan's one reader
+    (planner.fleet.rows: a tampered number is exit 2 naming the field, not a traceback)."""
+    read_rows(allocation)
     by_name = {dm["name"]: dm for dm in demands}
     models = inputs.get("models") or {}
     hardware = inputs.get("hardware") or {}

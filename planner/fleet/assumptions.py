@@ -231,13 +231,13 @@ def assumptions(d: dict) -> list[str]:
          "racks draw by their power curves (docs/MODEL.md 14): the budget holds the peak draw, energy is billed at "
          "the mean draw (replicas working 1 / peak_to_mean of the time, resting at their idle floor otherwise)")
         + "; every pool is sized for "
-        f"the peak" + (f" plus {100 * sc['site']['capacity_headroom']:.3g}% headroom (site.capacity_headroom)"
+        "the peak" + (f" plus {100 * sc['site']['capacity_headroom']:.3g}% headroom (site.capacity_headroom)"
                        if sc["site"].get("capacity_headroom") else " with no headroom (site.capacity_headroom)")
         + ", a decode pool as a queue of batch slots busy at most the share that keeps the workload's percentile "
           "stream at its tier, other pools at 100% of their modelled throughput (docs/OPTIMIZER.md 18)"
         + own_headroom(d),
-        f"curtailment: at the peak every pool runs at 1 / (1 + headroom) of its capacity, packed onto as few racks as "
-        f"its chips need, the emptied racks powered off; workloads are then shed whole, "
+        "curtailment: at the peak every pool runs at 1 / (1 + headroom) of its capacity, packed onto as few racks as "
+        "its chips need, the emptied racks powered off; workloads are then shed whole, "
         + ("the slowest tier first" if sc["site"].get("curtailment_order", "tier") == "tier" else
            "the least revenue lost per MW first") + " (site.curtailment_order); shed traffic can wait only for "
         "the hours its own pools' spare capacity at the mean rate works it off the same day (docs/OPTIMIZER.md 13)",

@@ -30,6 +30,7 @@ from planner.fleet.plan import allocation_table, fleet_table, mark_rented, total
 from planner.fleet.packing import racks_offered
 from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE
 from planner.fleet.queues import effective_capacity, queued_rows, routing_share
+from planner.fleet.rows import row_problems
 from planner.fleet.spares import spare_count, spares_needed
 from planner.inputs import read_bytes_limited
 from planner.measurements.curves import rescore_measured
@@ -308,7 +309,12 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
                       queues: dict | None = None) -> tuple[list[dict], tuple]:
     """Checks of one allocation row, and the (output, prefill) tokens/s its replicas serve once re-scored (the
     reported figures where they are within the re-scored capacity, else the capacity). ``queues``: each pool's
-    (servers, utilization) (``options.pools`` of every row); the row's TTFT is its pool's."""
+    (servers, utilization) (``options.pools`` of every row); the row's TTFT is its pool's. A row the plan's one
+    reader (planner.fleet.rows) cannot take fails, naming each field and what was expected."""
+    problems = row_problems(row)
+    if problems:
+        return [result(f"allocation row {i}", False, "; ".join(f"{f or 'row'}: {what}" for f, what in problems))], \
+            (0.0, 0.0)
     try:
         role, hw_id, replicas = row["role"], row["hardware"], float(row["replicas"])
         name = (f"allocation {row['workload']}/attention+ffn/{hw_id}+{row.get('ffn_hardware')}" if role == "attention"

@@ -73,7 +73,7 @@ def show_entry(item_id: str) -> dict:
     hw, models = catalog.hardware_catalog(), catalog.model_catalog()
     if item_id in hw:
         entry = hw[item_id].model_dump(mode="json", exclude_none=True)
-        used = sorted(_sources_of(entry))
+        used = sorted(sources_of(entry))
         entry["sources"] = {k: catalog.sources().get(k, {"title": "(missing from sources.yaml)"}) for k in used}
         return entry
     if item_id in models:
@@ -91,16 +91,16 @@ def show_entry(item_id: str) -> dict:
     raise InputError(f"unknown catalog id {item_id!r}{catalog.did_you_mean(item_id, known)}", field="ID")
 
 
-def _sources_of(obj) -> set[str]:
+def sources_of(obj) -> set[str]:
     found: set[str] = set()
     if isinstance(obj, dict):
         if "source" in obj and "confidence" in obj:
             found.add(obj["source"])
         for v in obj.values():
-            found |= _sources_of(v)
+            found |= sources_of(v)
     elif isinstance(obj, list):
         for v in obj:
-            found |= _sources_of(v)
+            found |= sources_of(v)
     return found
 
 

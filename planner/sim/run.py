@@ -15,6 +15,7 @@ import numpy as np
 
 from planner.errors import InputError
 from planner.fleet.check import Inputs, plan_dict
+from planner.fleet.rows import read_rows
 from planner.sim.build import Pools, pools_of
 from planner.traces import fit_trace
 from solvers.jit import thread_count
@@ -292,6 +293,19 @@ def check_seed(seed) -> None:
         raise InputError(f"expected a whole number from 0 to 2^63 - 1, got {seed!r}", field="--seed")
 
 
+MAX_SLOTS = 10_000_000  # batch slots the simulator holds at once over all rows (memory: a few arrays of each)
+
+
+def check_work(rows: list[dict]) -> None:
+    """InputError, before any array is made, where the plan's replicas x batch (the simulator's slots) pass
+    MAX_SLOTS: 10^9 replicas hung it, 10^18 asked for exabytes (issue 43)."""
+    slots = sum(math.ceil(float(r["replicas"]) - 1e-9) * int(r.get("batch") or 1) for r in rows
+                if r.get("role") in ("prefill", "decode", "colocated", "attention"))
+    if slots > MAX_SLOTS:
+        raise InputError(f"the plan's replicas x batch come to {slots:,} slots; the simulator holds at most "
+                         f"{MAX_SLOTS:,}", field="allocation")
+
+
 def check_duration(duration_s, option: str = "--duration") -> None:
     """InputError naming ``option`` (the name the user typed: simulate's --duration, solve's --sim-duration) unless
     ``duration_s`` is None or a positive finite number of seconds (issue 43: solve's errors named --duration)."""
@@ -325,6 +339,8 @@ def simulate_single(d: dict, trace, duration_s: float | None, seed: int,
     """A single-period plan's dict simulated: each workload's pools for as long as ``windows`` says."""
     if d.get("status") not in ("optimal", "feasible", "time_limit"):
         raise InputError(f"the plan's status is {d.get('status')!r}: there is no fleet to simulate")
+    hardware = (d.get("inputs") or {}).get("hardware") if isinstance(d.get("inputs"), dict) else None
+    check_work(read_rows(d.get("allocation"), hardware=hardware if isinstance(hardware, dict) else {}))
     inputs = Inputs(d["inputs"])
     pools = pools_of(d, inputs)
     spans = [quick_windows(p) if quick and duration_s is None else windows(p, duration_s, enough_calls) for p in pools]

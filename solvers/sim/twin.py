@@ -63,7 +63,8 @@ class Replica:
         return len(self.active) + len(self.pending) + len(self.prompts)
 
 
-def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q, prefill_share, rp, rw, server_speed, step_s, pre_n,
+def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q,  # noqa: C901 - the jitted loop, line by line
+                prefill_share, rp, rw, server_speed, step_s, pre_n,
                 pre_lone, pre_rate, n_points, max_requests):
     """Per call [arrival, input, prefill, output, -, first token, done, ...] (RF_* columns, NaN where none), row
     s * turns + k for session s's call k."""

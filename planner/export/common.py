@@ -342,13 +342,9 @@ class ScriptTarget:
         return {**files, **{r.file: self.router(plan, r) for r in self.routers(launches)}}
 
     def routers(self, launches: list[Launch]) -> list[Router]:
-        """The routers the export writes: one per disaggregated workload where the engine has one."""
-        return disaggregated_pairs(launches) if self.has_router else []
-
-    has_router = False
-
-    def router(self, plan: PlanRows, router: Router) -> str:
-        raise NotImplementedError
+        """The routers the export writes (a target with a router, vLLM's and SGLang's, returns
+        ``disaggregated_pairs`` and writes each with its ``router``); none here."""
+        return []
 
     def script(self, plan: PlanRows, launch: Launch) -> str:
         return shell_script(launch, header_lines(self, plan) + row_comment(launch.row), [PORT_LINE], ("PORT",))

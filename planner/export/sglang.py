@@ -4,9 +4,9 @@ by prefill and decode rows, SGLang's router that pairs them (sglang-router)."""
 
 from __future__ import annotations
 
-from planner.export.common import (PORT, PORT_LINE, Launch, Router, ScriptTarget, drafter_argument,
-                                   header_lines, model_argument, rank_lines, rank_needs, router_script,
-                                   row_comment, shell_script)
+from planner.export.common import (PORT, PORT_LINE, Launch, Router, ScriptTarget, disaggregated_pairs, drafter_argument,
+                                   header_lines, model_argument, rank_lines, rank_needs, router_script, row_comment,
+                                   shell_script)
 from planner.export.rows import (PlanRows, Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
@@ -89,7 +89,8 @@ class SglangTarget(ScriptTarget):
         return shell_script(launch, header_lines(self, plan) + row_comment(launch.row), preamble,
                             ("PORT", "BOOTSTRAP_PORT"))
 
-    has_router = True
+    def routers(self, launches: list[Launch]) -> list[Router]:
+        return disaggregated_pairs(launches)
 
     def router(self, plan: PlanRows, router: Router) -> str:
         # a prefill entry URL,BOOTSTRAP_PORT becomes --prefill URL BOOTSTRAP_PORT (bash's own string operations on

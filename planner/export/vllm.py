@@ -8,9 +8,9 @@ import dataclasses
 import json
 import math
 
-from planner.export.common import (HEADLESS, PORT, PORT_LINE, Launch, Router, ScriptTarget, drafter_argument,
-                                   header_lines, model_argument, rank_lines, rank_needs, router_script, row_comment,
-                                   shell_script)
+from planner.export.common import (HEADLESS, PORT, PORT_LINE, Launch, Router, ScriptTarget, disaggregated_pairs,
+                                   drafter_argument, header_lines, model_argument, rank_lines, rank_needs,
+                                   router_script, row_comment, shell_script)
 from planner.export.rows import PlanRows
 from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
@@ -115,7 +115,8 @@ class VllmTarget(ScriptTarget):
         return shell_script(launch, header_lines(self, plan) + row_comment(row), preamble,
                             ("PORT", "START_RANK", "DP_RPC_PORT"))
 
-    has_router = True
+    def routers(self, launches: list[Launch]) -> list[Router]:
+        return disaggregated_pairs(launches)
 
     def router(self, plan: PlanRows, router: Router) -> str:
         return router_script(self, plan, router, [ROUTER, "--vllm-pd-disaggregation", "--kv-connector", "nixl"],

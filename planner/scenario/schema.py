@@ -255,6 +255,18 @@ class ApiOffer(_Section):
     max_tps_per_user: PosNumber = Field(
         description="output tokens/s per user it reaches: it serves the workload only at or above its tier")
 
+    @model_validator(mode="after")
+    def _priced(self) -> ApiOffer:
+        """An offer with every price 0 would be capacity that costs nothing: the fleet problem holds no such
+        column (docs/OPTIMIZER.md, (11)), and it was a traceback (issue 43). A price of 0 for one kind of token
+        stays valid."""
+        prices = (self.usd_per_mtok_input, self.usd_per_mtok_output, self.usd_per_mtok_cached_input or 0.0)
+        if not any(p > 0 for p in prices):
+            raise _problem("expected a price above 0 for at least one kind of token: an offer that costs nothing "
+                           "would serve every workload it can for free (give what its tokens cost you, however "
+                           "small)", "usd_per_mtok_output")
+        return self
+
 
 class Workload(_Section):
     """One stream of requests (chat) or of sessions of several model calls (agentic)."""
@@ -346,13 +358,14 @@ class Workload(_Section):
             raise _problem("give requests_per_s (the mean rate) or peak_requests_per_s, not both",
                            "peak_requests_per_s")
         peak, ratio = data["peak_requests_per_s"], data.get("peak_to_mean", 1.0)
-        if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio > 0:
-            mean = ([p / ratio if isinstance(p, (int, float)) and not isinstance(p, bool) else p for p in peak]
-                    if isinstance(peak, list) else peak / ratio if isinstance(peak, (int, float))
-                    and not isinstance(peak, bool) else peak)
-            data = {**data, "requests_per_s": [float(x) for x in mean] if isinstance(mean, list)
-                    and all(isinstance(x, (int, float)) for x in mean) else
-                    float(mean) if isinstance(mean, (int, float)) else mean}
+        peaks = peak if isinstance(peak, list) else [peak]
+        if not all(_positive_number(p) for p in peaks) or not peaks:
+            # the peak's own check names it (issue 43: the mean derived from a bad peak was reported as
+            # requests_per_s, a field the user did not write); the stand-in mean is never used
+            return {**data, "requests_per_s": [1.0] * len(peaks) if isinstance(peak, list) and peaks else 1.0}
+        if _positive_number(ratio):
+            data = {**data, "requests_per_s": [float(p) / ratio for p in peaks] if isinstance(peak, list)
+                    else float(peak) / ratio}
         return data
 
     @model_validator(mode="after")
@@ -748,3 +761,8 @@ class Scenario(_Section):
             message = _describe(err, SolverSettings, tuple(err["loc"]), Scenario)
             raise InputError(message, field=f"solver.{err['loc'][0]}") from None
         return self.model_copy(update={"solver": solver})
+
+
+def _positive_number(x) -> bool:
+    """A finite number above 0 (a bool is not one)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0

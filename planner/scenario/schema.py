@@ -255,18 +255,6 @@ class ApiOffer(_Section):
     max_tps_per_user: PosNumber = Field(
         description="output tokens/s per user it reaches: it serves the workload only at or above its tier")
 
-    @model_validator(mode="after")
-    def _priced(self) -> ApiOffer:
-        """An offer with every price 0 would be capacity that costs nothing: the fleet problem holds no such
-        column (docs/OPTIMIZER.md, (11)), and it was a traceback (issue 43). A price of 0 for one kind of token
-        stays valid."""
-        prices = (self.usd_per_mtok_input, self.usd_per_mtok_output, self.usd_per_mtok_cached_input or 0.0)
-        if not any(p > 0 for p in prices):
-            raise _problem("expected a price above 0 for at least one kind of token: an offer that costs nothing "
-                           "would serve every workload it can for free (give what its tokens cost you, however "
-                           "small)", "usd_per_mtok_output")
-        return self
-
 
 class Workload(_Section):
     """One stream of requests (chat) or of sessions of several model calls (agentic)."""

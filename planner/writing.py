@@ -47,16 +47,9 @@ def locked(path):
     """Hold an exclusive lock on ``path``'s sibling ``.PATH.lock`` for a read-modify-write of ``path``: two writers
     (two refits of data/efficiency.yaml) take turns, each merging into what the other wrote, instead of the later
     one writing back a copy it read before the earlier one wrote."""
-    import fcntl
-
     path = os.fspath(path)
-    lock_path = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.lock")
-    with open(lock_path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with _held(os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.lock")):
+        yield
 
 
 FOLDER_LOCK = ".planner.lock"  # the lock file of a folder the commands write (solve --out, export --out)
@@ -67,9 +60,16 @@ def folder_locked(out):
     """Hold an exclusive lock on the folder ``out``'s lock file while its files are written: two commands writing
     one folder at once take turns, so that each writes all its files, its manifest last, before the other starts
     (issue 43: two ``export --out`` into one folder left a manifest describing the other engine's files)."""
+    with _held(os.path.join(os.fspath(out), FOLDER_LOCK)):
+        yield
+
+
+@contextlib.contextmanager
+def _held(lock_path: str):
+    """An exclusive flock on ``lock_path`` (made if missing) for the body's time."""
     import fcntl
 
-    with open(os.path.join(os.fspath(out), FOLDER_LOCK), "a") as lock:
+    with open(lock_path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield

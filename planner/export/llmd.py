@@ -13,7 +13,7 @@ from planner.catalog import WEIGHT_BYTES
 from planner.export.common import Launch, header_lines, row_comment, shell_word
 from planner.export.k8s import ManifestTarget, dns_name, env_of, k8s_args, needs_comments, yaml_file
 from planner.export.rows import PlanRows, Row, disaggregated, hf_id_of, whole_replicas
-from planner.export.vllm import KV_TRANSFER, engine_args
+from planner.export.vllm import DP_RPC_PORT, KV_TRANSFER, engine_args, multinode_args
 
 ENGINE = "llm-d"
 VERSION = "llm-d-modelservice chart v0.4.12 (image vllm/vllm-openai v0.34.0)"
@@ -106,13 +106,9 @@ def lws_command(row: Row, launch: Launch, artifacts: dict, pool: str) -> str:
     model = path if uri.startswith("hf://") else f"{MOUNT_PATH}/{path.split('/', 1)[1]}"
     port = SERVICE_PORT if pool == "prefill" else PROXY_TARGET_PORT
     tp, pp = int(row["tensor_parallel"]), int(row["pipeline_parallel"])
-    if row["expert_parallel"]:
-        parallel = ["--data-parallel-size", str(tp), "--data-parallel-size-local", str(row.chips_per_node),
-                    "--data-parallel-start-rank", "@START@", "--data-parallel-address", "@LEADER@",
-                    "--data-parallel-rpc-port", "13345"]
-    else:
-        parallel = ["--tensor-parallel-size", str(tp), "--nnodes", str(row.nodes), "--node-rank", "@RANK@",
-                    "--master-addr", "@LEADER@"]
+    size = "--data-parallel-size" if row["expert_parallel"] else "--tensor-parallel-size"
+    parallel = [size, str(tp), *multinode_args(row, rank="@RANK@", start="@START@", leader="@LEADER@",
+                                               rpc_port=str(DP_RPC_PORT))]
     if pp > 1:
         parallel += ["--pipeline-parallel-size", str(pp)]
     words = ["vllm", "serve", model, "--port", str(port), *parallel, "--served-model-name", artifacts["name"],
@@ -125,7 +121,7 @@ def lws_command(row: Row, launch: Launch, artifacts: dict, pool: str) -> str:
             f"exec {command} $HEADLESS")
 
 
-PARALLEL_FLAGS = {"--tensor-parallel-size": 1, "--data-parallel-size": 1, "--pipeline-parallel-size": 1}
+PARALLEL_FLAGS = {"--tensor-parallel-size", "--data-parallel-size", "--pipeline-parallel-size"}
 
 
 def without_parallel_flags(args: list[str]) -> list[str]:

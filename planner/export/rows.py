@@ -279,7 +279,8 @@ def check_common(row: Row, engine_key: str, target: str, precisions: tuple[str, 
                                                 f"{tp} x pipeline_parallel {pp}", target)
     if int(row["chips_per_replica"]) % row.nodes:
         raise Refusal(row, "chips_per_replica", f"{row['chips_per_replica']} chips per replica do not split evenly "
-                                                f"over the {row.nodes} hosts of {row.node_chips} chips it spans", target)
+                                                f"over the {row.nodes} hosts of {row.node_chips} chips it spans",
+                      target)
     check_layout(row, engine_key, target, tp, pp, ep)
     if row["precision"] not in precisions:
         raise Refusal(row, "precision", f"precision {row['precision']!r}: the engine serves "

@@ -23,8 +23,10 @@ TRANSFER_BACKEND = "nixl"  # the plan names none; NIXL is the one all four targe
 # A prefill server's bootstrap port, where its decode peers fetch the KV cache from (SGLang's default, 8998): a
 # script variable, so that copies on one host each take their own, and the router is told each
 BOOTSTRAP_PORT = "$BOOTSTRAP_PORT"
-BOOTSTRAP_LINE = ('BOOTSTRAP_PORT="${BOOTSTRAP_PORT:-8998}"  # a prefill copy\'s KV bootstrap port: one a copy on a '
-                  'host, and the router told it (router script: PREFILL_URLS entries URL,BOOTSTRAP_PORT)')
+DEFAULT_BOOTSTRAP_PORT = 8998
+BOOTSTRAP_LINE = (f'BOOTSTRAP_PORT="${{BOOTSTRAP_PORT:-{DEFAULT_BOOTSTRAP_PORT}}}"  # a prefill copy\'s KV bootstrap '
+                  'port: one a copy on a host, and the router told it (router script: PREFILL_URLS entries '
+                  'URL,BOOTSTRAP_PORT)')
 ROUTER = "sglang-router"
 ROUTER_VERSION = "0.3.2"
 
@@ -95,7 +97,8 @@ class SglangTarget(ScriptTarget):
     def router(self, plan: PlanRows, router: Router) -> str:
         # a prefill entry URL,BOOTSTRAP_PORT becomes --prefill URL BOOTSTRAP_PORT (bash's own string operations on
         # the operator's value: nothing evaluated); a bare URL, the prefill's default port 8998
-        prefill = '--prefill "${u%%,*}" "$([[ "$u" == *,* ]] && printf %s "${u#*,}" || printf 8998)"'
+        prefill = ('--prefill "${u%%,*}" "$([[ "$u" == *,* ]] && printf %s "${u#*,}" || printf '
+                   f'{DEFAULT_BOOTSTRAP_PORT})"')
         return router_script(self, plan, router, ["python", "-m", "sglang_router.launch_router",
                                                   "--pd-disaggregation"],
                              {"PREFILL_URLS": prefill, "DECODE_URLS": ["--decode"]},

@@ -11,8 +11,7 @@ import math
 from planner.export.common import (HEADLESS, PORT, PORT_LINE, Launch, Router, ScriptTarget, disaggregated_pairs,
                                    drafter_argument, header_lines, model_argument, rank_lines, rank_needs,
                                    router_script, row_comment, shell_script)
-from planner.export.rows import PlanRows
-from planner.export.rows import (Row, check_common, disaggregated, draft_tokens, hf_model_id,
+from planner.export.rows import (PlanRows, Row, check_common, disaggregated, draft_tokens, hf_model_id,
                                  kv_cache_dtype, tokens_per_step)
 
 ENGINE = "vLLM"
@@ -33,6 +32,7 @@ KV_TRANSFER = {"kv_connector": KV_CONNECTOR, "kv_role": "kv_both"}
 # request goes to a prefill replica, then with its KV cache over NIXL to a decode replica
 ROUTER = "vllm-router"
 ROUTER_VERSION = "0.1.17"
+DP_RPC_PORT = 13345  # the rank-0 host's data-parallel RPC port, where a replica's ranks over several hosts meet
 
 
 def engine_args(row: Row, target: str = ENGINE) -> tuple[str, list[str], dict[str, str]]:
@@ -70,19 +70,19 @@ def parallel_args(row: Row) -> list[str]:
     return ["--tensor-parallel-size", str(tp), "--pipeline-parallel-size", str(pp)]
 
 
-def multinode_args(row: Row) -> tuple[list[str], dict[str, str]]:
+def multinode_args(row: Row, rank: str = "$NODE_RANK", start: str = "$START_RANK", leader: str = "$MASTER_ADDR",
+                   rpc_port: str = "$DP_RPC_PORT") -> list[str]:
     """A replica over several hosts (more chips than one holds): one ``vllm serve`` a host. Expert parallel: its
-    data-parallel ranks spread over the hosts (each host's ranks local, the first at NODE_RANK x local, the
-    rank-0 host's address and RPC port); else tensor and pipeline parallel over the hosts (vLLM's own
-    multiprocessing over nodes: --nnodes, --node-rank, --master-addr). The ranks above 0 run headless."""
+    data-parallel ranks spread over the hosts (each host's ranks local, the first at ``start``, the rank-0 host
+    ``leader`` and its ``rpc_port``); else tensor and pipeline parallel over the hosts (vLLM's own multiprocessing
+    over nodes: --nnodes, --node-rank ``rank``, --master-addr ``leader``). The words stand for this host's values
+    as the caller's launch supplies them (a script's variables, a LeaderWorkerSet pod's)."""
     if row.nodes == 1:
-        return [], {}
+        return []
     if row["expert_parallel"]:
-        args = ["--data-parallel-size-local", str(row.chips_per_node), "--data-parallel-start-rank", "$START_RANK",
-                "--data-parallel-address", "$MASTER_ADDR", "--data-parallel-rpc-port", "$DP_RPC_PORT"]
-    else:
-        args = ["--nnodes", str(row.nodes), "--node-rank", "$NODE_RANK", "--master-addr", "$MASTER_ADDR"]
-    return args + [HEADLESS], rank_needs(row, "MASTER_ADDR", "the address of the replica's rank-0 host")
+        return ["--data-parallel-size-local", str(row.chips_per_node), "--data-parallel-start-rank", start,
+                "--data-parallel-address", leader, "--data-parallel-rpc-port", rpc_port]
+    return ["--nnodes", str(row.nodes), "--node-rank", rank, "--master-addr", leader]
 
 
 def speculative_config(row: Row) -> tuple[dict | None, dict[str, str]]:
@@ -103,15 +103,18 @@ class VllmTarget(ScriptTarget):
         model, args, needs = engine_args(row)
         if disaggregated(row):
             args += ["--kv-transfer-config", json.dumps(KV_TRANSFER)]
-        multi, multi_needs = multinode_args(row)
-        return Launch(row, ["vllm", "serve", model, *args, *multi, "--port", PORT], None, {**needs, **multi_needs})
+        multi = multinode_args(row)
+        if multi:  # the ranks above 0 run headless; each host's rank and the rank-0 host's address the operator's
+            multi.append(HEADLESS)
+            needs = {**needs, **rank_needs(row, "MASTER_ADDR", "the address of the replica's rank-0 host")}
+        return Launch(row, ["vllm", "serve", model, *args, *multi, "--port", PORT], None, needs)
 
     def script(self, plan: PlanRows, launch: Launch) -> str:
         row = launch.row
         preamble = [PORT_LINE] + (rank_lines(row, headless=True) if row.nodes > 1 else [])
         if row.nodes > 1 and row["expert_parallel"]:
             preamble += [f"START_RANK=$((NODE_RANK * {row.chips_per_node}))  # this host's first data-parallel rank",
-                         'DP_RPC_PORT="${DP_RPC_PORT:-13345}"  # the rank-0 host\'s data-parallel RPC port']
+                         f'DP_RPC_PORT="${{DP_RPC_PORT:-{DP_RPC_PORT}}}"  # the rank-0 host\'s data-parallel RPC port']
         return shell_script(launch, header_lines(self, plan) + row_comment(row), preamble,
                             ("PORT", "START_RANK", "DP_RPC_PORT"))
 

@@ -339,7 +339,7 @@ def simulate_single(d: dict, trace, duration_s: float | None, seed: int,
     """A single-period plan's dict simulated: each workload's pools for as long as ``windows`` says."""
     if d.get("status") not in ("optimal", "feasible", "time_limit"):
         raise InputError(f"the plan's status is {d.get('status')!r}: there is no fleet to simulate")
-    hardware = (d.get("inputs") or {}).get("hardware") if isinstance(d.get("inputs"), dict) else None
+    hardware = d["inputs"].get("hardware") if isinstance(d.get("inputs"), dict) else None
     check_work(read_rows(d.get("allocation"), hardware=hardware if isinstance(hardware, dict) else {}))
     inputs = Inputs(d["inputs"])
     pools = pools_of(d, inputs)

@@ -80,7 +80,8 @@ have no column.
 #
 #  (11) columns with a cost of their own (a hosted API: capacity without racks): column_cost_j USD/year per replica,
 #       chips_jh = 0 for all h. (O)'s primary adds sum_j c_j x_j with c_j = column_cost_j for the cost objectives
-#       and 0 for min_power (such a column draws no site power). A column with neither chips nor a cost is invalid.
+#       and 0 for min_power (such a column draws no site power). c_j = 0 (a free offer) is valid: (5) bounds x_j by
+#       the demand its rows hold, so a column with neither chips nor a cost serves its demand and no more.
 #
 #  (12) rented capacity: offers r = 0..R-1, each on hardware h_r at rent_cost_r USD per chip-year, at most
 #       rent_max_r chips. rent_r >= 0 (continuous chips, <= rent_max_r) adds to (2)'s right side:
@@ -289,9 +290,6 @@ class FleetProblem:
                 return
         if np.any(self.floor_power_w > self.rack_power_w * (1 + 1e-12)):
             yield "rack_idle_power_w exceeds rack_power_w: a rack at rest draws no more than its design power (13)"
-        idle = (self.chips.sum(axis=1) <= 0) & (own <= 0)
-        if J and np.any(idle):
-            yield f"column {int(np.argmax(idle))} uses no chips and costs nothing (11)"
         if not (math.isfinite(self.pue) and self.pue > 0):
             yield f"pue = {self.pue!r}, expected finite and > 0"
         if self.min_racks.shape != (H,) or not np.all(np.isfinite(self.min_racks) & (self.min_racks >= 0)):

@@ -111,3 +111,13 @@ def test_bad_offers_and_unsupported_uses_name_the_field():
         scenario(1.0, offers=({k: v for k, v in OFFER.items() if k != "usd_per_mtok_output"},))
     with pytest.raises(InputError, match="api offers"):
         scenario(1.0, periods=["2026-03-01", "2027-03-01"], horizon_years=4)
+
+
+def test_a_free_offer_that_meets_the_tier_serves_the_workload_at_no_cost():
+    # prices of 0 are valid (a lab's own hosted endpoint, a promotional credit): the offer's column has no chips and
+    # no cost, which the fleet problem refused with a traceback (issue 43); now it serves the demand, and no more
+    free = dict(OFFER, name="free", usd_per_mtok_output=0.0, usd_per_mtok_input=0.0, usd_per_mtok_cached_input=0.0)
+    plan = solve(scenario(1.0, offers=(free,)))
+    assert hosted_share(plan) == pytest.approx(1.0) and not plan.to_dict()["fleet"]
+    assert plan.objective_usd_per_year == 0.0 and plan.totals["api_cost_usd"] == 0.0
+    assert all(c["ok"] for c in check(plan.to_dict()))

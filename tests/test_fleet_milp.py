@@ -256,13 +256,19 @@ def test_problem_validation():
         problem(chips=[[2, 1]])
     with pytest.raises(ValueError, match="objective"):
         problem(objective="max_profit")
-    with pytest.raises(ValueError, match="uses no chips"):
-        problem(chips=[[0]])
     p = problem()
     with pytest.raises(ValueError):
         p.demand[0] = 5.0  # arrays are read-only
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.pue = 2.0
+
+
+def test_a_column_with_neither_chips_nor_a_cost_serves_its_demand_and_no_more():
+    # a free hosted offer (11): valid since issue 43 (it was refused, a traceback from a free API); (5)'s bound keeps
+    # its replicas at what the demand needs, so the plan has no racks and ceil(1050 / 100) = 11 replicas
+    for solver in ("scip", "highs"):
+        sol = F.optimize(problem(chips=[[0]]), solver)
+        assert sol.status == "optimal" and sol.racks.tolist() == [0] and sol.replicas.tolist() == [11]
 
 
 def test_time_limit_reports_status_and_gap_honestly():

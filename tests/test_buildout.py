@@ -456,6 +456,26 @@ def test_check_re_evaluates_a_written_build_out_and_catches_a_changed_one(grow_p
     assert {c["check"] for c in check(bad) if not c["ok"]} == {"first period order"}
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize("hardware", ["hgx-h100", "gb200-nvl72"])
+def test_a_build_out_beside_an_installed_fleet_passes_its_own_check(hardware):
+    # issue 43: plan.json's inputs left out the installed racks, so check re-evaluated a fleet that had none: every
+    # period's chips failed, for every installed fleet tried
+    from planner.fleet.check import check
+    from planner.fleet.solve import solve
+
+    racks = {"hgx-h100": 4, "gb200-nvl72": 1}[hardware]
+    plan = solve(scenario(installed=[{"hardware": hardware, "racks": racks, "bought": "2026-06-01",
+                                      "capex_usd": 300_000.0 * racks}]))
+    d = json.loads(json.dumps(plan.to_dict()))
+    assert any(d["inputs"]["buildout"]["arrays"]["existing"])
+    failed = [c for c in check(d) if not c["ok"]]
+    assert not failed, failed
+    for each in d["scenarios"]:  # the installed racks are in every forecast's first period
+        first = {r["hardware"]: r["racks_installed"] for r in each["periods"][0]["fleet"]}
+        assert first.get(hardware, 0) >= racks
+
+
 # ---- the shipped build-out ------------------------------------------------------------------------------------
 SHIPPED = ROOT / "scenarios" / "buildout-2027-2030.yaml"
 

@@ -445,7 +445,10 @@ def problem_inputs(bo: BuiltOut, sol) -> dict:
     """What ``check`` needs to re-check the build-out from plan.json alone: the MILP's arrays, the hardware ids in
     their order, the period dates and scenario names, the purchases and the replicas."""
     p = bo.problem
-    names = ARRAYS + (("group_value", "row_group") if p.sells else ())
+    # the installed racks and the wide stages' core chips too: without them check re-evaluated another problem (a
+    # fleet with no installed racks failed every period's chips; core chips unheld passed what (2c) refuses)
+    names = ARRAYS + ("existing",) + (("group_value", "row_group") if p.sells else ()) \
+        + (("core_chips",) if p.core_chips is not None else ())
     arrays = {k: [finite(x) if isinstance(x, float) else x for x in np.asarray(getattr(p, k)).ravel().tolist()]
               for k in names}
     return {"buildout": {"shapes": {k: list(np.asarray(getattr(p, k)).shape) for k in names}, "arrays": arrays,

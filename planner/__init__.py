@@ -16,7 +16,7 @@ _EXPORTS = {
     "estimate": ("planner.perf.estimate", "estimate"),
     "frontier": ("planner.perf.frontier", "frontier"),
     "solve": ("planner.warmup", "compiled_solve"),  # compiles the kernels first where their cache is missing
-    "answer": ("planner.answer", "answer"),  # the plan and what goes with it (verification, what-ifs, frontiers)
+    "answer": ("planner.orchestration", "answer"),  # the plan and what goes with it (verification, what-ifs, frontiers)
     "check": ("planner.fleet.check", "check"),
     "simulate": ("planner.sim", "simulate"),  # a written plan replayed (interface 2.8.1; issue 43: it was missing)
     "evaluate": ("planner.fleet.check", "check"),

@@ -159,7 +159,7 @@ def solve(scenario, fmt, out_dir, solver, time_limit, quiet, html_path, no_whati
           fleet_only, robust, samples_file, verify, no_verify, seed, sim_duration_s, trace_name, trust_measurements):
     """The fleet that serves a scenario best by its objective (by default the cheapest): racks per system, how
     each workload is served, cost and power; with --robust, the one fleet that holds up best over samples."""
-    from planner.answer import answer, report_extras
+    from planner.orchestration import answer, report_extras
     from planner.errors import InfeasibleError, InputError
     from planner.report import terminal as report
     from planner.scenario import load_scenario

@@ -16,7 +16,7 @@ from pathlib import Path
 import solvers
 from solvers.jit import compile_both_builds
 
-from planner.answer import answer
+from planner.orchestration import answer
 from planner.fleet.solve import solve
 from planner.kernel_cache import COLD_ESTIMATE, kernels_cached  # noqa: F401 - re-exported
 from planner.perf.estimate import estimate
@@ -63,7 +63,7 @@ def compile_bytecode() -> bool:
 
 def compiled_solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None,
                    verify="quick", seed: int = 0, duration_s: float | None = None, trace=None):
-    """``planner.solve``: the plan ``planner solve`` shows (``planner.answer.answer``: simulated and, where a
+    """``planner.solve``: the plan ``planner solve`` shows (``planner.orchestration.answer``: simulated and, where a
     workload misses a target, repaired; ``verify="off"`` for the MILP's plan alone, ``"thorough"`` for ``solve
     --verify``), with the kernels compiled and cached first where the cache is missing, so that the scenario's time
     limit bounds the search and never the compilation (the CLI does the same, saying so). The scenario is read

@@ -23,7 +23,7 @@ RANKS = {
     "planner.scenario": 6,
     "planner.fleet": 7,
     "planner.sim": 8, "planner.sweep": 8, "planner.export": 8,
-    "planner.answer": 9,
+    "planner.orchestration": 9,
     "planner.report": 10,
     "planner.warmup": 11, "planner.server": 11, "planner": 11,
     "planner.cli": 12,

@@ -32,6 +32,10 @@ workloads:
 """
 
 
+SCENARIO_FILE = str(ROOT / "scenarios" / "bank-2mw.yaml")
+PLAN_FILE = str(ROOT / "tests" / "golden" / "plans" / "bank-2mw.json")
+
+
 # ---- the library's inputs of the wrong type ---------------------------------------------------------------------
 @pytest.mark.parametrize("call, field", [
     (lambda: planner.solve(None), "scenario"),
@@ -45,6 +49,35 @@ def test_library_calls_with_the_wrong_type_raise_input_error(call, field):
     with pytest.raises(InputError, match="expected") as err:
         call()
     assert err.value.field == field
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: planner.answer(SCENARIO_FILE, trace=5), "trace"),
+    (lambda: planner.answer(SCENARIO_FILE, robust="p90", samples=5), "--samples"),
+    (lambda: planner.simulate(PLAN_FILE, trace=5), "trace"),
+    (lambda: planner.simulate(PLAN_FILE, trace=object()), "trace"),
+])
+def test_the_newer_library_calls_with_the_wrong_type_raise_input_error(call, field):
+    """issue 43: a trace of the wrong type was an AttributeError from inside the trace fit, and a robust solve's
+    samples of the wrong type a TypeError from inside the sweep; both are refused before any solve."""
+    with pytest.raises(InputError, match="expected") as err:
+        call()
+    assert err.value.field == field
+
+
+def test_every_library_call_is_the_function_the_interface_names_whatever_was_imported_first():
+    """issue 43: ``planner.answer`` was the module planner/answer.py once anything had imported it (``planner.solve``
+    does), so ``planner.answer(...)`` raised "TypeError: 'module' object is not callable"; the module is now
+    planner/orchestration.py, and no export shares a submodule's name."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.walk_packages(planner.__path__, "planner."):
+        if info.name not in ("planner.launcher", "planner.__main__"):
+            importlib.import_module(info.name)
+    for name, (module, attr) in planner._EXPORTS.items():
+        assert getattr(planner, name) is getattr(importlib.import_module(module), attr), name
+        assert not (Path(planner.__file__).parent / f"{name}.py").exists(), name
 
 
 @pytest.mark.parametrize("call, field", [

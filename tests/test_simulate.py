@@ -377,7 +377,7 @@ def test_a_seed_the_simulator_cannot_take_is_an_input_error_naming_it(bank_plan,
 
 
 def test_solve_refuses_a_seed_it_could_not_verify_with_before_it_solves():
-    from planner.answer import answer
+    from planner.orchestration import answer
 
     with pytest.raises(InputError, match="--seed"):
         answer("scenarios/gtc-2026-tiers.yaml", seed=2 ** 70)  # no solve starts (the unit marker's guard holds)

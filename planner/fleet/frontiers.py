@@ -1,5 +1,6 @@
-"""The frontiers the HTML report draws beside a plan (``planner.answer`` decides when they are computed): each model's
-Pareto frontier over the plan's systems (``planner.perf.frontier``) and the plan's own operating points on its axes."""
+"""The frontiers the HTML report draws beside a plan (``planner.orchestration`` decides when they are computed): each
+model's Pareto frontier over the plan's systems (``planner.perf.frontier``) and the plan's own operating points on its
+axes."""
 
 from __future__ import annotations
 

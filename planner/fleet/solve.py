@@ -42,7 +42,7 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     Raises ``InfeasibleError`` (exit 3) with the plan attached when no fleet can serve it. ``progress(done,
     total, text)`` hears about the engine's workloads and the MILP, if given. ``options_from``: a Built whose
     scored options this scenario may reuse (``planner.fleet.problem.build_problem``). What runs around it (the
-    simulation and its repair, the what-ifs, what a minor system saves) is ``planner.answer``'s to decide."""
+    simulation and its repair, the what-ifs, what a minor system saves) is ``planner.orchestration``'s to decide."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     scenario = scenario.with_solver(solver, time_limit_s)  # validates the overrides like the file's fields

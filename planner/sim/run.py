@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ from planner.errors import InputError
 from planner.fleet.check import Inputs, plan_dict
 from planner.fleet.rows import read_rows
 from planner.sim.build import Pools, pools_of
-from planner.traces import fit_trace
+from planner.traces import Trace, fit_trace, read_trace
 from solvers.jit import thread_count
 from solvers.sim import engine as E
 
@@ -316,6 +317,21 @@ def check_duration(duration_s, option: str = "--duration") -> None:
         raise InputError(f"expected a positive number of seconds, got {duration_s!r}", field=option)
 
 
+TRACE_ARRAYS = ("arrival_s", "input_tokens", "output_tokens")
+
+
+def trace_of(trace):
+    """The trace a simulation follows: None (Poisson arrivals), a ``Trace`` or anything with its arrays, or a
+    shipped trace's name or a trace file's path (read by ``planner.traces.read_trace``); InputError naming
+    ``trace`` otherwise (an int was an AttributeError from inside the fit, issue 43)."""
+    if trace is None or isinstance(trace, Trace) or all(hasattr(trace, a) for a in TRACE_ARRAYS):
+        return trace
+    if isinstance(trace, (str, os.PathLike)):
+        return read_trace(trace)
+    raise InputError(f"expected a Trace (planner.traces.read_trace), a shipped trace's name or a trace file's path, "
+                     f"or None; got {type(trace).__name__}", field="trace")
+
+
 def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0, period: str | None = None,
              demand_scenario: str | None = None, quick: bool = False):
     """Simulate a plan (a Plan, a plan dict or a path to plan.json). ``trace``: arrays (arrival_s, input_tokens,
@@ -326,6 +342,7 @@ def simulate(plan, trace=None, duration_s: float | None = None, seed: int = 0, p
     (``quick_windows``) unless ``duration_s`` is given."""
     check_seed(seed)
     check_duration(duration_s)
+    trace = trace_of(trace)
     d = plan_dict(plan)
     if "first_period_order" in d:
         return simulate_buildout(d, trace, duration_s, seed, period, demand_scenario, quick)

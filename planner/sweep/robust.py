@@ -9,6 +9,7 @@ min_power); a variant whose objective differs from the base's has none.
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -252,6 +253,8 @@ def solve_robust(scenario, samples_file, statistic: str = "mean", engine: str = 
     from planner.sweep.run import sweep
 
     refuse_spares(scenario, "a robust fleet (--robust)")
+    if not isinstance(samples_file, (str, os.PathLike)):  # an int was a TypeError from inside the sweep (issue 43)
+        raise InputError(f"expected the path of a sweep file, got {type(samples_file).__name__}", field="--samples")
     outcome = sweep(samples_file, engine, address, workers, progress, regret=True, robust=statistic,
                     base_scenario=scenario)
     if outcome.robust_error is not None:

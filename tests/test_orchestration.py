@@ -1,6 +1,6 @@
 """Issue 41 items 4 and 6: every plan ``planner solve`` shows is simulated first (the quick run, docs/MODEL.md 16.7)
-and repaired where it misses, its verdict on the first screen; ``planner.answer`` decides what runs around the MILP,
-each thing once."""
+and repaired where it misses, its verdict on the first screen; ``planner.orchestration`` decides what runs around the
+MILP, each thing once."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import planner
-from planner import answer as A
+from planner import orchestration as A
 from planner.cli import main
 from planner.fleet.solve import solve
 from planner.scenario import load_scenario
@@ -109,7 +109,7 @@ def test_a_bad_verify_mode_in_the_library_names_the_field():
 @pytest.mark.integration
 def test_what_runs_around_the_milp_runs_once(monkeypatch):
     """Issue 41 item 6: the minor-platform re-solves ran twice on a plain solve (in fleet.solve and again in the
-    CLI) and once more in every verification round; now planner.answer runs them once, on the plan shown."""
+    CLI) and once more in every verification round; now planner.orchestration runs them once, on the plan shown."""
     calls = []
     real = A.minor_platforms
     monkeypatch.setattr(A, "minor_platforms", lambda plan, progress=None: calls.append(plan) or real(plan))

@@ -1,5 +1,5 @@
-"""``planner.answer``: the one place that decides what runs around the MILP, for ``planner solve`` and the library's
-``planner.solve`` alike (issue 41 item 6), each thing once, in this order:
+"""``planner.orchestration``: the one place that decides what runs around the MILP, for ``planner solve`` and the
+library's ``planner.solve`` and ``planner.answer`` alike (issue 41 item 6), each thing once, in this order:
 
 1. the plan: the robust fleet over a sweep's samples (``planner.sweep.robust``), or the MILP of the scenario
    (``planner.fleet.solve``: a single period, or a build-out's periods);
@@ -23,7 +23,7 @@ from planner.fleet.frontiers import frontier_points_for_plan
 from planner.fleet.solve import solve
 from planner.fleet.whatif import minor_platforms, whatif_tables
 from planner.scenario import Scenario, load_scenario
-from planner.sim.run import check_duration, check_seed
+from planner.sim.run import check_duration, check_seed, trace_of
 from planner.sim.verify import Verified, verify as verify_plan
 from planner.sweep.robust import solve_robust
 
@@ -66,6 +66,7 @@ def answer(scenario, verify="quick", robust: str | None = None, samples=None, se
     if mode != "off":
         check_seed(seed)  # before the solve, not after it
         check_duration(duration_s, "--sim-duration")
+        trace = trace_of(trace)
     verified = None
     if robust is not None:
         if mode == "thorough":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -614,8 +615,8 @@ def serve(detach, stop, status, idle_minutes):
             click.echo(f"stopped the planner server (pid {answer['stopped']})", err=True)
         else:
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(answer["since"]))
-            click.echo(f"planner server pid {answer['pid']}, since {since}, {answer['commands']} command(s) run; "
-                       f"socket {client.socket_path()}")
+            click.echo(f"planner server pid {answer['pid']}, since {since}, {answer['commands']} command(s) run, "
+                       f"{answer.get('running', 0)} running; socket {client.socket_path()}")
         return
     if detach:
         start_detached(idle_minutes)
@@ -636,12 +637,22 @@ def start_detached(idle_minutes: float, wait_s: float = 600.0) -> None:
     if client.ask(b"S") is not None:
         click.echo(f"a planner server already runs for this checkout ({client.socket_path()})", err=True)
         return
-    folder = client.server_dir()
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    from planner.errors import InputError
+
     log = client.socket_path().with_suffix(".log")
-    with open(log, "ab") as out:
+    try:  # the folder checked before the log in it is opened, the log never through a link (issue 43)
+        folder = client.socket_folder(client.socket_path())
+        try:
+            out = client.open_log(folder, log.name)
+        finally:
+            os.close(folder)
+    except client.UnsafeFolder as exc:
+        raise InputError(str(exc), field="PLANNER_SERVER_DIR") from None
+    try:
         proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--idle-minutes", f"{idle_minutes:g}"],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+    finally:
+        os.close(out)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         answer = client.ask(b"S")

@@ -8,6 +8,12 @@ child would need: no parallel region (numba), no solver, no polars query. Loadin
 numba's OpenMP layer, which records the server's pid and refuses to run in another process; a child starts the
 layer again for itself (``restart_openmp``). Each command gets a fresh child, so no command sees another's state,
 and one that crashes or is killed takes only itself.
+
+As a local service (the threat model: ``planner.client`` and docs/RELIABILITY.md, round four): its folder is
+checked before anything in it is touched and the socket is bound with no one else's access; it serves only its own
+user (SO_PEERCRED); requests are read by one selector with a deadline each, so a client that trickles its request
+holds no other; a child takes the caller's umask, resource limits, niceness and affinity (or hands the command
+back), and stops its command when the caller's end of the connection closes.
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ import io
 import json
 import os
 import pkgutil
+import selectors
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -44,6 +53,8 @@ DATA_CACHES = (("planner.catalog", ("hardware_catalog", "model_catalog", "servin
                                     "kernel_counts")),
                ("planner.perf.calibration", ("calibration_data",)))
 ACCEPT_TICK_S = 1.0  # how often an idle server checks its idle time and its code stamp
+REQUEST_S = 10.0  # the most a client has to send its whole request (a local one takes milliseconds)
+MAX_HEADER_BYTES = 64 << 20  # arguments and environment with room to spare; a longer request is refused unread
 
 
 def preload() -> dict:
@@ -119,96 +130,231 @@ def restart_openmp() -> None:
 def serve(command, idle_s: float = 3600.0, say=None) -> str:
     """Serve this checkout's commands until stopped (``planner serve --stop``, SIGTERM, Ctrl-C), idle for
     ``idle_s`` seconds, or the code changes under it. ``command``: the click group a child runs. Returns why it
-    stopped."""
+    stopped. A folder or socket path it cannot use safely is an InputError naming PLANNER_SERVER_DIR."""
     path = client.socket_path()
     if client.ask(b"S") is not None:
         raise InputError(f"a planner server already runs for this checkout ({path}); `planner serve --stop` first")
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not client.private(path.parent):
-        raise InputError(f"{path.parent} (the server's folder; PLANNER_SERVER_DIR) must be yours and closed to "
-                         f"others (chmod 700): commands send their environment through it")
-    path.unlink(missing_ok=True)
-    loaded = preload()
-    stamp, env = client.code_stamp(), client.startup_env(os.environ)
+    folder = server_folder(path)
+    try:
+        listener = listen(path, folder)
+    finally:
+        os.close(folder)
+    try:
+        loaded = preload()
+        return accept_loop(listener, path, command, idle_s, loaded, say)
+    finally:
+        listener.close()
+
+
+def server_folder(path) -> int:
+    """The socket's folder, made and checked (``client.socket_folder``) before any path in it is opened."""
+    try:
+        return client.socket_folder(path)
+    except client.UnsafeFolder as exc:
+        raise InputError(str(exc), field="PLANNER_SERVER_DIR") from None
+
+
+def listen(path, folder: int) -> socket.socket:
+    """The listening socket at ``path`` (mode 600), a stale socket of an ended server replaced; anything else in
+    its place is refused, as is a folder swapped between its check and the bind."""
+    try:
+        st = os.stat(path.name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if not (stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid()):
+            raise InputError(f"{path} is in the way and is not a socket of yours; remove it",
+                             field="PLANNER_SERVER_DIR")
+        os.unlink(path.name, dir_fd=folder)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
+    mask = os.umask(0o177)  # the socket is made 600: no moment when another could connect
+    try:
+        listener.bind(str(path))
+    except OSError as exc:
+        listener.close()
+        raise InputError(f"cannot make the socket {path} ({exc.strerror or exc})", field="PLANNER_SERVER_DIR") from None
+    finally:
+        os.umask(mask)
+    bound = os.stat(path, follow_symlinks=False)
+    if not client.own_socket(folder, path.name) or os.stat(path.name, dir_fd=folder,
+                                                           follow_symlinks=False).st_ino != bound.st_ino:
+        listener.close()
+        raise InputError(f"{path.parent} changed while the server started", field="PLANNER_SERVER_DIR")
     listener.listen(64)
-    listener.settimeout(ACCEPT_TICK_S)
-    server_pid, started = os.getpid(), time.time()
-    state = {"commands": 0, "last": time.monotonic(), "stop": None}
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel; their status goes by socket
+    listener.setblocking(False)
+    return listener
+
+
+class Request:
+    """A request arriving (``planner.client``'s protocol): its bytes and descriptors so far, and its deadline."""
+
+    def __init__(self, conn: socket.socket, deadline: float):
+        self.conn, self.deadline, self.data, self.fds = conn, deadline, bytearray(), []
+
+    def read(self) -> bool:
+        """Take what has arrived; whether the whole request is here. ValueError where it cannot become one."""
+        try:
+            data, fds, _, _ = socket.recv_fds(self.conn, 1 << 16, 3)
+        except BlockingIOError:
+            return False
+        self.fds.extend(fds)
+        if not data or len(self.fds) > 3:
+            raise ValueError("the client closed the connection mid-request, or sent more than three descriptors")
+        self.data += data
+        if len(self.data) < 9:
+            return False
+        if self.size > MAX_HEADER_BYTES:
+            raise ValueError(f"a request of {self.size} bytes")
+        return len(self.data) >= 9 + self.size
+
+    @property
+    def size(self) -> int:
+        return int.from_bytes(self.data[1:9], "big")
+
+    def header(self) -> dict:
+        header = json.loads(self.data[9:9 + self.size])
+        if not isinstance(header, dict):
+            raise ValueError("the request's header is not an object")
+        return header
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+        self.conn.close()
+
+
+def accept_loop(listener, path, command, idle_s: float, loaded: dict, say) -> str:
+    """Accept and serve until a stop: every connection's request read as it arrives (one selector, a deadline each,
+    so a slow client holds no other), each whole request handled at once."""
+    stamp, env = client.code_stamp(), client.startup_env(os.environ)
+    server_pid = os.getpid()
+    state = {"commands": 0, "last": time.monotonic(), "stop": None, "started": time.time(), "children": set()}
     signal.signal(signal.SIGTERM, lambda s, f: state.update(stop="SIGTERM"))
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    pending: dict[socket.socket, Request] = {}
     if say:
         say(f"planner server ready (pid {server_pid}, {loaded['modules']} modules and {loaded['kernels']} kernels "
             f"loaded in {loaded['seconds']:.1f} s; socket {path}); this checkout's commands now run in it; "
             f"`planner serve --stop` or Ctrl-C stops it")
+
+    def close_inherited() -> None:  # in a child: the server's sockets are none of the command's business
+        selector.close()
+        listener.close()
+        for other in pending.values():
+            other.close()
+
     try:
         while state["stop"] is None:
-            try:
-                conn, _ = listener.accept()
-            except (socket.timeout, InterruptedError):
-                if time.monotonic() - state["last"] > idle_s:
+            events = selector.select(ACCEPT_TICK_S)
+            for key, _ in events:
+                if key.fileobj is listener:
+                    accept(listener, selector, pending)
+                    continue
+                request = pending[key.fileobj]
+                try:
+                    whole = request.read()
+                except (OSError, ValueError):
+                    whole = None
+                if whole is False:
+                    continue
+                selector.unregister(request.conn)
+                del pending[request.conn]
+                if whole:
+                    state["last"] = time.monotonic()
+                    serve_request(request, command, stamp, env, state, close_inherited)
+                request.close()
+            expire(pending, selector)
+            reap(state["children"])
+            if not events:
+                if time.monotonic() - state["last"] > idle_s and not state["children"]:
                     state["stop"] = f"idle for {idle_s:g} s"
                 elif client.code_stamp() != stamp:
                     state["stop"] = "the code changed"
-                continue
-            state["last"] = time.monotonic()
-            with conn:
-                handle(conn, command, listener, stamp, env, state, started)
     except KeyboardInterrupt:
         state["stop"] = "interrupted"
     finally:
         if os.getpid() == server_pid:
-            listener.close()
-            path.unlink(missing_ok=True)
+            for request in pending.values():
+                request.close()
+            selector.close()
+            remove_socket(path, listener)
     return state["stop"]
 
 
-def handle(conn, command, listener, stamp: str, env: dict, state: dict, started: float) -> None:
-    """One request: a status, a stop, or a command run by a forked child."""
-    conn.settimeout(10.0)  # a client that connects and says nothing must not hold the server
+def accept(listener, selector, pending: dict) -> None:
+    """A new connection, from this user only (the folder is closed to others; the peer's uid is checked too)."""
     try:
-        kind, fds, _, _ = socket.recv_fds(conn, 1, 3)
-        header = read_header(conn)
-    except (OSError, ValueError):
+        conn, _ = listener.accept()
+    except (BlockingIOError, InterruptedError, ConnectionAbortedError):
         return
-    conn.settimeout(None)
+    if not client.same_user(conn):
+        conn.close()
+        return
+    conn.setblocking(False)
+    pending[conn] = Request(conn, time.monotonic() + REQUEST_S)
+    selector.register(conn, selectors.EVENT_READ)
+
+
+def expire(pending: dict, selector) -> None:
+    """Drop the requests past their deadline (a client that connects and trickles, or says nothing)."""
+    now = time.monotonic()
+    for conn, request in list(pending.items()):
+        if now > request.deadline:
+            selector.unregister(conn)
+            del pending[conn]
+            request.close()
+
+
+def reap(children: set) -> None:
+    """Collect the children that ended (their status went to their callers by socket)."""
+    for pid in list(children):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            children.discard(pid)
+
+
+def remove_socket(path, listener) -> None:
+    """The socket removed, if it is still the one this server bound (another server may have replaced it)."""
     try:
-        if kind == b"S":
-            reply(conn, {"pid": os.getpid(), "since": started, "commands": state["commands"], "root": str(
-                client.ROOT)})
-        elif kind == b"Q":
-            state["stop"] = "stopped"
-            reply(conn, {"stopped": os.getpid()})
-        elif kind == b"C" and len(fds) == 3:
-            why = refusal(header, stamp, env)
-            if why:
-                reply(conn, {"local": why})
-                if why == "the code changed":
-                    state["stop"] = why
-                return
-            state["commands"] += 1
-            if os.fork() == 0:
-                run_child(conn, header, fds, command, listener)  # never returns
-    finally:
-        for fd in fds:
-            os.close(fd)
+        same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(listener.fileno()).st_ino
+    except OSError:
+        same = False
+    listener.close()
+    if same:
+        path.unlink(missing_ok=True)
 
 
-def read_header(conn) -> dict:
-    size = int.from_bytes(read_exactly(conn, 8), "big")
-    return json.loads(read_exactly(conn, size))
-
-
-def read_exactly(conn, n: int) -> bytes:
-    chunks, left = [], n
-    while left:
-        chunk = conn.recv(min(left, 1 << 20))
-        if not chunk:
-            raise ValueError("the client closed the connection mid-request")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+def serve_request(request: Request, command, stamp: str, env: dict, state: dict, close_inherited) -> None:
+    """One whole request: a status, a stop, or a command run by a forked child."""
+    conn = request.conn
+    conn.setblocking(True)
+    try:
+        kind, header = bytes(request.data[:1]), request.header()
+    except ValueError:
+        return
+    if kind == b"S":
+        reply(conn, {"pid": os.getpid(), "since": state["started"], "commands": state["commands"],
+                     "running": len(state["children"]), "root": str(client.ROOT)})
+    elif kind == b"Q":
+        state["stop"] = "stopped"
+        reply(conn, {"stopped": os.getpid()})
+    elif kind == b"C" and len(request.fds) == 3:
+        why = refusal(header, stamp, env)
+        if why:
+            reply(conn, {"local": why})
+            if why == "the code changed":
+                state["stop"] = why
+            return
+        state["commands"] += 1
+        pid = os.fork()
+        if pid == 0:
+            run_child(conn, header, request.fds, command, close_inherited)  # never returns
+        state["children"].add(pid)
 
 
 def reply(conn, message: dict) -> None:
@@ -219,22 +365,41 @@ def reply(conn, message: dict) -> None:
 
 
 def refusal(header: dict, stamp: str, env: dict) -> str | None:
-    """Why the caller must run its command itself, or None: other code, or other startup settings."""
+    """Why the caller must run its command itself, or None: other code, another interpreter or venv, other startup
+    settings, or a header that is not a command's."""
     if header.get("stamp") != stamp or client.code_stamp() != stamp:
         return "the code changed"
-    if client.startup_env(header.get("env", {})) != env:
+    if header.get("interpreter") != client.interpreter():
+        return "another interpreter or venv"
+    if not well_formed(header):
+        return "a request this server does not read"
+    if client.startup_env(header["env"]) != env:
         return "other startup settings (NUMBA_*, OMP_*, PYTHON*)"
     return None
 
 
-def run_child(conn, header: dict, fds: list[int], command, listener) -> None:
+def well_formed(header: dict) -> bool:
+    """The fields a child uses, of the types it uses them as."""
+    text = (str,)
+    return (isinstance(header.get("argv"), list) and all(isinstance(a, str) for a in header["argv"])
+            and isinstance(header.get("prog"), text) and isinstance(header.get("cwd"), text)
+            and isinstance(header.get("env"), dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in header["env"].items())
+            and isinstance(header.get("process"), dict))
+
+
+def run_child(conn, header: dict, fds: list[int], command, close_inherited) -> None:
     """The forked child: become the caller's command, run it, send its exit status, and end."""
-    code = 1
+    code, finishing = 1, threading.Event()
     try:
-        listener.close()
+        close_inherited()
         for signum, handler in ((signal.SIGCHLD, signal.SIG_DFL), (signal.SIGTERM, signal.SIG_DFL),
                                 (signal.SIGINT, signal.default_int_handler)):
             signal.signal(signum, handler)
+        why = take_process_settings(header["process"])
+        if why:
+            reply(conn, {"local": why})
+            os._exit(0)
         restart_openmp()
         take_descriptors(fds, header["env"])
         os.chdir(header["cwd"])
@@ -244,11 +409,56 @@ def run_child(conn, header: dict, fds: list[int], command, listener) -> None:
         sys.argv = [header["prog"], *header["argv"]]
         interrupts.before_exit.append(lambda status: reply(conn, {"exit": status}))
         reply(conn, {"pid": os.getpid()})
+        stop_when_caller_ends(conn, finishing)
         code = run_command(command, header["argv"], header["prog"])
     except BaseException:  # noqa: BLE001 - the child must always answer and end here
         traceback.print_exc()
     finally:
+        finishing.set()
         finish(conn, code)
+
+
+def take_process_settings(settings: dict) -> str | None:
+    """Take the caller's umask, resource limits, niceness and CPU affinity, as its own process would have them;
+    why not where one cannot be taken (a hard limit above the server's, a niceness below it, CPUs outside its
+    set): the caller then runs the command itself."""
+    import resource
+
+    try:
+        os.umask(int(settings["umask"]) & 0o777)
+        for name, (soft, hard) in sorted(settings["rlimits"].items()):
+            which = getattr(resource, name, None) if name.startswith("RLIMIT_") else None
+            if isinstance(which, int) and resource.getrlimit(which) != (soft, hard):
+                resource.setrlimit(which, (int(soft), int(hard)))
+        nice = int(settings["nice"])
+        if os.getpriority(os.PRIO_PROCESS, 0) != nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        if settings.get("affinity") is not None and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, [int(c) for c in settings["affinity"]])
+    except (KeyError, TypeError, ValueError, OSError) as exc:
+        return f"the caller's process settings cannot be taken here ({exc})"
+    return None
+
+
+def stop_when_caller_ends(conn, finishing: threading.Event) -> None:
+    """A thread: the caller's end of the connection closing before the exit status is sent (the client killed; it
+    never closes first) stops the command as Ctrl-C does (files whole: ``planner.interrupts``), and ends the process
+    if that does not (issue 43: a SIGKILLed client's command ran on and wrote its files 18 s later)."""
+
+    def watch() -> None:
+        try:
+            while conn.recv(1):
+                pass
+        except OSError:
+            pass
+        if finishing.is_set():
+            return
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(interrupts.GRACE_S + interrupts.WRITE_WAIT_S + 1.0)
+        if not finishing.is_set():
+            os._exit(130)
+
+    threading.Thread(target=watch, name="planner-caller", daemon=True).start()
 
 
 def take_descriptors(fds: list[int], env: dict) -> None:

@@ -11,7 +11,7 @@ import datetime as _dt
 import functools
 import math
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal, TypeVar, get_args
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -37,7 +37,7 @@ WEIGHT_BYTES = {"fp4": 4.5 / 8.0, "fp8": 1.0, "bf16": 2.0, "w4a16": 4.25 / 8.0}
 # ones in 16 bits, as their activations.
 KV_BYTES = {"fp4": 1.0, "fp8": 1.0, "bf16": 2.0, "w4a16": 2.0}
 # The precision whose tensor-core peak a serving precision's matmuls run at: weight-only formats multiply in 16 bits.
-MATH_PRECISION = {"fp4": "fp4", "fp8": "fp8", "bf16": "bf16", "w4a16": "bf16"}
+MATH_PRECISION: dict[str, Precision] = {"fp4": "fp4", "fp8": "fp8", "bf16": "bf16", "w4a16": "bf16"}
 
 
 class Strict(BaseModel):
@@ -290,7 +290,8 @@ class Model(Strict):
             for f in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
                 if getattr(self, f) is None:
                     raise ValueError(f"MLA attention needs {f}")
-            if self.kv_heads != 1 or self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
+            _, nope, rope, _ = self.mla_dims
+            if self.kv_heads != 1 or self.head_dim != nope + rope:
                 raise ValueError("MLA needs kv_heads 1 and head_dim = qk_nope_head_dim + qk_rope_head_dim")
         if self.experts:
             if not (0 < self.experts_per_token <= self.experts) or self.moe_intermediate_size <= 0:
@@ -329,16 +330,23 @@ class Model(Strict):
             o = self.heads * self.head_dim * h
             bias = (self.heads + 2 * self.kv_heads) * self.head_dim if self.attention_bias else 0
             return q + kv + o + bias
-        qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+        kv_rank, nope, rope, v_dim = self.mla_dims
+        qk = nope + rope
         if self.q_lora_rank:
             q = h * self.q_lora_rank + self.q_lora_rank * self.heads * qk
         else:
             q = h * self.heads * qk
-        kv = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank * self.heads * (
-            self.qk_nope_head_dim + self.v_head_dim
-        )
-        o = self.heads * self.v_head_dim * h
+        kv = h * (kv_rank + rope) + kv_rank * self.heads * (nope + v_dim)
+        o = self.heads * v_dim * h
         return q + kv + o
+
+    @property
+    def mla_dims(self) -> tuple[int, int, int, int]:
+        """(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim) of an MLA model, which has them all
+        (``_consistent``)."""
+        kv_rank, nope, rope, v_dim = self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim
+        assert kv_rank is not None and nope is not None and rope is not None and v_dim is not None, "not MLA"
+        return kv_rank, nope, rope, v_dim
 
     @property
     def dense_ffn_params_per_layer(self) -> int:
@@ -388,7 +396,8 @@ class Model(Strict):
     @property
     def kv_elements_per_token_per_layer(self) -> int:
         if self.attention == "mla":
-            return self.kv_lora_rank + self.qk_rope_head_dim
+            kv_rank, _, rope, _ = self.mla_dims
+            return kv_rank + rope
         return 2 * self.kv_heads * self.head_dim
 
     def kv_bytes_per_token(self, precision: str, context_tokens: int | None = None) -> float:
@@ -408,7 +417,8 @@ class Model(Strict):
         2 * heads * ((kv_lora_rank + rope) + kv_lora_rank).
         """
         if self.attention == "mla":
-            return 2 * self.heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+            kv_rank, _, rope, _ = self.mla_dims
+            return 2 * self.heads * (2 * kv_rank + rope)
         return 2 * self.heads * 2 * self.head_dim
 
     @property
@@ -431,7 +441,8 @@ class Model(Strict):
     def prefill_attention_flops_per_token_per_context(self) -> int:
         """As above for prefill, where MLA runs un-absorbed (vLLM, SGLang): 2 * heads * (qk_dim + v_head_dim)."""
         if self.attention == "mla":
-            return 2 * self.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
+            _, nope, rope, v_dim = self.mla_dims
+            return 2 * self.heads * (nope + rope + v_dim)
         return self.attention_flops_per_token_per_context
 
 
@@ -447,7 +458,7 @@ def runnable_precisions(hw: "Hardware", model: "Model") -> list[str]:
     weights dequantized into 16-bit matmuls on chips without 4-bit arithmetic (MODEL.md 2.2). Weight-only 4-bit
     is not offered for a wider checkpoint unless a workload asks for it (its ``precision``): its accuracy is the
     quantization's, which nothing here measures."""
-    out = list(hw.precisions)
+    out: list[str] = list(hw.precisions)
     if model.native_precision in FOUR_BIT and weight_only_runs(hw) and "w4a16" not in out:
         out.append("w4a16")
     return out
@@ -471,8 +482,11 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
-def _load_dir(sub: str, cls: type[BaseModel]) -> dict[str, BaseModel]:
-    out: dict[str, BaseModel] = {}
+_Entry = TypeVar("_Entry", Hardware, Model)  # the model of a catalog directory's files
+
+
+def _load_dir(sub: str, cls: type[_Entry]) -> dict[str, _Entry]:
+    out: dict[str, _Entry] = {}
     for path in sorted((DATA_DIR / sub).glob("*.yaml")):
         try:
             item = cls.model_validate(_read_yaml(path))
@@ -486,12 +500,12 @@ def _load_dir(sub: str, cls: type[BaseModel]) -> dict[str, BaseModel]:
 
 @functools.lru_cache(maxsize=None)
 def hardware_catalog() -> dict[str, Hardware]:
-    return _load_dir("hardware", Hardware)  # type: ignore[return-value]
+    return _load_dir("hardware", Hardware)
 
 
 @functools.lru_cache(maxsize=None)
 def model_catalog() -> dict[str, Model]:
-    return _load_dir("models", Model)  # type: ignore[return-value]
+    return _load_dir("models", Model)
 
 
 @functools.lru_cache(maxsize=None)

@@ -174,6 +174,8 @@ class MeanTokens(float):
     """A scenario's token count as the float its mean is (what every rate and cost uses), remembering the spec of
     the distribution it is the mean of (``spec``: None when fixed)."""
 
+    spec: dict | None
+
     def __new__(cls, mean: float, spec: dict | None = None):
         obj = super().__new__(cls, mean)
         obj.spec = spec

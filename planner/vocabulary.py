@@ -4,6 +4,8 @@ from here (``docs/INTERFACE.md`` lists them for users)."""
 
 from __future__ import annotations
 
+from typing import Final, Literal
+
 # Output tokens per second each user sees, by latency tier (interface contract).
 TIERS: dict[str, float] = {"standard": 100.0, "high": 200.0, "premium": 400.0, "ultra": 1000.0}
 
@@ -31,14 +33,15 @@ PREFILL_ROLES: tuple[str, ...] = ("prefill", "colocated", "api")
 # How a system can be obtained: racks anyone can buy, capacity rented from one cloud only, or racks sold to a few
 # customers. A plan buys merchant systems unless the scenario allows more (hardware.acquisition, hardware.allow).
 ACQUISITIONS: tuple[str, ...] = ("merchant", "cloud", "select")
-DEFAULT_ACQUISITION: tuple[str, ...] = ("merchant",)
+DEFAULT_ACQUISITION: tuple[Literal["merchant"], ...] = ("merchant",)  # typed as its words: the schema's default
 
 # Objectives of the fleet MILP (docs/OPTIMIZER.md 1; their arithmetic: ``solvers.objectives``), its solvers
 # (OR-Tools MathOpt) and the statuses a plan can have: defined beside the optimizer, which never imports planner/.
 from solvers.vocabulary import OBJECTIVES, SOLVERS, STATUSES  # noqa: E402,F401
 
-DEFAULT_OBJECTIVE = "min_cost"
-DEFAULT_SOLVER = "scip"
+# Final: the defaults are the literal words (their Literal types) that the schema's fields take
+DEFAULT_OBJECTIVE: Final = "min_cost"
+DEFAULT_SOLVER: Final = "scip"
 
 # Output formats of the commands.
 FORMATS: tuple[str, ...] = ("table", "json")
@@ -64,7 +67,7 @@ LAYOUT_POLICIES: tuple[str, ...] = ("supported", "any")
 # The order in which the curtailment table sheds workloads at the peak (OPTIMIZER.md 13; the sort keys:
 # ``planner.fleet.curtail.CURTAILMENT_ORDERS``): the slowest tier first, or the least revenue lost per MW first.
 CURTAILMENT_ORDERS: tuple[str, ...] = ("tier", "revenue")
-DEFAULT_CURTAILMENT_ORDER = "tier"
+DEFAULT_CURTAILMENT_ORDER: Final = "tier"
 
 # The accuracy ledger (MODEL.md 13): its classes of published figure, the splits of its corpus, the share of each
 # class kept out of every fit, the weight of a vendor's claim beside a measurement in the fit's loss, and how far a

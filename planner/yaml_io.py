@@ -65,8 +65,11 @@ class Loader(yaml.SafeLoader):
     impossible dates (2027-02-30) as strings, so that validation reports them with a line."""
 
 
+_FAST_BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # a class chosen at import: Any to a type checker
+
+
 @_harden
-class FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+class FastLoader(_FAST_BASE):
     """:class:`Loader`'s rules on libyaml's parser (PyYAML's own where it was built without libyaml)."""
 
 
@@ -113,7 +116,8 @@ def decode(raw: bytes, file: str) -> str:
 
 def _walk_nodes(root: yaml.Node):
     """(path, key_node, value_node) for every node, each shared (aliased) node once."""
-    stack, seen = [((), None, root)], set()
+    stack: list[tuple[tuple, Any, Any]] = [((), None, root)]
+    seen: set[int] = set()
     while stack:
         path, key, node = stack.pop()
         yield path, key, node

@@ -23,10 +23,19 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, Protocol
 
 import numpy as np
 
 from solvers.vocabulary import NO_PLAN, SOLVERS
+
+
+class Built(Protocol):
+    """What a solve reads of a built model (:func:`solve_parameters`, :func:`run`): the MathOpt model and the
+    solver's name (the fleet's, the robust fleet's and the build-out's models all have them)."""
+
+    model: Any  # mathopt.Model: OR-Tools ships no types for MathOpt
+    solver: str
 
 
 class SolverError(RuntimeError):
@@ -187,7 +196,7 @@ def solver_seconds(time_limit_s) -> float:
     return min(seconds, MAX_SOLVE_SECONDS)
 
 
-def solve_parameters(built, time_limit_s: float, relative_gap: float, absolute_gap: float = 0.0,
+def solve_parameters(built: Built, time_limit_s: float, relative_gap: float, absolute_gap: float = 0.0,
                      from_scratch: bool = False):
     """MathOpt parameters for ``built`` (a model with ``solver`` and, for a grid backend, ``cpsat_var_scaling``):
     the time limit and relative gap (the absolute gap is 0 unless given, so only the relative one stops the search:
@@ -244,7 +253,12 @@ def hint_from(*pairs) -> dict:
     return hint
 
 
-_REDIRECT = {"lock": threading.Lock(), "depth": 0, "saved": None}
+class _Redirect:
+    """The one redirection of stdout that solves on several threads share (solver_output_to_stderr)."""
+
+    lock = threading.Lock()
+    depth = 0  # solves inside it
+    saved: int | None = None  # the duplicate of the original stdout, None when fd 1 is not redirected
 
 
 @contextlib.contextmanager
@@ -253,25 +267,25 @@ def solver_output_to_stderr():
     prints debug lines on large MILPs), and stdout carries a command's JSON. Python's own stdout is flushed first
     and is not used inside. Solves on several threads at once (the report's what-ifs) share one redirection: the
     first in saves stdout, the last out puts it back."""
-    with _REDIRECT["lock"]:
-        if _REDIRECT["depth"] == 0:
+    with _Redirect.lock:
+        if _Redirect.depth == 0:
             sys.stdout.flush()
             try:
-                _REDIRECT["saved"] = os.dup(1)
+                _Redirect.saved = os.dup(1)
             except OSError:  # no file descriptor 1 at all: nothing to protect
-                _REDIRECT["saved"] = None
-            if _REDIRECT["saved"] is not None:
+                _Redirect.saved = None
+            if _Redirect.saved is not None:
                 os.dup2(2, 1)
-        _REDIRECT["depth"] += 1
+        _Redirect.depth += 1
     try:
         yield
     finally:
-        with _REDIRECT["lock"]:
-            _REDIRECT["depth"] -= 1
-            if _REDIRECT["depth"] == 0 and _REDIRECT["saved"] is not None:
-                os.dup2(_REDIRECT["saved"], 1)
-                os.close(_REDIRECT["saved"])
-                _REDIRECT["saved"] = None
+        with _Redirect.lock:
+            _Redirect.depth -= 1
+            if _Redirect.depth == 0 and _Redirect.saved is not None:
+                os.dup2(_Redirect.saved, 1)
+                os.close(_Redirect.saved)
+                _Redirect.saved = None
 
 
 def on_worker(fn, name: str = "planner-milp"):
@@ -307,7 +321,7 @@ def interruptible(fn):
     return on_worker(fn)()
 
 
-def run(built, params, model_params=None, failure: str = "failed or is not in this OR-Tools build"):
+def run(built: Built, params, model_params=None, failure: str = "failed or is not in this OR-Tools build"):
     """(MathOpt result, wall seconds) of the solver named by ``built.solver`` on ``built.model``, with stdout kept
     clean and Ctrl-C honoured; a missing or failing solver raises SolverError naming the others (``failure`` says
     how, before the solver's own words)."""

@@ -11,6 +11,7 @@ back (the variables they add). The coefficient arrays of (O) come from the objec
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,12 @@ from solvers.objectives import objective as objective_named
 RACK_TIE = 1e-7  # D_R in (O)
 REPLICA_TIE = 1e-6  # D_X in (O): its coefficients stay above SCIP's epsilon (1e-9), OPTIMIZER.md 3
 TIE_FACTOR = 1.0 + RACK_TIE + REPLICA_TIE
+
+
+# The default of a problem's array field that __post_init__ fills in (from the other fields) when it is given as None
+# or left out: the field is then an array on every built problem, and annotated as one. Typed Any, so that the
+# constructor and dataclasses.replace still take None (``DEFAULT`` where a caller asks for the default again).
+DEFAULT: Any = None
 
 
 def frozen(a, dtype) -> np.ndarray:

@@ -15,6 +15,7 @@ import os
 import tempfile
 import types
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 STAMP = "numba-sources.sha256"
@@ -69,7 +70,7 @@ def _tolerate_damaged_cache(cache_file_cls=_caching.IndexDataCacheFile) -> None:
             _remove(self._data_path(name))
             raise OSError(f"damaged numba cache file {name}") from None  # numba's load() reads OSError as a miss
 
-    _load_index.planner_tolerant = True
+    _load_index.planner_tolerant = True  # type: ignore[attr-defined]  # a mark on the function, read by getattr
     cache_file_cls._load_index, cache_file_cls._load_data = _load_index, _load_data
 
 
@@ -110,8 +111,8 @@ def drop_stale_cache(root: Path = ROOT) -> bool:
 
 drop_stale_cache()
 
-JIT_FLAGS = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
-PARALLEL_FLAGS = dict(JIT_FLAGS, parallel=True)
+JIT_FLAGS: dict[str, Any] = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
+PARALLEL_FLAGS: dict[str, Any] = dict(JIT_FLAGS, parallel=True)
 
 
 def njit(fn=None, **extra):

@@ -123,6 +123,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -132,7 +133,7 @@ from solvers import backends
 from solvers.backends import (CPSAT_MAX_BOUND, CPSAT_MAX_SCALING, MAX_SOLVE_SECONDS, MIN_SOLVE_SECONDS,  # noqa: F401
                               SolverError, cpsat_var_scaling, interruptible, solve_parameters, solver_key,
                               solver_output_to_stderr, solver_seconds, status_of)
-from solvers.formulation import (RACK_TIE, REPLICA_TIE, TIE_FACTOR, add_chip_rows,  # noqa: F401
+from solvers.formulation import (DEFAULT, RACK_TIE, REPLICA_TIE, TIE_FACTOR, add_chip_rows,  # noqa: F401
                                  add_demand_rows, add_new_racks, add_pools, pool_chip_replicas, add_objective_cap, add_platform_rows,
                                  add_power_row, add_rent_variables, add_total_racks_row, add_used,
                                  column_primary_coefficients, frozen, kept_primary_coefficients, limits_platforms,
@@ -167,20 +168,21 @@ class FleetProblem:
     power_budget_w: float = math.inf  # facility power (rack power x pue)
     max_total_racks: float = math.inf
     objective: str = "min_cost"
-    coverage: np.ndarray | None = None  # [J, W] demand units of row w one replica of j serves; default from
+    # DEFAULT (None): __post_init__ fills the field in from the others, so every built problem has the array
+    coverage: np.ndarray = DEFAULT  # [J, W] demand units of row w one replica of j serves; default from
     # workload and capacity (one row per column)
-    row_group: np.ndarray | None = None  # [W] max_revenue: the sold good each demand row belongs to (default: own)
-    group_value: np.ndarray | None = None  # [G] max_revenue: USD/year for serving group g's whole demand
+    row_group: np.ndarray = DEFAULT  # [W] max_revenue: the sold good each demand row belongs to (default: own)
+    group_value: np.ndarray = DEFAULT  # [G] max_revenue: USD/year for serving group g's whole demand
     max_platforms: float = math.inf  # (7) most hardware types bought, inf = any number
-    min_racks: np.ndarray | None = None  # [H] (7) fewest racks of a type bought if any is (0 = no minimum)
-    racks_at_least: np.ndarray | None = None  # [H] (8) racks already bought, kept (0 = none): a fleet topped up
-    installed_racks: np.ndarray | None = None  # [H] (9) racks on the floor, capex sunk (0 = none)
+    min_racks: np.ndarray = DEFAULT  # [H] (7) fewest racks of a type bought if any is (0 = no minimum)
+    racks_at_least: np.ndarray = DEFAULT  # [H] (8) racks already bought, kept (0 = none): a fleet topped up
+    installed_racks: np.ndarray = DEFAULT  # [H] (9) racks on the floor, capex sunk (0 = none)
     installed_annual_cost_usd_per_rack: np.ndarray | None = None  # [H] (9) c'_h: a year of keeping one in service
     max_new_racks: float = math.inf  # (9) most racks bought, all types (inf = no limit)
     column_cost_usd: np.ndarray | None = None  # [J] (11) USD/year per replica beyond racks (0 = none)
-    rent_hardware: np.ndarray | None = None  # [R] (12) the hardware type each rental offer rents
-    rent_cost_usd_per_chip: np.ndarray | None = None  # [R] (12) USD a year per chip rented
-    rent_max_chips: np.ndarray | None = None  # [R] (12) most chips each offer rents (inf = no limit)
+    rent_hardware: np.ndarray = DEFAULT  # [R] (12) the hardware type each rental offer rents
+    rent_cost_usd_per_chip: np.ndarray = DEFAULT  # [R] (12) USD a year per chip rented
+    rent_max_chips: np.ndarray = DEFAULT  # [R] (12) most chips each offer rents (inf = no limit)
     rack_idle_power_w: np.ndarray | None = None  # [H] (13) IT watts of a rack doing no work (None: rack_power_w)
     column_power_w: np.ndarray | None = None  # [J] (13) IT watts a replica draws at peak beyond its chips' idle
     column_energy_usd: np.ndarray | None = None  # [J] (13) USD/year of that draw's energy at the mean load
@@ -347,9 +349,11 @@ class FleetProblem:
                 return
         if not priced:
             return
-        if not np.all(self.carbon_kg_per_rack > 0):
+        rack, kept = self.carbon_kg_per_rack, self.kept_carbon_kg_per_rack
+        assert rack is not None and kept is not None  # the loop above returned where either is missing
+        if not np.all(rack > 0):
             yield "carbon_kg_per_rack must be > 0: a rack that emits nothing makes every fleet of it equal (14)"
-        elif np.any(self.kept_carbon_kg_per_rack > self.carbon_kg_per_rack * (1 + 1e-12)):
+        elif np.any(kept > rack * (1 + 1e-12)):
             yield "installed_carbon_kg_per_rack exceeds carbon_kg_per_rack: keeping a rack never emits more (14)"
 
     @property
@@ -478,7 +482,7 @@ def rented_chips(problem: FleetProblem, rented) -> np.ndarray:
 class FleetModel:
     """What :func:`build` returns: the MathOpt model and the handles :func:`extract` reads back."""
 
-    model: object  # mathopt.Model
+    model: Any  # mathopt.Model (OR-Tools ships no types for MathOpt)
     racks: list  # [H] mathopt.Variable
     replicas: list  # [J] mathopt.Variable
     solver: str
@@ -493,12 +497,16 @@ class FleetModel:
     pools: list = field(default_factory=list)  # (15): (y_g, its columns) of each pool
 
 
-@dataclass
-class RawSolve:
-    """What :func:`solve` returns: the MathOpt result, the model it belongs to, and the wall time."""
+BuiltT = TypeVar("BuiltT", bound=backends.Built)
 
-    built: FleetModel
-    result: object  # mathopt.SolveResult
+
+@dataclass
+class RawSolve(Generic[BuiltT]):
+    """What :func:`solve` returns: the MathOpt result, the model it belongs to (a FleetModel, or the robust fleet's
+    RobustModel), and the wall time."""
+
+    built: BuiltT
+    result: Any  # mathopt.SolveResult
     wall_seconds: float
     relative_gap_tolerance: float
 
@@ -557,8 +565,8 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
                       used, new, rented, pools)
 
 
-def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1e-4,
-          absolute_gap: float = 0.0, hint: dict | None = None, from_scratch: bool = False) -> RawSolve:
+def solve(built: BuiltT, time_limit_s: float = 60.0, relative_gap: float = 1e-4,
+          absolute_gap: float = 0.0, hint: dict | None = None, from_scratch: bool = False) -> RawSolve[BuiltT]:
     """Run the solver named at build time (``solvers.backends.run``); a missing or failing solver raises
     SolverError. ``hint``: variable -> value of a known plan, a starting point for the backends that take one.
     ``from_scratch``: a first solve, with neither (``solvers.backends.solve_parameters``)."""
@@ -567,7 +575,7 @@ def solve(built: FleetModel, time_limit_s: float = 60.0, relative_gap: float = 1
     return RawSolve(built, result, seconds, float(relative_gap))
 
 
-def extract(problem: FleetProblem, raw: RawSolve) -> FleetSolution:
+def extract(problem: FleetProblem, raw: RawSolve[FleetModel]) -> FleetSolution:
     """The plan from a solve: integers rounded, the primary objective recomputed, the bound and gap made honest."""
     built, result = raw.built, raw.result
     status = status_of(result)
@@ -616,7 +624,7 @@ def served_problem(problem: FleetProblem, shares: np.ndarray) -> FleetProblem:
     """The same problem with each row's demand cut to the share the plan serves (max_revenue), costed as
     min_cost: what evaluate and the rounding repair check a revenue plan against."""
     return dataclasses.replace(problem, demand=problem.demand * shares[problem.row_group], objective="min_cost",
-                               row_group=None, group_value=None)
+                               row_group=DEFAULT, group_value=DEFAULT)
 
 
 def _plan_values(problem: FleetProblem, built: FleetModel, result):

@@ -47,12 +47,13 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from solvers import backends
 from solvers.backends import SolverError
-from solvers.formulation import frozen
+from solvers.formulation import DEFAULT, frozen
 from solvers.milp import FleetProblem, repair_replicas
 from solvers.vocabulary import HAS_PLAN
 
@@ -74,10 +75,11 @@ class BuildOutProblem:
     available: np.ndarray  # [T, H] bool
     alive: np.ndarray  # [T, T] bool: alive[tau, t]
     pue: float = 1.0
-    power_budget_w: np.ndarray | None = None  # [T], inf = none
-    max_total_racks: np.ndarray | None = None  # [T], inf = none
-    max_racks: np.ndarray | None = None  # [H], inf = none
-    existing: np.ndarray | None = None  # [T, H] racks installed before, at no cost
+    # DEFAULT (None): __post_init__ fills the field in, so every built problem has the array
+    power_budget_w: np.ndarray = DEFAULT  # [T], inf = none
+    max_total_racks: np.ndarray = DEFAULT  # [T], inf = none
+    max_racks: np.ndarray = DEFAULT  # [H], inf = none
+    existing: np.ndarray = DEFAULT  # [T, H] racks installed before, at no cost
     fixed_first: np.ndarray | None = None  # [H] the first period's purchases, fixed
     group_value: np.ndarray | None = None  # [S, T, G] (7) max_revenue: present value of serving each good whole
     row_group: np.ndarray | None = None  # [W] (7) the good each demand row belongs to
@@ -157,7 +159,7 @@ class BuildOutProblem:
 
 @dataclass
 class BuildOutModel:
-    model: object
+    model: Any  # mathopt.Model (OR-Tools ships no types for MathOpt)
     buys: list  # [T][S][H] variables (period 0: the same variable in every scenario), None where not available
     replicas: list  # [T][S][J]
     shares: list  # [T][S][G] (7) max_revenue, else empty
@@ -243,7 +245,7 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
     replicas = [[[m.add_variable(lb=0.0, ub=float(x_ub[s, t, j]), is_integer=bool(problem.integer_replicas[j]),
                                  name=f"x[{t},{s},{j}]") if x_ub[s, t, j] > 0 else None for j in range(J)]
                  for s in range(S)] for t in range(T)]
-    G = problem.group_value.shape[2] if problem.sells else 0
+    G = problem.group_value.shape[2] if problem.group_value is not None else 0  # (7) sells
     shares = [[[m.add_variable(lb=0.0, ub=1.0, name=f"v[{t},{s},{g}]") for g in range(G)] for s in range(S)]
               for t in range(T)]
     share = problem.chips / problem.chips_per_rack
@@ -256,6 +258,7 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
             for w in np.flatnonzero(problem.demand[s, t] > 0):
                 row = m.add_linear_constraint(lb=0.0 if G else 1.0, name=f"demand[{t},{s},{w}]")
                 if G:
+                    assert problem.row_group is not None  # filled in with group_value
                     row.set_coefficient(shares[t][s][int(problem.row_group[w])], -1.0)
                 for j in np.flatnonzero(problem.coverage[:, w] > 0):
                     if xs[j] is not None:
@@ -301,6 +304,7 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
     for t in range(T):
         for s in range(S):
             for g, v in enumerate(shares[t][s]):
+                assert problem.group_value is not None  # shares only where it sells (7)
                 m.objective.set_linear_coefficient(v, float(-problem.probability[s] * problem.group_value[s, t, g]
                                                             / scale))
     return BuildOutModel(m, buys, replicas, shares, solver, scale, time.perf_counter() - t0)
@@ -435,7 +439,7 @@ def optimize_each_scenario(problem: BuildOutProblem, solver: str = "scip", time_
 def scenario_problem(problem: BuildOutProblem, s: int) -> BuildOutProblem:
     """Demand scenario ``s`` alone, with probability 1."""
     return dataclasses.replace(problem, demand=problem.demand[s:s + 1], probability=np.ones(1),
-                               group_value=problem.group_value[s:s + 1] if problem.sells else None)
+                               group_value=problem.group_value[s:s + 1] if problem.group_value is not None else None)
 
 
 # ---- evaluate: every row and the objective from a plan alone -------------------------------------------------
@@ -475,6 +479,7 @@ def evaluate(problem: BuildOutProblem, buys, replicas, tol: float = EVAL_TOL) ->
     scenario_cost = np.einsum("tsh,th->s", buys, cost)
     shares, revenue = np.zeros(0), 0.0
     if problem.sells:  # demand is a ceiling: each good sold up to the share its replicas serve
+        assert problem.group_value is not None and problem.row_group is not None
         G = problem.group_value.shape[2]
         ratio = np.where(problem.demand > 0, np.einsum("tsw->stw", served) / np.where(problem.demand > 0,
                                                                                         problem.demand, 1.0), np.inf)

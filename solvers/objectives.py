@@ -12,6 +12,7 @@ objective is an entry here, its word in ``solvers/vocabulary.py``, and its array
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -69,8 +70,9 @@ class Objective:
                                                 else 0.0)
 
 
-_COST = dict(measure="annual_cost_usd", rack="annual_cost_usd_per_rack", kept="kept_annual_cost_usd_per_rack",
-             columns=("own_cost_usd", "replica_energy_usd"), rent="rent_cost_usd_per_chip", tie="floor_power_w")
+_COST: dict[str, Any] = dict(
+    measure="annual_cost_usd", rack="annual_cost_usd_per_rack", kept="kept_annual_cost_usd_per_rack",
+    columns=("own_cost_usd", "replica_energy_usd"), rent="rent_cost_usd_per_chip", tie="floor_power_w")
 
 REGISTRY: dict[str, Objective] = {o.name: o for o in (
     Objective("min_cost", "USD/year", "annual cost: capex annuity + maintenance + energy", **_COST),

@@ -54,6 +54,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 
 from solvers import backends, formulation, milp
@@ -69,7 +71,7 @@ class RobustProblem:
     """The samples a fleet must serve, their weights and the statistic of their objectives to minimise."""
 
     samples: tuple  # [S] solvers.milp.FleetProblem, the same hardware types in each
-    weight: np.ndarray | None = None  # [S] sums to 1; default equal
+    weight: np.ndarray = formulation.DEFAULT  # [S] sums to 1; default (None) equal, filled in by __post_init__
     percentile: float | None = None  # None: the mean (M); q in (0, 100): the q-th percentile (Q)
     late_premium: float | None = None  # e: late racks cost (1 + e) x; None: no late racks
 
@@ -128,14 +130,14 @@ class RobustModel:
     """What :func:`build` returns: the MathOpt model and its variables; it has what solvers.milp.solve reads of a
     model (``model``, ``solver``, ``cpsat_var_scaling``: solvers.backends.solve_parameters and run)."""
 
-    model: object  # mathopt.Model
+    model: Any  # mathopt.Model (OR-Tools ships no types for MathOpt)
     racks: list  # [H]
     replicas: list  # [S][J_s]
     shares: list  # [S][G] (max_revenue)
     scale: float
     build_seconds: float
     solver: str
-    t: object = None  # (Q) the percentile variable
+    t: Any = None  # (Q) the percentile variable (mathopt.Variable)
     exceeds: list = field(default_factory=list)  # (Q) z_s
     cpsat_var_scaling: float = 1.0
     late: list = field(default_factory=list)  # [S][H] y_sh (empty lists without late racks)
@@ -157,7 +159,8 @@ class RobustSolution:
     solver: str
     solve_seconds: float
     violations: tuple = ()
-    late: np.ndarray | None = None  # [S, H] y_sh: racks bought late in each sample (zeros without a premium)
+    late: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # [S, H] y_sh: racks bought late in each
+    # sample (zeros without a premium; every solution built here gives them)
 
 
 def sample_statistic(values, weight, percentile: float | None) -> float:
@@ -273,7 +276,8 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
     if problem.percentile is not None and cap is None:
         m.objective.set_linear_coefficient(t, 1.0)
     else:
-        if t is not None:
+        if t is not None:  # (Q2): the percentile's (Q) ran first, and cap is its t*
+            assert cap is not None
             t.upper_bound = (cap + CAP_SLACK * max(abs(cap), 1.0)) / scale
             t.lower_bound = min(t.lower_bound, t.upper_bound)
         for s, terms in enumerate(f_terms):
@@ -389,10 +393,10 @@ def relaxed_start(problem: RobustProblem, solver: str, time_limit_s: float, rela
             return None
         late.append(top.racks - fleet)
         replicas.append(top.replicas)
-    late = np.array(late)
-    if problem.late_premium is None and late.sum() > 0:
-        fleet, late = fleet + late.max(axis=0), np.zeros_like(late)
-    return known_plan(problem, fleet, replicas, late)
+    late_racks = np.array(late)
+    if problem.late_premium is None and late_racks.sum() > 0:
+        fleet, late_racks = fleet + late_racks.max(axis=0), np.zeros_like(late_racks)
+    return known_plan(problem, fleet, replicas, late_racks)
 
 
 def optimize(problem: RobustProblem, solver: str = "scip", time_limit_s: float = 60.0,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import datetime as _dt
 import math
 import time
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ from planner.fleet.finance import (annual_rack_cost_parts, annual_revenue, annui
 from planner.fleet.options import systems_of
 from planner.fleet.plan import (allocation_rows, allocation_table, assumed_servers_above_pools, finite, provenance,
                                 round_up_small)
-from planner.fleet.problem import build_problem, demand_rows, demands_of, refuse_spares
+from planner.fleet.problem import Built, build_problem, demand_rows, demands_of, refuse_spares
 from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
+from planner.scenario import Scenario
 from solvers.backends import on_worker
 from solvers.jit import thread_count
 from solvers.milp import same_problem
@@ -44,7 +46,8 @@ def relaxed_columns(options: dict, coverage: np.ndarray, chips: np.ndarray) -> l
     most per chip (any mix of the others is matched by it on no more chips, so dropping them is exact for the
     relaxed problem); every attention/FFN column (two kinds of chip, no single best)."""
     capacity, used = coverage.sum(axis=1), chips.sum(axis=1)
-    keep, best = [], {}
+    keep: list[int] = []
+    best: dict[tuple, tuple[float, int]] = {}
     for j in range(len(capacity)):
         if len(systems_of(options, j)) > 1:
             keep.append(j)
@@ -60,17 +63,23 @@ class BuiltOut:
     """What ``build_buildout`` returns: the scenario, the options (a single-period ``Built`` of the last period,
     whose columns every period shares), and the build-out MILP's arrays."""
 
-    scenario: object
-    built: object  # planner.fleet.problem.Built
-    problem: object  # solvers.multiperiod.BuildOutProblem
+    scenario: Scenario
+    built: Built
+    problem: BuildOutProblem
     years: list[float]
     capex: np.ndarray  # [T, H] USD per rack bought in each period
     scenario_names: list[str]
-    continuous_replicas: bool = False
-    present_cost: np.ndarray | None = None  # [T, H] USD present cost of a rack bought in t (whatever the objective)
-    views: list | None = None  # [S][T] each period's single-period scenario (Scenario.at_period), made once
-    period_demands: list | None = None  # [S][T] their Demands
-    columns: list | None = None  # the problem's columns as columns of ``built.options`` (all, or relaxed_columns)
+    continuous_replicas: bool
+    present_cost: np.ndarray  # [T, H] USD present cost of a rack bought in t (whatever the objective)
+    views: list  # [S][T] each period's single-period scenario (Scenario.at_period), made once
+    period_demands: list  # [S][T] their Demands
+    columns: list  # the problem's columns as columns of ``built.options`` (all, or relaxed_columns)
+
+    @property
+    def dates(self) -> list[_dt.date]:
+        """Each period's start date (the scenario's periods, which a build-out has)."""
+        assert self.scenario.periods is not None
+        return self.scenario.periods
 
 
 def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
@@ -209,7 +218,7 @@ def mean_demand(bo: BuiltOut, solver: str, time_limit_s: float, gap: float):
     if p.n_scenarios == 1:
         return None
     mean = np.einsum("s,stw->tw", p.probability, p.demand)[None]
-    value = np.einsum("s,stg->tg", p.probability, p.group_value)[None] if p.sells else None
+    value = np.einsum("s,stg->tg", p.probability, p.group_value)[None] if p.group_value is not None else None
     plan = optimize(dataclasses.replace(p, demand=mean, probability=np.ones(1), group_value=value), solver,
                     time_limit_s, gap)
     if plan.status not in HAS_PLAN:
@@ -278,6 +287,7 @@ class BuildOutPlan:
     net_present_revenue_usd: float | None = None  # max_revenue: the expected present revenue
     verification: dict | None = None  # solve --verify: every period simulated, and the repair (planner.sim.verify)
     is_buildout: bool = True
+    built: BuiltOut | None = field(default=None, repr=False, compare=False)  # the solver's inputs, in memory only
 
     def to_dict(self) -> dict:
         d = {
@@ -364,7 +374,7 @@ def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int, 
                   "output_tokens_per_s": float(sum(w["demand_output_tokens_per_s"] * w["served_share"]
                                                    for w in workloads)),
                   "cost_usd_per_mtok": float(yearly.sum()) / (tokens_total / 1e6) if tokens_total else None}
-        out.append({"start_date": sc.periods[t].isoformat(), "fleet": fleet, "totals": totals,
+        out.append({"start_date": bo.dates[t].isoformat(), "fleet": fleet, "totals": totals,
                     "workloads": workloads})
     return out
 
@@ -453,7 +463,7 @@ def problem_inputs(bo: BuiltOut, sol) -> dict:
               for k in names}
     return {"buildout": {"shapes": {k: list(np.asarray(getattr(p, k)).shape) for k in names}, "arrays": arrays,
                          "pue": p.pue, "hardware": [h.id for h in bo.built.hardware],
-                         "periods": [d.isoformat() for d in bo.scenario.periods],
+                         "periods": [d.isoformat() for d in bo.dates],
                          "scenario_names": bo.scenario_names},
             "buys": sol.buys.tolist(), "replicas": sol.replicas.tolist(), "objective": sol.objective,
             "columns": [int(j) for j in bo.columns],
@@ -491,7 +501,7 @@ def evaluation_checks(problem, buys, replicas, objective: float, dates: list[str
 
 def buildout_checks(bo: BuiltOut, sol) -> list[dict]:
     return evaluation_checks(bo.problem, sol.buys, sol.replicas, sol.objective,
-                             [d.isoformat() for d in bo.scenario.periods], bo.scenario_names)
+                             [d.isoformat() for d in bo.dates], bo.scenario_names)
 
 
 def check_buildout(d: dict) -> list[dict]:

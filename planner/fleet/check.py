@@ -377,9 +377,9 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
         out.append(result(name + " ttft", r.ttft["ttft_s"] <= demand.ttft_s * (1 + 1e-9),
                           f"{r.ttft['ttft_s']:.4g} s at p{demand.ttft_quantile * 100:g}{servers}, target "
                           f"{demand.ttft_s:g} s"))
-        for key in ["ttft_s"] + [f"ttft_p{p}_s" for p in TTFT_PERCENTILES]:
-            if key in r.ttft:  # a measured row has its measured percentile only
-                out.append(same(f"{name} {key}", row.get(key), r.ttft[key]))
+        for ttft_key in ["ttft_s"] + [f"ttft_p{p}_s" for p in TTFT_PERCENTILES]:
+            if ttft_key in r.ttft:  # a measured row has its measured percentile only
+                out.append(same(f"{name} {ttft_key}", row.get(ttft_key), r.ttft[ttft_key]))
     if role == "colocated" and not measured:
         out.append(same(name + " prefill_share", row.get("prefill_share"), r.share))
     served = float(row.get("output_tokens_per_s") or 0.0)
@@ -492,7 +492,7 @@ def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs
         ok_share = share is not None and 0.0 <= share <= 1.0 + 1e-12 and (not whole or share >= 1.0 - 1e-12)
         out.append(result(f"demand {d.name} share", ok_share,
                           f"served share {share!r}" + (" (the objective serves every workload whole)" if whole else "")))
-        share = float(share) if ok_share else 1.0
+        share = float(share) if share is not None and ok_share else 1.0
         mine = [i for i, r in enumerate(rows) if r.get("workload") == d.name]
         served = sum(capacity[i][0] for i in mine if rows[i].get("role") in DECODE_ROLES)
         # a colocated row prefills only the streams routed to it, its rho*(c) of its capacity (OPTIMIZER.md 18)

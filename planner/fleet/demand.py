@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -197,9 +198,9 @@ class Demand:
         under ``auto`` that method's variant (``none`` for a row that drafts nothing), else itself."""
         return self.for_method(speculative if speculative in self.auto_methods else "none")
 
-    def drafter_of(self, draft_tokens: int) -> str:
+    def drafter_of(self, draft_tokens: int | None) -> str:
         """The ``speculative`` an allocation row of this demand (one drafter) reports: its method, or none when it
-        drafts 0."""
+        drafts 0 (or a plan's row gives no draft tokens)."""
         return self.speculative if draft_tokens else "none"
 
     def workload_vector(self) -> np.ndarray:
@@ -299,7 +300,7 @@ class Demand:
             raise ValueError(f"demand {values.get('name')!r}: turns is {turns!r}, not a whole number 1 to 10,000")
         values["turns"] = int(turns)
         demand = cls(**values)
-        numbers = {}
+        numbers: dict[str, Any] = {}  # each number field by name, as a float
         for f in dataclasses.fields(cls):
             v = getattr(demand, f.name)
             if f.type in ("float", "float | None") and not (v is None and "None" in f.type):

@@ -353,11 +353,12 @@ def split_options(demand: Demand, model: Model, hw_a: Hardware, hw_f: Hardware, 
                 found.append((tput[i, b], live[i], BATCHES[b], k, acceptance,
                               res[i * nb + b, L.S_TPS_PER_USER], res[i * nb + b, L.S_POWER_W]))
     found.sort(key=lambda f: (f[1][0] * capex_a + f[1][1] * capex_f) / f[0])
-    for served, g, batch, draft, acceptance, tps, power in found[:SPLIT_KEEP]:
+    for served, g, batch, tokens, acceptance, tps, power in found[:SPLIT_KEEP]:  # tokens: K, drafted per step
         opts.add(
             workload=demand.name, kind="split", hardware=hw_a.id, precision=prec_a, tensor_parallel=int(g[0]),
-            pipeline_parallel=1, expert_parallel=bool(g[2]), speculative=demand.drafter_of(draft), draft_tokens=draft,
-            acceptance=acceptance if draft else 0.0, batch=int(batch), chips=int(g[0]), tps_per_user=float(tps),
+            pipeline_parallel=1, expert_parallel=bool(g[2]), speculative=demand.drafter_of(tokens),
+            draft_tokens=tokens, acceptance=acceptance if tokens else 0.0, batch=int(batch), chips=int(g[0]),
+            tps_per_user=float(tps),
             ttft_s=float("nan"), output_tokens_per_s=float(served), prefill_tokens_per_s=0.0, prefill_share=0.0,
             power_w=float(power), ffn_hardware=hw_f.id, ffn_chips=int(g[1]), ffn_precision=prec_f,
         )
@@ -621,7 +622,8 @@ def workload_jobs(d: Demand, models: dict[str, Model], hardware: dict[str, Hardw
     model = models[d.model]
     systems = single_kinds(d, model, hardware, singles)
     variants = d.variants()
-    measured, covered = Options(), {h: set() for h in systems}
+    measured = Options()
+    covered: dict[str, set] = {h: set() for h in systems}
     for v in (variants if measurements else ()):
         for h, kinds in systems.items():
             covered[h] |= measured_options(v, model, hardware[h], kinds, measurements, headroom, measured, efficiency)

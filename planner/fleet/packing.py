@@ -149,5 +149,5 @@ def domains_needed(stages: list[tuple[float, float]], fluid_chips: float, domain
                 rooms[r] = rooms.get(r, 0) + 1
         rooms = {r: c for r, c in rooms.items() if c > 0}
     used = sum(rooms.values())
-    left = max(fluid_chips - sum(r * c for r, c in rooms.items()), 0.0)
-    return whole + used + int(math.ceil(left / domain_chips - 1e-9))
+    fluid_left = max(fluid_chips - sum(r * c for r, c in rooms.items()), 0.0)  # beyond the room left: new domains
+    return whole + used + int(math.ceil(fluid_left / domain_chips - 1e-9))

@@ -12,6 +12,7 @@ import copy
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,7 +27,11 @@ from planner.fleet.packing import WHOLE, domains_needed, domains_per_rack, repli
 from planner.fleet.problem import Built, rental_offers
 from planner.perf.grid import engines_running, pair_engines
 from planner.vocabulary import API_KIND, DECODE_ROLES
+from solvers.milp import FleetSolution
 from solvers.vocabulary import HAS_PLAN
+
+if TYPE_CHECKING:  # polars is imported where a table is made: it stays off `planner --help`'s import path
+    import polars as pl
 
 ALLOCATION_COLUMNS = ["workload", "role", "hardware", "replicas", "spare_replicas", "chips_per_replica",
                       "tensor_parallel", "pipeline_parallel", "expert_parallel", "batch", "precision", "speculative", "draft_tokens", "acceptance",
@@ -56,20 +61,20 @@ class Plan:
     objective: str
     objective_usd_per_year: float
     solver: dict
-    fleet: object  # polars.DataFrame
-    allocation: object
-    workloads: object
+    fleet: pl.DataFrame
+    allocation: pl.DataFrame
+    workloads: pl.DataFrame
     totals: dict
     provenance: dict
     unserved: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
-    alternatives: object = None  # polars.DataFrame: the cheapest option per system, workload and role
-    tiers: object = None  # polars.DataFrame: served tokens, power, tokens/s per MW and revenue per MW by tier
-    curtailment: object = None  # polars.DataFrame: what the site can shed at its peak, step by step (curtail.py)
+    alternatives: pl.DataFrame | None = None  # the cheapest option per system, workload and role
+    tiers: pl.DataFrame | None = None  # served tokens, power, tokens/s per MW and revenue per MW by tier
+    curtailment: pl.DataFrame | None = None  # what the site can shed at its peak, step by step (curtail.py)
     inputs: dict = field(default_factory=dict)  # Built.inputs: what check needs without the scenario
     built: Built | None = field(default=None, repr=False)  # the solver's inputs, in memory only
     timings: dict = field(default_factory=dict)  # seconds spent; shown, never serialized (plans are reproducible)
-    solution: object = field(default=None, repr=False)  # solvers.milp.FleetSolution, in memory only
+    solution: FleetSolution | None = field(default=None, repr=False)  # in memory only
     robust: dict | None = None  # solve --robust: the robust fleet's summary over the samples (INTERFACE.md 2.9)
     one_more_rack: list | None = None  # a fleet-only plan: what one more rack of each system adds (whatif)
     rentals: list = field(default_factory=list)  # chips rented per offer (OPTIMIZER.md 11)
@@ -222,7 +227,7 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
     """One row per option in use (its replicas and every parameter a re-score needs); a split adds its ffn row."""
     cols = built.options
     rows = []
-    for j in np.flatnonzero(replicas > 1e-9):
+    for j in np.flatnonzero(replicas > 1e-9).tolist():
         kind = str(cols["kind"][j])
         n = float(round(replicas[j], 9))
         if kind == API_KIND:
@@ -308,7 +313,8 @@ def racks_for_domains(rows, hw) -> float:
     domain, per_rack = hw.chip.scale_up.domain_chips.value, hw.chips_per_rack
     if spans_racks(domain, per_rack):
         return chips_held(rows) / per_rack
-    stages, fluid = [], 0.0
+    stages: list[tuple[float, float]] = []
+    fluid = 0.0
     for n, k, chips in replica_groups(rows):
         whole = math.floor(n + WHOLE)
         stages.append((chips / k, whole * k))
@@ -511,7 +517,8 @@ def fleet_table(racks: dict, hardware: dict, annual_cost_usd_per_rack: dict, all
                                       if cheapest is not None else None),
             "capex_confidence": hw.rack.capex_usd.confidence,
             "carbon_kg_co2e_per_year": (fleet_carbon_kg(hw, kept, new, chips_rented, draw, carbon[hw_id], finance,
-                                                        grid_kg_per_mwh) if carbon is not None else None),
+                                                        grid_kg_per_mwh)
+                                        if carbon is not None and grid_kg_per_mwh is not None else None),
         })
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
@@ -595,7 +602,8 @@ def chip_shares(alloc, fleet, part=lambda row: 1.0) -> tuple[dict, dict]:
     ``part(row)`` of each allocation row: 1, or e.g. the share that prefills)."""
     import polars as pl
 
-    cost, power = {}, {}
+    cost: dict[str, float] = {}
+    power: dict[str, float] = {}
     if not len(fleet):
         return cost, power
     for f in fleet.iter_rows(named=True):

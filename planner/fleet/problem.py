@@ -21,6 +21,7 @@ from planner.fleet.options import DECODE_KINDS, NOT_SPLIT, PREFILL_KINDS, option
 from planner.fleet.packing import chip_rows, held_chips
 from planner.fleet.queues import assumed_slots, column_bounds
 from planner.fleet.spares import spare_count, spare_share
+from planner.scenario import Scenario
 from planner.vocabulary import API_KIND, API_PREFIX
 from solvers.milp import FleetProblem
 from solvers.objectives import objective as objective_named
@@ -34,8 +35,8 @@ INTEGER_REPLICA_RACK_SHARE = 1.0 / 8.0
 class Built:
     """What ``build_problem`` returns: the MILP's arrays and the tables needed to read its answer."""
 
-    scenario: object
-    problem: object  # solvers.milp.FleetProblem
+    scenario: Scenario
+    problem: FleetProblem
     demands: list  # [W] Demand
     hardware: list  # [H] catalog.Hardware
     options: dict  # column tables (options.COLUMNS), one entry per MILP column
@@ -288,18 +289,19 @@ def carbon_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demand
             "column_carbon_kg": column, "rent_carbon_kg_per_chip": rent}
 
 
-def group_values(objective: str, demands: list[Demand], revenue: np.ndarray) -> np.ndarray | None:
+def group_values(objective: str, demands: list[Demand], revenue: np.ndarray) -> np.ndarray:
     """Each workload's value when served whole, for the objectives that sell shares: its revenue a year
-    (max_revenue, USD), or the output tokens it generates a year (max_served's weights, OPTIMIZER.md 1.4)."""
+    (max_revenue, USD), or the output tokens it generates a year (max_served's weights, OPTIMIZER.md 1.4); zeros
+    (FleetProblem's default, one per workload) for the others, which sell none."""
     goal = objective_named(objective)
     if not goal.sells_shares:
-        return None
+        return np.zeros(len(demands))
     if goal.needs_prices:
         return revenue
     return np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, 1e6) for d in demands])
 
 
-def rental_offers(hw_list: list) -> list[tuple[int, object]]:
+def rental_offers(hw_list: list) -> list[tuple[int, catalog.RentalOffer]]:
     """(hardware index, offer) of every rental offer of the problem's systems, in catalog order (the MILP's r)."""
     return [(k, o) for k, h in enumerate(hw_list) for o in h.rental]
 
@@ -336,7 +338,7 @@ def with_api(cols: dict, demands: list[Demand]) -> dict:
     rows = [(d, o) for d in demands for o in d.api_offers()]
     if not rows:
         return cols
-    extra = {c: [] for c in cols}
+    extra: dict[str, list] = {c: [] for c in cols}
     for d, o in rows:
         values = dict(NOT_SPLIT, workload=d.name, kind=API_KIND, hardware=API_PREFIX + o["name"], precision="",
                       tensor_parallel=0, pipeline_parallel=0, expert_parallel=False, speculative="none",
@@ -380,7 +382,7 @@ def replica_pools(cols: dict, demands: list[Demand], integer: np.ndarray) -> np.
     keys: dict[tuple, int] = {}
     pool = np.full(len(cols["workload"]), -1)
     members: dict[int, set] = {}
-    for j in np.flatnonzero(integer) if len(integer) else []:
+    for j in np.flatnonzero(integer).tolist() if len(integer) else []:
         kind = str(cols["kind"][j])
         if kind not in POOLED_KINDS or len(systems_of(cols, j)) != 1 or spares_at(cols, j):
             continue  # a column holding spares keeps its own pool (each pool's spares its own, OPTIMIZER.md 19)

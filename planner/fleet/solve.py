@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,8 +21,11 @@ from planner.fleet.problem import Built, build_problem
 from planner.fleet.whatif import one_more_rack
 from planner.scenario import Scenario, load_scenario
 from planner.vocabulary import SOLVERS
-from solvers.milp import optimize, same_problem
+from solvers.milp import FleetSolution, optimize, same_problem
 from solvers.vocabulary import HAS_PLAN, NO_PLAN
+
+if TYPE_CHECKING:  # buildout imports this module: its plan is named here for the types only
+    from planner.fleet.buildout import BuildOutPlan
 
 # Rounds of ``repair_pools`` that generate again only the options whose pools came out smaller than assumed;
 # after them, every pooled option is generated for one server (always consistent) and solved once more.
@@ -37,7 +41,7 @@ SPARE_SHRINK = 0.8
 
 
 def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None,
-          options_from=None) -> Plan:
+          options_from=None) -> Plan | BuildOutPlan:
     """The cheapest fleet for ``scenario`` (a ``planner.scenario.Scenario`` or a path), verified by ``check``.
     Raises ``InfeasibleError`` (exit 3) with the plan attached when no fleet can serve it. ``progress(done,
     total, text)`` hears about the engine's workloads and the MILP, if given. ``options_from``: a Built whose
@@ -82,7 +86,8 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     return plan
 
 
-def repair_pools(built: Built, sol, settings, deadline: float, progress=None, resolve=None) -> tuple[Built, object]:
+def repair_pools(built: Built, sol, settings, deadline: float, progress=None,
+                 resolve=None) -> tuple[Built, FleetSolution]:
     """The plan's pools against the pools its options were sized for (MODEL.md 9.2, OPTIMIZER.md 14): where a pool
     has fewer servers than its option's ``servers`` (c_assumed), that option is generated again at the pool's
     whole servers and the MILP solved again (unless the figures it reads did not move and its plan was proved
@@ -119,12 +124,13 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None, re
             found = optimize_by(again, settings, deadline, "sizing prefill pools again", start, so_far=sol)
         if found is None or found.status == NO_PLAN:  # no time for this round, or its solve found no plan in it
             return built, dataclasses.replace(sol, status="time_limit")  # the best plan found so far stands
+        assert again is not None  # found is None without it
         built, sol = again, found
     return built, sol
 
 
 def size_decode_queues(built: Built, sol, settings, deadline: float, progress=None,
-                       resolve=None) -> tuple[Built, object]:
+                       resolve=None) -> tuple[Built, FleetSolution]:
     """Decode and colocated pools held at their workload's percentile as queues of batch slots (OPTIMIZER.md 18):
     where a queued option's pool came out with fewer slots than its coverage assumed (``queues.assumed_slots``), its
     rho* is taken again at the slots it deploys and the MILP solved again (``resolve(built)`` instead, where given),
@@ -165,7 +171,7 @@ def size_decode_queues(built: Built, sol, settings, deadline: float, progress=No
     return built, sol
 
 
-def size_spares(built: Built, sol, settings, deadline: float, progress=None) -> tuple[Built, object]:
+def size_spares(built: Built, sol, settings, deadline: float, progress=None) -> tuple[Built, FleetSolution]:
     """Spare replicas at the pools the plan deploys (OPTIMIZER.md 19): a column is charged f = min(K, x0) / x0
     spares a replica at its assumed pool x0 (``options.spare_pool``); where it deploys fewer replicas, f is short
     of min(K, x) / x, so the column is taken again at the pool it deploys and the MILP solved again (its prefill

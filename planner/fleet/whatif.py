@@ -15,6 +15,7 @@ import numpy as np
 from planner.errors import PlannerError
 from planner.fleet.assumptions import binding
 from planner.fleet.options import systems_of
+from planner.fleet.plan import Plan
 from solvers.jit import thread_count
 from solvers.milp import optimize
 from solvers.vocabulary import HAS_PLAN
@@ -53,11 +54,19 @@ def solved_in_memory(plan) -> bool:
     return plan is not None and plan.built is not None and plan.status in ("optimal", "feasible", "time_limit")
 
 
-def limit_row(plan, what: str, settings: dict) -> dict:
+def solve_again(plan, settings: dict, options_from) -> Plan:
+    """``plan``'s scenario with ``settings`` set, solved on the scored options ``options_from`` (the plan's, or some
+    of them). The plan is a single-period one (its ``built`` a ``Built``), and so is the answer."""
     from planner.fleet.solve import solve
 
+    again = solve(plan.built.scenario.with_(settings), options_from=options_from)
+    assert isinstance(again, Plan)  # a build-out's plan only from a scenario with periods
+    return again
+
+
+def limit_row(plan, what: str, settings: dict) -> dict:
     try:
-        looser = solve(plan.built.scenario.with_(settings), options_from=plan.built)
+        looser = solve_again(plan, settings, plan.built)
     except PlannerError as exc:
         return {"limit": what, "objective_usd_per_year": None, "worth_usd_per_year": None, "within_gap": None,
                 "status": f"not solved: {exc}"}
@@ -139,13 +148,10 @@ def minor_row(plan, hw_id: str, racks: int, share: float) -> dict:
     as scored): ``saves_usd_per_year`` is what that plan costs more a year (the saving of buying the system;
     ``within_gap`` when smaller than the solvers' gap), ``saves_facility_power_mw`` the facility power it draws
     more, ``without`` what it buys instead; a plan that cannot be had without the system says why (``status``)."""
-    from planner.fleet.solve import solve
-
     row = {"hardware": hw_id, "racks": racks, "share_of_cost": share, "saves_usd_per_year": None,
            "saves_facility_power_mw": None, "within_gap": None, "without": None, "status": None}
     try:
-        alone = solve(plan.built.scenario.with_({f"hardware.max_racks.{hw_id}": 0}),
-                      options_from=without_hardware(plan.built, hw_id))
+        alone = solve_again(plan, {f"hardware.max_racks.{hw_id}": 0}, without_hardware(plan.built, hw_id))
     except PlannerError as exc:
         row["status"] = f"no plan without it: {str(exc).splitlines()[0]}"
         return row
@@ -208,13 +214,10 @@ def family_options(built, ids: list[str]):
 
 
 def family_row(plan, label: str, ids: list[str]) -> dict:
-    from planner.fleet.solve import solve
-
     row = {"fleet": label, "systems": ", ".join(ids), "buys": None, "annual_cost_usd": None, "capex_usd": None,
            "facility_power_mw": None, "vs_plan_pct": None, "status": None}
     try:
-        alone = solve(plan.built.scenario.with_({"hardware.allow": ids}),
-                      options_from=family_options(plan.built, ids))
+        alone = solve_again(plan, {"hardware.allow": ids}, family_options(plan.built, ids))
     except PlannerError as exc:
         row["status"] = f"cannot serve it: {str(exc).splitlines()[0]}"
         return row

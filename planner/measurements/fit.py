@@ -144,7 +144,7 @@ def read_efficiency(path) -> dict[str, dict[str, float]]:
     if not isinstance(data, dict):
         raise InputError("expected a mapping of family -> {parameter: value}", file=str(path))
     bounds = calibration_data()["bounds"]
-    out = {}
+    out: dict[str, dict[str, float]] = {}
     for family, params in data.items():
         if family not in efficiency_table() and family not in catalog.hardware_catalog():
             raise InputError(f"unknown hardware family or system; expected a hardware id or one of "

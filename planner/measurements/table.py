@@ -15,7 +15,7 @@ import datetime as _dt
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from annotated_types import Ge, Gt, Lt
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
@@ -32,6 +32,12 @@ Percentile = Annotated[float, Strict(), AllowInfNan(False), Gt(0), Lt(100)]
 Text = Annotated[str, Strict(), Field(min_length=1)]
 
 MEASURED_ROLES: tuple[str, ...] = ("colocated", "decode", "prefill")
+# The fields' words as Literal types (a type checker reads no Literal of a tuple), held equal to the tuples
+MeasuredPrecision = Literal["fp4", "fp8", "bf16", "w4a16"]
+MeasuredRole = Literal["colocated", "decode", "prefill"]
+MeasuredSpeculative = Literal["none", "mtp", "eagle", "draft_model"]
+assert (get_args(MeasuredPrecision), get_args(MeasuredRole), get_args(MeasuredSpeculative)) == (
+    PRECISIONS, MEASURED_ROLES, SPECULATIVE_METHODS)
 SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".yaml", ".yml", ".json")
 
 
@@ -42,13 +48,13 @@ class Measurement(BaseModel):
 
     hardware: Text = Field(description="hardware id (catalog or the scenario's hardware.custom)")
     model: Text = Field(description="model id (catalog or the scenario's models)")
-    precision: Literal[PRECISIONS] = Field(description="serving precision of the weights")
+    precision: MeasuredPrecision = Field(description="serving precision of the weights")
     chips: PosCount = Field(description="chips per replica")
     tensor_parallel: PosCount | None = Field(None, description="tensor-parallel degree (default: chips / "
                                              "pipeline_parallel)")
     pipeline_parallel: PosCount | None = Field(None, description="pipeline stages (default 1)")
     expert_parallel: bool = Field(False, description="experts spread over the tensor-parallel chips")
-    role: Literal[MEASURED_ROLES] = Field("colocated", description="colocated: one server prefills and decodes its "
+    role: MeasuredRole = Field("colocated", description="colocated: one server prefills and decodes its "
                                          "own requests (what vllm/sglang bench serve measure); decode: decode only; "
                                          "prefill: prefill only")
     input_tokens: PosNumber = Field(description="mean prompt tokens per request")
@@ -64,7 +70,7 @@ class Measurement(BaseModel):
                                                  "optional otherwise)")
     ttft_s: PosNumber | None = Field(None, description="time to first token at ttft_percentile, in seconds")
     ttft_percentile: Percentile | None = Field(None, description="the percentile of ttft_s (50 = median)")
-    speculative: Literal[SPECULATIVE_METHODS] = Field("none", description="speculative decoding during the run")
+    speculative: MeasuredSpeculative = Field("none", description="speculative decoding during the run")
     source: str | None = Field(None, description="where the row comes from (a file, a tool and its version)")
     date: _dt.date | None = Field(None, description="when it was measured")
 
@@ -87,7 +93,10 @@ class Measurement(BaseModel):
     @property
     def speed(self) -> float:
         """Output tokens/s per user."""
-        return float(self.tps_per_user if self.tps_per_user is not None else 1.0 / self.tpot_s)
+        if self.tps_per_user is not None:
+            return float(self.tps_per_user)
+        assert self.tpot_s is not None  # the row's validator asks for exactly one of the two
+        return float(1.0 / self.tpot_s)
 
     def layout(self) -> tuple[int, int, bool]:
         """(tensor, pipeline, expert parallel): as given, else all chips in tensor parallel."""
@@ -245,7 +254,7 @@ def resolve_measurements(entries, base_dir: Path | None) -> list[dict]:
     if not isinstance(entries, list):
         raise InputError(f"expected a list of file paths or rows, got {type(entries).__name__}",
                          field="measurements")
-    rows = []
+    rows: list[dict] = []
     for i, entry in enumerate(entries):
         if isinstance(entry, str):
             path = Path(entry)

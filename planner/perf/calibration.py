@@ -13,6 +13,7 @@ import functools
 import itertools
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -483,7 +484,7 @@ def write_fit(families: list[str] | None = None) -> None:
         with locked(path):
             table = yaml_io.load_trusted(path)
             for name in calibration_data()["fit"][family]["params"]:
-                entry = {"value": float(f"{fitted[name]:.4g}"),
+                entry: dict[str, Any] = {"value": float(f"{fitted[name]:.4g}"),
                          "basis": f"fitted {_dt.date.today().isoformat()} to the family's {len(ids)} fitted points "
                                   f"of data/calibration.yaml (split fitted in planner calibrate --ledger)"}
                 if ":" in name:  # a stack's own value, beside the vendor-best one

@@ -205,7 +205,7 @@ def choose_config(model, hw, precision, chips, batch, input_tokens, output_token
     draft = draft_vector(model, spec)
     wl = workload_vector(input_tokens, output_tokens)
     streams = np.full(len(grid), float(batch))
-    rows = []
+    rows: list[tuple[np.ndarray, np.ndarray, int]] = []  # (result row, layout, draft tokens)
     for k, acceptance in spec.settings():
         _, a = spec_tokens(k, acceptance)
         res = decode_sweep(mv, hv, grid[:, 0].copy(), grid[:, 1].copy(), grid[:, 2].copy(), streams,
@@ -369,7 +369,7 @@ def estimate_split(model: str, a_id: str, f_id: str, batch: int, precision: str 
     draft = draft_vector(m, spec)
     grid = split_grid(hw_a, hw_f, m)
     wl = workload_vector(input_tokens, output_tokens)
-    found = []
+    found: list[tuple[np.ndarray, int, int]] = []  # (result row, layout index, draft tokens)
     for k, acceptance in spec.settings():
         _, a = spec_tokens(k, acceptance)
         res = split_decode_sweep(attn, ffn, draft, hardware_vector(hw_a, prec_a), hardware_vector(hw_f, prec_f),

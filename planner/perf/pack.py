@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import cast
 
 import numpy as np
 
@@ -275,9 +276,9 @@ def hardware_vector(hw: Hardware, precision: str, efficiency: dict[str, float] |
     return v
 
 
-def attention_precision(hw: Hardware, precision: str) -> str:
+def attention_precision(hw: Hardware, precision: str) -> catalog.Precision:
     """Attention arithmetic runs at the KV cache's precision (fp8 for fp4 runs) when the chip has it."""
-    kv_precision = {"fp4": "fp8", "w4a16": "bf16"}.get(precision, precision)
+    kv_precision = cast(catalog.Precision, {"fp4": "fp8", "w4a16": "bf16"}.get(precision, precision))  # a precision
     return kv_precision if kv_precision in hw.chip.peak_flops_per_s else MATH_PRECISION[precision]
 
 

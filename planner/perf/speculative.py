@@ -192,6 +192,7 @@ def _drafter_layers(model: Model, spec: Speculation, models: dict[str, Model] | 
     target = model_vector(model)
     h = float(model.hidden_size)
     if spec.method == "draft_model":
+        assert spec.draft_model is not None  # speculation() refuses a draft_model method without its drafter
         drafter = (models or {}).get(spec.draft_model)
         if drafter is None:
             drafter = catalog.get_model(spec.draft_model)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +88,7 @@ def efficiency_ranges(family: str) -> list[Uncertain]:
             lo, hi = max(lo, bounds[name][0]), min(hi, bounds[name][1])
         if name == "usable_memory_fraction":
             hi = min(hi, 1.0)
-        slots = (EFFICIENCY_SLOTS[name],)
+        slots: tuple[int, ...] = (EFFICIENCY_SLOTS[name],)
         if name == "kernel_latency_s" and "prefill_kernel_latency_s" not in values:
             slots += (L.H_PREFILL_KERNEL_S,)  # a prompt pass's kernels fall back to the decode step's latency
         out.append(Uncertain(f"{family}.{name}", slots, v, min(lo, v), max(hi, v),
@@ -156,7 +157,7 @@ def band(evaluate_many, hv: np.ndarray, quantities: list[Uncertain]) -> dict:
     results = evaluate_many(perturbed(hv, quantities))
     central = results[0]
     lows, highs = dict(central), dict(central)
-    swings = []
+    swings: list[dict[str, Any]] = []
     for i, q in enumerate(quantities):
         pair = results[1 + 2 * i: 3 + 2 * i]
         swing = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from planner.catalog import did_you_mean, hardware_catalog, model_catalog
 from planner.perf.calibration import calibration_data
@@ -78,8 +79,9 @@ def _reference_problems(s):
 def _period_problems(s):
     """(loc, message) for per-period values without periods, lists of the wrong length, and bad periods."""
     # each workload's rate under the name its file gave it (issue 43: a peak's problem named requests_per_s)
-    lists = [(("workloads", i, "peak_requests_per_s" if w.peak_requests_per_s is not None else "requests_per_s"),
-              w.requests_per_s) for i, w in enumerate(s.workloads)]
+    lists: list[tuple[tuple, Any]] = [
+        (("workloads", i, "peak_requests_per_s" if w.peak_requests_per_s is not None else "requests_per_s"),
+         w.requests_per_s) for i, w in enumerate(s.workloads)]
     lists += [(("site", k), getattr(s.site, k)) for k in ("power_budget_mw", "max_racks")]
     if s.periods is None:
         for loc, value in lists:

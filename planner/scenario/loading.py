@@ -32,6 +32,7 @@ def scenario_from_yaml(text: str, file: str = "<scenario>", settings=()) -> Scen
     data, root = yaml_io.parse(text, file)
     if data is None:
         raise InputError("is empty; expected a scenario mapping (name, start_date, finance, workloads, ...)", file=file)
+    assert root is not None  # None only for an empty document
     if not isinstance(data, dict):
         raise InputError(f"expected a mapping of scenario fields at the top level, got {_short(data)}", file=file,
                          line=root.start_mark.line + 1)
@@ -47,10 +48,11 @@ def scenario_from_yaml(text: str, file: str = "<scenario>", settings=()) -> Scen
             data["efficiency"] = read_efficiency(path if path.is_absolute() or base is None else base / path)
         except InputError as exc:
             raise exc.in_file(file) from None
-    origins = None  # each row's file and row, for the errors that name a row (a row inline: None)
+    origins: list[str | None] | None = None  # each row's file and row, for the errors that name a row (inline: None)
     if isinstance(data.get("measurements"), list):  # files become their rows, read relative to the scenario
         try:
-            rows, origins = [], []
+            rows: list = []
+            origins = []
             for e in data["measurements"]:
                 found = resolve_measurements([e], base) if isinstance(e, str) else [e]
                 rows.extend(found)

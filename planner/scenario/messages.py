@@ -10,7 +10,8 @@ under it. The model whose top-level sections a hint names (``pue belongs under f
 from __future__ import annotations
 
 import types
-from typing import Annotated, Union, get_args, get_origin
+from collections.abc import Mapping
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -94,7 +95,7 @@ def _section_of(name: str, here: tuple, top: type[BaseModel]) -> str | None:
     return None
 
 
-def _describe(err: dict, root_type, loc: tuple, top: type[BaseModel] | None = None) -> str:
+def _describe(err: Mapping[str, Any], root_type, loc: tuple, top: type[BaseModel] | None = None) -> str:
     """What was wrong and what was expected, in words; ``loc`` is relative to ``root_type``. An unknown field
     that one of ``top``'s sections has says which (none without ``top``)."""
     kind, ctx = err["type"], err.get("ctx") or {}

@@ -40,6 +40,7 @@ from planner.scenario.messages import _describe, _problem, _validation_error
 from planner.scenario.overrides import _apply_overrides
 from planner.scenario.settings import apply_setting, parse_setting
 from planner.vocabulary import (
+    ACQUISITIONS,
     AUTO_SPECULATIVE,
     CURTAILMENT_ORDERS,
     DEFAULT_ACQUISITION,
@@ -62,7 +63,13 @@ SolverName = Literal["scip", "highs", "cp-sat"]
 assert get_args(Tier) == tuple(TIERS) and get_args(Objective) == OBJECTIVES and get_args(SolverName) == SOLVERS
 CurtailmentOrder = Literal["tier", "revenue"]
 Redundancy = Literal["none", "n+1", "rack"]
-assert get_args(CurtailmentOrder) == CURTAILMENT_ORDERS
+Acquisition = Literal["merchant", "cloud", "select"]
+assert get_args(CurtailmentOrder) == CURTAILMENT_ORDERS and get_args(Acquisition) == ACQUISITIONS
+
+
+def _default_acquisition() -> list[Acquisition]:
+    """hardware.acquisition's default: the vocabulary's, a list of its own for each scenario."""
+    return list(DEFAULT_ACQUISITION)
 
 
 # Numbers: real numbers only (no booleans, no strings), finite (no .nan / .inf).
@@ -156,8 +163,8 @@ class HardwareChoice(_Section):
         description="hardware ids a plan may use (catalog or custom), whatever their acquisition; default: every "
         "catalog and custom system available by start_date that hardware.acquisition admits",
     )
-    acquisition: list[Literal["merchant", "cloud", "select"]] = Field(
-        default_factory=lambda: list(DEFAULT_ACQUISITION), min_length=1,
+    acquisition: list[Acquisition] = Field(
+        default_factory=_default_acquisition, min_length=1,
         description="how systems may be obtained when hardware.allow does not name them: merchant (racks anyone can "
         "buy; the default), cloud (capacity rented from one cloud: TPU, Trainium), select (sold to a few "
         "customers: Cerebras, SambaNova, Taalas)",
@@ -386,7 +393,10 @@ class Workload(_Section):
     @property
     def resolved_min_tps_per_user(self) -> float:
         """Output tokens/s each user must see: min_tps_per_user, or the tier's figure."""
-        return self.min_tps_per_user if self.min_tps_per_user is not None else TIERS[self.tier]
+        if self.min_tps_per_user is not None:
+            return self.min_tps_per_user
+        assert self.tier is not None  # the workload's validator asks for one of the two
+        return TIERS[self.tier]
 
     @property
     def input_lengths(self) -> Lengths:
@@ -401,7 +411,9 @@ class Workload(_Section):
     @property
     def calls_per_s(self) -> float:
         """Mean model calls per second (requests x turns)."""
-        return self.requests_per_s * self.turns
+        rate = self.requests_per_s
+        assert not isinstance(rate, list), "a rate per period: take the scenario at_period first"
+        return rate * self.turns
 
     @property
     def peak_calls_per_s(self) -> float:
@@ -412,7 +424,7 @@ class Workload(_Section):
         """Tokens decoded per call: visible output plus reasoning."""
         return self.output_tokens + self.reasoning_tokens
 
-    def turn_input_tokens(self, turn: int) -> float:
+    def turn_input_tokens(self, turn: float) -> float:
         """Prompt tokens of turn ``turn`` (1-based): the first prompt plus each earlier turn's output and growth."""
         return self.input_tokens + (turn - 1) * (self.output_tokens + self.context_growth_tokens_per_turn)
 
@@ -734,7 +746,7 @@ class Scenario(_Section):
             raise InputError("--fleet-only plans one period: a build-out buys over time", field="periods")
         goal = self.objective if objective_named(self.objective).needs_prices else "max_served"
         # the fleet alone: nothing bought, nothing rented, nothing sent to a hosted API
-        settings = {"hardware.max_new_racks": 0, "objective": goal}
+        settings: dict[str, Any] = {"hardware.max_new_racks": 0, "objective": goal}
         settings.update({f"hardware.overrides.{i}.rental": [] for i, h in self.known_hardware().items() if h.rental})
         settings.update({f"workloads.{w.name}.api": [] for w in self.workloads if w.api})
         return self.with_(settings)

@@ -92,9 +92,10 @@ def simulate_py(seed, rate_per_s, params, drain_s, in_q, out_q,  # noqa: C901 - 
     replicas = {s: Replica(int(r), float(server_speed[s])) for r in range(len(rp))
                 for s in range(rp[r, E.RP_C0], rp[r, E.RP_C0] + rp[r, E.RP_C]) if roles[r] != E.PREFILL}
     free = {r: [0.0] * int(rp[r, E.RP_C]) for r in range(len(rp)) if roles[r] == E.PREFILL}
-    row_queue = {r: [] for r in range(len(rp))}
+    row_queue: dict[int, list[int]] = {r: [] for r in range(len(rp))}
     horizon = params[E.P_DURATION_S] + drain_s
-    events, seq = [], 0
+    events: list[tuple[float, int, str, int, int]] = []  # (time, order pushed, kind, call or server, version)
+    seq = 0
 
     def push(t, kind, ident, ver=0):
         nonlocal seq

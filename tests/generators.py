@@ -172,3 +172,28 @@ def random_small_site(seed: int) -> str:
     return (f"name: small-site-{seed}\nstart_date: 2027-01-01\nhorizon_years: 4\n"
             f"finance: {{wacc: 0.08, electricity_usd_per_mwh: 70, pue: 1.2}}\nhardware: {{allow: [{hardware}]}}\n"
             "workloads:\n" + "\n".join(lines) + "\n")
+
+
+# issue 44: sites as a cloud or a lab plans them, over the catalog's ten current models, every merchant system allowed
+SCALE_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-32b", "qwen3-235b-a22b", "gpt-oss-20b",
+                "gpt-oss-120b", "deepseek-r1", "deepseek-v3", "kimi-k2")
+# (kind, input tokens, output tokens, prefix cache hit, TTFT s): a chat turn, and an agent's step over a long context
+SCALE_KINDS = (("chat", (400, 3000), (150, 800), 0.2, 1.0), ("agent", (8000, 60000), (300, 2000), 0.7, 3.0))
+SCALE_TIERS = ("standard", "standard", "high", "high", "premium")
+
+
+def scale_scenario(n_workloads: int, seed: int = 0, power_mw: float = 5000.0) -> dict:
+    """One site of ``power_mw`` facility MW (demand, not power, shapes the plan) serving ``n_workloads`` chat and
+    agentic workloads at 3-1,000 requests/s on SCALE_MODELS and SCALE_TIERS, every merchant system allowed; seeded."""
+    rng = np.random.default_rng(seed)
+    workloads = []
+    for i in range(n_workloads):
+        kind, inputs, outputs, hit, ttft = SCALE_KINDS[int(rng.integers(len(SCALE_KINDS)))]
+        workloads.append({"name": f"w{i:03d}-{kind}", "model": SCALE_MODELS[int(rng.integers(len(SCALE_MODELS)))],
+                          "requests_per_s": float(round(10 ** rng.uniform(0.5, 3.0), 1)),
+                          "input_tokens": int(rng.integers(*inputs)), "output_tokens": int(rng.integers(*outputs)),
+                          "tier": SCALE_TIERS[int(rng.integers(len(SCALE_TIERS)))], "ttft_s": ttft,
+                          "prefix_cache_hit": hit})
+    return {"name": f"scale-{n_workloads}w-s{seed}", "start_date": "2026-12-01", "horizon_years": 4,
+            "finance": {"wacc": 0.08, "electricity_usd_per_mwh": 70.0, "pue": 1.25},
+            "site": {"power_budget_mw": power_mw}, "workloads": workloads}

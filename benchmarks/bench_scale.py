@@ -1,0 +1,81 @@
+"""Time and memory of a solve against its size (issue 44): generated sites (``tests.generators.scale_scenario``)
+of 5 to 200 workloads, each solved in a process of its own, its phases timed.
+
+    python benchmarks/bench_scale.py [--workloads 5,10,20] [--seeds 0] [--time-limit 300] [--solver scip]
+
+One row per (workloads, seed): the options scored (columns, candidates) and their seconds, the first MILP's seconds,
+status and gap, the whole solve's seconds and status (with its pools sized again: docs/OPTIMIZER.md 14, 18), check's
+seconds, and the process's peak memory; last, one JSON line with the same figures. Sites (1 to 8) join when one plan
+spans several (issue 44 item 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared generators live in tests/
+
+
+def measure(n: int, seed: int, time_limit_s: float, solver: str) -> dict:
+    """One size solved here (a fresh process: its peak memory is this solve's)."""
+    import yaml
+
+    from planner.errors import PlannerError
+    from planner.fleet import solve as S
+    from planner.fleet.check import check
+    from planner.fleet.problem import build_problem
+    from planner.scenario import scenario_from_yaml
+    from tests.generators import scale_scenario
+
+    sc = scenario_from_yaml(yaml.safe_dump(scale_scenario(n, seed))).with_(
+        {"solver.time_limit_s": time_limit_s, "solver.name": solver})
+    row: dict = {"workloads": n, "seed": seed}
+    t0 = time.perf_counter()
+    built = build_problem(sc)
+    row.update(columns=built.problem.n_columns, candidates=built.candidates_scored,
+               scoring_s=round(time.perf_counter() - t0, 2))
+    t1 = time.perf_counter()
+    first = S.optimize(built.problem, solver=solver, time_limit_s=time_limit_s,
+                       relative_gap=sc.solver.relative_gap, fewest_platforms=sc.solver.fewest_platforms)
+    row.update(first_milp_s=round(time.perf_counter() - t1, 2), first_status=first.status,
+               first_gap=first.relative_gap)
+    t2 = time.perf_counter()
+    try:
+        plan = S.solve(sc, options_from=built)
+        row.update(solve_s=round(time.perf_counter() - t2, 2), status=plan.status,
+                   gap=plan.to_dict()["solver"]["relative_gap"])
+        t3 = time.perf_counter()
+        failed = [c for c in check(plan) if not c["ok"]]
+        row.update(check_s=round(time.perf_counter() - t3, 2), checks_failed=len(failed))
+    except PlannerError as exc:
+        row.update(solve_s=round(time.perf_counter() - t2, 2), status="error", error=str(exc)[:160])
+    row["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workloads", default="5,10,20")
+    ap.add_argument("--seeds", default="0")
+    ap.add_argument("--time-limit", type=float, default=300.0)
+    ap.add_argument("--solver", default="scip")
+    args = ap.parse_args()
+    rows = []
+    ctx = multiprocessing.get_context("spawn")
+    for n in (int(x) for x in args.workloads.split(",")):
+        for seed in (int(x) for x in args.seeds.split(",")):
+            with ctx.Pool(1) as pool:
+                row = pool.apply(measure, (n, seed, args.time_limit, args.solver))
+            rows.append(row)
+            print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()

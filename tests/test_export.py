@@ -68,8 +68,11 @@ NON_GPU = {"dmatrix-corsair", "groq3-lpu", "groq-lpu", "cerebras-wafer", "samban
 
 @pytest.fixture(scope="module")
 def plans():
-    """Each shipped scenario's plan, solved once for the module (lazily, as the tests ask for them)."""
-    from planner import load_scenario, solve
+    """Each shipped scenario's plan, solved once for the module (lazily, as the tests ask for them), as
+    tests/golden/regenerate.py solves it: the MILP's plan, not simulated (export reads the plan alone; the build-out's
+    simulation of its twelve periods made this fixture 196 s of the suite's run)."""
+    from planner import load_scenario
+    from planner.fleet.solve import solve
 
     cache: dict[str, dict] = {}
 

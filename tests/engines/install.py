@@ -91,5 +91,11 @@ def install(engine: str) -> Path:
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or list(versions()):
-        print(f"{name}: {install(name)}", flush=True)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # side by side: each install is pip unpacking wheels (torch's are gigabytes), bound by the disk and the network
+    # more than by the two cores, and the three share pip's cache safely
+    names = sys.argv[1:] or list(versions())
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        for name, env in zip(names, pool.map(install, names)):
+            print(f"{name}: {env}", flush=True)

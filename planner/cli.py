@@ -637,17 +637,14 @@ def start_detached(idle_minutes: float, wait_s: float = 600.0) -> None:
     if client.ask(b"S") is not None:
         click.echo(f"a planner server already runs for this checkout ({client.socket_path()})", err=True)
         return
-    from planner.errors import InputError
-
     log = client.socket_path().with_suffix(".log")
-    try:  # the folder checked before the log in it is opened, the log never through a link (issue 43)
-        folder = client.socket_folder(client.socket_path())
-        try:
-            out = client.open_log(folder, log.name)
-        finally:
-            os.close(folder)
-    except client.UnsafeFolder as exc:
-        raise InputError(str(exc), field="PLANNER_SERVER_DIR") from None
+    # the folder checked before the log in it is opened, the log never through a link (issue 43); either refused is
+    # client.UnsafeFolder, an InputError naming PLANNER_SERVER_DIR
+    folder = client.socket_folder(client.socket_path())
+    try:
+        out = client.open_log(folder, log.name)
+    finally:
+        os.close(folder)
     try:
         proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--idle-minutes", f"{idle_minutes:g}"],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)

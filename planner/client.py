@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 
 from planner import __version__
+from planner.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout (or site-packages) holding planner/ and solvers/
 PACKAGES = ("planner", "solvers")
@@ -68,9 +69,13 @@ def socket_path() -> Path:
 SOCKET_PATH_BYTES = 107  # the longest path an AF_UNIX address holds on Linux (108 with its terminating zero)
 
 
-class UnsafeFolder(Exception):
+class UnsafeFolder(InputError):
     """The server's folder cannot be used: not a directory, not this user's, open to others, or not creatable. A
-    server refuses to start (``planner serve``: one error line, exit 2); a command runs in its own process."""
+    server refuses to start (``planner serve``: one error line naming PLANNER_SERVER_DIR, exit 2); a command runs in
+    its own process."""
+
+    def __init__(self, message: str):
+        super().__init__(message, field="PLANNER_SERVER_DIR")
 
 
 def socket_folder(path: Path) -> int:

@@ -28,7 +28,6 @@ import pkgutil
 import selectors
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import threading
@@ -134,7 +133,7 @@ def serve(command, idle_s: float = 3600.0, say=None) -> str:
     path = client.socket_path()
     if client.ask(b"S") is not None:
         raise InputError(f"a planner server already runs for this checkout ({path}); `planner serve --stop` first")
-    folder = server_folder(path)
+    folder = client.socket_folder(path)  # made and checked before any path in it is opened
     try:
         listener = listen(path, folder)
     finally:
@@ -146,26 +145,13 @@ def serve(command, idle_s: float = 3600.0, say=None) -> str:
         listener.close()
 
 
-def server_folder(path) -> int:
-    """The socket's folder, made and checked (``client.socket_folder``) before any path in it is opened."""
-    try:
-        return client.socket_folder(path)
-    except client.UnsafeFolder as exc:
-        raise InputError(str(exc), field="PLANNER_SERVER_DIR") from None
-
-
 def listen(path, folder: int) -> socket.socket:
     """The listening socket at ``path`` (mode 600), a stale socket of an ended server replaced; anything else in
     its place is refused, as is a folder swapped between its check and the bind."""
-    try:
-        st = os.stat(path.name, dir_fd=folder, follow_symlinks=False)
-    except FileNotFoundError:
-        st = None
-    if st is not None:
-        if not (stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid()):
-            raise InputError(f"{path} is in the way and is not a socket of yours; remove it",
-                             field="PLANNER_SERVER_DIR")
+    if client.own_socket(folder, path.name):
         os.unlink(path.name, dir_fd=folder)
+    elif os.path.lexists(path):
+        raise InputError(f"{path} is in the way and is not a socket of yours; remove it", field="PLANNER_SERVER_DIR")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     mask = os.umask(0o177)  # the socket is made 600: no moment when another could connect
     try:

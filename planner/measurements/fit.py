@@ -6,6 +6,10 @@ The loss is the sum of squared log errors over the rows of the family: for coloc
 output tokens/s and the per-user speed, for prefill rows the prompt tokens/s, each predicted by the model at the
 row's own layout, concurrency and lengths (``curves.model_point``). A parameter that ends at its bound is reported
 as such: the measurements ask for more than the model's physics allows there.
+
+Only the parameters the rows identify are fitted (``planner.measurements.identify``: the residuals' Jacobian at the
+shipped prior); the others stay exactly at the prior, reported with its range, and the result says how many of the
+five the rows identified and why each other one was held.
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ import datetime as _dt
 import math
 from pathlib import Path
 
+import numpy as np
+
 from planner import catalog, yaml_io
 from planner.errors import InputError
+from planner.measurements import identify
 from planner.measurements.curves import model_point
 from planner.measurements.reading import read_text
 from planner.perf.calibration import calibration_data, fit_parameters, fit_spec
@@ -34,14 +41,18 @@ def predicted(m, hw, model, efficiency: dict | None) -> dict:
                        efficiency)
 
 
-def measurement_loss(rows, hardware: dict, models: dict, efficiency: dict) -> float:
-    """Sum of squared log errors of the rows' figures under ``efficiency``."""
-    total = 0.0
+def measurement_residuals(rows, hardware: dict, models: dict, efficiency: dict) -> np.ndarray:
+    """The rows' log errors ``ln(predicted / measured)`` under ``efficiency``, one per measured figure."""
+    out: list[float] = []
     for m in rows:
         p = predicted(m, hardware[m.hardware], models[m.model], efficiency)
-        for key, measured in _figures(m):
-            total += math.log(max(p[key], 1e-12) / measured) ** 2
-    return total
+        out.extend(math.log(max(p[key], 1e-12) / measured) for key, measured in _figures(m))
+    return np.array(out)
+
+
+def measurement_loss(rows, hardware: dict, models: dict, efficiency: dict) -> float:
+    """Sum of squared log errors of the rows' figures under ``efficiency``."""
+    return float(np.sum(measurement_residuals(rows, hardware, models, efficiency) ** 2))
 
 
 def family_rows(rows, hardware: dict, family: str | None = None, hardware_id: str | None = None):
@@ -73,35 +84,113 @@ def family_rows(rows, hardware: dict, family: str | None = None, hardware_id: st
     return family, mine
 
 
-# What a user's rows can tell apart: the roofline's two efficiencies and the three fixed costs. The rest (padded
-# rows, grouped-matmul and precision factors, speculative work, the scheduler's bound, a stack's own values) keep
-# the shipped corpus's fit: a few layouts of one model rarely identify them (MODEL.md 12.3).
+# What a user's rows can tell apart at most: the roofline's two efficiencies and the three fixed costs. The rest
+# (padded rows, grouped-matmul and precision factors, speculative work, the scheduler's bound, a stack's own values)
+# keep the shipped corpus's fit: a few layouts of one model rarely identify them (MODEL.md 12.3). Of these five,
+# only those the rows identify are fitted (``planner.measurements.identify``); the others stay at the prior.
 MEASURED_PARAMS = ("bandwidth_efficiency", "flops_efficiency", "kernel_latency_s", "step_overhead_s",
                    "collective_latency_s")
 
 
 def fit_to_measurements(rows, family: str | None = None, hardware_id: str | None = None) -> dict:
-    """The fitted parameters of the rows' family: ``{family, params, fitted, before, at_bound, loss_before,
-    loss_after, rows}`` with ``rows`` the comparison before and after."""
+    """The fitted parameters of the rows' family: ``{family, hardware, params, fitted, before, at_bound,
+    loss_before, loss_after, rows}`` with ``rows`` the comparison before and after; and what the rows identify:
+    ``identified`` (the names fitted), ``held`` (name -> why it stays at the prior), ``parameters`` (one row per
+    parameter: fitted or held, value, prior, its range, its bounds, bound hit) and ``summary`` (one line)."""
     hardware, models = catalog.hardware_catalog(), catalog.model_catalog()
     missing = sorted({m.model for m in rows if m.model not in models})
     if missing:
         raise InputError(f"model {', '.join(missing)} is not in the catalog", field="--measurements")
     family, mine = family_rows(rows, hardware, family, hardware_id)
-    _, bounds = fit_spec(family)
-    names = list(MEASURED_PARAMS)  # what a user's rows identify, whatever the shipped fit takes from kernels
+    bounds = physical_bounds(family)
+    names = list(MEASURED_PARAMS)
     before = dict(family_efficiency(family))
+    prior = prior_ranges(family, names, bounds)
+
+    def residuals(eff):
+        return measurement_residuals(mine, hardware, models, eff)
 
     def objective(eff):
-        return measurement_loss(mine, hardware, models, eff)
+        return float(np.sum(residuals(eff) ** 2))
 
-    fitted = fit_parameters(objective, names, bounds, before)
-    at_bound = [n for n in names if math.isclose(fitted[n], bounds[n][0], rel_tol=1e-3)
+    sigma = {n: prior[n]["sigma_log"] for n in names}
+    chosen, held = identify.identified(identify.log_jacobian(residuals, before, names, bounds), names, sigma,
+                                       len(mine))
+    chosen = [n for n in names if n in chosen]  # in the table's order
+    fitted = fit_parameters(objective, chosen, bounds, before) if chosen else dict(before)
+    fitted.update({n: before[n] for n in held})  # exactly the prior: the search never moves them, nor may anything
+    loss_after = objective(fitted)
+    at_bound = [n for n in chosen if math.isclose(fitted[n], bounds[n][0], rel_tol=1e-3)
                 or math.isclose(fitted[n], bounds[n][1], rel_tol=1e-3)]
+    figures = sum(len(_figures(m)) for m in mine)
+    noise = max(identify.MEASUREMENT_LOG_ERROR, math.sqrt(loss_after / max(1, figures - len(chosen))))
+    spread = identify.posterior_sigma_log(identify.log_jacobian(residuals, fitted, chosen, bounds),
+                                          [sigma[n] for n in chosen], noise)
+    table = parameter_rows(names, chosen, held, fitted, before, prior, bounds, dict(zip(chosen, spread)), at_bound)
     return {"family": family, "hardware": sorted({m.hardware for m in mine}), "params": names, "fitted": fitted,
-            "before": before, "at_bound": at_bound,
-            "loss_before": objective(before), "loss_after": objective(fitted),
+            "before": before, "at_bound": at_bound, "identified": chosen, "held": held,
+            "parameters": table, "summary": summary(len(mine), chosen, held),
+            "loss_before": objective(before), "loss_after": loss_after,
             "rows": comparison(mine, hardware, models, before, fitted)}
+
+
+def physical_bounds(family: str) -> dict[str, tuple[float, float]]:
+    """Each parameter's physical range (data/calibration.yaml ``bounds``, each with its reason there, narrowed by
+    the family's own ``fit`` entry: e.g. a kernel's fixed time at least the measured GEMM's)."""
+    _, bounds = fit_spec(family)
+    return {n: (float(lo), float(hi)) for n, (lo, hi) in bounds.items()}
+
+
+def prior_ranges(family: str, names: list[str], bounds: dict) -> dict[str, dict]:
+    """Per parameter the shipped prior's range (planner.perf.uncertainty: the fitted points' spread, or a prior's
+    factor of two, from data/uncertainty.yaml) within the physical bounds, and its log standard deviation (half the
+    log width of the range)."""
+    from planner.perf.uncertainty import efficiency_ranges, ranges
+
+    values = family_efficiency(family)
+    known = {u.name.split(".", 1)[1]: (u.low, u.high) for u in efficiency_ranges(family)}
+    rule = ranges()["efficiency"]["prior"]
+    out = {}
+    for n in names:
+        v = values[n]
+        lo, hi = known.get(n, (v * rule["low"], v * rule["high"]))
+        lo, hi = max(min(lo, v), bounds[n][0]), min(max(hi, v), bounds[n][1])
+        width = math.log(hi / lo) / 2.0 if hi > lo else 0.0
+        out[n] = {"low": lo, "high": hi, "sigma_log": width if width > 0 else math.log(2.0)}
+    return out
+
+
+def parameter_rows(names, chosen, held, fitted, before, prior, bounds, spread, at_bound) -> list[dict]:
+    """One row per parameter: fitted or held at the prior, its value and the prior's, its range (the fit's,
+    one standard deviation each way, or the prior's), its physical bounds and whether the fit ended on one."""
+    out = []
+    for n in names:
+        lo, hi = bounds[n]
+        if n in chosen:
+            low, high = max(fitted[n] * math.exp(-spread[n]), lo), min(fitted[n] * math.exp(spread[n]), hi)
+        else:
+            low, high = prior[n]["low"], prior[n]["high"]
+        out.append({"parameter": n, "status": "fitted" if n in chosen else "held at prior", "value": fitted[n],
+                    "prior": before[n], "low": low, "high": high, "lower_bound": lo, "upper_bound": hi,
+                    "at_bound": n in at_bound,
+                    "why": _at_bound_why(fitted[n], lo) if n in at_bound else held.get(n)})
+    return out
+
+
+def _at_bound_why(value: float, lower: float) -> str:
+    side = "lower" if math.isclose(value, lower, rel_tol=1e-3) else "upper"
+    return f"ends at its {side} bound: the rows ask for more than its physics allows (or the model's form misses them)"
+
+
+def summary(rows: int, chosen: list[str], held: dict) -> str:
+    """One line: how many parameters the rows identify, and which stay at the prior."""
+    total = len(chosen) + len(held)
+    what = f"{rows} row{'s' if rows != 1 else ''} identify "
+    if not held:
+        return what + f"all {total} parameters"
+    what += f"{len(chosen)} of {total} parameters" + (f" ({', '.join(chosen)})" if chosen else "")
+    return (what + f"; too few rows, or rows too alike, to fit {', '.join(held)}: "
+            f"{'they stay' if len(held) > 1 else 'it stays'} at the shipped prior, with its range")
 
 
 def comparison(rows, hardware, models, before: dict, after: dict) -> list[dict]:
@@ -127,7 +216,11 @@ def write_efficiency(result: dict, path, source: str, scope: str = "hardware") -
 
     basis = (f"fitted {_dt.date.today().isoformat()} to {len(result['rows'])} measured figures of {source} "
              f"(planner calibrate --measurements)")
-    entry = {n: {"value": float(f"{result['fitted'][n]:.4g}"), "basis": basis} for n in result["params"]}
+    held = result.get("held", {})
+    entry = {n: {"value": float(f"{result['fitted'][n]:.4g}"),
+                 "basis": basis if n not in held else f"the shipped prior, held: {len(result['rows'])} measured "
+                                                       f"figures of {source} do not identify it ({held[n]})"}
+             for n in result["params"]}
     keys = [result["family"]] if scope == "family" else result["hardware"]
     what = f"family {result['family']}" if scope == "family" else "the measured systems only"
     text = (f"# Efficiencies fitted to measurements, for {what}; name this file in a scenario as "

@@ -992,11 +992,23 @@ def calibrate(write, measured, hardware_id, family, out_path, scope, show_ledger
             write_efficiency(result, out_path, measured, scope or "hardware")
             click.echo(f"wrote {out_path} (for {result['family'] if scope == 'family' else ', '.join(result['hardware'])})",
                        err=True)
-        fitted = ", ".join(f"{n} {result['before'][n]:.4g} -> {result['fitted'][n]:.4g}" for n in result["params"])
-        click.echo(f"{result['family']}: {fitted}; loss {result['loss_before']:.4g} -> {result['loss_after']:.4g}"
+        fitted = ", ".join(f"{n} {result['before'][n]:.4g} -> {result['fitted'][n]:.4g}" for n in result["identified"])
+        click.echo(f"{result['family']}: {result['summary']}" + (f"; {fitted}" if fitted else "")
+                   + f"; loss {result['loss_before']:.4g} -> {result['loss_after']:.4g}"
                    + (f"; at a bound: {', '.join(result['at_bound'])}" if result["at_bound"] else ""), err=True)
         rows = result["rows"]
         title = f"{measured}: measured against the model before and after the fit"
+        if fmt == "json":  # an object: the parameters and the summary beside the rows (INTERFACE.md 2.7)
+            click.echo(render.to_json({k: result[k] for k in ("family", "hardware", "summary", "identified",
+                                                              "parameters", "loss_before", "loss_after", "rows")}))
+            return
+        params = [{k: v for k, v in r.items() if k != "why"} for r in result["parameters"]]
+        if fmt == "markdown":  # the parameters first: what was fitted, what stays at the prior, and why
+            click.echo(render.to_markdown(params), nl=False)
+        else:
+            render.table(params, title=f"{result['family']}: {result['summary']}")
+        click.echo("\n" * (fmt == "markdown") + "".join(f"{r['parameter']}: {r['why']}\n"
+                                                      for r in result["parameters"] if r["why"]))
     if fmt == "json":
         click.echo(render.to_json(rows))
     elif fmt == "markdown":

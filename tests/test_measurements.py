@@ -316,16 +316,21 @@ def synthetic_rows(true: dict) -> list:
 
 
 def test_calibration_recovers_the_parameters_that_made_the_points():
+    """Hopper's step overhead (80 us beside about 2 ms of kernels a step) moves these rows by under 2% over its
+    prior's range: the rows identify the other four, which are recovered, and it stays at the prior (issue 45)."""
     from planner.measurements.fit import fit_to_measurements
     from planner.perf.pack import family_efficiency
 
-    true = {**family_efficiency("nvidia-gpu/hopper"), "bandwidth_efficiency": 0.6, "flops_efficiency": 0.45,
-            "kernel_latency_s": 5e-6, "step_overhead_s": 3e-4, "collective_latency_s": 8e-6}
+    prior = family_efficiency("nvidia-gpu/hopper")
+    true = {**prior, "bandwidth_efficiency": 0.6, "flops_efficiency": 0.45, "kernel_latency_s": 5e-6,
+            "collective_latency_s": 8e-6}
     result = fit_to_measurements(synthetic_rows(true), hardware_id="hgx-h100")
     assert result["family"] == "nvidia-gpu/hopper" and result["loss_before"] > 0.1 and result["loss_after"] < 1e-8
-    for name in result["params"]:  # all five, each within 0.1% of the value the points were made with
+    assert result["identified"] == ["bandwidth_efficiency", "flops_efficiency", "kernel_latency_s",
+                                    "collective_latency_s"]
+    for name in result["params"]:  # each within 0.1% of the value the points were made with
         assert result["fitted"][name] == pytest.approx(true[name], rel=1e-3), name
-    assert result["at_bound"] == []
+    assert result["fitted"]["step_overhead_s"] == prior["step_overhead_s"] and result["at_bound"] == []
 
 
 @pytest.mark.integration
@@ -387,7 +392,7 @@ def test_calibrate_cli_writes_the_file(tmp_path):
     res = CliRunner().invoke(main, ["calibrate", "--measurements", str(DATA / "measurements" / "h100-h200-llama8b.csv"),
                                     "--hardware", "hgx-h100", "--out", str(out), "--format", "json"])
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.stdout)
+    rows = json.loads(res.stdout)["rows"]  # beside the parameters fitted and held (issue 45)
     assert {r["hardware"] for r in rows} == {"hgx-h100"} and out.is_file()
     before = sum(math.log(1 + r["error_before_pct"] / 100) ** 2 for r in rows)
     after = sum(math.log(1 + r["error_after_pct"] / 100) ** 2 for r in rows)

@@ -284,6 +284,15 @@ class Model(Strict):
                             "(num_nextn_predict_layers), the drafter of speculative method mtp")
     notes: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_is_recomputed(cls, data):
+        """An entry as ``catalog show`` and ``models add`` print it carries ``derived``: read back, the counts are
+        derived again from the fields, never taken from it (an edited field would leave them stale)."""
+        if isinstance(data, dict) and isinstance(data.get("derived"), dict):
+            data = {k: v for k, v in data.items() if k != "derived"}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> "Model":
         if self.attention == "mla":
@@ -556,11 +565,37 @@ def serving_engines() -> dict[str, Engine]:
         raise CatalogError(f"{path}: {exc}") from exc
 
 
+CLOSE_RATIO = 0.8  # difflib's similarity from which a name is a likely typo of another (issue 45)
+
+
 def did_you_mean(name: str, choices) -> str:
+    """`` (did you mean 'X'?)`` for the known name closest to ``name`` where it is close enough to be a typo of it,
+    else nothing: another name of the same family (qwen3-32b for qwen3-coder-480b) is no suggestion."""
     import difflib
 
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    close = [c for c in difflib.get_close_matches(name, list(choices), n=5, cutoff=0.5) if is_close(name, c)]
+    close.sort(key=lambda c: not c.lower().startswith(name.lower()))  # a cut-short id first, else by likeness
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def is_close(name: str, known: str) -> bool:
+    """Whether ``known`` is likely what ``name`` meant: the whole strings CLOSE_RATIO alike (case aside), or the same
+    words (split at '-', '_', '.', '/') but one, that one at least half alike (a typo in one word)."""
+    import difflib
+    import re
+
+    a, b = name.lower(), known.lower()
+    if difflib.SequenceMatcher(None, a, b).ratio() >= CLOSE_RATIO:
+        return True
+    wa, wb = re.split(r"[-_./]", a), re.split(r"[-_./]", b)
+    differ = [(x, y) for x, y in zip(wa, wb) if x != y]
+    return (len(wa) == len(wb) and len(differ) == 1
+            and difflib.SequenceMatcher(None, *differ[0]).ratio() >= 0.5)
+
+
+# How a model the catalog lacks can be planned (issue 45): said wherever an unknown model id is refused.
+ADD_A_MODEL = ("to plan a model the catalog lacks, derive its entry from its Hugging Face config.json: "
+               "planner models add CONFIG.json, or in a scenario models: [{from: PATH/config.json, id: ID}]")
 
 
 def get_hardware(hw_id: str) -> Hardware:
@@ -574,6 +609,7 @@ def get_model(model_id: str) -> Model:
     cat = model_catalog()
     if model_id not in cat:
         raise CatalogError(
-            f"unknown model {model_id!r}{did_you_mean(model_id, cat)}; known: {', '.join(sorted(cat))}"
+            f"unknown model {model_id!r}{did_you_mean(model_id, cat)}; known: {', '.join(sorted(cat))}; "
+            f"{ADD_A_MODEL}"
         )
     return cat[model_id]

@@ -511,6 +511,46 @@ def catalog_show(item_id, fmt):
         click.echo(yaml.safe_dump(entry, sort_keys=False, allow_unicode=True), nl=False)
 
 
+@main.group()
+def models() -> None:
+    """Models from their Hugging Face config.json (docs/INTERFACE.md 2.4.1)."""
+
+
+@models.command("add")
+@click.argument("config", metavar="CONFIG.json", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--id", "model_id", default=None,
+              help="the entry's id [default: the config's folder name, or the file's name, lower-case]")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="write the entry to FILE (for planner/data/models/ or a scenario's models:) instead of printing it")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+def models_add(config, model_id, out_path, fmt):
+    """The catalog entry of the decoder a Hugging Face CONFIG.json describes, with its derived parameter counts
+    and KV bytes per token as catalog show gives them; an architecture the planner cannot price exits 2 naming the
+    config field."""
+    from planner.hf_config import model_from_config
+    from planner.report import render
+    from planner.report.catalog_view import model_entry
+
+    if out_path:
+        from planner.report.files import check_output_file
+
+        check_output_file(out_path, "--out", inputs=[config])  # never over the config it reads
+    entry = model_entry(model_from_config(config, model_id))
+    if fmt == "json":
+        text = render.to_json(entry) + "\n"
+    else:
+        import yaml
+
+        text = yaml.safe_dump(entry, sort_keys=False, allow_unicode=True, width=116)
+    if out_path:
+        from planner.writing import atomic_write
+
+        atomic_write(out_path, text.encode("utf-8"))
+        click.echo(f"wrote model {entry['id']} to {out_path}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=True, path_type=str))
 @click.option("--set", "settings", multiple=True, metavar="PATH=VALUE",

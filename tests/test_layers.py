@@ -18,6 +18,7 @@ RANKS = {
     "planner.errors": 1, "planner.vocabulary": 1, "planner.interrupts": 1, "planner.__version__": 1,
     "planner.inputs": 2, "planner.lengths": 2, "planner.kernel_cache": 2, "planner.client": 2, "planner.writing": 2, "planner.yaml_io": 2,
     "planner.catalog": 3,
+    "planner.hf_config": 3.5,  # catalog entries from Hugging Face configs: on the catalog, below what plans with them
     "planner.perf": 4, "planner.traces": 4,
     "planner.measurements": 5,
     "planner.scenario": 6,

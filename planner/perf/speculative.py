@@ -123,9 +123,19 @@ def auto_words(methods, model_id: str) -> str:
     drafters = [acceptance_words(m, model_id, DEFAULT_ACCEPTANCE, published_acceptance(model_id, m))
                 for m in methods if m != "none"]
     if not drafters:
-        return f"{model_id} ships no drafter and has no published one, so no speculative decoding"
+        return no_drafter_words(model_id)
     return ("the plan chooses per option between no drafting and " + "; ".join(drafters)
             + " (speculative: auto; none stays selectable)")
+
+
+def no_drafter_words(model_id: str) -> str:
+    """Why ``speculative: auto`` plans a model without drafting, and what a drafter would change (issue 45): its
+    config has no multi-token-prediction layers and data/speculative.yaml no published head for it."""
+    return (f"no drafter is known for {model_id} (its config has no multi-token-prediction layers and no EAGLE head "
+            f"is published for it in data/speculative.yaml), so no speculative decoding: a drafter multiplies the "
+            f"tokens/s each user sees by about its accepted tokens per step and can bring a faster tier within "
+            f"reach; planner frontier --model {model_id} --speculative eagle --acceptance A shows what a head of "
+            f"acceptance A would reach, and a workload's speculative: {{method: eagle, acceptance: A}} plans with one")
 
 
 def auto_methods(model: Model) -> tuple[str, ...]:

@@ -77,18 +77,22 @@ def show_entry(item_id: str) -> dict:
         entry["sources"] = {k: catalog.sources().get(k, {"title": "(missing from sources.yaml)"}) for k in used}
         return entry
     if item_id in models:
-        m = models[item_id]
-        entry = m.model_dump(mode="json", exclude_none=True)
-        entry["derived"] = {
-            "total_params": m.total_params,
-            "active_params": m.active_params,
-            "attention_params_per_layer": m.attention_params_per_layer,
-            "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"),
-            "kv_bytes_per_token_fp8": m.kv_bytes_per_token("fp8"),
-        }
-        return entry
+        return model_entry(models[item_id])
     known = list(hw) + list(models)
     raise InputError(f"unknown catalog id {item_id!r}{catalog.did_you_mean(item_id, known)}", field="ID")
+
+
+def model_entry(m: catalog.Model) -> dict:
+    """A model's catalog fields and what the planner derives from them (``catalog show``, ``models add``)."""
+    entry = m.model_dump(mode="json", exclude_none=True)
+    entry["derived"] = {
+        "total_params": m.total_params,
+        "active_params": m.active_params,
+        "attention_params_per_layer": m.attention_params_per_layer,
+        "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"),
+        "kv_bytes_per_token_fp8": m.kv_bytes_per_token("fp8"),
+    }
+    return entry
 
 
 def sources_of(obj) -> set[str]:

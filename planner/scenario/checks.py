@@ -10,14 +10,15 @@ import math
 import re
 from typing import Any
 
-from planner.catalog import did_you_mean, hardware_catalog, model_catalog
+from planner.catalog import ADD_A_MODEL, did_you_mean, hardware_catalog, model_catalog
 from planner.perf.calibration import calibration_data
 from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table
 from planner.scenario.overrides import _apply_overrides, _OverrideError
 
 
 def _unknown(kind: str, name: str, known, where: str) -> str:
-    return f"unknown {kind} id {name!r}{did_you_mean(name, known)}; expected a catalog id or an id from {where}"
+    text = f"unknown {kind} id {name!r}{did_you_mean(name, known)}; expected a catalog id or an id from {where}"
+    return text + (f" ({ADD_A_MODEL})" if kind == "model" else "")
 
 
 def _custom_id_problems(items, catalog, loc):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from planner import yaml_io
+from planner import hf_config, yaml_io
 from planner.catalog import hardware_catalog, model_catalog
 from planner.errors import InputError
 from planner.inputs import read_bytes_limited
@@ -48,6 +48,8 @@ def scenario_from_yaml(text: str, file: str = "<scenario>", settings=()) -> Scen
             data["efficiency"] = read_efficiency(path if path.is_absolute() or base is None else base / path)
         except InputError as exc:
             raise exc.in_file(file) from None
+    if isinstance(data.get("models"), list):  # {from: config.json}: the catalog entry derived from it
+        data["models"] = [_model_entry(m, i, base, file) for i, m in enumerate(data["models"])]
     origins: list[str | None] | None = None  # each row's file and row, for the errors that name a row (inline: None)
     if isinstance(data.get("measurements"), list):  # files become their rows, read relative to the scenario
         try:
@@ -67,6 +69,27 @@ def scenario_from_yaml(text: str, file: str = "<scenario>", settings=()) -> Scen
     except ValidationError as exc:
         raise _validation_error(exc, Scenario, file, root,
                                 set_paths=[parse_setting(t)[0] for t in settings or ()]) from None
+
+
+def _model_entry(item, index: int, base: Path | None, file: str):
+    """A scenario's model entry: as written, or for ``{from: PATH, id: ID, ...}`` the entry derived from the Hugging
+    Face config.json at PATH (relative to the scenario), the other fields given replacing the derived ones."""
+    if not (isinstance(item, dict) and "from" in item):
+        return item
+    field = f"models[{index}].from"
+    given = item["from"]
+    if not isinstance(given, str) or not given:
+        raise InputError(f"expected the path of a Hugging Face config.json, got {_short(given)}", file=file,
+                         field=field)
+    path = Path(given)
+    path = path if path.is_absolute() or base is None else base / path
+    rest = {k: v for k, v in item.items() if k != "from"}
+    try:
+        entry = hf_config.entry_from_config(hf_config.read_config(path), given, str(rest.get("id") or
+                                                                                   hf_config.default_id(path)))
+    except InputError as exc:
+        raise InputError(str(exc), file=file, field=field) from None
+    return {**entry, **rest}
 
 
 def load_scenario(path: str | Path, settings=()) -> Scenario:

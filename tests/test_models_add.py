@@ -339,3 +339,12 @@ def test_the_assumption_for_a_model_without_a_drafter_says_what_one_would_change
     words = auto_words(auto_methods(m), m.id)
     assert words.startswith("no drafter is known for coder")
     assert "planner frontier --model coder --speculative eagle --acceptance A" in words
+
+
+def test_the_library_call_is_the_converter(tmp_path):
+    import planner
+
+    assert planner.model_from_config is model_from_config
+    with pytest.raises(planner.InputError) as info:
+        planner.model_from_config(_write(tmp_path, {"model_type": "mamba"}))
+    assert info.value.field == "model_type"

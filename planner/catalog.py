@@ -579,8 +579,9 @@ def did_you_mean(name: str, choices) -> str:
 
 
 def is_close(name: str, known: str) -> bool:
-    """Whether ``known`` is likely what ``name`` meant: the whole strings CLOSE_RATIO alike (case aside), or the same
-    words (split at '-', '_', '.', '/') but one, that one at least half alike (a typo in one word)."""
+    """Whether ``known`` is likely what ``name`` meant: the whole strings CLOSE_RATIO alike (case aside), ``name``
+    some of its words in a row (split at '-', '_', '.', '/': ``capex`` for ``capex_usd``, ``h100`` for
+    ``hgx-h100``), or the same words but one, that one at least half alike (a typo in one word)."""
     import difflib
     import re
 
@@ -588,6 +589,8 @@ def is_close(name: str, known: str) -> bool:
     if difflib.SequenceMatcher(None, a, b).ratio() >= CLOSE_RATIO:
         return True
     wa, wb = re.split(r"[-_./]", a), re.split(r"[-_./]", b)
+    if len(wa) < len(wb) and any(wb[i:i + len(wa)] == wa for i in range(len(wb) - len(wa) + 1)):
+        return True
     differ = [(x, y) for x, y in zip(wa, wb) if x != y]
     return (len(wa) == len(wb) and len(differ) == 1
             and difflib.SequenceMatcher(None, *differ[0]).ratio() >= 0.5)

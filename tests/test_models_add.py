@@ -348,3 +348,12 @@ def test_the_library_call_is_the_converter(tmp_path):
     with pytest.raises(planner.InputError) as info:
         planner.model_from_config(_write(tmp_path, {"model_type": "mamba"}))
     assert info.value.field == "model_type"
+
+
+@pytest.mark.parametrize("name, choices, suggested", [
+    ("capex", ["capex_usd", "power_kw"], "capex_usd"),  # a field's first word
+    ("h100", ["hgx-h100", "hgx-h200", "gb200-nvl72"], "hgx-h100"),  # an id's last word
+    ("coder-480b", ["qwen3-32b", "qwen3-235b-a22b"], None),
+])
+def test_did_you_mean_takes_a_cut_short_name(name, choices, suggested):
+    assert did_you_mean(name, choices) == (f" (did you mean {suggested!r}?)" if suggested else "")

@@ -3,7 +3,11 @@
 vLLM its release pins), at the versions the export targets name (planner.export's VERSION constants), each the
 engine's wheels without their dependencies plus those of their dependencies the argument parsers import. Left out: the GPU kernel packages (no GPU here and none of
 them is on the parsers' path), which the engine's own metadata names and ``SKIP`` matches. torch is installed (the
-parsers import it), at the engine's pin. An environment that exists with its marker file is kept.
+parsers import it) as one CPU build for all three, ``PARSER_TORCH``: vLLM 0.34 and SGLang 0.5.23 pin CUDA builds of
+torch 2.14, which bring 3 GB of CUDA libraries each that no argument parser loads (``import torch`` needs them all),
+and the parsers judge the same flags on 2.13's CPU build (tests/test_engines_accept.py). What needs the torch it was
+built for (``AFTER_TORCH``: torchvision's CUDA operators, which transformers only imports where it is installed) is
+removed after. An environment that exists with its marker file is kept.
 
 Usage: python tests/engines/install.py [ENGINE ...]   (from the project's own environment)"""
 
@@ -24,6 +28,12 @@ SKIP = re.compile(r"^(flash|flashinfer|apache-tvm|numba|sgl-|sglang-kernel|hummi
                   r"cuda-python|deepseek-recipe|av|decord|torchaudio|torchvision|torchcodec|PyNvVideoCodec|"
                   r"triton|kernels|torch_memory_saver|py-spy|deep_gemm|mooncake|"
                   r"sgl_kernel|flash-attn|cutlass|aisimulate|tokenspeed|instanttensor|fastsafetensors)", re.I)
+
+
+# The torch every parser runs on: Dynamo 1.6.1's vLLM pins it, and it is the CPU build pip takes on this machine
+PARSER_TORCH = "torch==2.13.0"
+# Pulled in by the engines' own requirements (timm, sglang) but built against the pinned CUDA torch: removed
+AFTER_TORCH = ("torchvision",)
 
 
 def versions() -> dict[str, str]:
@@ -83,9 +93,12 @@ def install(engine: str) -> Path:
         reqs = sorted({r for w in files for r in requirements(w)
                        if re.split(r"[=<>!~\[ ;(]", r)[0].lower().replace("_", "-") not in names})
         torch = [r for r in reqs if re.match(r"^torch\s*[=<>!~ ;(]", r) or r == "torch"]
-        pip(env, *torch)  # first, at the engine's pin, so that nothing else brings another
-        pip(env, *[r for r in reqs if r not in torch])
+        pip(env, PARSER_TORCH)  # first, so that nothing else brings another
+        with open(Path(tmp) / "torch.txt", "w") as held:  # and held there while the rest resolve
+            held.write(PARSER_TORCH + "\n")
+        pip(env, "-c", str(Path(tmp) / "torch.txt"), *[r for r in reqs if r not in torch])
         pip(env, "--no-deps", *map(str, files))
+        subprocess.run([str(env / "bin" / "pip"), "uninstall", "-y", "-q", *AFTER_TORCH], check=True)
     (env / ".installed").write_text(f"{engine}=={version}\n")
     return env
 

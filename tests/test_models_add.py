@@ -338,7 +338,7 @@ def test_the_assumption_for_a_model_without_a_drafter_says_what_one_would_change
     assert auto_methods(m) == ("none",)
     words = auto_words(auto_methods(m), m.id)
     assert words.startswith("no drafter is known for coder")
-    assert "planner frontier --model coder --speculative eagle --acceptance A" in words
+    assert "planner frontier --model coder (or its config.json) --speculative eagle --acceptance A" in words
 
 
 def test_the_library_call_is_the_converter(tmp_path):
@@ -357,3 +357,13 @@ def test_the_library_call_is_the_converter(tmp_path):
 ])
 def test_did_you_mean_takes_a_cut_short_name(name, choices, suggested):
     assert did_you_mean(name, choices) == (f" (did you mean {suggested!r}?)" if suggested else "")
+
+
+def test_frontier_takes_a_config_as_its_model():
+    """What the no-drafter assumption points to works for a model outside the catalog too: the frontier of a
+    config is the catalog model's where they are one model."""
+    from planner.perf.frontier import frontier
+
+    args = dict(hardware=["hgx-h100"], precision="fp8", speculative="eagle", acceptance=0.7)
+    from_config = frontier(str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"), **args)
+    assert from_config and from_config == frontier("llama-3.1-8b", **args)

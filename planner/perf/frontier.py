@@ -10,6 +10,7 @@ import numpy as np
 from planner import catalog
 from planner.catalog import Hardware, Model
 from planner.errors import InputError
+from planner.hf_config import model_from_config
 from planner.perf.estimate import check_id, check_pair, check_positive, check_split, parse_pair, spec_tokens
 from planner.perf.speculative import NONE, Speculation, draft_vector, speculation
 from planner.perf.grid import BATCHES, MICRO_BATCHES, Layouts, parallel_grid, split_grid
@@ -162,7 +163,7 @@ def frontier(model: str, hardware: list[str] | None = None, precision: str | Non
     check_id(draft_model, "draft_model", "the drafter's model id", optional=True)
     spec = speculation(speculative, draft_tokens, acceptance, draft_model,
                        model=model if isinstance(model, str) else None)
-    m = catalog.get_model(model)
+    m = model_from_config(model) if model.endswith(".json") else catalog.get_model(model)  # a config: issue 45
     draft_vector(m, spec)  # a drafter that cannot apply to this model is an error before any sweep
     check_positive(input_tokens=input_tokens, output_tokens=output_tokens)
     if isinstance(hardware, str):

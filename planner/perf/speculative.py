@@ -134,8 +134,9 @@ def no_drafter_words(model_id: str) -> str:
     return (f"no drafter is known for {model_id} (its config has no multi-token-prediction layers and no EAGLE head "
             f"is published for it in data/speculative.yaml), so no speculative decoding: a drafter multiplies the "
             f"tokens/s each user sees by about its accepted tokens per step and can bring a faster tier within "
-            f"reach; planner frontier --model {model_id} --speculative eagle --acceptance A shows what a head of "
-            f"acceptance A would reach, and a workload's speculative: {{method: eagle, acceptance: A}} plans with one")
+            f"reach; planner frontier --model {model_id} (or its config.json) --speculative eagle --acceptance A shows "
+            f"what a head of acceptance A would reach, and a workload's speculative: {{method: eagle, acceptance: A}} "
+            f"plans with one")
 
 
 def auto_methods(model: Model) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from planner.measurements.curves import model_point
 from planner.measurements.reading import read_text
 from planner.perf.calibration import calibration_data, fit_parameters, fit_spec
 from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_key, efficiency_table, family_efficiency
+from planner.perf.uncertainty import efficiency_ranges, ranges
 from planner.writing import atomic_write
 
 
@@ -145,8 +146,6 @@ def prior_ranges(family: str, names: list[str], bounds: dict) -> dict[str, dict]
     """Per parameter the shipped prior's range (planner.perf.uncertainty: the fitted points' spread, or a prior's
     factor of two, from data/uncertainty.yaml) within the physical bounds, and its log standard deviation (half the
     log width of the range)."""
-    from planner.perf.uncertainty import efficiency_ranges, ranges
-
     values = family_efficiency(family)
     known = {u.name.split(".", 1)[1]: (u.low, u.high) for u in efficiency_ranges(family)}
     rule = ranges()["efficiency"]["prior"]

@@ -36,6 +36,12 @@ WEIGHT_BYTES = {"fp4": 4.5 / 8.0, "fp8": 1.0, "bf16": 2.0, "w4a16": 4.25 / 8.0}
 # KV cache element bytes at each serving precision: FP4 deployments keep the KV cache in FP8; weight-only 4-bit
 # ones in 16 bits, as their activations.
 KV_BYTES = {"fp4": 1.0, "fp8": 1.0, "bf16": 2.0, "w4a16": 2.0}
+# Bytes per element of a linear-attention layer's recurrent state at the dtype the serving engine keeps it in (the
+# config's mamba_ssm_dtype where it names one: Qwen3.5's float32; else the model's 16 bits, vLLM's "auto"): the state
+# is updated in place every token, so engines keep it wide whatever the KV cache's precision. Its convolution window
+# holds activations, in 16 bits.
+STATE_BYTES = {"bf16": 2.0, "fp32": 4.0}
+CONV_STATE_BYTES = 2.0
 # The precision whose tensor-core peak a serving precision's matmuls run at: weight-only formats multiply in 16 bits.
 MATH_PRECISION: dict[str, Precision] = {"fp4": "fp4", "fp8": "fp8", "bf16": "bf16", "w4a16": "bf16"}
 
@@ -272,6 +278,28 @@ class Model(Strict):
     attention_bias: bool = False
     sliding_window_tokens: int | None = Field(None, description="window of the sliding-window layers")
     sliding_window_layers: int = Field(0, ge=0, description="how many layers use the sliding window")
+    attention_output_gate: bool = Field(False, description="the full-attention layers gate their output by a second "
+                                        "query-sized projection (Qwen3-Next, Qwen3.5: q_proj twice as wide)")
+    # Hybrid linear attention (MODEL.md 2.10): layers with a fixed-size recurrent state per sequence, no KV cache
+    linear_attention: Literal["gated_deltanet", "lightning"] | None = Field(
+        None, description="the linear-attention layers' kind: gated DeltaNet (Qwen3-Next, Qwen3.5) or lightning "
+        "attention (MiniMax-01)")
+    linear_attention_layers: int = Field(0, ge=0, description="layers of linear attention; the rest attend over a "
+                                         "KV cache")
+    linear_key_heads: int = Field(0, ge=0, description="linear attention's key (and query) heads")
+    linear_key_head_dim: int = Field(0, ge=0)
+    linear_value_heads: int = Field(0, ge=0, description="linear attention's value heads: one recurrent state each")
+    linear_value_head_dim: int = Field(0, ge=0)
+    linear_conv_kernel: int = Field(0, ge=0, description="width of the causal convolution over q, k and v (gated "
+                                    "DeltaNet; 0: none)")
+    linear_state_dtype: Literal["bf16", "fp32"] = Field("bf16", description="dtype engines keep the recurrent "
+                                                        "state in (the config's mamba_ssm_dtype)")
+    # DeepSeek sparse attention (MODEL.md 2.10): the cache holds every token, a query reads its top k
+    sparse_attention_topk: int | None = Field(None, gt=0, description="cached tokens each query of a full-attention "
+                                              "layer reads, chosen by the lightning indexer (index_topk)")
+    indexer_heads: int = Field(0, ge=0, description="the lightning indexer's query heads (index_n_heads)")
+    indexer_head_dim: int = Field(0, ge=0, description="its head dim, the size of its one key per token and layer "
+                               "(index_head_dim)")
     # FFN: dense layers use intermediate_size; MoE layers use experts of moe_intermediate_size
     intermediate_size: int = Field(0, ge=0, description="dense FFN width (0 when every layer is MoE)")
     dense_layers: int | None = Field(None, description="layers with a dense FFN; default all (dense) or 0 (MoE)")
@@ -307,13 +335,28 @@ class Model(Strict):
                 raise ValueError("MoE needs 0 < experts_per_token <= experts and moe_intermediate_size > 0")
         elif self.intermediate_size <= 0:
             raise ValueError("a dense model needs intermediate_size > 0")
-        if self.sliding_window_layers > self.layers:
-            raise ValueError("sliding_window_layers exceeds layers")
+        if self.sliding_window_layers + self.linear_attention_layers > self.layers:
+            raise ValueError("sliding_window_layers and linear_attention_layers exceed layers")
+        self._linear_consistent()
+        if self.sparse_attention_topk and not (self.indexer_heads and self.indexer_head_dim):
+            raise ValueError("sparse attention (sparse_attention_topk) needs indexer_heads and indexer_head_dim")
         if self.sliding_window_layers and not self.sliding_window_tokens:
             raise ValueError("sliding_window_layers needs sliding_window_tokens")
         if self.n_dense_layers > self.layers:
             raise ValueError("dense_layers exceeds layers")
         return self
+
+    def _linear_consistent(self) -> None:
+        if not self.linear_attention_layers:
+            return
+        if self.linear_attention is None:
+            raise ValueError("linear_attention_layers needs linear_attention (its kind)")
+        dims = ("linear_key_heads", "linear_key_head_dim", "linear_value_heads", "linear_value_head_dim")
+        missing = [f for f in dims if not getattr(self, f)]
+        if missing:
+            raise ValueError(f"linear attention needs {', '.join(missing)}")
+        if self.linear_value_heads % self.linear_key_heads:
+            raise ValueError("linear_value_heads must be a multiple of linear_key_heads")
 
     # ---- derived structure -------------------------------------------------------------------------------
     @property
@@ -331,14 +374,26 @@ class Model(Strict):
         return self.layers - self.n_dense_layers
 
     @property
+    def full_attention_layers(self) -> int:
+        """Layers that attend over a KV cache (sliding-window ones included): all but the linear-attention ones."""
+        return self.layers - self.linear_attention_layers
+
+    @property
+    def attention_params(self) -> int:
+        """Attention weights of all layers: the full-attention layers' and the linear-attention layers'."""
+        return (self.full_attention_layers * self.attention_params_per_layer
+                + self.linear_attention_layers * self.linear_attention_params_per_layer)
+
+    @property
     def attention_params_per_layer(self) -> int:
+        """One full-attention layer's weights (its output gate and sparse-attention indexer included)."""
         h = self.hidden_size
         if self.attention == "gqa":
-            q = h * self.heads * self.head_dim
+            q = h * self.heads * self.head_dim * (2 if self.attention_output_gate else 1)
             kv = 2 * h * self.kv_heads * self.head_dim
             o = self.heads * self.head_dim * h
             bias = (self.heads + 2 * self.kv_heads) * self.head_dim if self.attention_bias else 0
-            return q + kv + o + bias
+            return q + kv + o + bias + self.indexer_params_per_layer
         kv_rank, nope, rope, v_dim = self.mla_dims
         qk = nope + rope
         if self.q_lora_rank:
@@ -347,7 +402,77 @@ class Model(Strict):
             q = h * self.heads * qk
         kv = h * (kv_rank + rope) + kv_rank * self.heads * (nope + v_dim)
         o = self.heads * v_dim * h
-        return q + kv + o
+        return q + kv + o + self.indexer_params_per_layer
+
+    @property
+    def indexer_params_per_layer(self) -> int:
+        """DeepSeek sparse attention's lightning indexer (DeepSeek-V3.2's Indexer): its queries from the query
+        latent (wq_b, q_lora_rank -> heads x dim; from the hidden state without one), one key per token (wk,
+        h -> dim, with its LayerNorm's weight and bias) and a weight per head (weights_proj, h -> heads)."""
+        n, d = self.indexer_heads, self.indexer_head_dim
+        if not self.sparse_attention_topk:
+            return 0
+        return (self.q_lora_rank or self.hidden_size) * n * d + self.hidden_size * d + 2 * d + self.hidden_size * n
+
+    @property
+    def linear_conv_channels(self) -> int:
+        """Channels of gated DeltaNet's causal convolution: q, k (key heads) and v (value heads)."""
+        if self.linear_conv_kernel == 0:
+            return 0
+        return 2 * self.linear_key_heads * self.linear_key_head_dim + self.linear_value_heads * self.linear_value_head_dim
+
+    @property
+    def linear_attention_params_per_layer(self) -> int:
+        """One linear-attention layer's weights. Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet): q, k, v and
+        the output gate z (in_proj_qkvz: h -> 2 nk dk + 2 nv dv), the decay and write gates (in_proj_ba: h -> 2 nv),
+        the convolution (channels x kernel), A_log and dt_bias (nv each), the gated norm (dv), out_proj (nv dv -> h).
+        Lightning attention (MiniMax-01): qkv (h -> 3 H d), the output gate (h -> H d), its norm (H d) and out_proj
+        (H d -> h)."""
+        if not self.linear_attention_layers:
+            return 0
+        h = self.hidden_size
+        nk, dk, nv, dv = self.linear_key_heads, self.linear_key_head_dim, self.linear_value_heads, self.linear_value_head_dim
+        if self.linear_attention == "lightning":
+            return h * (2 * nk * dk + nv * dv) + h * nv * dv + nv * dv + nv * dv * h
+        in_proj = h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv
+        conv = self.linear_conv_channels * self.linear_conv_kernel
+        return in_proj + conv + 2 * nv + dv + nv * dv * h
+
+    @property
+    def linear_state_bytes_per_layer(self) -> float:
+        """One sequence's state in one linear-attention layer: a dk x dv matrix per value head at the state's dtype
+        (STATE_BYTES), and gated DeltaNet's convolution window, the last kernel - 1 inputs of its channels, in 16
+        bits."""
+        if not self.linear_attention_layers:
+            return 0.0
+        recurrent = self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+        window = self.linear_conv_channels * max(self.linear_conv_kernel - 1, 0)
+        return recurrent * STATE_BYTES[self.linear_state_dtype] + window * CONV_STATE_BYTES
+
+    @property
+    def state_bytes_per_sequence(self) -> float:
+        """Fixed-size state one sequence keeps over all linear-attention layers, whatever its length."""
+        return self.linear_attention_layers * self.linear_state_bytes_per_layer
+
+    @property
+    def linear_attention_flops_per_token(self) -> int:
+        """FLOPs of one token through one linear-attention layer's state (2 per multiply-add), whatever the
+        context. Gated DeltaNet per value head: decay the dk x dv state (dk dv), retrieve S^T k (2 dk dv), write the
+        rank-one delta correction (2 dk dv), read out S^T q (2 dk dv): 7 dk dv; and the convolution, 2 x channels
+        x kernel. Lightning attention per head: decay (d^2), add k^T v (2 d^2), read out q S (2 d^2): 5 d^2."""
+        if not self.linear_attention_layers:
+            return 0
+        per_head = self.linear_key_head_dim * self.linear_value_head_dim * (5 if self.linear_attention == "lightning"
+                                                                              else 7)
+        return self.linear_value_heads * per_head + 2 * self.linear_conv_channels * self.linear_conv_kernel
+
+    @property
+    def indexer_flops_per_token_per_context(self) -> int:
+        """Indexer FLOPs per layer for one query token against one cached token: each head's dot product with the
+        token's key, 2 x heads x dim, and the heads' ReLU scores weighted and summed, 2 x heads."""
+        if not self.sparse_attention_topk:
+            return 0
+        return 2 * self.indexer_heads * self.indexer_head_dim + 2 * self.indexer_heads
 
     @property
     def mla_dims(self) -> tuple[int, int, int, int]:
@@ -383,7 +508,7 @@ class Model(Strict):
     def non_expert_params(self) -> int:
         """Weights every token reads: attention, dense FFNs, shared experts, router, embeddings."""
         return (
-            self.layers * self.attention_params_per_layer
+            self.attention_params
             + self.n_dense_layers * self.dense_ffn_params_per_layer
             + self.n_moe_layers * self.shared_params_per_moe_layer
             + self.embedding_params
@@ -411,7 +536,9 @@ class Model(Strict):
 
     def kv_bytes_per_token(self, precision: str, context_tokens: int | None = None) -> float:
         """KV bytes one token adds over all layers; sliding-window layers stop growing past their window (no
-        context: every layer in full). The performance kernel's own figure (``solvers.perf.kernels``)."""
+        context: every layer in full), linear-attention layers hold none (their state is ``state_bytes_per_sequence``
+        per sequence), a sparse-attention layer its indexer's key beside its cache. The performance kernel's own
+        figure (``solvers.perf.kernels``)."""
         from planner.perf.pack import model_vector
         from solvers.perf.kernels import kv_bytes_per_token
 

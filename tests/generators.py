@@ -81,6 +81,25 @@ def random_model(rng):
     return m
 
 
+def random_model_of_kinds(rng):
+    """``random_model`` with hybrid linear attention or DeepSeek sparse attention, or both (MODEL.md 2.10): some of
+    its non-window layers keep a fixed state per stream, its full-attention layers read a top k of the cache and
+    hold an indexer's keys."""
+    m = random_model(rng)
+    kind = int(rng.integers(0, 3))  # 0 linear, 1 sparse, 2 both
+    if kind != 1:
+        room = int(m[L.M_LAYERS] - m[L.M_WINDOW_LAYERS])
+        m[L.M_LINEAR_LAYERS] = int(rng.integers(0, room + 1))
+        m[L.M_STATE_BYTES] = float(rng.choice([32, 64])) * 128 * 128 * float(rng.choice([2, 4]))
+        m[L.M_STATE_HEADS] = float(rng.choice([8, 16, 64]))
+        m[L.M_LINEAR_FLOPS] = 7 * 32 * 128 * 128 * rng.uniform(0.5, 2)
+    if kind != 0:
+        m[L.M_TOPK] = float(rng.choice([64, 2048]))
+        m[L.M_INDEX_ELEMS] = 128.0
+        m[L.M_INDEX_FLOPS] = 2 * 64 * 128 + 2 * 64
+    return m
+
+
 def random_hw(rng):
     h = np.zeros(L.N_HW)
     tiers = int(rng.integers(1, 4))

@@ -17,6 +17,9 @@ from planner.perf.pack import attention_peak_flops, model_vector
 from planner.vocabulary import tier_of
 from solvers.perf import slots as L
 from solvers.perf.kernels import (
+    cached_layers,
+    context_free_flops,
+    kv_read_bytes_per_chip,
     busiest_assignments,
     busiest_touched,
     expert_groups,
@@ -272,6 +275,54 @@ def test_kv_bytes_per_chip_gqa_and_mla_shards():
     mla[L.M_KV_HEADS] = 1
     assert kv_bytes_per_chip(mla, HW, 8.0, 1.0, 0.0, 4.0, 2000.0) == approx(16e6)
     assert kv_bytes_per_chip(mla, HW, 8.0, 1.0, 1.0, 4.0, 2000.0) == approx(2e6)
+
+
+# ---- 2.10 linear and sparse attention ---------------------------------------------------------------------------
+# A hybrid toy: 4 layers, 3 of them linear attention (a 1e6-byte state per stream per layer, 4 state heads,
+# 2e6 FLOPs per token per layer), one full-attention layer of 500 KV elements per token (8 KV heads).
+HYBRID = model(layers=4, dense_layers=4, kv_elems=500, kv_heads=8, attn_flops=4000, linear_layers=3,
+               state_bytes=1e6, state_heads=4, linear_flops=2e6)
+# A sparse toy: 2 layers, MLA (1 KV head), each reading the top 1000 of its cache, with a 100-element indexer key per
+# token and layer and 300 indexer FLOPs per query-cached pair.
+SPARSE = model(layers=2, dense_layers=2, kv_elems=500, kv_heads=1, attn_flops=4000, topk=1000, index_elems=100,
+               index_flops=300)
+
+
+def test_linear_attention_layers_hold_a_fixed_state_not_a_cache():
+    # only the full layer attends: 1 layer-equivalent of 4, whatever the context
+    assert context_layers(HYBRID, 4.0, 1000.0) == approx(1.0)
+    # 2 streams at 1000 tokens, tp 2 (KV split min(2, 8) = 2, state min(2, 4) = 2), 1-byte KV:
+    # cache 2 * 1000 * 500 * 1 / 2 = 5e5; states 2 streams * 3 layers * 1e6 / 2 = 3e6
+    assert kv_bytes_per_chip(HYBRID, HW, 2.0, 1.0, 0.0, 2.0, 1000.0) == approx(5e5 + 3e6)
+    # a decode step reads the cache and reads and writes each state: 5e5 + 2 * 3e6
+    assert kv_read_bytes_per_chip(HYBRID, HW, 2.0, 1.0, 0.0, 2.0, 1000.0) == approx(5e5 + 6e6)
+    # tp 8 splits the state only 4 ways (its heads): 2 * 3e6 / 4 = 1.5e6 beside the cache's 2 * 1000 * 500 / 8
+    assert kv_bytes_per_chip(HYBRID, HW, 8.0, 1.0, 0.0, 2.0, 1000.0) == approx(1.25e5 + 1.5e6)
+    # data-parallel attention: whole streams per chip, 1/tp of them: 2 * 3e6 / 8
+    assert kv_bytes_per_chip(HYBRID, HW, 8.0, 1.0, 1.0, 2.0, 1000.0) == approx(1.25e5 + 7.5e5)
+
+
+def test_sparse_attention_holds_the_whole_cache_and_reads_its_top_k():
+    # at 4000 tokens each layer holds all of them but reads 1000: 2 layers held, 2 * 1000 / 4000 = 0.5 read
+    assert cached_layers(SPARSE, 2.0, 4000.0) == approx(2.0)
+    assert context_layers(SPARSE, 2.0, 4000.0) == approx(0.5)
+    # inside the top k it reads everything
+    assert context_layers(SPARSE, 2.0, 800.0) == approx(2.0)
+    # held: 1 stream * 4000 tokens * (500 + 100 indexer) * 2 layers = 4.8e6 (MLA: unsplit at tp 4)
+    assert kv_bytes_per_chip(SPARSE, HW, 4.0, 1.0, 0.0, 1.0, 4000.0) == approx(4.8e6)
+    # read: the top 1000 tokens' latents, 1000 * 500 * 2, and every token's indexer key, 4000 * 100 * 2
+    assert kv_read_bytes_per_chip(SPARSE, HW, 4.0, 1.0, 0.0, 1.0, 4000.0) == approx(1e6 + 8e5)
+
+
+def test_decode_prices_the_indexer_and_the_state_updates():
+    # SPARSE, one query token at 4000 tokens, tp 1: the indexer scores 4000 keys in 2 layers at 300 FLOPs each
+    assert context_free_flops(SPARSE, 2.0, 1.0, 4000.0, 1.0) == approx(2.4e6)
+    # HYBRID, 10 tokens, tp 2: 10 tokens * 3 linear layers * 2e6 / 2 (no indexer), whatever the context
+    assert context_free_flops(HYBRID, 4.0, 10.0, 1e6, 2.0) == approx(3e7)
+    # a decode step's FLOPs: the attention pairs (1 token x 1000 top-k tokens x 2 layers x 4000) and the indexer's
+    out = np.zeros(L.N_BREAKDOWN)
+    decode_breakdown(SPARSE, HW, 1.0, 1.0, 0.0, 1.0, 4000.0, 4000.0, 1.0, 1.0, out)
+    assert out[L.B_FLOPS_PER_CHIP] == approx(1000 * 2 * 4000 + 2.4e6)
 
 
 # ---- 2.5 memory tiers ---------------------------------------------------------------------------------------

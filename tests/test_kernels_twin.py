@@ -7,13 +7,13 @@ from solvers.perf import slots as L
 from solvers.perf import twin as ref
 from solvers.perf.kernels import batch_prefill_breakdown, decode_breakdown, prefill_breakdown
 from solvers.perf.sweep import decode_sweep
-from tests.generators import random_config, random_hw, random_model
+from tests.generators import random_config, random_hw, random_model, random_model_of_kinds
 
 
 @pytest.mark.parametrize("seed", range(200))
-def test_decode_matches_twin(seed):
+def test_decode_matches_twin(seed, kinds=False):
     rng = np.random.default_rng(seed)
-    m, h = random_model(rng), random_hw(rng)
+    m, h = (random_model_of_kinds if kinds else random_model)(rng), random_hw(rng)
     tp, pp, ep = random_config(rng, m)
     streams = float(rng.integers(1, 2048))
     ctx_avg = float(rng.integers(1, 200_000))
@@ -32,9 +32,9 @@ def test_decode_matches_twin(seed):
 
 
 @pytest.mark.parametrize("seed", range(100))
-def test_prefill_matches_twin(seed):
+def test_prefill_matches_twin(seed, kinds=False):
     rng = np.random.default_rng(1000 + seed)
-    m, h = random_model(rng), random_hw(rng)
+    m, h = (random_model_of_kinds if kinds else random_model)(rng), random_hw(rng)
     tp, pp, ep = random_config(rng, m)
     n = float(rng.integers(1, 100_000))
     out = np.zeros(L.N_BREAKDOWN)
@@ -48,9 +48,9 @@ def test_prefill_matches_twin(seed):
 
 
 @pytest.mark.parametrize("seed", range(100))
-def test_batch_prefill_matches_twin(seed):
+def test_batch_prefill_matches_twin(seed, kinds=False):
     rng = np.random.default_rng(3000 + seed)
-    m, h = random_model(rng), random_hw(rng)
+    m, h = (random_model_of_kinds if kinds else random_model)(rng), random_hw(rng)
     tp, pp, ep = random_config(rng, m)
     n, prompts = float(rng.integers(1, 30_000)), float(rng.integers(1, 256))
     out = np.zeros(L.N_BREAKDOWN)
@@ -61,6 +61,14 @@ def test_batch_prefill_matches_twin(seed):
         assert out[slot] == pytest.approx(twin[key], rel=1e-9), key
     assert bool(out[L.B_FITS]) == twin["fits"]
     assert int(out[L.B_BOUND]) == twin["bound"]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_linear_and_sparse_attention_match_twin(seed):
+    """Hybrid linear attention and DeepSeek sparse attention (MODEL.md 2.10), decode and prefill, against the twin."""
+    test_decode_matches_twin(20_000 + seed, kinds=True)
+    test_prefill_matches_twin(21_000 + seed, kinds=True)
+    test_batch_prefill_matches_twin(23_000 + seed, kinds=True)
 
 
 def test_sweep_equals_single_calls():

@@ -11,7 +11,7 @@ from solvers.perf import serving
 from solvers.perf import slots as L
 from solvers.perf import sweep
 from solvers.perf import twin
-from tests.generators import random_config, random_hw, random_model, random_workload
+from tests.generators import random_config, random_hw, random_model, random_model_of_kinds, random_workload
 
 REL = 1e-9
 
@@ -41,9 +41,9 @@ def test_serving_formulas_match_their_twins(seed):
     assert serving.resident_share(r, tps) == pytest.approx(1 + r * tps, rel=REL)
 
 
-def engine_against_twin(seed: int, colocated: bool, agentic: bool):
-    rng = np.random.default_rng(8000 + seed + 1000 * colocated + 2000 * agentic)
-    m, h = random_model(rng), random_hw(rng)
+def engine_against_twin(seed: int, colocated: bool, agentic: bool, kinds: bool = False):
+    rng = np.random.default_rng(8000 + seed + 1000 * colocated + 2000 * agentic + 5000 * kinds)
+    m, h = (random_model_of_kinds if kinds else random_model)(rng), random_hw(rng)
     wl = random_workload(rng, colocated, agentic)
     layouts = np.array([random_config(rng, m) for _ in range(4)])
     batches = np.array([1.0, 3.0, 8.0, 40.0, 256.0, 1500.0])
@@ -76,6 +76,14 @@ def engine_against_twin(seed: int, colocated: bool, agentic: bool):
 @pytest.mark.parametrize("colocated,agentic", [(False, False), (True, False), (False, True), (True, True)])
 def test_engine_equals_its_twin(seed, colocated, agentic):
     engine_against_twin(seed, colocated, agentic)
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("colocated,agentic", [(False, False), (True, True)])
+def test_engine_equals_its_twin_on_linear_and_sparse_attention(seed, colocated, agentic):
+    """The engine's per-layout coefficients (the state read per stream, the indexer's and linear layers' FLOPs per
+    query token) against the twin (MODEL.md 2.10)."""
+    engine_against_twin(seed, colocated, agentic, kinds=True)
 
 
 @pytest.mark.parametrize("seed", range(30))

@@ -104,7 +104,7 @@ def model_vector(model: Model) -> np.ndarray:
     v[L.M_DENSE_LAYERS] = model.n_dense_layers
     v[L.M_MOE_LAYERS] = model.n_moe_layers
     v[L.M_HIDDEN] = model.hidden_size
-    v[L.M_ATTN_PARAMS] = model.attention_params_per_layer
+    v[L.M_ATTN_PARAMS] = model.attention_params / model.layers  # a hybrid's mean over its two kinds of layer
     v[L.M_DENSE_FFN_PARAMS] = model.dense_ffn_params_per_layer
     v[L.M_EXPERT_PARAMS] = model.expert_params if model.is_moe else 0.0
     v[L.M_EXPERTS] = model.experts
@@ -123,11 +123,19 @@ def model_vector(model: Model) -> np.ndarray:
     v[L.M_MOE_KERNELS] = model.moe_kernels_per_layer  # counts only where there are MoE layers
     v[L.M_SAMPLES] = 1.0
     v[L.M_ATTN_HEADS] = model.heads
+    v[L.M_LINEAR_LAYERS] = model.linear_attention_layers
+    v[L.M_STATE_BYTES] = model.linear_state_bytes_per_layer
+    v[L.M_STATE_HEADS] = model.linear_key_heads
+    v[L.M_LINEAR_FLOPS] = model.linear_attention_flops_per_token
+    v[L.M_TOPK] = model.sparse_attention_topk or 0
+    v[L.M_INDEX_ELEMS] = model.indexer_head_dim if model.sparse_attention_topk else 0
+    v[L.M_INDEX_FLOPS] = model.indexer_flops_per_token_per_context
     return v
 
 
 ATTENTION_SLOTS = (L.M_ATTN_PARAMS, L.M_EMBED_PARAMS, L.M_LM_HEAD_PARAMS, L.M_KV_ELEMS, L.M_ATTN_FLOPS,
-                   L.M_PREFILL_ATTN_FLOPS, L.M_ATTN_KERNELS, L.M_SAMPLES, L.M_ATTN_HEADS)
+                   L.M_PREFILL_ATTN_FLOPS, L.M_ATTN_KERNELS, L.M_SAMPLES, L.M_ATTN_HEADS, L.M_STATE_BYTES,
+                   L.M_LINEAR_FLOPS, L.M_INDEX_ELEMS, L.M_INDEX_FLOPS)
 
 
 FFN_SLOTS = (L.M_DENSE_FFN_PARAMS, L.M_EXPERT_PARAMS, L.M_SHARED_PARAMS, L.M_EXPERTS, L.M_DENSE_FFN_KERNELS,

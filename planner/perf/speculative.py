@@ -216,6 +216,9 @@ def _drafter_layers(model: Model, spec: Speculation, models: dict[str, Model] | 
     v[L.M_WINDOW_LAYERS] = 0.0
     v[L.M_WINDOW_TOKENS] = 0.0
     v[L.M_EMBED_PARAMS] = 0.0
+    # a drafter's layers attend over a full cache (Qwen3-Next's and Qwen3.5's MTP layer too): no linear attention
+    v[L.M_LINEAR_LAYERS] = v[L.M_STATE_BYTES] = v[L.M_STATE_HEADS] = v[L.M_LINEAR_FLOPS] = 0.0
+    full_attention = float(model.attention_params_per_layer)  # one full-attention layer's weights (not a mean)
     if spec.method == "mtp":
         if model.mtp_layers <= 0:
             raise InputError(f"{model.id} ships no multi-token-prediction layers: use eagle or draft_model",
@@ -224,13 +227,14 @@ def _drafter_layers(model: Model, spec: Speculation, models: dict[str, Model] | 
         v[L.M_LAYERS] = n
         v[L.M_MOE_LAYERS] = n if model.is_moe else 0.0
         v[L.M_DENSE_LAYERS] = 0.0 if model.is_moe else n
-        v[L.M_ATTN_PARAMS] = target[L.M_ATTN_PARAMS] + 2.0 * h * h
+        v[L.M_ATTN_PARAMS] = full_attention + 2.0 * h * h  # DeepSeek-V3.2's keeps its sparse attention
         return v
     # eagle: one dense layer
     v[L.M_LAYERS] = 1.0
     v[L.M_DENSE_LAYERS] = 1.0
     v[L.M_MOE_LAYERS] = 0.0
     v[L.M_EXPERTS] = v[L.M_EXPERTS_PER_TOKEN] = v[L.M_EXPERT_PARAMS] = v[L.M_SHARED_PARAMS] = 0.0
-    v[L.M_ATTN_PARAMS] = target[L.M_ATTN_PARAMS] + 3.0 * h * h
+    v[L.M_TOPK] = v[L.M_INDEX_ELEMS] = v[L.M_INDEX_FLOPS] = 0.0  # a plain dense layer, no indexer
+    v[L.M_ATTN_PARAMS] = full_attention - model.indexer_params_per_layer + 3.0 * h * h
     v[L.M_DENSE_FFN_PARAMS] = target[L.M_DENSE_FFN_PARAMS] if model.intermediate_size > 0 else 8.0 * h * h
     return v

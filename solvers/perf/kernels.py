@@ -80,15 +80,22 @@ from solvers.perf.slots import (
     M_EXPERTS,
     M_EXPERTS_PER_TOKEN,
     M_HIDDEN,
+    M_INDEX_ELEMS,
+    M_INDEX_FLOPS,
     M_KV_ELEMS,
     M_KV_HEADS,
     M_LAYERS,
+    M_LINEAR_FLOPS,
+    M_LINEAR_LAYERS,
     M_LM_HEAD_PARAMS,
     M_PREFILL_ATTN_FLOPS,
     M_MOE_KERNELS,
     M_MOE_LAYERS,
     M_SAMPLES,
     M_SHARED_PARAMS,
+    M_STATE_BYTES,
+    M_STATE_HEADS,
+    M_TOPK,
     M_WINDOW_LAYERS,
     M_WINDOW_TOKENS,
 )
@@ -279,15 +286,91 @@ def stream_cap(hw, tp, pp, ep):
 
 
 @njit
+def full_layer_share(model):
+    """Share of the layers that attend over a cache of the whole context: neither sliding-window nor linear
+    attention (MODEL.md 2.10)."""
+    return 1.0 - model[M_WINDOW_LAYERS] / model[M_LAYERS] - model[M_LINEAR_LAYERS] / model[M_LAYERS]
+
+
+@njit
+def window_share(model, context):
+    """Share of a ``context``-token context a sliding-window layer holds and reads: min(S, W) / S."""
+    if model[M_WINDOW_LAYERS] > 0.0:
+        return min(context, model[M_WINDOW_TOKENS]) / context
+    return 0.0
+
+
+@njit
+def sparse_share(model, context):
+    """Share of a full-attention layer's ``context``-token cache one query reads: all of it, or under sparse
+    attention (DeepSeek's) its top k, min(S, k) / S (MODEL.md 2.10)."""
+    if model[M_TOPK] > 0.0:
+        return min(context, model[M_TOPK]) / context
+    return 1.0
+
+
+@njit
 def context_layers(model, layers_in_stage, context):
-    """Layer-equivalents of attention over ``context`` tokens: sliding-window layers count min(S, W) / S."""
+    """Layer-equivalents of attention reads over ``context`` tokens: a full-attention layer reads all S tokens (a
+    sparse one min(S, k)), a sliding-window layer min(S, W), a linear-attention layer none (its fixed state is
+    priced apart, ``state_bytes_per_stream``)."""
     if context <= 0.0 or layers_in_stage <= 0.0:  # no context, or a model part with no layers (a bare drafter)
         return 0.0
     share_window = model[M_WINDOW_LAYERS] / model[M_LAYERS]
-    window_share = 0.0
-    if model[M_WINDOW_LAYERS] > 0.0:
-        window_share = min(context, model[M_WINDOW_TOKENS]) / context
-    return layers_in_stage * ((1.0 - share_window) + share_window * window_share)
+    return layers_in_stage * (full_layer_share(model) * sparse_share(model, context)
+                              + share_window * window_share(model, context))
+
+
+@njit
+def cached_layers(model, layers_in_stage, context):
+    """Layer-equivalents of the KV cache held at ``context`` tokens: a full-attention layer holds every token
+    (a sparse one too: any may be among the next query's top k), a sliding-window layer min(S, W), a
+    linear-attention layer none."""
+    if context <= 0.0 or layers_in_stage <= 0.0:
+        return 0.0
+    share_window = model[M_WINDOW_LAYERS] / model[M_LAYERS]
+    return layers_in_stage * (full_layer_share(model) + share_window * window_share(model, context))
+
+
+@njit
+def indexer_layers(model, layers_in_stage):
+    """Full-attention layers of the stage that run a lightning indexer over the whole context (DeepSeek sparse
+    attention; none without one)."""
+    if model[M_INDEX_ELEMS] <= 0.0 or layers_in_stage <= 0.0:
+        return 0.0
+    return layers_in_stage * full_layer_share(model)
+
+
+@njit
+def linear_layers(model, layers_in_stage):
+    """Linear-attention layers of the stage."""
+    if model[M_LINEAR_LAYERS] <= 0.0 or layers_in_stage <= 0.0:
+        return 0.0
+    return layers_in_stage * model[M_LINEAR_LAYERS] / model[M_LAYERS]
+
+
+@njit
+def state_bytes_per_stream(model, layers_in_stage):
+    """Fixed-size state one stream keeps in the stage's linear-attention layers, whatever its context."""
+    return linear_layers(model, layers_in_stage) * model[M_STATE_BYTES]
+
+
+@njit
+def context_free_flops(model, layers_in_stage, tokens, context, tp):
+    """Attention FLOPs per chip that no softmax pairs count (MODEL.md 2.10): the indexer scoring each of
+    ``tokens`` query tokens against all ``context`` cached keys in every indexer layer, and each token's update
+    and readout of the state in every linear-attention layer; heads (or streams) split over the ``tp`` chips."""
+    index = context * indexer_layers(model, layers_in_stage) * model[M_INDEX_FLOPS]
+    return tokens * (index + linear_layers(model, layers_in_stage) * model[M_LINEAR_FLOPS]) / tp
+
+
+@njit
+def context_free_compute_s(model, hw, layers_in_stage, tokens, context, tp):
+    """Seconds of ``context_free_flops`` at the attention peak."""
+    flops = context_free_flops(model, layers_in_stage, tokens, context, tp)
+    if flops <= 0.0:  # a model with neither: nothing to add, whatever the hardware vector holds
+        return 0.0
+    return flops / (hw[H_ATTN_PEAK_FLOPS] * hw[H_FLOPS_EFF])
 
 
 @njit
@@ -304,6 +387,15 @@ def kv_shards(model, tp, ep):
     if ep > 0:
         return tp
     return max(1.0, min(tp, model[M_KV_HEADS]))  # at least one chip holds a stream's cache (a part with no cache too)
+
+
+@njit
+def state_shards(model, tp, ep):
+    """Chips that split one stream's linear-attention state: tensor parallelism splits it by head, no further
+    than its heads; data-parallel attention gives each chip whole streams (MODEL.md 2.10)."""
+    if ep > 0:
+        return tp
+    return max(1.0, min(tp, model[M_STATE_HEADS]))
 
 
 @njit
@@ -357,15 +449,38 @@ def active_params_per_stage(model, pp):
 @njit
 def kv_bytes_per_token(model, kv_element_bytes, layers, context):
     """KV bytes one token adds over ``layers`` layers at a ``context``-token context: sliding-window layers count
-    min(S, W) / S of a token (MODEL.md 2.4)."""
-    return model[M_KV_ELEMS] * kv_element_bytes * context_layers(model, layers, context)
+    min(S, W) / S of a token, linear-attention layers none; a sparse-attention layer holds every token, and its
+    indexer's key beside it (MODEL.md 2.4, 2.10)."""
+    cache = model[M_KV_ELEMS] * kv_element_bytes * cached_layers(model, layers, context)
+    return cache + model[M_INDEX_ELEMS] * kv_element_bytes * indexer_layers(model, layers)
+
+
+@njit
+def kv_read_bytes_per_token(model, kv_element_bytes, layers, context):
+    """KV bytes a query reads per token of a ``context``-token context over ``layers`` layers: a sparse-attention
+    layer reads min(S, k) / S of its cache and its indexer's keys whole (MODEL.md 2.10)."""
+    cache = model[M_KV_ELEMS] * kv_element_bytes * context_layers(model, layers, context)
+    return cache + model[M_INDEX_ELEMS] * kv_element_bytes * indexer_layers(model, layers)
 
 
 @njit
 def kv_bytes_per_chip(model, hw, tp, pp, ep, streams, context):
-    """KV cache one chip holds for ``streams`` streams at ``context`` tokens (MODEL.md 2.4)."""
+    """KV cache one chip holds for ``streams`` streams at ``context`` tokens, with the streams' linear-attention
+    states (MODEL.md 2.4, 2.10)."""
     ls, _, _ = stage_layers(model, pp)
-    return streams * context * kv_bytes_per_token(model, hw[H_KV_BYTES], ls, context) / kv_shards(model, tp, ep)
+    cache = streams * context * kv_bytes_per_token(model, hw[H_KV_BYTES], ls, context) / kv_shards(model, tp, ep)
+    return cache + streams * state_bytes_per_stream(model, ls) / state_shards(model, tp, ep)
+
+
+@njit
+def kv_read_bytes_per_chip(model, hw, tp, pp, ep, streams, context):
+    """KV bytes one chip reads in a decode step of ``streams`` streams at ``context`` tokens: what the queries read
+    of the caches (``kv_read_bytes_per_token``), and each linear-attention state read and written back whole
+    (MODEL.md 2.10)."""
+    ls, _, _ = stage_layers(model, pp)
+    cache = (streams * context * kv_read_bytes_per_token(model, hw[H_KV_BYTES], ls, context)
+             / kv_shards(model, tp, ep))
+    return cache + 2.0 * streams * state_bytes_per_stream(model, ls) / state_shards(model, tp, ep)
 
 
 @njit
@@ -564,15 +679,18 @@ def decode_breakdown(model, hw, tp, pp, ep, streams, context_avg, context_max, q
     held_w = held_weight_params_per_chip(model, tp, pp, ep) * wbytes
     read_w = read_weight_params_per_chip(model, tp, pp, ep, tokens) * wbytes
     held_kv = kv_bytes_per_chip(model, hw, tp, pp, ep, streams, context_max)
-    read_kv = kv_bytes_per_chip(model, hw, tp, pp, ep, b, context_avg)
+    read_kv = kv_read_bytes_per_chip(model, hw, tp, pp, ep, b, context_avg)
     a_w, a_kv = tier_coefficients(hw, held_w, held_kv)
     memory, compute, roofline = linear_step_terms(model, hw, tp, pp, ep, tokens, tokens, a_w)
 
-    # attention: the micro-batch's cache read once, each query token against the mean context
+    # attention: the micro-batch's cache read once, each query token against the mean context (a sparse layer
+    # its top k), the indexer and the linear-attention states beside it (MODEL.md 2.10)
     pairs = tokens * context_avg * context_layers(model, ls, context_avg) / tp
     att_mem = read_kv * a_kv
-    att_comp = attention_compute_s(model, hw, pairs, model[M_ATTN_FLOPS])
-    flops = linear_flops_per_chip(model, tp, pp, ep, tokens, tokens) + pairs * model[M_ATTN_FLOPS]
+    att_comp = (attention_compute_s(model, hw, pairs, model[M_ATTN_FLOPS])
+                + context_free_compute_s(model, hw, ls, tokens, context_avg, tp))
+    flops = (linear_flops_per_chip(model, tp, pp, ep, tokens, tokens) + pairs * model[M_ATTN_FLOPS]
+             + context_free_flops(model, ls, tokens, context_avg, tp))
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
     floor = stage_fixed_time(model, hw, pp) + stream_fixed_time(model, hw, tp, ep, ls, b)
@@ -628,11 +746,14 @@ def batch_prefill_breakdown(model, hw, tp, pp, ep, input_tokens, prompts, out):
     # only each prompt's last token needs logits
     memory, compute, roofline = linear_step_terms(model, hw, tp, pp, ep, tokens, prompts, a_w)
 
-    # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs a prompt (window layers: n * min(W, n/2)).
+    # Causal attention: token i attends to i earlier tokens, n^2 / 2 pairs a prompt (window layers: n * min(W, n/2),
+    # sparse ones n * min(k, n/2)); the indexer scores n^2 / 2 pairs, each linear layer n token updates (MODEL.md 2.10).
     pairs = prompts * n * (n / 2.0) * context_layers(model, ls, n / 2.0) / tp
     att_mem = kv_written * a_kv
-    att_comp = attention_compute_s(model, hw, pairs, model[M_PREFILL_ATTN_FLOPS])
-    flops = linear_flops_per_chip(model, tp, pp, ep, tokens, prompts) + pairs * model[M_PREFILL_ATTN_FLOPS]
+    att_comp = (attention_compute_s(model, hw, pairs, model[M_PREFILL_ATTN_FLOPS])
+                + context_free_compute_s(model, hw, ls, tokens, n / 2.0, tp))
+    flops = (linear_flops_per_chip(model, tp, pp, ep, tokens, prompts) + pairs * model[M_PREFILL_ATTN_FLOPS]
+             + context_free_flops(model, ls, tokens, n / 2.0, tp))
 
     comm = stage_comm_time(model, hw, tp, pp, ep, tokens)
     floor = prompt_fixed_time(model, hw, pp) + stream_fixed_time(model, hw, tp, ep, ls, prompts)

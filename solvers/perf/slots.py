@@ -29,7 +29,16 @@ M_DENSE_FFN_KERNELS = 19  # of one dense FFN
 M_MOE_KERNELS = 20  # of one MoE block (router, dispatch, expert GEMMs, combine, shared experts)
 M_SAMPLES = 21  # 1 where this part samples the next token, so pays the per-step overhead (0: an FFN part; a drafter samples each draft token, so 1)
 M_ATTN_HEADS = 22  # query heads: one softmax exponential per head per query token per cached token (MODEL.md 2.6)
-N_MODEL = 23
+# hybrid linear attention (MODEL.md 2.10): layers that keep a fixed-size recurrent state per stream, no KV cache
+M_LINEAR_LAYERS = 23  # linear-attention layers (gated DeltaNet, lightning attention); the rest attend over a cache
+M_STATE_BYTES = 24  # bytes of one stream's state in one linear layer (recurrent state and convolution window)
+M_STATE_HEADS = 25  # heads the state splits over: tensor parallelism shards it no further
+M_LINEAR_FLOPS = 26  # FLOPs of one token through one linear layer's state (update and readout), whatever the context
+# DeepSeek sparse attention (MODEL.md 2.10): full-attention layers hold every token but read only the top k
+M_TOPK = 27  # cached tokens a full-attention layer's query reads (0: all of them)
+M_INDEX_ELEMS = 28  # the lightning indexer's key elements per token per full-attention layer (held and read whole)
+M_INDEX_FLOPS = 29  # indexer FLOPs per query token per cached token per full-attention layer
+N_MODEL = 30
 
 # ---- hardware vector (one system at one precision, efficiencies applied in the kernel) ----------------------
 MAX_TIERS = 4

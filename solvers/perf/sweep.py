@@ -21,12 +21,14 @@ from solvers.jit import njit, njit_parallel, prange, threads_for
 from solvers.perf import slots as L
 from solvers.perf.kernels import (
     attention_compute_s,
+    context_free_compute_s,
     context_layers,
     expected_max_normal,
     expert_groups,
     head_params_read,
     held_weight_params_per_chip,
     kv_bytes_per_chip,
+    kv_read_bytes_per_chip,
     prefill_breakdown,
     speculative_decode_breakdown,
     stage_comm_time,
@@ -95,9 +97,10 @@ def layout_coefficients(model, hw, tp, pp, ep, context_avg, context_max, c):
     c[L.C_EXPERTS] = e
     c[L.C_LOG_MISS] = math.log(1.0 - model[L.M_EXPERTS_PER_TOKEN] / e) if e > model[L.M_EXPERTS_PER_TOKEN] else -np.inf
     c[L.C_KV_HELD] = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, context_max)
-    c[L.C_KV_READ] = kv_bytes_per_chip(model, hw, tp, pp, ep, 1.0, context_avg)
-    c[L.C_ATT_COMPUTE] = attention_compute_s(model, hw, context_avg * context_layers(model, ls, context_avg) / tp,
-                                             model[L.M_ATTN_FLOPS])
+    c[L.C_KV_READ] = kv_read_bytes_per_chip(model, hw, tp, pp, ep, 1.0, context_avg)
+    c[L.C_ATT_COMPUTE] = (attention_compute_s(model, hw, context_avg * context_layers(model, ls, context_avg) / tp,
+                                              model[L.M_ATTN_FLOPS])
+                          + context_free_compute_s(model, hw, ls, 1.0, context_avg, tp))
     c[L.C_EXPERT_COMPUTE] = (2.0 * moe * model[L.M_EXPERT_PARAMS] / tp / rate
                              / hw[L.H_GROUPED_GEMM_FACTOR])
     c[L.C_STREAM_S] = stream_fixed_time(model, hw, tp, ep, ls, 1.0)

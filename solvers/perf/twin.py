@@ -118,14 +118,15 @@ class Replica:
                   2 * experts * self.assignments_busiest(tokens) / (rate * h[L.H_GROUPED_GEMM_FACTOR]))
         return [split, replicated, routed]
 
-    def attention_seconds(self, pairs: float, flops_per_pair: float) -> float:
+    def attention_seconds(self, pairs: float, flops_per_pair: float, other_flops: float = 0.0) -> float:
         """Matmuls at the attention peak, or one exponential per head per pair where the chip states their rate:
-        the slower."""
+        the slower; then ``other_flops`` (indexer, linear layers: no exponentials) at the attention peak."""
         h = self.h
-        seconds = pairs * flops_per_pair / (h[L.H_ATTN_PEAK_FLOPS] * h[L.H_FLOPS_EFF])
+        rate = h[L.H_ATTN_PEAK_FLOPS] * h[L.H_FLOPS_EFF]
+        seconds = pairs * flops_per_pair / rate
         if h[L.H_EXP_PER_S] > 0:
             seconds = max(seconds, pairs * self.m[L.M_ATTN_HEADS] / h[L.H_EXP_PER_S])
-        return seconds
+        return seconds + (other_flops / rate if other_flops > 0 else 0.0)
 
     def stream_seconds(self, streams: float) -> float:
         """Each stream's fixed attention time in every layer, on the chips that hold it."""
@@ -138,20 +139,53 @@ class Replica:
         ranks = self.pp * (self.tp if self.data_parallel_attention else 1.0)
         return self.h[L.H_MAX_STREAMS_PER_RANK] * ranks
 
-    def attended_layers(self, context: float) -> float:
-        """Layers of the stage weighted by how much of ``context`` each attends to."""
+    def layer_kinds(self) -> tuple[float, float, float]:
+        """(full-attention, sliding-window, linear-attention) layers of the stage."""
+        m = self.m
+        n_window = m[L.M_WINDOW_LAYERS] * self.stage_share
+        n_linear = m[L.M_LINEAR_LAYERS] * self.stage_share
+        return self.layers_per_stage - n_window - n_linear, n_window, n_linear
+
+    def attended_layers(self, context: float, held: bool = False) -> float:
+        """Layers of the stage weighted by how much of ``context`` each attends to (``held``: holds): a window
+        layer its window, a sparse full-attention layer its top k (but it holds all), a linear layer nothing."""
         m = self.m
         if context <= 0 or self.layers_per_stage <= 0:
             return 0.0
-        n_window = m[L.M_WINDOW_LAYERS] * self.stage_share
-        n_full = self.layers_per_stage - n_window
+        n_full, n_window, _ = self.layer_kinds()
         frac = min(context, m[L.M_WINDOW_TOKENS]) / context if m[L.M_WINDOW_LAYERS] > 0 else 0.0
-        return n_full + n_window * frac
+        top = min(context, m[L.M_TOPK]) / context if m[L.M_TOPK] > 0 and not held else 1.0
+        return n_full * top + n_window * frac
 
-    def kv_bytes(self, streams: float, context: float) -> float:
-        per_token = self.m[L.M_KV_ELEMS] * self.h[L.H_KV_BYTES] * self.attended_layers(context)
-        shards = self.tp if self.data_parallel_attention else max(1.0, min(self.tp, self.m[L.M_KV_HEADS]))
-        return streams * context * per_token / shards
+    def indexed_layers(self) -> float:
+        """Full-attention layers with a sparse-attention indexer, which holds and reads a key per token."""
+        return self.layer_kinds()[0] if self.m[L.M_INDEX_ELEMS] > 0 and self.layers_per_stage > 0 else 0.0
+
+    def state_bytes(self, streams: float) -> float:
+        """The streams' linear-attention states on one chip, split by head as far as the heads go."""
+        m = self.m
+        if m[L.M_LINEAR_LAYERS] <= 0:
+            return 0.0
+        shards = self.tp if self.data_parallel_attention else max(1.0, min(self.tp, m[L.M_STATE_HEADS]))
+        return streams * self.layer_kinds()[2] * m[L.M_STATE_BYTES] / shards
+
+    def kv_bytes(self, streams: float, context: float, read: bool = False) -> float:
+        """KV bytes one chip holds for the streams (``read``: reads in one decode step, the states read and written
+        back)."""
+        m, kv = self.m, self.h[L.H_KV_BYTES]
+        per_token = m[L.M_KV_ELEMS] * kv * self.attended_layers(context, held=not read)
+        per_token += m[L.M_INDEX_ELEMS] * kv * self.indexed_layers()
+        shards = self.tp if self.data_parallel_attention else max(1.0, min(self.tp, m[L.M_KV_HEADS]))
+        return streams * context * per_token / shards + (2.0 if read else 1.0) * self.state_bytes(streams)
+
+    def context_free_flops(self, tokens: float, context: float) -> float:
+        """Per chip: the indexer's scores of every cached key and the linear layers' state updates."""
+        m = self.m
+        if self.layers_per_stage <= 0:
+            return 0.0
+        flops = tokens * context * self.indexed_layers() * m[L.M_INDEX_FLOPS]
+        flops += tokens * self.layer_kinds()[2] * m[L.M_LINEAR_FLOPS]
+        return flops / self.tp
 
     def usable(self) -> float:
         n = int(self.h[L.H_SERVING_TIERS])  # capacity-only tiers stream overflow, they never make a fit
@@ -217,12 +251,12 @@ def _finish(r: Replica, memory, compute, roofline, comm, streams, kernel_slot=L.
     return step, floor, bound
 
 
-def _step_terms(r: Replica, tokens, head_tokens, held_w, held_kv, read_kv, pairs, flops_per_pair):
+def _step_terms(r: Replica, tokens, head_tokens, held_w, held_kv, read_kv, pairs, flops_per_pair, other_flops):
     """(memory, compute, roofline) of one stage step: the matmul groups' and attention's, each group's roofline its
     own max."""
     per_w, per_kv = r.byte_seconds(held_w, held_kv)
     groups = r.matmul_groups(tokens, head_tokens, per_w)
-    groups.append((read_kv * per_kv, r.attention_seconds(pairs, flops_per_pair)))
+    groups.append((read_kv * per_kv, r.attention_seconds(pairs, flops_per_pair, other_flops)))
     return sum(g[0] for g in groups), sum(g[1] for g in groups), sum(max(g) for g in groups)
 
 
@@ -231,9 +265,10 @@ def decode(m, h, tp, pp, ep, streams, context_avg, context_max, query_tokens, ac
     b = max(streams / pp, 1.0)
     tokens = b * query_tokens
     held_w = r.weights_held()
-    held_kv, read_kv = r.kv_bytes(streams, context_max), r.kv_bytes(b, context_avg)
+    held_kv, read_kv = r.kv_bytes(streams, context_max), r.kv_bytes(b, context_avg, read=True)
     pairs = tokens * context_avg * r.attended_layers(context_avg) / tp
-    memory, compute, roofline = _step_terms(r, tokens, tokens, held_w, held_kv, read_kv, pairs, m[L.M_ATTN_FLOPS])
+    memory, compute, roofline = _step_terms(r, tokens, tokens, held_w, held_kv, read_kv, pairs, m[L.M_ATTN_FLOPS],
+                                            r.context_free_flops(tokens, context_avg))
     comm = r.comm_seconds(tokens)
     step, floor, bound = _finish(r, memory, compute, roofline, comm, b)
     interval = pp * step
@@ -280,7 +315,8 @@ def prefill(m, h, tp, pp, ep, input_tokens, prompts=1.0) -> dict:
     kv = r.kv_bytes(prompts, n)
     pairs = prompts * n * (n / 2.0) * r.attended_layers(n / 2.0) / tp  # each prompt attends to itself alone
     # only each prompt's last token needs logits
-    memory, compute, roofline = _step_terms(r, tokens, prompts, held_w, kv, kv, pairs, m[L.M_PREFILL_ATTN_FLOPS])
+    memory, compute, roofline = _step_terms(r, tokens, prompts, held_w, kv, kv, pairs, m[L.M_PREFILL_ATTN_FLOPS],
+                                            r.context_free_flops(tokens, n / 2.0))
     comm = r.comm_seconds(tokens)
     step, floor, bound = _finish(r, memory, compute, roofline, comm, prompts, L.H_PREFILL_KERNEL_S)
     last_hop = r.hop_seconds(tokens)  # nothing follows the last stage

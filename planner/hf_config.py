@@ -3,9 +3,12 @@
 
 A config names its architecture by ``model_type``; each kind the performance model can price maps its fields onto
 the catalog schema (``planner.catalog.Model``), which derives the parameter counts and KV bytes as it does for the
-shipped entries. What the performance model cannot price is refused naming the config field that says so, never
-guessed: a fixed-size recurrent state (linear attention, Mamba), a sparse read of a cache held whole (DeepSeek
-sparse attention), layers of different shapes within one model. The mapping goes by architecture, never by model.
+shipped entries. Hybrid linear attention (Qwen3-Next's and Qwen3.5's gated DeltaNet, MiniMax-01's lightning
+attention) maps onto the catalog's linear-attention fields, DeepSeek sparse attention (V3.2) onto its top-k and
+indexer fields (docs/MODEL.md 2.10). What the performance model cannot price is refused naming the config field that
+says so, never guessed: a Mamba layer's state, a linear attention of a kind it has no state formula for, a sparse
+attention whose indexer is shared between layers, layers of different shapes within one model. The mapping goes by
+architecture, never by model.
 """
 
 from __future__ import annotations
@@ -31,7 +34,22 @@ KINDS: dict[str, tuple[str, str]] = {
     "qwen2_moe": ("gqa", "qwen_moe"), "qwen3_moe": ("gqa", "qwen_moe"),
     "glm4_moe": ("gqa", "deepseek_moe"), "llama4_text": ("gqa", "llama4_moe"),
     "deepseek_v2": ("mla", "deepseek_moe"), "deepseek_v3": ("mla", "deepseek_moe"), "kimi_k2": ("mla", "deepseek_moe"),
+    "qwen3_next": ("gqa", "qwen_moe"), "qwen3_5_text": ("gqa", "dense"), "qwen3_5_moe_text": ("gqa", "qwen_moe"),
+    "minimax": ("gqa", "local_experts"), "minimax_text_01": ("gqa", "local_experts"),
+    "deepseek_v32": ("mla", "deepseek_moe"),
 }
+# Kinds with linear-attention layers, and the catalog's kind of them (planner.catalog.Model.linear_attention): gated
+# DeltaNet (linear_num_key_heads ...) or MiniMax-01's lightning attention (the softmax layers' heads and head_dim).
+LINEAR_KINDS = {"qwen3_next": "gated_deltanet", "qwen3_5_text": "gated_deltanet",
+                "qwen3_5_moe_text": "gated_deltanet", "minimax": "lightning", "minimax_text_01": "lightning"}
+# Kinds with DeepSeek sparse attention (index_topk, index_n_heads, index_head_dim), one indexer per layer.
+SPARSE_KINDS = {"deepseek_v32"}
+# Kinds whose full-attention layers gate their output (q_proj twice as wide): always, or where attn_output_gate
+# (default true) says so.
+GATED_ALWAYS, GATED_BY_FIELD = {"qwen3_next"}, {"qwen3_5_text", "qwen3_5_moe_text"}
+# The recurrent state's dtype (mamba_ssm_dtype) -> the catalog's linear_state_dtype; MiniMax-01's lightning state is
+# float32 in vLLM (MiniMaxText01LinearAttention's kv cache).
+STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "bf16"}
 # Kinds whose q, k and v projections always carry biases (Qwen2's have no config field for it).
 QKV_BIAS = {"qwen2", "qwen2_moe"}
 # Kinds that tie the LM head to the embedding unless the config says otherwise (their transformers default).
@@ -39,10 +57,11 @@ TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3_text"}
 # Layer kinds of ``layer_types`` the performance model prices: full attention, and a window over the last W tokens
 # (a chunk of W tokens, Llama 4's, holds and reads at most as much: priced as the window, an upper bound).
 WINDOW_LAYERS = {"sliding_attention", "chunked_attention"}
-PRICED_LAYERS = {"full_attention"} | WINDOW_LAYERS
+LINEAR_LAYERS = {"linear_attention"}  # priced for the kinds of LINEAR_KINDS
+PRICED_LAYERS = {"full_attention"} | WINDOW_LAYERS | LINEAR_LAYERS
 # What the performance model prices attention as (solvers/perf/kernels.py context_layers, kv_bytes_per_token).
 PRICED_AS = ("the performance model prices attention as a KV cache that grows by one entry per token of context "
-             "(or of a sliding window) and is read whole each step")
+             "(or of a sliding window), and the fixed state of gated DeltaNet and lightning attention layers")
 
 
 class Config:
@@ -159,6 +178,8 @@ def entry_from_config(data: dict, file: str, model_id: str) -> dict:
         "attention": attention,
         **(mla_fields(c) if attention == "mla" else gqa_fields(c, kind)),
         **window_fields(c, kind, layers),
+        **linear_fields(c, kind, layers),
+        **sparse_fields(c, kind),
         **ffn_fields(c, ffn, layers),
         "native_precision": native_precision(c, data),
         "mtp_layers": mtp_layers(c),
@@ -177,21 +198,24 @@ def language_model(c: Config) -> Config:
 
 
 def refuse_unpriced(c: Config) -> None:
-    """Raise for a config field that says the attention is not a growing KV cache read whole (PRICED_AS): the
-    performance kernels have no term for it, so no mapping onto the catalog's fields would be honest."""
+    """Raise for a config field that says the attention is neither a growing KV cache nor a state the performance
+    model has a formula for (PRICED_AS): the kernels have no term for it, so no mapping onto the catalog's fields
+    would be honest."""
+    kind = c.get("model_type")
     types = c.get("layer_types")
     if isinstance(types, list):
-        other = [t for t in types if t not in PRICED_LAYERS]
+        other = [t for t in types if t not in PRICED_LAYERS or (t in LINEAR_LAYERS and kind not in LINEAR_KINDS)]
         if other:
             kinds = sorted(set(map(str, other)))
             raise c.refuse("layer_types", Config.BARE, _unpriced_layers(kinds, len(other), len(types)))
-    if c.has("full_attention_interval") or c.has("linear_num_value_heads"):
+    if kind not in LINEAR_KINDS and (c.has("full_attention_interval") or c.has("linear_num_value_heads")):
         key = "full_attention_interval" if c.has("full_attention_interval") else "linear_num_value_heads"
-        raise c.refuse(key, c.get(key), "the layers between the full-attention ones are linear attention (gated "
-                       "DeltaNet): a fixed-size recurrent state per stream, not a KV cache; " + PRICED_AS
-                       + ", so it cannot price them")
+        raise c.refuse(key, c.get(key), f"the layers between the full-attention ones are linear attention, of a "
+                       f"model_type ({kind}) whose state the planner has no formula for (it has gated DeltaNet's, of "
+                       f"model_type {', '.join(k for k, v in LINEAR_KINDS.items() if v == 'gated_deltanet')}); "
+                       + PRICED_AS)
     attn_types = c.get("attn_type_list")
-    if isinstance(attn_types, list) and any(t == 0 for t in attn_types):
+    if kind not in LINEAR_KINDS and isinstance(attn_types, list) and any(t == 0 for t in attn_types):
         linear = sum(1 for t in attn_types if t == 0)
         raise c.refuse("attn_type_list", f"{linear} of {len(attn_types)} layers 0",
                        "type-0 layers are lightning (linear) attention: a fixed-size state per stream, not a KV "
@@ -200,11 +224,13 @@ def refuse_unpriced(c: Config) -> None:
     if isinstance(pattern, str) and "M" in pattern:
         raise c.refuse("hybrid_override_pattern", pattern, f"{pattern.count('M')} Mamba layers keep a fixed-size "
                        "state per stream, not a KV cache; " + PRICED_AS + ", so it cannot price them")
-    if c.has("index_topk"):
-        raise c.refuse("index_topk", c.get("index_topk"), "DeepSeek sparse attention: each query reads the top "
-                       f"{c.get('index_topk')} tokens of a cache that holds the whole context (and a lightning "
-                       "indexer scores every token); the performance model reads what a layer holds (a sliding "
-                       "window holds only its window), so it has no term for a sparse read of a full cache")
+    for key in ("index_topk_freq", "indexer_types"):  # GLM-5's IndexShare: one indexer for several layers
+        if c.has(key):
+            raise c.refuse(key, c.get(key), "an indexer shared between layers: the performance model prices "
+                           "DeepSeek sparse attention with one indexer in every full-attention layer (DeepSeek-V3.2)")
+    if c.has("index_topk") and kind not in SPARSE_KINDS:
+        raise c.refuse("index_topk", c.get("index_topk"), f"DeepSeek sparse attention under model_type {kind}: the "
+                       f"planner maps it for model_type {', '.join(sorted(SPARSE_KINDS))} (one indexer per layer)")
 
 
 def _unpriced_layers(kinds: list[str], count: int, layers: int) -> str:
@@ -243,7 +269,9 @@ def gqa_fields(c: Config, kind: str) -> dict:
             raise c.missing("head_dim")
         head_dim = hidden // heads
     bias = kind in QKV_BIAS or c.flag("attention_bias", False) or c.flag("qkv_bias", False)
-    return {"heads": heads, "kv_heads": kv_heads, "head_dim": head_dim, "attention_bias": bias}
+    gate = kind in GATED_ALWAYS or (kind in GATED_BY_FIELD and c.flag("attn_output_gate", True))
+    return {"heads": heads, "kv_heads": kv_heads, "head_dim": head_dim, "attention_bias": bias,
+            "attention_output_gate": gate}
 
 
 def mla_fields(c: Config) -> dict:
@@ -300,6 +328,54 @@ def window_fields(c: Config, kind: str, layers: int) -> dict:
     if not c.has(key):
         raise c.missing(key)
     return {"sliding_window_tokens": c.whole(key), "sliding_window_layers": count}
+
+
+def linear_layer_count(c: Config, layers: int) -> int:
+    """Linear-attention layers: ``layer_types``' linear_attention entries, else ``attn_type_list``'s 0s (MiniMax-01),
+    else all but every ``full_attention_interval``-th layer (Qwen3-Next: layers 4, 8, ... attend in full)."""
+    types = c.get("layer_types")
+    if isinstance(types, list):
+        return sum(1 for t in types if t in LINEAR_LAYERS)
+    attn_types = c.get("attn_type_list")
+    if isinstance(attn_types, list):
+        if len(attn_types) != layers:
+            raise c.refuse("attn_type_list", f"{len(attn_types)} entries", f"expected one per layer ({layers})")
+        return sum(1 for t in attn_types if t == 0)
+    if c.has("full_attention_interval"):
+        interval = c.whole("full_attention_interval")
+        return sum(1 for i in range(layers) if (i + 1) % interval)
+    return 0
+
+
+def linear_fields(c: Config, kind: str, layers: int) -> dict:
+    """The linear-attention layers and the shape of their state (planner.catalog.Model, MODEL.md 2.10)."""
+    linear = LINEAR_KINDS.get(kind)
+    count = linear_layer_count(c, layers) if linear else 0
+    if not count:
+        return {}
+    out: dict = {"linear_attention": linear, "linear_attention_layers": count}
+    if linear == "lightning":  # per head a head_dim x head_dim state, the softmax layers' heads and head_dim
+        heads = c.whole("num_attention_heads")
+        dim = c.whole("head_dim") if c.has("head_dim") else c.whole("hidden_size") // heads
+        return {**out, "linear_key_heads": heads, "linear_key_head_dim": dim, "linear_value_heads": heads,
+                "linear_value_head_dim": dim, "linear_state_dtype": "fp32"}
+    dtype = str(c.get("mamba_ssm_dtype", "bfloat16"))
+    if dtype not in STATE_DTYPES:
+        raise c.refuse("mamba_ssm_dtype", dtype, f"expected one of {', '.join(STATE_DTYPES)}")
+    return {**out, "linear_key_heads": c.whole("linear_num_key_heads"),
+            "linear_key_head_dim": c.whole("linear_key_head_dim"),
+            "linear_value_heads": c.whole("linear_num_value_heads"),
+            "linear_value_head_dim": c.whole("linear_value_head_dim"),
+            "linear_conv_kernel": c.whole("linear_conv_kernel_dim", 4), "linear_state_dtype": STATE_DTYPES[dtype]}
+
+
+def sparse_fields(c: Config, kind: str) -> dict:
+    """DeepSeek sparse attention: each query reads the top ``index_topk`` tokens the lightning indexer of
+    ``index_n_heads`` heads of ``index_head_dim`` picks (MODEL.md 2.10)."""
+    if kind not in SPARSE_KINDS or not c.has("index_topk"):
+        return {}
+    return {"sparse_attention_topk": c.whole("index_topk"), "indexer_heads": c.whole("index_n_heads"),
+            "indexer_head_dim": c.whole("index_head_dim")}
 
 
 def ffn_fields(c: Config, ffn: str, layers: int) -> dict:
@@ -414,6 +490,12 @@ def notes(c: Config, kind: str, entry: dict) -> str:
                      "speculative method mtp; not counted in total_params.")
         if c.has("num_mtp_modules"):
             parts.append(f"The checkpoint ships {c.get('num_mtp_modules')} MTP modules, one per further draft token.")
+    if entry.get("linear_attention_layers"):
+        parts.append(f"{entry['linear_attention_layers']} of {entry['layers']} layers are linear attention "
+                     f"({entry['linear_attention']}): a fixed state per sequence, no KV cache.")
+    if entry.get("sparse_attention_topk"):
+        parts.append(f"DeepSeek sparse attention: each query reads the top {entry['sparse_attention_topk']} cached "
+                     "tokens; the indexer's keys are held and read for the whole context.")
     if c.has("attention_chunk_size") and entry.get("sliding_window_layers"):
         parts.append(f"Chunked attention ({c.get('attention_chunk_size')}-token chunks) priced as a sliding "
                      "window of that size, an upper bound on what each such layer holds and reads.")

@@ -65,16 +65,25 @@ def _gb(x: float) -> str:
 
 
 def _kv_bytes_per_token(model, precision: str, context: float) -> float:
-    """KV bytes one token adds over all layers at a ``context``-token context (sliding-window layers count
-    min(context, window) / context of a token): ``solvers.perf.kernels.kv_bytes_per_token`` in plain Python, so
-    that validating a scenario compiles nothing."""
+    """KV bytes a decode step reads per token of a ``context``-token context over all layers (sliding-window layers
+    count min(context, window) / context of a token, sparse-attention ones min(context, k) / context and their
+    indexer's keys, linear-attention ones their state once): the fewest of ``solvers.perf.kernels``' read, in plain
+    Python, so that validating a scenario compiles nothing."""
     layers = float(model.layers)
     window_layers = float(model.sliding_window_layers or 0)
-    share = 1.0
-    if window_layers > 0 and context > 0:
+    full = 1.0 - window_layers / layers - float(model.linear_attention_layers) / layers  # linear layers: no cache
+    share = full
+    if context > 0:
         window = float(model.sliding_window_tokens or 0)
-        share = (1.0 - window_layers / layers) + (window_layers / layers) * min(context, window) / context
-    return float(model.kv_elements_per_token_per_layer) * KV_BYTES[precision] * layers * share
+        top = float(model.sparse_attention_topk or 0)  # a sparse layer reads its top k (MODEL.md 2.10)
+        share = full * (min(context, top) / context if top else 1.0)
+        share += (window_layers / layers) * min(context, window) / context if window_layers else 0.0
+    else:
+        share += window_layers / layers
+    index = float(model.indexer_head_dim if model.sparse_attention_topk else 0) * KV_BYTES[precision] * layers * full
+    # the linear-attention states, read once a step, spread over the context's tokens
+    state = float(model.state_bytes_per_sequence) / context if context > 0 else 0.0
+    return float(model.kv_elements_per_token_per_layer) * KV_BYTES[precision] * layers * share + index + state
 
 
 def row_bounds(m, hw, model) -> dict:

@@ -85,6 +85,9 @@ def show_entry(item_id: str) -> dict:
 def model_entry(m: catalog.Model) -> dict:
     """A model's catalog fields and what the planner derives from them (``catalog show``, ``models add``)."""
     entry = m.model_dump(mode="json", exclude_none=True)
+    for name in UNLESS_SET:  # a linear or sparse attention's fields, shown only for a model that has them
+        if entry.get(name) == catalog.Model.model_fields[name].default:
+            entry.pop(name)
     entry["derived"] = {
         "total_params": m.total_params,
         "active_params": m.active_params,
@@ -92,7 +95,16 @@ def model_entry(m: catalog.Model) -> dict:
         "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"),
         "kv_bytes_per_token_fp8": m.kv_bytes_per_token("fp8"),
     }
+    if m.linear_attention_layers:
+        entry["derived"]["linear_attention_params_per_layer"] = m.linear_attention_params_per_layer
+        entry["derived"]["state_bytes_per_sequence"] = m.state_bytes_per_sequence
     return entry
+
+
+# Model fields of the attention kinds most models lack (MODEL.md 2.10), left out of an entry where at their default.
+UNLESS_SET = ("attention_output_gate", "linear_attention_layers", "linear_key_heads", "linear_key_head_dim",
+              "linear_value_heads", "linear_value_head_dim", "linear_conv_kernel", "linear_state_dtype",
+              "indexer_heads", "indexer_head_dim")
 
 
 def sources_of(obj) -> set[str]:

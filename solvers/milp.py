@@ -532,6 +532,8 @@ class FleetSolution:
     revenue: float = 0.0  # max_revenue: USD/year of the served shares
     tie_break: str = ""  # what (T) did, in words; empty when it did not run
     rented: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [R] (12): chips rented from each offer
+    heuristic: str = ""  # how a plan not from one MILP on every column was found (planner.fleet.solve), in words
+    cautious: bool = False  # an option was sized at a loop's last resort, its most cautious (planner.fleet.solve)
 
 
 def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:

@@ -570,3 +570,20 @@ def test_evaluate_charges_a_pool_its_whole_replicas():
         dataclasses.replace(p, chips=np.array([[1.0], [2.0]]))
     with pytest.raises(ValueError, match="replica pools"):
         bf.brute_force(p)
+
+
+@pytest.mark.parametrize("chips_per_rack,rounded", [(4, [0.1, 0.1, 1.5, 1.5]), (5, [0.1, 0.1, 2.0, 2.0])])
+def test_rounding_up_leaves_a_pools_whole_replicas_their_chips(chips_per_rack, rounded):
+    # A pool of two shares (0.1 + 0.1: one whole replica, one chip) beside two continuous columns of 1.5 replicas
+    # on one rack: the MILP's row (2) holds 1 + 3 chips. Rounding a column up to 2 needs a chip the pool's whole
+    # replica already holds where the rack has 4 (it overfilled a system's racks on a generated site of 20
+    # workloads), and fits where it has 5.
+    from planner.fleet.plan import round_up_small
+
+    p = F.FleetProblem(chips_per_rack=[chips_per_rack], rack_power_w=[1e3], annual_cost_usd_per_rack=[100.0],
+                       max_racks=[INF], workload=[0, 1, 2, 3], capacity=[100.0] * 4, chips=[[1]] * 4,
+                       integer_replicas=[True, True, False, False], demand=[10.0, 10.0, 150.0, 150.0],
+                       pool=[0, 0, -1, -1])
+    x = round_up_small(p, np.array([1.0]), np.array([0.1, 0.1, 1.5, 1.5]))
+    assert x.tolist() == pytest.approx(rounded)
+    assert F.evaluate(p, [1], x).feasible

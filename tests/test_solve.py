@@ -293,9 +293,12 @@ def test_time_limit_returns_the_best_plan_with_its_gap():
 
     sc = load_scenario(GOLDEN.parent.parent / "scenarios" / "mixed-site.yaml")
     plan = solve(sc, solver="scip", time_limit_s=8.0, options_from=build_problem(sc))
-    assert plan.status in ("time_limit", "optimal")
-    if plan.status == "time_limit":
+    # stopped unproved, its pools are sized on its own columns, its gap against the first MILP's bound (20)
+    assert plan.status in ("time_limit", "optimal", "feasible")
+    if plan.status != "optimal":
         assert plan.solver["relative_gap"] is not None and plan.solver["relative_gap"] > 0
+    if plan.status == "feasible":  # not stopped by time: by the narrowing, which says so
+        assert plan.solver["heuristic"] and plan.solver["relative_gap"] > sc.solver.relative_gap
     assert all(c["ok"] for c in plan.checks)
 
 

@@ -276,6 +276,9 @@ def assumptions(d: dict) -> list[str]:
                      f"{100 * (d['inputs'].get('measurement_headroom') or 0):.3g}% headroom; a (workload, system, "
                      f"precision) with measurements takes no option from the model")
         lines.extend(plan_warnings(d["inputs"]))  # rows beyond physics, planned under --trust-measurements
+    how = d.get("solver", {}).get("heuristic")
+    if how:
+        lines.append(f"search: {how} (docs/OPTIMIZER.md 20)")
     tie = d.get("solver", {}).get("tie_break")
     if tie:
         lines.append(f"ties: among plans no worse than the first found, the one on the fewest hardware types "

@@ -21,6 +21,7 @@ from planner.fleet.problem import Built, build_problem
 from planner.fleet.whatif import one_more_rack
 from planner.scenario import Scenario, load_scenario
 from planner.vocabulary import SOLVERS
+from solvers.formulation import column_primary_coefficients, primary_coefficients
 from solvers.milp import FleetSolution, optimize, same_problem
 from solvers.vocabulary import HAS_PLAN, NO_PLAN
 
@@ -38,6 +39,17 @@ DECODE_QUEUE_ROUNDS = 4
 # it needs, so that it stops moving).
 SPARE_ROUNDS = 4
 SPARE_SHRINK = 0.8
+# The first MILP's share of the time left after scoring: the rounds that size its pools again need the rest.
+FIRST_MILP_SHARE = 0.5
+# Of the time left after the first MILP, the share kept back from the rounds on every column for the rounds on
+# the plan's own columns (``on_own_columns``), should the first run out of time or end unproved.
+OWN_COLUMNS_SHARE = 0.25
+# Beside the columns a plan uses, each of its workloads keeps this many of its cheapest columns (primary value a
+# unit of demand served) in ``on_own_columns``: room for a column that sized again no longer meets its targets.
+ALTERNATES = 3
+# ... where each solve takes about a second, so the rounds before each loop's last resort (which takes every option
+# at its most cautious) may be this many times as many.
+OWN_COLUMNS_PATIENCE = 4
 
 
 def solve(scenario, solver: str | None = None, time_limit_s: float | None = None, progress=None,
@@ -60,19 +72,28 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     built = build_problem(scenario, progress, deadline, options_from)
     if progress:
         progress(0, 1, f"solving the MILP ({built.problem.n_columns} columns, {settings.name})")
-    sol = optimize_by(built, settings, deadline, "scoring candidates")
-    built, sol = repair_pools(built, sol, settings, deadline, progress)
-    built, sol = size_decode_queues(built, sol, settings, deadline, progress)
-    built, sol = size_spares(built, sol, settings, deadline, progress)
-    if sol.status == NO_PLAN:
-        raise PlannerError(f"the {sol.solver} solver found no plan within the time limit of "
+    first = optimize_by(built, settings, share_of_time_left(deadline, FIRST_MILP_SHARE), "scoring candidates")
+    if first.status == NO_PLAN:
+        raise PlannerError(f"the {first.solver} solver found no plan within the time limit of "
                            f"{settings.time_limit_s:g} s; raise --time-limit (or solver.time_limit_s) or try another "
                            f"solver ({', '.join(SOLVERS)})")
-    plan = extract_plan(built, sol)
-    if plan.status == "infeasible":
-        raise InfeasibleError(infeasibility_message(built), plan=plan)
-    plan.checks = check(plan)
-    failed = [c for c in plan.checks if not c["ok"]]
+    plan: Plan | None = None
+    failed: list[dict] = []
+    if first.status == "optimal" or first.status not in HAS_PLAN:  # proved (or infeasible): its pools on all columns
+        built_all, sol = size_pools(built, first, settings, share_of_time_left(deadline, 1 - OWN_COLUMNS_SHARE),
+                                    progress)
+        plan, failed = checked_plan(built_all, sol)
+        if not failed and sol.cautious and deadline > time.monotonic():
+            plan = cheaper_on_own_columns(plan, built, first, settings, deadline, progress)
+    else:  # stopped unproved: rounds on every column would each stop as unproved, and later
+        built_all, sol = built, first
+    if plan is None or failed:
+        why = (f"the first MILP stopped unproved at gap {100 * first.relative_gap:.2g}%" if plan is None else
+               "the rounds sizing its pools again on every column ran out of time" if sol.status == "time_limit" else
+               "its plan on every column failed its check (" + "; ".join(c["check"] for c in failed[:3]) + ")")
+        if progress:
+            progress(0, 1, f"{why}: its pools sized again on its own columns")
+        plan, failed = checked_plan(*on_own_columns(built_all, sol, first, settings, deadline, progress, why))
     if failed and plan.status == "time_limit":  # stopped before its pools were sized again: not a plan to buy
         raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools again, "
                            f"and the plan found so far does not hold with the pools it deploys ("
@@ -86,8 +107,96 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     return plan
 
 
+def share_of_time_left(deadline: float, share: float) -> float:
+    """The moment ``share`` of the time left before ``deadline`` has passed."""
+    now = time.monotonic()
+    return now + share * max(deadline - now, 0.0)
+
+
+def size_pools(built: Built, sol, settings, deadline: float, progress=None,
+               patience: int = 1) -> tuple[Built, FleetSolution]:
+    """A plan's prefill pools, decode queues and spares sized at what it deploys, solving again until they hold
+    (docs/OPTIMIZER.md 14, 18, 19): ``repair_pools``, ``size_decode_queues`` and ``size_spares`` in turn, each with
+    ``patience`` times its rounds before its last resort. Past the deadline the plan so far comes back with status
+    time_limit."""
+    built, sol = repair_pools(built, sol, settings, deadline, progress, patience=patience)
+    built, sol = size_decode_queues(built, sol, settings, deadline, progress, patience=patience)
+    return size_spares(built, sol, settings, deadline, progress, patience=patience)
+
+
+def checked_plan(built: Built, sol) -> tuple[Plan, list[dict]]:
+    """The solution as a plan with its checks, and the checks it fails; raises InfeasibleError (with the plan) when
+    no fleet can serve the scenario."""
+    plan = extract_plan(built, sol)
+    if plan.status == "infeasible":
+        raise InfeasibleError(infeasibility_message(built), plan=plan)
+    plan.checks = check(plan)
+    return plan, [c for c in plan.checks if not c["ok"]]
+
+
+def cheaper_on_own_columns(plan: Plan, built: Built, first, settings, deadline: float, progress=None) -> Plan:
+    """``plan`` (which holds, some option of it at its loop's last resort: one server a pool, one slot a queue,
+    which can cost most of a plan again) against the first MILP's plan sized again on its own columns
+    (``on_own_columns``, more rounds before their last resort): the cheaper of the two that holds."""
+    why = "the rounds sizing its pools again on every column took an option at its most cautious pool"
+    if progress:
+        progress(0, 1, f"{why}: the first plan's pools sized again on its own columns")
+    try:
+        other, failed = checked_plan(*on_own_columns(built, first, first, settings, deadline, progress, why))
+    except InfeasibleError:  # its own columns, sized again, cannot serve it: the plan on every column stands
+        return plan
+    if failed or other.objective_usd_per_year >= plan.objective_usd_per_year:
+        return plan
+    return other
+
+
+def own_columns(built: Built, sol) -> np.ndarray:
+    """[J] bool: the columns ``sol`` deploys, and each of its workloads' ALTERNATES cheapest columns by the primary
+    value of a unit served (the rack shares a replica holds, at their racks' primary, plus its own cost, over its
+    capacity)."""
+    problem = built.problem
+    keep = plan_replicas(built, sol) > 1e-9
+    unit = ((problem.chips / problem.chips_per_rack) @ primary_coefficients(problem)
+            + column_primary_coefficients(problem)) / np.maximum(problem.capacity, 1e-300)
+    for w in np.unique(problem.workload[keep]):
+        mine = np.flatnonzero(problem.workload == w)
+        keep[mine[np.argsort(unit[mine], kind="stable")[:ALTERNATES]]] = True
+    return keep
+
+
+def on_own_columns(built: Built, sol, first, settings, deadline: float, progress=None,
+                   why: str = "") -> tuple[Built, FleetSolution]:
+    """A plan that holds from one that does not (or is not proved): the MILP on ``own_columns`` of ``sol`` (a few
+    per workload, so each solve takes seconds), its pools sized again there (``size_pools``). Its bound is the
+    first MILP's (``first``, on every column sized at its most optimistic pools: a relaxation of any plan sized
+    again), its gap against that bound, and its status optimal only where that gap is within the requested one; the
+    solution's ``heuristic`` says how it was found (``why`` first)."""
+    keep = own_columns(built, sol)
+    narrowed = with_columns(built, {c: v[keep] for c, v in built.options.items()})
+    found = optimize_by(narrowed, settings, deadline, "sizing pools again on the plan's own columns",
+                        (sol.racks, np.asarray(sol.replicas)[keep]))
+    narrowed, found = size_pools(narrowed, found, settings, deadline, progress, OWN_COLUMNS_PATIENCE)
+    if found.status not in HAS_PLAN:
+        return narrowed, found
+    bound = min(first.best_bound, found.objective)
+    gap = max((found.objective - bound) / found.objective, 0.0) if found.objective > 0 else 0.0
+    # proved within the requested gap against the first bound: optimal; else stopped by time, or by the narrowing
+    status = "optimal" if gap <= settings.relative_gap else "time_limit" if found.status == "time_limit" else "feasible"
+    return narrowed, dataclasses.replace(
+        found, status=status, best_bound=bound, relative_gap=gap,
+        heuristic=f"{why}; its pools were sized again on its own {int(keep.sum())} of {len(keep)} columns "
+                  f"(the columns it deploys and each workload's {ALTERNATES} cheapest), the gap against the first "
+                  f"MILP's bound")
+
+
+def carried(found, sol, last_resort: bool = False):
+    """``found`` (a round's solution) marked cautious where ``sol`` (the round's start) was or this round took its
+    loop's last resort: options once sized at it stay so."""
+    return dataclasses.replace(found, cautious=sol.cautious or last_resort) if sol.cautious or last_resort else found
+
+
 def repair_pools(built: Built, sol, settings, deadline: float, progress=None,
-                 resolve=None) -> tuple[Built, FleetSolution]:
+                 resolve=None, patience: int = 1) -> tuple[Built, FleetSolution]:
     """The plan's pools against the pools its options were sized for (MODEL.md 9.2, OPTIMIZER.md 14): where a pool
     has fewer servers than its option's ``servers`` (c_assumed), that option is generated again at the pool's
     whole servers and the MILP solved again (unless the figures it reads did not move and its plan was proved
@@ -98,13 +207,14 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None,
     by the time limit), if it holds with the pools it deploys; ``solve`` refuses one that does not.
     ``resolve(built)``, where given, solves each round instead of the plain MILP (a robust fleet's racks held:
     ``planner.sweep.robust``)."""
-    for rnd in range(REPAIR_ROUNDS + 1):
+    last = REPAIR_ROUNDS * patience
+    for rnd in range(last + 1):
         if sol.status not in HAS_PLAN:
             return built, sol
         caps = assumed_servers_above_pools(built, allocation_rows(built, plan_replicas(built, sol)))
         if not caps:
             return built, sol
-        if rnd == REPAIR_ROUNDS:  # the last resort: one server everywhere
+        if rnd == last:  # the last resort: one server everywhere
             servers = built.options["servers"]
             caps = {int(j): 1.0 for j in np.flatnonzero(np.nan_to_num(servers, nan=1.0) > 1.0)}
         if progress:
@@ -125,12 +235,12 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None,
         if found is None or found.status == NO_PLAN:  # no time for this round, or its solve found no plan in it
             return built, dataclasses.replace(sol, status="time_limit")  # the best plan found so far stands
         assert again is not None  # found is None without it
-        built, sol = again, found
+        built, sol = again, carried(found, sol, rnd == last)
     return built, sol
 
 
 def size_decode_queues(built: Built, sol, settings, deadline: float, progress=None,
-                       resolve=None) -> tuple[Built, FleetSolution]:
+                       resolve=None, patience: int = 1) -> tuple[Built, FleetSolution]:
     """Decode and colocated pools held at their workload's percentile as queues of batch slots (OPTIMIZER.md 18):
     where a queued option's pool came out with fewer slots than its coverage assumed (``queues.assumed_slots``), its
     rho* is taken again at the slots it deploys and the MILP solved again (``resolve(built)`` instead, where given),
@@ -139,7 +249,8 @@ def size_decode_queues(built: Built, sol, settings, deadline: float, progress=No
     share is still short (a continuous column's fraction holds fewer slots than a replica), at one slot, which every
     deployment holds (a share of a replica holds one stream at least, as the simulator deploys it). Past the deadline, the
     plan so far stands with status time_limit, and ``solve`` refuses it if it does not hold."""
-    for rnd in range(DECODE_QUEUE_ROUNDS + 2):
+    last = DECODE_QUEUE_ROUNDS * patience
+    for rnd in range(last + 2):
         if sol.status not in HAS_PLAN:
             return built, sol
         slots = np.asarray(built.options["decode_slots"], dtype=float)
@@ -151,9 +262,9 @@ def size_decode_queues(built: Built, sol, settings, deadline: float, progress=No
             return built, sol
         new = slots.copy()
         new[short] = deployed[short]
-        if rnd == DECODE_QUEUE_ROUNDS:  # one replica's slots everywhere, and a replica's share its own
+        if rnd == last:  # one replica's slots everywhere, and a replica's share its own
             new = np.where(slots > 0, np.minimum(new, batch), 0.0)
-        elif rnd > DECODE_QUEUE_ROUNDS:  # the last resort: one slot, which every deployment holds
+        elif rnd > last:  # the last resort: one slot, which every deployment holds
             new = np.where(slots > 0, np.minimum(slots, 1.0), 0.0)
         if progress:
             progress(0, 1, f"decode pools smaller than assumed: {len(short)} option(s) sized again, solving again")
@@ -167,11 +278,13 @@ def size_decode_queues(built: Built, sol, settings, deadline: float, progress=No
             found = None
         if found is None or found.status == NO_PLAN:
             return built, dataclasses.replace(sol, status="time_limit")
-        built, sol = repair_pools(again, found, settings, deadline, progress, resolve)
+        built, sol = repair_pools(again, carried(found, sol, rnd >= last), settings, deadline, progress, resolve,
+                                  patience)
     return built, sol
 
 
-def size_spares(built: Built, sol, settings, deadline: float, progress=None) -> tuple[Built, FleetSolution]:
+def size_spares(built: Built, sol, settings, deadline: float, progress=None,
+                patience: int = 1) -> tuple[Built, FleetSolution]:
     """Spare replicas at the pools the plan deploys (OPTIMIZER.md 19): a column is charged f = min(K, x0) / x0
     spares a replica at its assumed pool x0 (``options.spare_pool``); where it deploys fewer replicas, f is short
     of min(K, x) / x, so the column is taken again at the pool it deploys and the MILP solved again (its prefill
@@ -189,7 +302,7 @@ def size_spares(built: Built, sol, settings, deadline: float, progress=None) -> 
         if not len(short):
             break
         new = pool.copy()
-        new[short] = deployed[short] * (1.0 if rnd < SPARE_ROUNDS else SPARE_SHRINK)
+        new[short] = deployed[short] * (1.0 if rnd < SPARE_ROUNDS * patience else SPARE_SHRINK)
         rnd += 1
         if progress:
             progress(0, 1, f"pools smaller than their spares assumed: {len(short)} option(s) taken again, solving "
@@ -199,8 +312,8 @@ def size_spares(built: Built, sol, settings, deadline: float, progress=None) -> 
                              so_far=sol) if deadline > time.monotonic() else None)
         if found is None or found.status == NO_PLAN:
             return built, dataclasses.replace(sol, status="time_limit")
-        built, sol = repair_pools(again, found, settings, deadline, progress)
-        built, sol = size_decode_queues(built, sol, settings, deadline, progress)
+        built, sol = repair_pools(again, carried(found, sol), settings, deadline, progress, patience=patience)
+        built, sol = size_decode_queues(built, sol, settings, deadline, progress, patience=patience)
     return built, sol
 
 

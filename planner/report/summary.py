@@ -14,7 +14,8 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     totals, sc = d["totals"], d["inputs"]["scenario"]
     gap = d["solver"].get("relative_gap")
     gap_text = f"gap {100 * gap:.2g}%" if gap is not None else "no gap"
-    lines = [f"{d['scenario']}: {d['status']} ({d['objective']}, {d['solver']['name']}, {gap_text})"]
+    own = "; pools sized on the plan's own columns" if d["solver"].get("heuristic") else ""
+    lines = [f"{d['scenario']}: {d['status']} ({d['objective']}, {d['solver']['name']}, {gap_text}{own})"]
     if d["status"] == "infeasible":
         return lines + ([f"why: {reason}"] if reason else [])
     bought = [f for f in d["fleet"] if f.get("racks_new", f["racks"]) > 0]

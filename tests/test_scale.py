@@ -32,6 +32,13 @@ def four():
     return sc, build_problem(sc)
 
 
+@pytest.fixture(scope="module")
+def whole(four):
+    """``four`` solved as ``planner solve`` solves it."""
+    sc, built = four
+    return S.solve(sc, options_from=built)
+
+
 @pytest.mark.parametrize("n,seed", [(3, 11), (6, 12)])
 def test_random_sites_hold_under_both_solvers_and_each_plan_is_above_the_others_bound(n, seed):
     sc = site(n, seed, time_limit_s=120)
@@ -50,9 +57,8 @@ def test_random_sites_hold_under_both_solvers_and_each_plan_is_above_the_others_
         assert a.objective_usd_per_year == pytest.approx(b.objective_usd_per_year, rel=2 * gap + 1e-6)
 
 
-def test_a_first_milp_stopped_unproved_still_gives_a_plan_that_holds(four, monkeypatch):
+def test_a_first_milp_stopped_unproved_still_gives_a_plan_that_holds(four, whole, monkeypatch):
     sc, built = four
-    whole = S.solve(sc, options_from=built)
     real, calls = S.optimize_by, []
 
     def first_unproved(*args, **kwargs):
@@ -89,11 +95,10 @@ def test_own_columns_keep_what_the_plan_deploys_and_a_few_cheapest_per_workload(
         assert (keep & (w == k)).sum() <= (deployed & (w == k)).sum() + S.ALTERNATES
 
 
-def test_a_plan_sized_at_its_last_resort_gives_way_to_a_cheaper_one_that_holds(four):
+def test_a_plan_sized_at_its_last_resort_gives_way_to_a_cheaper_one_that_holds(four, whole):
     # On this site the decode queues' rounds on every column end at their last resort (one slot a queue), 82% above
     # the first MILP's bound; the first plan sized again on its own columns holds within 0.1% of it.
-    sc, built = four
-    plan = S.solve(sc, options_from=built)
+    sc, plan = four[0], whole
     assert not [c for c in check(plan) if not c["ok"]]
     assert plan.solver["heuristic"].startswith("the rounds sizing its pools again on every column took an option")
     assert plan.status == "optimal"

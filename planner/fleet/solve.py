@@ -80,20 +80,21 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     plan: Plan | None = None
     failed: list[dict] = []
     if first.status == "optimal" or first.status not in HAS_PLAN:  # proved (or infeasible): its pools on all columns
-        built_all, sol = size_pools(built, first, settings, share_of_time_left(deadline, 1 - OWN_COLUMNS_SHARE),
-                                    progress)
-        plan, failed = checked_plan(built_all, sol)
+        sized, sol = size_pools(built, first, settings, share_of_time_left(deadline, 1 - OWN_COLUMNS_SHARE), progress)
+        plan, failed = checked_plan(sized, sol)
         if not failed and sol.cautious and deadline > time.monotonic():
             plan = cheaper_on_own_columns(plan, built, first, settings, deadline, progress)
     else:  # stopped unproved: rounds on every column would each stop as unproved, and later
-        built_all, sol = built, first
+        sol = first
     if plan is None or failed:
         why = (f"the first MILP stopped unproved at gap {100 * first.relative_gap:.2g}%" if plan is None else
                "the rounds sizing its pools again on every column ran out of time" if sol.status == "time_limit" else
                "its plan on every column failed its check (" + "; ".join(c["check"] for c in failed[:3]) + ")")
         if progress:
             progress(0, 1, f"{why}: its pools sized again on its own columns")
-        plan, failed = checked_plan(*on_own_columns(built_all, sol, first, settings, deadline, progress, why))
+        # from the first plan (its columns as scored, none at a last resort: narrowed from the last round's plan,
+        # a generated site of 20 workloads kept its most cautious pools and cost 5x more), its rounds again
+        plan, failed = checked_plan(*on_own_columns(built, first, first, settings, deadline, progress, why))
     if failed and plan.status == "time_limit":  # stopped before its pools were sized again: not a plan to buy
         raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools again, "
                            f"and the plan found so far does not hold with the pools it deploys ("

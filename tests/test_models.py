@@ -123,7 +123,7 @@ PUBLISHED: dict[str, dict] = {
         note="model card: 397B total, 17B activated (whole billions; the total includes the vision encoder, which "
              "the derivation leaves out)",
     ),
-    "qwen3-coder-480b-a35b": dict(
+    "qwen3-coder-480b": dict(
         total=480e9,
         active=35e9,
         source="https://huggingface.co/Qwen/Qwen3-Coder-480B-A35B-Instruct",

@@ -33,7 +33,7 @@ CATALOG_CONFIGS = {
     "llama-3.1-70b": "meta-llama--Meta-Llama-3.1-70B", "llama-3.1-405b": "meta-llama--Meta-Llama-3.1-405B",
     "qwen3-32b": "Qwen--Qwen3-32B", "qwen3-235b-a22b": "Qwen--Qwen3-235B-A22B",
     "deepseek-v3.2": "deepseek-ai--DeepSeek-V3.2", "qwen3-next-80b-a3b": "Qwen--Qwen3-Next-80B-A3B-Thinking",
-    "qwen3.5-397b-a17b": "Qwen--Qwen3.5-397B-A17B", "qwen3-coder-480b-a35b": "Qwen--Qwen3-Coder-480B-A35B-Instruct",
+    "qwen3.5-397b-a17b": "Qwen--Qwen3.5-397B-A17B", "qwen3-coder-480b": "Qwen--Qwen3-Coder-480B-A35B-Instruct",
     "kimi-k2.5": "moonshotai--Kimi-K2.5", "glm-4.7": "zai-org--GLM-4.7-FP8", "minimax-m2.5": "MiniMaxAI--MiniMax-M2.5",
     "llama-4-maverick": "meta-llama--Llama-4-Maverick-17B-128E-Instruct",
 }
@@ -417,7 +417,7 @@ def test_an_unknown_model_says_how_to_add_one_and_suggests_only_close_names():
 
 @pytest.mark.parametrize("name, suggested", [
     ("mistral-large-3", None), ("llama-4-scout", None), ("glm-5", None),
-    ("qwen3-coder-480b", "qwen3-coder-480b-a35b"), ("qwen3-next-80b", "qwen3-next-80b-a3b"),
+    ("qwen3-coder-48b", "qwen3-coder-480b"), ("qwen3-next-80b", "qwen3-next-80b-a3b"),
     ("llama-3.1-70", "llama-3.1-70b"), ("qwen3-235b", "qwen3-235b-a22b"), ("Qwen3-32B", "qwen3-32b"),
     ("gpt-oss-12b", "gpt-oss-120b"), ("kimi-k3", "kimi-k2"),
 ])
@@ -464,7 +464,7 @@ def test_frontier_takes_a_config_as_its_model():
 
 
 # ---- the 2026 catalog models in a plan ------------------------------------------------------------------------------
-NEW_MODELS = ("deepseek-v3.2", "qwen3-next-80b-a3b", "qwen3.5-397b-a17b", "qwen3-coder-480b-a35b", "kimi-k2.5",
+NEW_MODELS = ("deepseek-v3.2", "qwen3-next-80b-a3b", "qwen3.5-397b-a17b", "qwen3-coder-480b", "kimi-k2.5",
               "glm-4.7", "minimax-m2.5", "llama-4-maverick")
 
 

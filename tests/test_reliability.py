@@ -340,6 +340,7 @@ def _repair_without_solving(monkeypatch, caps):
         racks: tuple = ()
         replicas: tuple = ()
         violations: tuple = ()
+        cautious: bool = False  # as FleetSolution: an option at its loop's last resort
 
     problem = type("P", (), {"n_columns": 1})()
     built = type("Built", (), {"problem": problem})()

@@ -172,6 +172,8 @@ def on_own_columns(built: Built, sol, first, settings, deadline: float, progress
     first MILP's (``first``, on every column sized at its most optimistic pools: a relaxation of any plan sized
     again), its gap against that bound, and its status optimal only where that gap is within the requested one; the
     solution's ``heuristic`` says how it was found (``why`` first)."""
+    if deadline <= time.monotonic():  # no time for it: the plan so far, which solve returns only if it holds
+        return built, dataclasses.replace(sol, status="time_limit")
     keep = own_columns(built, sol)
     narrowed = with_columns(built, {c: v[keep] for c, v in built.options.items()})
     found = optimize_by(narrowed, settings, deadline, "sizing pools again on the plan's own columns",
@@ -193,7 +195,8 @@ def on_own_columns(built: Built, sol, first, settings, deadline: float, progress
 def carried(found, sol, last_resort: bool = False):
     """``found`` (a round's solution) marked cautious where ``sol`` (the round's start) was or this round took its
     loop's last resort: options once sized at it stay so."""
-    return dataclasses.replace(found, cautious=sol.cautious or last_resort) if sol.cautious or last_resort else found
+    was = getattr(sol, "cautious", False)  # a robust fleet's rounds (planner.sweep.robust) carry their own record
+    return dataclasses.replace(found, cautious=True) if was or last_resort else found
 
 
 def repair_pools(built: Built, sol, settings, deadline: float, progress=None,

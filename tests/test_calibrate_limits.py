@@ -132,7 +132,7 @@ def measured_subsets(draw):
 
 
 @pytest.mark.integration
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(measured_subsets())
 def test_no_fitted_parameter_ever_leaves_its_physical_bounds(case):
     family, rows = case

@@ -77,24 +77,24 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
         raise PlannerError(f"the {first.solver} solver found no plan within the time limit of "
                            f"{settings.time_limit_s:g} s; raise --time-limit (or solver.time_limit_s) or try another "
                            f"solver ({', '.join(SOLVERS)})")
-    plan: Plan | None = None
+    # Proved (or infeasible): its pools sized again on every column. Stopped unproved: rounds on every column would
+    # each stop unproved too, and later, so it goes to its own columns at once.
+    proved = first.status == "optimal" or first.status not in HAS_PLAN
     failed: list[dict] = []
-    if first.status == "optimal" or first.status not in HAS_PLAN:  # proved (or infeasible): its pools on all columns
+    if proved:
         sized, sol = size_pools(built, first, settings, share_of_time_left(deadline, 1 - OWN_COLUMNS_SHARE), progress)
         plan, failed = checked_plan(sized, sol)
         if not failed and sol.cautious and deadline > time.monotonic():
             plan = cheaper_on_own_columns(plan, built, first, settings, deadline, progress)
-    else:  # stopped unproved: rounds on every column would each stop as unproved, and later
-        sol = first
-    if plan is None or failed:
-        why = (f"the first MILP stopped unproved at gap {100 * first.relative_gap:.2g}%" if plan is None else
+    if not proved or failed:
+        why = (f"the first MILP stopped unproved at gap {100 * first.relative_gap:.2g}%" if not proved else
                "the rounds sizing its pools again on every column ran out of time" if sol.status == "time_limit" else
                "its plan on every column failed its check (" + "; ".join(c["check"] for c in failed[:3]) + ")")
         if progress:
             progress(0, 1, f"{why}: its pools sized again on its own columns")
         # from the first plan (its columns as scored, none at a last resort: narrowed from the last round's plan,
         # a generated site of 20 workloads kept its most cautious pools and cost 5x more), its rounds again
-        plan, failed = checked_plan(*on_own_columns(built, first, first, settings, deadline, progress, why))
+        plan, failed = checked_plan(*on_own_columns(built, first, settings, deadline, progress, why))
     if failed and plan.status == "time_limit":  # stopped before its pools were sized again: not a plan to buy
         raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools again, "
                            f"and the plan found so far does not hold with the pools it deploys ("
@@ -143,7 +143,7 @@ def cheaper_on_own_columns(plan: Plan, built: Built, first, settings, deadline: 
     if progress:
         progress(0, 1, f"{why}: the first plan's pools sized again on its own columns")
     try:
-        other, failed = checked_plan(*on_own_columns(built, first, first, settings, deadline, progress, why))
+        other, failed = checked_plan(*on_own_columns(built, first, settings, deadline, progress, why))
     except InfeasibleError:  # its own columns, sized again, cannot serve it: the plan on every column stands
         return plan
     if failed or other.objective_usd_per_year >= plan.objective_usd_per_year:
@@ -165,19 +165,19 @@ def own_columns(built: Built, sol) -> np.ndarray:
     return keep
 
 
-def on_own_columns(built: Built, sol, first, settings, deadline: float, progress=None,
+def on_own_columns(built: Built, first, settings, deadline: float, progress=None,
                    why: str = "") -> tuple[Built, FleetSolution]:
-    """A plan that holds from one that does not (or is not proved): the MILP on ``own_columns`` of ``sol`` (a few
-    per workload, so each solve takes seconds), its pools sized again there (``size_pools``). Its bound is the
-    first MILP's (``first``, on every column sized at its most optimistic pools: a relaxation of any plan sized
-    again), its gap against that bound, and its status optimal only where that gap is within the requested one; the
-    solution's ``heuristic`` says how it was found (``why`` first)."""
+    """A plan that holds from the first MILP's (``first``, unproved, or its pools not yet sized): the MILP on its
+    ``own_columns`` (a few per workload, so each solve takes about a second), its pools sized again there
+    (``size_pools``). Its bound is the first MILP's (on every column at its most optimistic pools: a relaxation of
+    any plan sized again), its gap against that bound, and its status optimal only where that gap is within the
+    requested one; the solution's ``heuristic`` says how it was found (``why`` first)."""
     if deadline <= time.monotonic():  # no time for it: the plan so far, which solve returns only if it holds
-        return built, dataclasses.replace(sol, status="time_limit")
-    keep = own_columns(built, sol)
+        return built, dataclasses.replace(first, status="time_limit")
+    keep = own_columns(built, first)
     narrowed = with_columns(built, {c: v[keep] for c, v in built.options.items()})
     found = optimize_by(narrowed, settings, deadline, "sizing pools again on the plan's own columns",
-                        (sol.racks, np.asarray(sol.replicas)[keep]))
+                        (first.racks, np.asarray(first.replicas)[keep]))
     narrowed, found = size_pools(narrowed, found, settings, deadline, progress, OWN_COLUMNS_PATIENCE)
     if found.status not in HAS_PLAN:
         return narrowed, found
@@ -195,8 +195,7 @@ def on_own_columns(built: Built, sol, first, settings, deadline: float, progress
 def carried(found, sol, last_resort: bool = False):
     """``found`` (a round's solution) marked cautious where ``sol`` (the round's start) was or this round took its
     loop's last resort: options once sized at it stay so."""
-    was = getattr(sol, "cautious", False)  # a robust fleet's rounds (planner.sweep.robust) carry their own record
-    return dataclasses.replace(found, cautious=True) if was or last_resort else found
+    return dataclasses.replace(found, cautious=True) if sol.cautious or last_resort else found
 
 
 def repair_pools(built: Built, sol, settings, deadline: float, progress=None,

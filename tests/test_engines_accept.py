@@ -2,7 +2,8 @@
 rows covering each setting the export writes is judged by the engine's own definitions, at the version the file
 names: vLLM's ``vllm serve`` parser and checks (the vllm and llm-d targets' arguments) and vllm-router's (the
 routers), Dynamo's worker parser with the vLLM its release pins, SGLang's ``ServerArgs``. The engines live in their own environments (``make engines``:
-tests/engines/install.py); where one is not installed its test is skipped, saying so. ``.ci/run`` installs them.
+tests/engines/install.py); where one is not installed its test is skipped, saying so. ``.ci/run`` installs them
+while the suite runs, and each test waits for its engine.
 Known-bad commands go through the same check, so that a check which passes everything fails here."""
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ def cases() -> list[dict]:
 
 
 def judged(engine: str, cases: list[dict]) -> dict[str, dict]:
-    """Each case's verdict by the engine's own checker, run in the engine's environment."""
+    """Each case's verdict by the engine's own checker, run in the engine's environment (waited for where .ci/run
+    installs it beside the suite: install.wait_for)."""
+    install.wait_for(engine)
     python = install.python_of(engine)
     if python is None:
         missing = f"{engine} {install.versions()[engine]} is not installed here (make engines installs it)"

@@ -13,10 +13,12 @@ Usage: python tests/engines/install.py [ENGINE ...]   (from the project's own en
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -57,6 +59,22 @@ def wheels(engine: str) -> list[str]:
 
 def venv_of(engine: str, version: str) -> Path:
     return HOME / f"{engine}-{version}"
+
+
+# Set where an install runs beside the tests (.ci/run): the file its exit status is written to when it ends
+PENDING = "PLANNER_ENGINES_PENDING"
+
+
+def wait_for(engine: str, limit_s: float = 1200.0) -> None:
+    """Where an install runs beside the tests (``PENDING`` names its status file), until this engine's environment
+    is made, the install ends (its status written) or ``limit_s`` passes; at once elsewhere."""
+    status = os.environ.get(PENDING)
+    if not status:
+        return
+    made = venv_of(engine, versions()[engine]) / ".installed"
+    end = time.monotonic() + limit_s
+    while not made.exists() and not Path(status).exists() and time.monotonic() < end:
+        time.sleep(2.0)
 
 
 def python_of(engine: str) -> Path | None:

@@ -218,7 +218,7 @@ def round_up_small(problem, racks: np.ndarray, replicas: np.ndarray, rented: np.
     core = problem.core_chips if problem.core_chips is not None else np.zeros_like(problem.chips)
     # (2) and (2c) as the MILP holds them: a replica pool's (15) chips on its whole replicas, not its members'
     # shares (the room between them is the pool's, and rounding a prefill pool up into it overfilled a system's
-    # racks by 6.5 chips on a generated site of 20 workloads: tests/test_scale.py)
+    # racks by 6.5 chips on a generated site of 20 workloads: tests/test_fleet_milp.py)
     held = pool_chip_replicas(problem, x)
     room, core_room = capacity - problem.chips.T @ held, capacity - core.T @ held
     for j in frac[np.argsort(np.ceil(x[frac]) - x[frac])]:

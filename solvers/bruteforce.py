@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers import robust
+from solvers.formulation import system_index
 from solvers.jit import njit
 from solvers.objectives import objective
 
@@ -171,52 +172,73 @@ def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub, row_grou
 
 
 @njit
-def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_racks, rack_ub, needs, credit,
-                      max_platforms, min_racks, kept, installed, max_new_racks, used, chips_per_rack, rent_hw,
-                      rent_cost, rent_max, above):
+def cheapest_rack_mix(primary, rack_power_w, rack_site, site_pue, site_budget_w, site_max_racks, system, rack_ub,
+                      needs, credit, max_platforms, min_racks, kept, installed, max_new_racks, supply_cap, used,
+                      chips_per_rack, rent_hw, rent_cost, rent_max, above):
     """Step 2: (objective[t], racks[t, H], index[t] of a need the racks hold) of the cheapest feasible rack vector
-    on exactly t = 0..H hardware types, its objective the racks' primary value less the largest credit among the
-    needs they hold; (inf, zeros, -1) where none. Feasible includes (7): at most ``max_platforms`` types bought,
-    each bought type at least ``min_racks``; (9): the first ``installed`` racks of a type cost ``kept`` each,
-    the rest ``primary``, and at most ``max_new_racks`` racks beyond the installed ones; (12): a need's chips
-    (``used``) beyond its racks may be rented, from the offers (``rent_hw``, ``rent_cost`` per chip, ``rent_max``,
-    cheapest first) of its type; (13): ``rack_power_w`` is each rack's floor and a need's replicas draw ``above``
-    beyond it at peak."""
-    H = primary.shape[0]
+    on exactly t = 0..K systems, its objective the racks' primary value less the largest credit among the needs
+    they hold; (inf, zeros, -1) where none. Feasible includes (7): at most ``max_platforms`` systems bought, each
+    bought system at least ``min_racks`` over its sites; (9): the first ``installed`` racks of a type cost ``kept``
+    each, the rest ``primary``, at most ``max_new_racks`` racks beyond the installed ones and (16) a system's new
+    racks over its sites within its ``supply_cap``; (12): a need's chips (``used``) beyond its racks may be rented,
+    from the offers (``rent_hw``, ``rent_cost`` per chip, ``rent_max``, cheapest first) of its type; (13, 16):
+    ``rack_power_w`` is each rack's floor, a need's replicas draw ``above[k, s]`` beyond it at peak at site s, and
+    each site's facility power (its pue) and racks stay within its own limits."""
+    H, S = primary.shape[0], site_pue.shape[0]
+    K = supply_cap.shape[0]
     total = 1
     for h in range(H):
         total *= rack_ub[h] + 1
     r = np.zeros(H, dtype=np.int64)
-    best = np.full(H + 1, np.inf)
-    best_r = np.zeros((H + 1, H), dtype=np.int64)
-    best_k = np.full(H + 1, -1, dtype=np.int64)
+    best = np.full(K + 1, np.inf)
+    best_r = np.zeros((K + 1, H), dtype=np.int64)
+    best_k = np.full(K + 1, -1, dtype=np.int64)
+    power = np.zeros(S)
+    count = np.zeros(S)
+    of_system = np.zeros(K)
+    new_of_system = np.zeros(K)
     for _ in range(total):
-        obj, power, count, types, short, new = 0.0, 0.0, 0, 0, False, 0.0
+        obj, short, new = 0.0, False, 0.0
+        power[:] = 0.0
+        count[:] = 0.0
+        of_system[:] = 0.0
+        new_of_system[:] = 0.0
         for h in range(H):
             extra = max(r[h] - installed[h], 0.0)
             obj += kept[h] * r[h] + (primary[h] - kept[h]) * extra
             new += extra
-            power += rack_power_w[h] * r[h]
-            count += r[h]
-            if r[h] > 0:
+            power[rack_site[h]] += rack_power_w[h] * r[h]
+            count[rack_site[h]] += r[h]
+            of_system[system[h]] += r[h]
+            new_of_system[system[h]] += extra
+        types = 0
+        for k in range(K):
+            if of_system[k] > 0:
                 types += 1
-                short = short or r[h] < min_racks[h]
-        if (pue * power <= power_budget_w * (1.0 + 1e-9) and count <= max_total_racks + 1e-9
-                and types <= max_platforms and not short and new <= max_new_racks + 1e-9):
+                short = short or of_system[k] < min_racks[k]
+            short = short or new_of_system[k] > supply_cap[k] + 1e-9
+        for s in range(S):
+            short = short or site_pue[s] * power[s] > site_budget_w[s] * (1.0 + 1e-9) or count[s] > site_max_racks[s] + 1e-9
+        if not short and types <= max_platforms and new <= max_new_racks + 1e-9:
             for k in range(needs.shape[0]):
-                if obj - credit[k] >= best[types] or pue * (power + above[k]) > power_budget_w * (1.0 + 1e-9):
+                if obj - credit[k] >= best[types]:
+                    continue
+                over = False
+                for s in range(S):
+                    over = over or site_pue[s] * (power[s] + above[k, s]) > site_budget_w[s] * (1.0 + 1e-9)
+                if over:
                     continue
                 holds, rent = True, 0.0
                 for h in range(H):
                     if needs[k, h] <= r[h]:
                         continue
-                    short = used[k, h] - chips_per_rack[h] * r[h]
+                    lack = used[k, h] - chips_per_rack[h] * r[h]
                     for o in range(rent_hw.shape[0]):
-                        if rent_hw[o] == h and short > 1e-9:
-                            take = min(short, rent_max[o])
+                        if rent_hw[o] == h and lack > 1e-9:
+                            take = min(lack, rent_max[o])
                             rent += take * rent_cost[o]
-                            short -= take
-                    if short > 1e-9:
+                            lack -= take
+                    if lack > 1e-9:
                         holds = False
                         break
                 if holds and obj + rent - credit[k] < best[types]:
@@ -230,6 +252,23 @@ def cheapest_rack_mix(primary, rack_power_w, pue, power_budget_w, max_total_rack
     return best, best_r, best_k
 
 
+def system_arrays(problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(16) ([H] each type's system 0..K-1, [K] each system's minimum purchase, [K] its supply cap)."""
+    index = system_index(problem)
+    first = np.array([int(np.flatnonzero(index == k)[0]) for k in range(int(index.max(initial=-1)) + 1)],
+                     dtype=np.int64)
+    return index, problem.min_racks[first].astype(float), problem.max_racks[first].astype(float)
+
+
+def column_site_power(problem, xs: np.ndarray) -> np.ndarray:
+    """[K, S] (13, 16) each replica vector's draw beyond its racks' floor at each site."""
+    out = np.zeros((xs.shape[0], problem.n_sites))
+    where = problem.column_site
+    for s in range(problem.n_sites):
+        out[:, s] = xs @ (problem.replica_power_w * (where == s))
+    return out
+
+
 def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
     """The exact optimum of a tiny all-integer FleetProblem by enumeration (jitted), on the fewest types."""
     u = replica_bounds(problem) if replica_ub is None else np.asarray(replica_ub, dtype=np.int64)
@@ -241,13 +280,15 @@ def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
         rack_ub, problem.max_racks + problem.installed_racks).astype(np.int64)
     _check_racks(b)
     order = np.argsort(rent_costs(problem), kind="stable")  # (12): the cheapest offer of a type first
-    by_types, racks, ks = cheapest_rack_mix(primary_costs(problem), problem.floor_power_w, problem.pue,
-                                            problem.power_budget_w, problem.max_total_racks, b, needs, credit,
-                                            float(problem.max_platforms), problem.min_racks, kept_costs(problem),
-                                            problem.installed_racks, float(problem.max_new_racks),
-                                            (xs @ problem.chips).astype(float), problem.chips_per_rack,
-                                            problem.rent_hardware[order], rent_costs(problem)[order],
-                                            problem.rent_max_chips[order], (xs @ problem.replica_power_w).astype(float))
+    system, least, cap = system_arrays(problem)
+    by_types, racks, ks = cheapest_rack_mix(primary_costs(problem), problem.floor_power_w, problem.rack_sites,
+                                            problem.site_pues, problem.site_budgets_w, problem.site_rack_limits,
+                                            system, b, needs, credit, float(problem.max_platforms), least,
+                                            kept_costs(problem), problem.installed_racks,
+                                            float(problem.max_new_racks), cap, (xs @ problem.chips).astype(float),
+                                            problem.chips_per_rack, problem.rent_hardware[order],
+                                            rent_costs(problem)[order], problem.rent_max_chips[order],
+                                            column_site_power(problem, xs))
     best, t = fewest_types_answer(by_types)
     if t < 0:
         return BruteForceResult(best, np.zeros(problem.n_hardware, dtype=np.int64),
@@ -275,8 +316,14 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
     cpr, power, cost = problem.chips_per_rack.tolist(), problem.floor_power_w.tolist(), primary_costs(problem).tolist()
     above = problem.replica_power_w.tolist()
     demand, group, value = problem.demand.tolist(), problem.row_group.tolist(), problem.group_value.tolist()
-    best = [math.inf] * (H + 1)
-    best_r, best_x, covering = [[0] * H] * (H + 1), [[0] * problem.n_columns] * (H + 1), 0
+    # (16): each type's site and system; a system's supply cap and minimum purchase span its sites
+    site, system = problem.rack_sites.tolist(), problem.rack_systems.tolist()
+    column_site = problem.column_site.tolist()
+    systems = sorted(set(system), key=system.index)
+    cap = {k: float(problem.max_racks[system.index(k)]) for k in systems}
+    least = {k: float(problem.min_racks[system.index(k)]) for k in systems}
+    best = [math.inf] * (len(systems) + 1)
+    best_r, best_x, covering = [[0] * H] * (len(systems) + 1), [[0] * problem.n_columns] * (len(systems) + 1), 0
     for x in itertools.product(*(range(int(n) + 1) for n in u)):
         served = [sum(coverage[j][w] * n for j, n in enumerate(x)) for w in range(W)]
         short = [w for w in range(W) if served[w] < demand[w] * (1.0 - 1e-9)]
@@ -287,28 +334,37 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
         covering += 1
         use = [sum(chips[j][h] * n for j, n in enumerate(x)) for h in range(H)]
         full = [math.ceil(u / cpr[h] - 1e-9) for h, u in enumerate(use)]
-        # (12): a type with rental offers may hold fewer racks than its chips need and rent the rest
-        choices = [range(n + 1) if offers[h] else [n] for h, n in enumerate(full)]
+        # (12): a type with rental offers may hold fewer racks than its chips need and rent the rest; (7, 16): a
+        # system below its minimum purchase over its sites may take more racks at any of them
+        choices = [range(n + (int(math.ceil(least[system[h]])) if least[system[h]] > 0 else 0) + 1)
+                   if offers[h] or least[system[h]] > 0 else [n] for h, n in enumerate(full)]
         for racks in itertools.product(*choices):
-            need = [max(n, math.ceil(problem.min_racks[h])) if n > 0 else 0 for h, n in enumerate(racks)]  # (7)
+            need = list(racks)
+            if any(n < f and not offers[h] for h, (n, f) in enumerate(zip(need, full))):
+                continue
             rent = 0.0
             for h in range(H):
-                short = use[h] - cpr[h] * need[h]
+                lack = use[h] - cpr[h] * need[h]
                 for price, most in offers[h]:
-                    take = min(max(short, 0.0), most)
-                    rent, short = rent + take * price, short - take
-                if short > 1e-9:
+                    take = min(max(lack, 0.0), most)
+                    rent, lack = rent + take * price, lack - take
+                if lack > 1e-9:
                     rent = math.inf
-            types = sum(n > 0 for n in need)
-            if math.isinf(rent) or any(n > b[h] for h, n in enumerate(need)) or types > problem.max_platforms:
-                continue
-            drawn = sum(p * n for p, n in zip(power, need)) + sum(a * n for a, n in zip(above, x))  # (13) at peak
-            if problem.pue * drawn > problem.power_budget_w * (1.0 + 1e-9):
-                continue
-            if sum(need) > problem.max_total_racks + 1e-9:
-                continue
+            of_system = {k: sum(n for h, n in enumerate(need) if system[h] == k) for k in systems}
             new = [max(n - i, 0.0) for n, i in zip(need, installed)]
-            if sum(new) > problem.max_new_racks + 1e-9:
+            new_of_system = {k: sum(e for h, e in enumerate(new) if system[h] == k) for k in systems}
+            types = sum(n > 0 for n in of_system.values())
+            if (math.isinf(rent) or any(n > b[h] for h, n in enumerate(need)) or types > problem.max_platforms
+                    or any(0 < of_system[k] < least[k] for k in systems)
+                    or any(new_of_system[k] > cap[k] + 1e-9 for k in systems)):
+                continue
+            fits = True
+            for s in range(problem.n_sites):  # (13) at peak, (16) each site within its own limits
+                drawn = (sum(p * n for p, n, at in zip(power, need, site) if at == s)
+                         + sum(a * n for a, n, at in zip(above, x, column_site) if at == s))
+                fits = fits and problem.site_pues[s] * drawn <= problem.site_budgets_w[s] * (1.0 + 1e-9)
+                fits = fits and sum(n for n, at in zip(need, site) if at == s) <= problem.site_rack_limits[s] + 1e-9
+            if not fits or sum(new) > problem.max_new_racks + 1e-9:
                 continue
             obj = (sum(k * n + (c - k) * e for k, c, n, e in zip(kept, cost, need, new))
                    + sum(c * n for c, n in zip(own, x)) + rent - credit)

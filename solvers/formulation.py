@@ -100,10 +100,11 @@ def rack_upper_bounds(problem) -> np.ndarray:
     need = np.maximum(need, problem.racks_at_least)  # (8): kept racks, within the caps
     ub = np.minimum(problem.max_racks + problem.installed_racks, np.ceil(need * (1.0 - 1e-12)))
     ub = np.minimum(ub, problem.max_new_racks + problem.installed_racks)  # (9)
-    ub = np.minimum(ub, problem.max_total_racks)
-    if math.isfinite(problem.power_budget_w):
-        with np.errstate(divide="ignore"):  # a rack at rest drawing nothing is bounded by the rest alone
-            ub = np.minimum(ub, problem.power_budget_w / (problem.pue * problem.floor_power_w) * (1.0 + 1e-12))
+    site = problem.rack_sites  # (16): each type within its own site's limits
+    ub = np.minimum(ub, problem.site_rack_limits[site])
+    budget, pue = problem.site_budgets_w[site], problem.site_pues[site]
+    with np.errstate(divide="ignore", invalid="ignore"):  # a rack at rest drawing nothing is bounded by the rest alone
+        ub = np.where(np.isfinite(budget), np.minimum(ub, budget / (pue * problem.floor_power_w) * (1.0 + 1e-12)), ub)
     return np.floor(ub * (1.0 + 1e-12))
 
 
@@ -229,29 +230,51 @@ def pool_chip_replicas(problem, x: np.ndarray) -> np.ndarray:
 
 
 def add_power_row(m, problem, racks, tag: str = "", late=(), replicas=()) -> None:
-    """(3) at the peak draw (13): the installed racks' floor plus each replica's draw beyond it, divided by pue *
-    max rack power."""
-    if not math.isfinite(problem.power_budget_w):
-        return
-    unit = problem.pue * float(problem.rack_power_w.max())
-    row = m.add_linear_constraint(ub=problem.power_budget_w / unit, name=f"power[{tag}]" if tag else "power")
-    for h, installed in enumerate(installed_terms(racks, late)):
-        for v in installed:
-            row.set_coefficient(v, float(problem.pue * problem.floor_power_w[h] / unit))
-    above = problem.replica_power_w
-    for j, v in enumerate(replicas):
-        if above[j] > 0:
-            row.set_coefficient(v, float(problem.pue * above[j] / unit))
+    """(3) at the peak draw (13), one row per site with a budget (16): its installed racks' floor plus each of its
+    replicas' draw beyond it, divided by its pue * the largest rack power."""
+    above, where = problem.replica_power_w, problem.column_site
+    terms = installed_terms(racks, late)
+    for s in range(problem.n_sites):
+        budget, pue = float(problem.site_budgets_w[s]), float(problem.site_pues[s])
+        if not math.isfinite(budget):
+            continue
+        unit = pue * float(problem.rack_power_w.max())
+        name = ("power" if problem.n_sites == 1 else f"power[s={s}]") if not tag else (
+            f"power[{tag}]" if problem.n_sites == 1 else f"power[{tag}s={s}]")
+        row = m.add_linear_constraint(ub=budget / unit, name=name)
+        for h in np.flatnonzero(problem.rack_sites == s).tolist():
+            for v in terms[h]:
+                row.set_coefficient(v, float(pue * problem.floor_power_w[h] / unit))
+        for j, v in enumerate(replicas):
+            if above[j] > 0 and where[j] == s:
+                row.set_coefficient(v, float(pue * above[j] / unit))
 
 
 def add_total_racks_row(m, problem, racks, tag: str = "", late=()) -> None:
-    """(4), on the installed racks."""
-    if not math.isfinite(problem.max_total_racks):
-        return
-    row = m.add_linear_constraint(ub=problem.max_total_racks, name=f"total_racks[{tag}]" if tag else "total_racks")
-    for installed in installed_terms(racks, late):
-        for v in installed:
-            row.set_coefficient(v, 1.0)
+    """(4), on the installed racks: one row per site with a limit (16)."""
+    terms = installed_terms(racks, late)
+    for s in range(problem.n_sites):
+        limit = float(problem.site_rack_limits[s])
+        if not math.isfinite(limit):
+            continue
+        name = ("total_racks" if problem.n_sites == 1 else f"total_racks[s={s}]") if not tag else (
+            f"total_racks[{tag}]" if problem.n_sites == 1 else f"total_racks[{tag}s={s}]")
+        row = m.add_linear_constraint(ub=limit, name=name)
+        for h in np.flatnonzero(problem.rack_sites == s).tolist():
+            for v in terms[h]:
+                row.set_coefficient(v, 1.0)
+
+
+def add_supply_rows(m, problem, racks, new=()) -> None:
+    """(16): a system at several sites buys at most its supply cap over them all, sum_{h in k} new_h <= cap_k
+    (new_h = racks_h without an installed fleet); a type alone has the cap as its bound already."""
+    for k, members in enumerate(problem.systems):
+        cap = float(problem.max_racks[members[0]])
+        if not math.isfinite(cap):
+            continue
+        row = m.add_linear_constraint(ub=cap, name=f"supply[k={k}]")
+        for h in members.tolist():
+            row.set_coefficient((new or racks)[h], 1.0)
 
 
 def limits_platforms(problem) -> bool:
@@ -260,17 +283,20 @@ def limits_platforms(problem) -> bool:
 
 
 def add_platform_rows(m, problem, racks, r_ub) -> list:
-    """(7): a binary per hardware type, 1 when any rack of it is bought (racks_h <= R_h used_h); at least
-    min_racks_h racks when it is (racks_h >= min_racks_h used_h); at most max_platforms types. Returns the
-    binaries (none when the problem limits neither)."""
+    """(7): a binary per system, 1 when any rack of it is bought at any site (racks_h <= R_h used_k(h)); at least
+    min_racks_k racks over its sites when it is (sum_{h in k} racks_h >= min_racks_k used_k); at most max_platforms
+    systems. Returns the binaries (none when the problem limits neither)."""
     if not limits_platforms(problem):
         return []
     used = add_used(m, problem, racks, r_ub)
-    for h, u in enumerate(used):
-        if problem.min_racks[h] > 0:
-            lower = m.add_linear_constraint(lb=0.0, name=f"min_racks[h={h}]")
-            lower.set_coefficient(racks[h], 1.0)
-            lower.set_coefficient(u, -float(problem.min_racks[h]))
+    for k, u in enumerate(used):
+        members = np.flatnonzero(system_index(problem) == k)
+        least = float(problem.min_racks[members[0]])
+        if least > 0:
+            lower = m.add_linear_constraint(lb=0.0, name=f"min_racks[h={int(members[0])}]")
+            for h in members.tolist():
+                lower.set_coefficient(racks[h], 1.0)
+            lower.set_coefficient(u, -least)
     if math.isfinite(problem.max_platforms):
         row = m.add_linear_constraint(ub=problem.max_platforms, name="platforms")
         for u in used:
@@ -278,13 +304,30 @@ def add_platform_rows(m, problem, racks, r_ub) -> list:
     return used
 
 
+def system_index(problem) -> np.ndarray:
+    """[H] (16) each type's system as 0..K-1 in order of first appearance (the index of its used_k)."""
+    _, first, inverse = np.unique(problem.rack_systems, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))  # systems numbered in order of their first type
+    return order[inverse].astype(np.int64)
+
+
+def systems_used(problem, racks) -> np.ndarray:
+    """[K] (16) whether each system has a rack in a plan, at any site."""
+    index = system_index(problem)
+    out = np.zeros(int(index.max(initial=-1)) + 1, dtype=bool)
+    np.logical_or.at(out, index, np.asarray(racks, dtype=float) > 0.5)
+    return out
+
+
 def add_used(m, problem, racks, r_ub) -> list:
-    """used_h binaries with racks_h <= R_h used_h, shared by (7) and (T)."""
-    used = [m.add_binary_variable(name=f"used[{h}]") for h in range(problem.n_hardware)]
-    for h, u in enumerate(used):
+    """used_k binaries, one per system (one per type at one site), with racks_h <= R_h used_k(h), shared by (7)
+    and (T)."""
+    index = system_index(problem)
+    used = [m.add_binary_variable(name=f"used[{k}]") for k in range(int(index.max(initial=-1)) + 1)]
+    for h in range(problem.n_hardware):
         upper = m.add_linear_constraint(ub=0.0, name=f"used_upper[h={h}]")
         upper.set_coefficient(racks[h], 1.0)
-        upper.set_coefficient(u, -max(float(r_ub[h]), 0.0))
+        upper.set_coefficient(used[index[h]], -max(float(r_ub[h]), 0.0))
     return used
 
 

@@ -135,12 +135,12 @@ from solvers.backends import (CPSAT_MAX_BOUND, CPSAT_MAX_SCALING, MAX_SOLVE_SECO
                               solver_output_to_stderr, solver_seconds, status_of)
 from solvers.formulation import (DEFAULT, RACK_TIE, REPLICA_TIE, TIE_FACTOR, add_chip_rows,  # noqa: F401
                                  add_demand_rows, add_new_racks, add_pools, pool_chip_replicas, add_objective_cap, add_platform_rows,
-                                 add_power_row, add_rent_variables, add_total_racks_row, add_used,
+                                 add_power_row, add_rent_variables, add_supply_rows, add_total_racks_row, add_used,
                                  column_primary_coefficients, frozen, kept_primary_coefficients, limits_platforms,
                                  padded_replica_bounds, primary_coefficients, primary_terms, rack_tie_coefficients,
                                  rack_upper_bounds, rent_primary_coefficients, rent_upper_bounds,
                                  replica_tie_coefficients, replica_upper_bounds, secondary_coefficients,
-                                 set_objective)
+                                 set_objective, systems_used)
 from solvers.objectives import objective as objective_named
 from solvers.vocabulary import HAS_PLAN, OBJECTIVES, SOLVERS  # noqa: F401
 
@@ -194,6 +194,16 @@ class FleetProblem:
     pool: np.ndarray | None = None  # [J] (15) the replica pool each column's replicas join, -1 for none
     core_chips: np.ndarray | None = None  # [J, H] (2c) the chips of a replica's stages wider than its domains'
     # tails, counted in their domains' cores and scaled to rack chips (None: no such row; docs/OPTIMIZER.md 17)
+    # (16) several sites (OPTIMIZER.md 21): a hardware type is a system at one site; each site has its own power
+    # budget, PUE and rack limit, and a system's supply cap, minimum purchase and platform count span its sites
+    # None: one site, whose figures are the scalars above (left None, so that dataclasses.replace of a scalar
+    # carries no stale copy); read them through the properties rack_sites ... rack_systems
+    rack_site: np.ndarray | None = None  # [H] the site each hardware type stands at (default: all at site 0)
+    site_pue: np.ndarray | None = None  # [S] (default: [pue])
+    site_power_budget_w: np.ndarray | None = None  # [S] facility power, inf = none (default: [power_budget_w])
+    site_max_racks: np.ndarray | None = None  # [S] inf = no limit (default: [max_total_racks])
+    rack_system: np.ndarray | None = None  # [H] the system each type is; types of one system share its max_racks
+    # and min_racks (each member carries the system's value) and count as one platform (default: each its own)
 
     def __post_init__(self):
         if self.coverage is None:
@@ -239,6 +249,10 @@ class FleetProblem:
                                frozen(self.installed_annual_cost_usd_per_rack, float))
         for name in ("pue", "power_budget_w", "max_total_racks", "max_platforms", "max_new_racks"):
             object.__setattr__(self, name, float(getattr(self, name)))
+        for name, dtype in (("rack_site", np.int64), ("site_pue", float), ("site_power_budget_w", float),
+                            ("site_max_racks", float), ("rack_system", np.int64)):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, frozen(getattr(self, name), dtype))
         problems = list(self._problems())
         if problems:
             raise ValueError("invalid FleetProblem: " + "; ".join(problems))
@@ -332,10 +346,85 @@ class FleetProblem:
             for members in self.pools:
                 if np.any(self.chips[members] != self.chips[members[0]]):
                     yield f"pool of columns {members.tolist()}: its members must use the same chips (15)"
+        yield from self._site_problems()
         if self.objective not in OBJECTIVES:
             yield f"objective = {self.objective!r}, expected one of {', '.join(OBJECTIVES)}"
         elif self.objective == "min_carbon" or self.carbon_kg_per_rack is not None:
             yield from self._carbon_problems(self.objective == "min_carbon")
+
+    def _site_problems(self):
+        """(16): one site index per type within the sites' arrays, each site's limits valid, and the types of one
+        system carrying one supply cap and one minimum purchase."""
+        H, S = self.n_hardware, len(self.site_pues)
+        if self.rack_sites.shape != (H,) or self.rack_systems.shape != (H,):
+            yield f"rack_site and rack_system must have one value per hardware type ({H})"
+            return
+        if H and (self.rack_sites.min() < 0 or self.rack_sites.max() >= S):
+            yield f"rack_site must lie in 0..{S - 1} (one entry of site_pue per site)"
+        if self.site_budgets_w.shape != (S,) or self.site_rack_limits.shape != (S,):
+            yield f"site_power_budget_w and site_max_racks must have one value per site ({S})"
+            return
+        if not np.all(np.isfinite(self.site_pues) & (self.site_pues > 0)):
+            yield "site_pue must be finite and > 0"
+        if not np.all(self.site_budgets_w > 0):
+            yield "site_power_budget_w must be > 0 (inf = no budget)"
+        if not np.all(self.site_rack_limits >= 0):
+            yield "site_max_racks must be >= 0 (inf = no limit)"
+        if H and self.rack_systems.min() < 0:
+            yield "rack_system must be >= 0"
+        if H and self.chips.shape == (self.n_columns, H):
+            on = self.chips > 0
+            sites = np.where(on, self.rack_sites[None, :], -1)
+            spans = np.flatnonzero(on.any(axis=1) & (sites.max(axis=1) != np.where(on, sites, S).min(axis=1)))
+            if len(spans):
+                yield f"column {int(spans[0])} uses hardware types at two sites: a replica stands at one (16)"
+        for members in self.systems:
+            for name in ("max_racks", "min_racks"):
+                if getattr(self, name).shape == (H,) and np.any(getattr(self, name)[members] != getattr(self, name)[members[0]]):
+                    yield f"{name} of types {members.tolist()}: one system's types carry its one {name} (16)"
+
+    @property
+    def n_sites(self) -> int:
+        return int(len(self.site_pues))
+
+    @property
+    def rack_sites(self) -> np.ndarray:
+        """[H] (16) each type's site (all at site 0 where not given)."""
+        return np.zeros(self.n_hardware, dtype=np.int64) if self.rack_site is None else self.rack_site
+
+    @property
+    def rack_systems(self) -> np.ndarray:
+        """[H] (16) each type's system (each its own where not given)."""
+        return np.arange(self.n_hardware, dtype=np.int64) if self.rack_system is None else self.rack_system
+
+    @property
+    def site_pues(self) -> np.ndarray:
+        """[S] (16) each site's pue ([pue] where not given)."""
+        return np.array([self.pue]) if self.site_pue is None else self.site_pue
+
+    @property
+    def site_budgets_w(self) -> np.ndarray:
+        """[S] (16) each site's facility power budget ([power_budget_w] where not given)."""
+        return np.array([self.power_budget_w]) if self.site_power_budget_w is None else self.site_power_budget_w
+
+    @property
+    def site_rack_limits(self) -> np.ndarray:
+        """[S] (16) each site's most racks ([max_total_racks] where not given)."""
+        return np.array([self.max_total_racks]) if self.site_max_racks is None else self.site_max_racks
+
+    @property
+    def systems(self) -> list[np.ndarray]:
+        """(16) the types of each system that stands at more than one site (one type alone is its system)."""
+        ids, counts = np.unique(self.rack_systems, return_counts=True)
+        return [np.flatnonzero(self.rack_systems == k) for k, n in zip(ids, counts) if n > 1]
+
+    @property
+    def column_site(self) -> np.ndarray:
+        """[J] (16) the site of each column's replicas: that of the types its chips are on (one site: a column
+        never spans two), -1 for a column on no rack (a hosted API)."""
+        on = self.chips > 0
+        site = self.rack_sites[np.argmax(on, axis=1)] if self.n_hardware else np.zeros(self.n_columns, dtype=np.int64)
+        return np.where(on.any(axis=1), site, -1) if self.n_columns else np.zeros(0, dtype=np.int64)
 
     def _carbon_problems(self, priced: bool):
         """(14): the measures finite and >= 0; priced (min_carbon), every one given, a rack's above 0 and a kept
@@ -561,6 +650,7 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     add_power_row(m, problem, racks, replicas=replicas)
     add_total_racks_row(m, problem, racks)
     new = add_new_racks(m, problem, racks, r_ub)
+    add_supply_rows(m, problem, racks, new)
     used = add_platform_rows(m, problem, racks, r_ub)
     scale = set_objective(m, problem, racks, replicas, shares, new, rented)
     return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares,
@@ -683,11 +773,11 @@ def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 
         return most_served(problem, solver, time_limit_s, relative_gap, fewest_platforms)
     started = time.perf_counter()
     built = build(problem, solver)
-    hint = _plan_hint(built, built.used or [], *start) if start is not None else None
+    hint = _plan_hint(built, built.used or [], *start, problem) if start is not None else None
     first = extract(problem, solve(built, time_limit_s, relative_gap, hint=hint, from_scratch=hint is None))
     if not fewest_platforms or first.status not in HAS_PLAN or first.violations:
         return first
-    if (first.racks > 0).sum() <= 1:
+    if systems_used(problem, first.racks).sum() <= 1:
         return dataclasses.replace(first, tie_break="the first plan is on one hardware type")
     left = time_limit_s - (time.perf_counter() - started)
     return fewest_platforms_plan(problem, built, first, left, relative_gap)
@@ -746,9 +836,9 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     for u in used:
         m.objective.set_linear_coefficient(u, 1.0)
     budget = min(time_limit_s, max(TIE_MIN_SECONDS, TIE_TIME_FACTOR * first.solve_seconds))
-    hint = _plan_hint(built, used, first.racks, first.replicas)
+    hint = _plan_hint(built, used, first.racks, first.replicas, problem)
     t1 = solve(built, budget, relative_gap=0.0, absolute_gap=0.5, hint=hint)  # integer objective: gap < 1 proves it
-    first_types = int((first.racks > 0).sum())
+    first_types = int(systems_used(problem, first.racks).sum())
     proved = status_of(t1.result) == "optimal"
     kept = dataclasses.replace(first, tie_break=(
         f"the first plan's {first_types} hardware types are the fewest at its objective" if proved else
@@ -756,7 +846,7 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     if status_of(t1.result) not in HAS_PLAN:
         return kept
     t1_racks = np.rint(np.asarray(t1.result.variable_values(built.racks), dtype=float))
-    types = int((t1_racks > 0.5).sum())
+    types = int(systems_used(problem, t1_racks).sum())
     if types >= first_types:
         return kept
     row = m.add_linear_constraint(ub=float(types), name="tie_platforms")
@@ -767,19 +857,20 @@ def fewest_platforms_plan(problem: FleetProblem, built: FleetModel, first: Fleet
     if left <= 0:
         return kept
     t1_replicas = np.asarray(t1.result.variable_values(built.replicas), dtype=float)
-    t2 = extract(problem, solve(built, left, relative_gap, hint=_plan_hint(built, used, t1_racks, t1_replicas)))
+    hint = _plan_hint(built, used, t1_racks, t1_replicas, problem)
+    t2 = extract(problem, solve(built, left, relative_gap, hint=hint))
     worse = t2.objective > first.objective + 1e-9 * max(abs(first.objective), 1.0)
     if t2.status not in HAS_PLAN or t2.violations or worse:
         return kept
-    note = (f"{int((t2.racks > 0).sum())} hardware types instead of the first plan's {first_types}, at no higher "
+    note = (f"{int(systems_used(problem, t2.racks).sum())} hardware types instead of the first plan's {first_types}, at no higher "
             f"objective ({'the fewest' if proved else 'fewest not proved in its time'})")
     return _with_first_bound(t2, first, time.perf_counter() - started, note)
 
 
-def _plan_hint(built: FleetModel, used, racks, replicas) -> dict:
-    """A plan as variable -> value, for :func:`solve`'s hint (shares are left to the solver)."""
-    return backends.hint_from((built.racks, racks), (built.replicas, replicas),
-                              (used, [float(r > 0.5) for r in racks]))
+def _plan_hint(built: FleetModel, used, racks, replicas, problem: FleetProblem) -> dict:
+    """A plan as variable -> value, for :func:`solve`'s hint (shares are left to the solver; ``used`` per system)."""
+    flags = systems_used(problem, racks)
+    return backends.hint_from((built.racks, racks), (built.replicas, replicas), (used, [float(f) for f in flags]))
 
 
 def _with_first_bound(sol: FleetSolution, first: FleetSolution, extra_seconds: float, note: str) -> FleetSolution:
@@ -801,10 +892,10 @@ class Evaluation:
     chips_used: np.ndarray  # [H]
     chips_slack: np.ndarray  # [H] chips_per_rack x racks - chips used
     supply_slack: np.ndarray  # [H] max_racks - racks bought (inf where no cap; (9): new racks only)
-    facility_power_w: float  # pue x the peak IT draw
-    power_slack_w: float  # budget - facility power (inf where none)
+    facility_power_w: float  # pue x the peak IT draw, summed over the sites
+    power_slack_w: float  # budget - facility power (inf where none); several sites (16): the least of theirs
     total_racks: int
-    total_racks_slack: float
+    total_racks_slack: float  # several sites: the least of theirs
     annual_cost_usd: float
     rack_power_w: float  # IT power at the peak draw (13): the racks' floor plus the replicas' draw beyond it
     objective: float  # what the objective minimises (solvers.objectives): cost, IT power, carbon, or cost less
@@ -814,6 +905,8 @@ class Evaluation:
     revenue_usd: float = 0.0  # max_revenue: USD/year of the served shares
     core_slack: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [H] (2c) chips_per_rack x racks - core
     # chips used
+    site_facility_power_w: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [S] (16) each site's
+    site_racks: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [S] (16) racks in service at each site
 
     @property
     def feasible(self) -> bool:
@@ -849,7 +942,11 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
     chips_used = problem.chips.T @ held
     core_used = problem.core_chips.T @ held if problem.core_chips is not None else np.zeros(problem.n_hardware)
     it_power = float(problem.floor_power_w @ r + problem.replica_power_w @ x)  # (13) the peak draw
-    facility = problem.pue * it_power
+    site_it = site_sums(problem, problem.floor_power_w * r, problem.rack_sites)
+    site_it += site_sums(problem, problem.replica_power_w * x, problem.column_site)
+    site_facility = problem.site_pues * site_it  # (16) each site's own pue
+    site_racks = site_sums(problem, r, problem.rack_sites)
+    facility = float(site_facility.sum())
     # (11) the columns' own costs, (13) their energy beyond the floor, (12) the chips rented
     cost = (annual_cost_of(problem, r) + float((problem.own_cost_usd + problem.replica_energy_usd) @ x)
             + float(problem.rent_cost_usd_per_chip @ rent))
@@ -864,9 +961,10 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
         served=served, demand_slack=served - demand, chips_used=chips_used,
         chips_slack=problem.chips_per_rack * r + rented_chips(problem, rent) - chips_used,
         core_slack=problem.chips_per_rack * r + rented_chips(problem, rent) - core_used,
-        supply_slack=problem.max_racks - new_racks(problem, r),
-        facility_power_w=facility, power_slack_w=problem.power_budget_w - facility,
-        total_racks=int(round(r.sum())), total_racks_slack=problem.max_total_racks - r.sum(),
+        supply_slack=supply_slack(problem, r),
+        facility_power_w=facility, power_slack_w=float((problem.site_budgets_w - site_facility).min()),
+        total_racks=int(round(r.sum())), total_racks_slack=float((problem.site_rack_limits - site_racks).min()),
+        site_facility_power_w=site_facility, site_racks=site_racks,
         annual_cost_usd=cost, rack_power_w=it_power,
         objective=primary_value(problem, r, x, rent) - (revenue if goal.credits_revenue else 0.0), violations=(),
         shares=shares, revenue_usd=revenue)
@@ -874,6 +972,22 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
         f"rent[{k}]" for k in np.flatnonzero((rent < -tol) | (rent > problem.rent_max_chips + tol)))
     object.__setattr__(ev, "violations", violations)
     return ev
+
+
+def site_sums(problem: FleetProblem, values, site) -> np.ndarray:
+    """[S] (16) ``values`` summed by ``site`` (an index per value; -1, a column on no rack, counts at none)."""
+    out = np.zeros(problem.n_sites)
+    keep = np.asarray(site) >= 0
+    np.add.at(out, np.asarray(site)[keep], np.asarray(values, dtype=float)[keep])
+    return out
+
+
+def supply_slack(problem: FleetProblem, racks) -> np.ndarray:
+    """[H] (9, 16) each type's supply cap less the new racks of its system over all its sites."""
+    new = new_racks(problem, racks)
+    bought = np.zeros(int(problem.rack_systems.max(initial=-1)) + 1)
+    np.add.at(bought, problem.rack_systems, new)
+    return problem.max_racks - bought[problem.rack_systems]
 
 
 def primary_value(problem: FleetProblem, racks, replicas, rented) -> float:
@@ -902,18 +1016,22 @@ def _violations(problem: FleetProblem, r, x, ev: Evaluation, tol: float, rent=No
         yield f"max_racks[h={h}]"
     for h in np.flatnonzero(r < problem.racks_at_least - tol):
         yield f"racks_at_least[h={h}]"
-    if ev.power_slack_w / (problem.pue * problem.rack_power_w.max()) < -tol:
-        yield "power"
-    if ev.total_racks_slack < -tol:
-        yield "total_racks"
+    several = problem.n_sites > 1
+    power_slack = (problem.site_budgets_w - ev.site_facility_power_w) / (problem.site_pues * problem.rack_power_w.max())
+    for s in np.flatnonzero(power_slack < -tol):
+        yield f"power[s={s}]" if several else "power"
+    for s in np.flatnonzero(problem.site_rack_limits - ev.site_racks < -tol):
+        yield f"total_racks[s={s}]" if several else "total_racks"
     if new_racks(problem, r).sum() > problem.max_new_racks + tol:
         yield "max_new_racks"
     for h in np.flatnonzero((r < -tol) | (np.abs(r - np.rint(r)) > tol)):
         yield f"racks_integer[h={h}]"
-    bought = r > 0.5
-    if bought.sum() > problem.max_platforms:
+    if systems_used(problem, r).sum() > problem.max_platforms:
         yield "platforms"
-    for h in np.flatnonzero(bought & (r < problem.min_racks - tol)):
+    system_racks = np.zeros(int(problem.rack_systems.max(initial=-1)) + 1)
+    np.add.at(system_racks, problem.rack_systems, r)  # (7, 16): a minimum purchase over a system's sites
+    of_system = system_racks[problem.rack_systems]
+    for h in np.flatnonzero((r > 0.5) & (of_system < problem.min_racks - tol)):
         yield f"min_racks[h={h}]"
     for j in np.flatnonzero(x < -tol):
         yield f"replicas_nonnegative[j={j}]"

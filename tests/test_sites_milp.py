@@ -1,0 +1,147 @@
+"""Several sites in one MILP (solvers.milp (16), docs/OPTIMIZER.md 21): a hardware type is a system at one site;
+each site has its own power budget, PUE and rack limit; a system's supply cap, minimum purchase and platform count
+span its sites. Held to the brute force (kernel and twin) on random tiny instances with SCIP and HiGHS, and by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from solvers import backends
+from solvers import bruteforce as bf
+from solvers import milp as F
+
+INF = math.inf
+TIGHT = 1e-9
+REL = 1e-6
+EXACT = backends.available_exact()
+
+
+def two_site_problem(seed: int) -> F.FleetProblem:
+    """2 sites x 1-2 systems (types h = site * K + k), 1-2 workloads, one column per (workload, type) at most 5,
+    each site its own pue, budget and rack limit; supply caps, minimum purchases and a platform limit at random."""
+    rng = np.random.default_rng(seed)
+    K, W, S = int(rng.integers(1, 3)), int(rng.integers(1, 3)), 2
+    H = S * K
+    cpr_k = rng.choice([4.0, 8.0], K)
+    power_k = rng.uniform(5e3, 50e3, K)
+    capex_k = rng.uniform(1e5, 1e6, K)
+    site_energy = rng.uniform(0.8, 1.3, S)  # electricity at each site: a rack's cost differs by site
+    cols = [(w, h) for w in range(W) for h in range(H)]
+    rng.shuffle(cols)
+    cols = cols[:5]
+    if not {w for w, _ in cols} >= set(range(W)):
+        cols = [(w, w % H) for w in range(W)] + cols[W:]
+    J = len(cols)
+    chips = np.zeros((J, H))
+    workload = np.array([w for w, _ in cols])
+    speed_k = rng.uniform(50.0, 150.0, K)
+    for j, (w, h) in enumerate(cols):
+        chips[j, h] = rng.choice([1.0, 2.0, 4.0])
+    capacity = np.array([speed_k[h % K] * chips[j, h] / 2.0 for j, (w, h) in enumerate(cols)])
+    demand = np.array([rng.uniform(0.5, 3.0) * capacity[workload == w].mean() for w in range(W)])
+    cap_k = np.where(rng.random(K) < 0.4, rng.integers(1, 5, K), INF)
+    least_k = np.where(rng.random(K) < 0.3, rng.integers(1, 3, K), 0)
+    power = np.tile(power_k, S)
+    return F.FleetProblem(
+        chips_per_rack=np.tile(cpr_k, S), rack_power_w=power,
+        annual_cost_usd_per_rack=np.concatenate([capex_k * e for e in site_energy]),
+        max_racks=np.tile(cap_k, S).astype(float), workload=workload, capacity=capacity, chips=chips,
+        integer_replicas=np.ones(J, bool), demand=demand, min_racks=np.tile(least_k, S).astype(float),
+        max_platforms=1.0 if rng.random() < 0.25 else INF,
+        rack_site=np.repeat(np.arange(S), K), rack_system=np.tile(np.arange(K), S),
+        site_pue=rng.choice([1.1, 1.4], S),
+        site_power_budget_w=np.where(rng.random(S) < 0.6, rng.uniform(1.0, 4.0, S) * power_k.mean(), INF),
+        site_max_racks=np.where(rng.random(S) < 0.3, rng.integers(1, 4, S), INF).astype(float),
+        objective="min_power" if rng.random() < 0.2 else "min_cost")
+
+
+def same_objective(a: float, b: float) -> bool:
+    return (math.isinf(a) and math.isinf(b)) or abs(a - b) <= REL * max(abs(a), abs(b))
+
+
+def test_the_brute_force_kernel_matches_its_twin_on_two_sites():
+    for seed in range(40):
+        p = two_site_problem(seed)
+        jit, py = bf.brute_force(p), bf.brute_force_python(p)
+        assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), (seed, jit.objective,
+                                                                                             py.objective)
+        if jit.feasible:
+            ev = F.evaluate(p, jit.racks, jit.replicas)
+            assert ev.feasible and ev.objective == pytest.approx(jit.objective, rel=1e-12), (seed, ev.violations)
+
+
+def test_scip_and_highs_agree_with_the_brute_force_on_two_sites():
+    feasible = 0
+    for seed in range(40):
+        p = two_site_problem(seed)
+        want = bf.brute_force(p)
+        for name in EXACT:
+            sol = F.optimize(p, name, relative_gap=TIGHT)
+            got = sol.objective if sol.status == "optimal" else INF
+            assert same_objective(got, want.objective), (seed, name, got, want.objective)
+            if sol.status == "optimal":
+                assert sol.violations == () and F.evaluate(p, sol.racks, sol.replicas).feasible
+        feasible += want.feasible
+    assert feasible >= 15
+
+
+def one_system_two_sites(budget_a_w: float, budget_b_w: float, pue=(1.0, 1.0), cap=INF, least=0.0,
+                         site_racks=(INF, INF)) -> F.FleetProblem:
+    """One system of 4 chips and 10 kW a rack, 100 USD a rack at site 0 and 150 at site 1; one workload of 10
+    replicas of one chip each (capacity 1), served at either site."""
+    chips = np.array([[1.0, 0.0], [0.0, 1.0]])
+    return F.FleetProblem(
+        chips_per_rack=np.array([4.0, 4.0]), rack_power_w=np.array([10e3, 10e3]),
+        annual_cost_usd_per_rack=np.array([100.0, 150.0]), max_racks=np.array([cap, cap]),
+        workload=np.array([0, 0]), capacity=np.array([1.0, 1.0]), chips=chips,
+        integer_replicas=np.array([True, True]), demand=np.array([10.0]), min_racks=np.array([least, least]),
+        rack_site=np.array([0, 1]), rack_system=np.array([0, 0]), site_pue=np.array(pue),
+        site_power_budget_w=np.array([budget_a_w, budget_b_w]), site_max_racks=np.array(site_racks))
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_each_sites_budget_binds_its_own_racks(solver):
+    # 10 replicas need 3 racks (12 chips). Site 0 (cheaper) holds 2 racks within 20 kW: the third goes to site 1
+    sol = F.optimize(one_system_two_sites(20e3, INF), solver, relative_gap=TIGHT)
+    assert sol.status == "optimal" and list(sol.racks) == [2, 1] and sol.objective == pytest.approx(350.0)
+    # at pue 1.25 site 0's 20 kW holds one rack (12.5 kW a rack): 1 + 2 racks, 400 USD
+    sol = F.optimize(one_system_two_sites(20e3, INF, pue=(1.25, 1.0)), solver, relative_gap=TIGHT)
+    assert list(sol.racks) == [1, 2] and sol.objective == pytest.approx(400.0)
+    ev = F.evaluate(sol_problem := one_system_two_sites(20e3, INF, pue=(1.25, 1.0)), sol.racks, sol.replicas)
+    assert ev.site_facility_power_w.tolist() == pytest.approx([12.5e3, 20e3]) and ev.feasible
+    assert not F.evaluate(sol_problem, np.array([2, 1]), np.array([8.0, 2.0])).feasible  # 25 kW at site 0
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_systems_supply_cap_and_site_racks_span_its_sites(solver):
+    # a cap of 2 racks over both sites cannot hold 3 racks anywhere: infeasible, though each site alone could
+    assert F.optimize(one_system_two_sites(INF, INF, cap=2.0), solver).status == "infeasible"
+    ev = F.evaluate(one_system_two_sites(INF, INF, cap=2.0), np.array([2, 1]), np.array([8.0, 2.0]))
+    assert "max_racks[h=0]" in ev.violations and "max_racks[h=1]" in ev.violations
+    # site 0 holds 1 rack at most: 1 + 2 racks
+    sol = F.optimize(one_system_two_sites(INF, INF, site_racks=(1.0, INF)), solver, relative_gap=TIGHT)
+    assert list(sol.racks) == [1, 2] and sol.objective == pytest.approx(400.0)
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_minimum_purchase_counts_every_site_and_a_platform_is_a_system(solver):
+    # a minimum of 4 racks over the sites: 4 at the cheaper site, not 3 + anything
+    sol = F.optimize(one_system_two_sites(INF, INF, least=4.0), solver, relative_gap=TIGHT)
+    assert list(sol.racks) == [4, 0] and sol.objective == pytest.approx(400.0)
+    # 2 + 2 racks over the sites also meets it (the minimum is the system's, not each site's)
+    assert F.evaluate(one_system_two_sites(INF, INF, least=4.0), np.array([2, 2]), np.array([8.0, 2.0])).feasible
+    # one system at two sites is one platform
+    p = one_system_two_sites(20e3, INF)
+    sol = F.optimize(dataclasses.replace(p, max_platforms=1.0), solver, relative_gap=TIGHT)
+    assert list(sol.racks) == [2, 1] and sol.violations == ()
+
+
+def test_a_column_on_two_sites_is_refused():
+    p = one_system_two_sites(INF, INF)
+    with pytest.raises(ValueError, match="two sites"):
+        dataclasses.replace(p, chips=np.array([[1.0, 1.0], [0.0, 1.0]]))

@@ -19,6 +19,8 @@ FOUR_BIT: tuple[str, ...] = ("fp4", "w4a16")
 # no chips, at the offer's prices on the tokens it serves; its allocation row's role is API_KIND and its hardware
 # API_PREFIX + the offer's name.
 API_KIND = "api"
+ONE_SITE = "site"  # the name of a scenario's one site (site:, not sites:)
+SITE_SEP = "@"  # a rack type of a plan over several sites is named system@site (docs/OPTIMIZER.md 21)
 API_PREFIX = "api:"
 
 # Roles a catalog system can take, and the roles of allocation rows in a plan.

@@ -22,7 +22,7 @@ from planner.fleet.packing import chip_rows, held_chips
 from planner.fleet.queues import assumed_slots, column_bounds
 from planner.fleet.spares import spare_count, spare_share
 from planner.scenario import Scenario
-from planner.vocabulary import API_KIND, API_PREFIX
+from planner.vocabulary import API_KIND, API_PREFIX, ONE_SITE, SITE_SEP
 from solvers.milp import FleetProblem
 from solvers.objectives import objective as objective_named
 
@@ -43,10 +43,20 @@ class Built:
     candidates_scored: int
     engine_seconds: float
     unserved: dict = field(default_factory=dict)  # workload -> why no option exists
+    # several sites (OPTIMIZER.md 21): each hardware type's name, system@site (None: each system's id), and each
+    # site's one-site scenario by name (None: one site, the scenario itself)
+    rack_ids: list | None = None  # [H]
+    site_views: dict | None = None
+
+    @functools.cached_property
+    def type_ids(self) -> list[str]:
+        """[H] the name of each hardware type: the system's id, or system@site in a plan over several sites."""
+        return self.rack_ids if self.rack_ids is not None else [h.id for h in self.hardware]
 
     @functools.cached_property
     def hardware_by_id(self) -> dict:
-        return {h.id: h for h in self.hardware}
+        """Each hardware type's catalog entry by its name (``type_ids``; the entry keeps its system's id)."""
+        return dict(zip(self.type_ids, self.hardware))
 
     @functools.cached_property
     def models(self) -> dict:
@@ -64,14 +74,15 @@ class Built:
         applied), the efficiencies and each system's annual cost parts."""
         sc = self.scenario
         models = sc.resolved_models()
-        caps = sc.new_rack_caps()
+        caps = sc.new_rack_caps() if self.site_views is None else system_caps(self.site_views.values())
         used_models = sorted({d.model for d in self.demands} | {d.draft_model for d in self.demands if d.draft_model})
-        return {
+        out = {
             "scenario": {
                 "name": sc.name, "start_date": sc.start_date.isoformat(), "horizon_years": sc.horizon_years,
                 "objective": sc.objective, "finance": sc.finance.model_dump(mode="json"),
                 "site": sc.site.model_dump(mode="json"),
-                "max_racks": {h.id: int(caps[h.id]) for h in self.hardware if math.isfinite(caps.get(h.id, math.inf))},
+                "max_racks": {h: int(caps[h]) for h in sorted({h.id for h in self.hardware})
+                              if math.isfinite(caps.get(h, math.inf))},
                 "max_new_racks": sc.hardware.max_new_racks, "installed_past_life": sc.installed_past_life(),
                 "prices_usd_per_mtok": dict(sc.prices_usd_per_mtok),
                 "solver": sc.solver.model_dump(mode="json"),
@@ -81,15 +92,66 @@ class Built:
                 "layouts": sc.layouts,
             },
             "demands": [d.to_dict() for d in self.demands],
-            "hardware": {h.id: h.model_dump(mode="json") for h in self.hardware},
+            "hardware": {k: h.model_dump(mode="json") for k, h in self.hardware_by_id.items()},
             "models": {m: models[m].model_dump(mode="json") for m in used_models},
             "efficiency": sc.efficiencies({h.id: h for h in self.hardware}),
-            "rack_costs": {h.id: rack_cost_parts(sc, h) for h in self.hardware},
-            "installed": installed_inputs(sc, self.hardware_by_id),
+            "rack_costs": {k: rack_cost_parts(self.view_of(k), h) for k, h in self.hardware_by_id.items()},
+            "installed": self.installed,
             "measurements": [m.to_row() for m in sc.measurements if m.model in used_models],
             "measurement_headroom": sc.measurement_headroom,
             "catalog_version": catalog.CATALOG_VERSION,
         }
+        if self.site_views is not None:  # OPTIMIZER.md 21: what check needs of each site
+            out["sites"] = [site_inputs(name, view) for name, view in self.site_views.items()]
+        return out
+
+    @functools.cached_property
+    def installed(self) -> dict:
+        """``installed_inputs`` of every site, by hardware type name."""
+        if self.site_views is None:
+            return installed_inputs(self.scenario, self.hardware_by_id)
+        return {rack_id(h, name): d for name, view in self.site_views.items()
+                for h, d in installed_inputs(view, {h.id: h for h in self.hardware}).items()}
+
+    def view_of(self, type_id: str):
+        """The one-site scenario a hardware type stands in (the scenario itself with one site)."""
+        if self.site_views is None:
+            return self.scenario
+        return self.site_views[site_of(type_id)]
+
+    @functools.cached_property
+    def type_sites(self) -> list[str]:
+        """[H] the site of each hardware type (``ONE_SITE`` with one site)."""
+        return [site_of(k) or ONE_SITE for k in self.type_ids]
+
+
+def rack_id(system: str, site: str) -> str:
+    """A hardware type's name in a plan over several sites: system@site."""
+    return f"{system}{SITE_SEP}{site}"
+
+
+def site_of(type_id: str) -> str | None:
+    """The site a hardware type's name carries (system@site), None for a system's id."""
+    return type_id.rsplit(SITE_SEP, 1)[1] if SITE_SEP in type_id else None
+
+
+def system_of(type_id: str) -> str:
+    """The system a hardware type's name names (system@site, or the id itself)."""
+    return type_id.rsplit(SITE_SEP, 1)[0]
+
+
+def site_inputs(name: str, view) -> dict:
+    """One site's entry of a plan's inputs (OPTIMIZER.md 21): its finance, limits and grid, as check reads them."""
+    return {"name": name, "finance": view.finance.model_dump(mode="json"), "site": view.site.model_dump(mode="json")}
+
+
+def system_caps(views) -> dict:
+    """System id -> most racks that may be bought over every site: its supply cap, where any site may buy it."""
+    out: dict = {}
+    for view in views:
+        for h, cap in view.new_rack_caps().items():
+            out[h] = max(out.get(h, 0.0), cap)
+    return out
 
 
 def installed_inputs(scenario, hardware: dict) -> dict:
@@ -103,11 +165,11 @@ def installed_inputs(scenario, hardware: dict) -> dict:
     return out
 
 
-def kept_annual_costs(installed: dict, hw_list: list, annual: np.ndarray) -> np.ndarray:
+def kept_annual_costs(installed: dict, ids: list, annual: np.ndarray) -> np.ndarray:
     """[H] c'_h of (9): USD/year of keeping an installed rack (a new rack's where none is installed), at most a new
     rack's (an installed rack dearer to run than a new one bought is priced as the new one: no plan keeps it)."""
-    kept = np.array([sum(installed[h.id]["kept_costs"].values()) if h.id in installed else annual[i]
-                     for i, h in enumerate(hw_list)])
+    kept = np.array([sum(installed[k]["kept_costs"].values()) if k in installed else annual[i]
+                     for i, k in enumerate(ids)])
     return np.minimum(kept, annual)
 
 
@@ -161,17 +223,136 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     """Score every candidate deployment and assemble the MILP (rows: 2 per workload; columns: options). Past
     ``deadline`` (``time.monotonic()``) the engine stops with PlannerError. ``options_from``: a Built of a
     scenario that differs from this one only where options do not change (prices, budgets, caps, rates:
-    ``planner.sweep.reuses_options``), whose scored options are reused instead of scoring again."""
+    ``planner.sweep.reuses_options``), whose scored options are reused instead of scoring again. A scenario of
+    several sites (OPTIMIZER.md 21) is scored once and assembled site by site (``sites_problem``)."""
+    if scenario.sites:
+        return sites_problem(scenario, progress, deadline)
     hardware = dict(sorted(scenario.resolved_hardware().items()))
     demands = demands_of(scenario)
     t0 = time.perf_counter()
-    if options_from is not None and [h.id for h in options_from.hardware] == list(hardware):
+    if options_from is not None and options_from.rack_ids is None and [h.id for h in options_from.hardware] == list(hardware):
         cols, candidates = without_api(options_from.options), 0
     else:
         opts = scenario_options(scenario, demands, hardware, progress, deadline)
         cols, candidates = opts.arrays(), opts.candidates_scored
     engine_s = time.perf_counter() - t0
-    cols = with_api(cols, demands)
+    problem, cols = assemble(scenario, demands, hardware, with_api(cols, demands))
+    check_resolvable(problem, demands)
+    return Built(scenario, problem, demands, list(hardware.values()), cols, candidates, engine_s,
+                 unserved_workloads(demands, cols))
+
+
+def sites_problem(scenario, progress=None, deadline: float = math.inf) -> Built:
+    """OPTIMIZER.md 21: every system any site may hold scored once for every workload; each site's problem
+    assembled on its own scenario (``Scenario.at_site``: its energy, limits and installed racks) from the options
+    of the systems it holds and the workloads it may serve, its types named system@site; the sites' problems
+    stacked into one (``stacked``), hosted API columns once."""
+    views = {name: scenario.at_site(name) for name in scenario.site_names()}
+    hardware: dict = {}
+    for view in views.values():
+        hardware.update(view.resolved_hardware())
+    hardware = dict(sorted(hardware.items()))
+    rented = [h for h, hw in hardware.items() if hw.rental]
+    if rented:
+        raise InputError(f"{', '.join(rented)} has rental offers: a plan over several sites does not rent yet (plan "
+                         f"the rented capacity with one site)", field="sites")
+    demands = demands_of(scenario)
+    t0 = time.perf_counter()
+    opts = scenario_options(scenario, demands, hardware, progress, deadline)
+    cols, candidates = opts.arrays(), opts.candidates_scored
+    engine_s = time.perf_counter() - t0
+    parts, ids, hw_list = [], [], []
+    for i, (name, view) in enumerate(views.items()):
+        held = {h: hw for h, hw in hardware.items() if h in view.resolved_hardware()}
+        site_cols = at_site(cols, set(held), {w.name for w in scenario.workloads if scenario.serves_at(w, name)},
+                            name)
+        types = {rack_id(h, name): hw for h, hw in held.items()}
+        problem, site_cols = assemble(view, demands, types, with_api(site_cols, demands) if i == 0 else site_cols)
+        parts.append((problem, site_cols))
+        ids += list(types)
+        hw_list += list(types.values())
+    problem = stacked([p for p, _ in parts], [held_ids(views[n], hardware) for n in views], list(hardware))
+    cols = {c: np.concatenate([part[c] for _, part in parts]) for c in parts[0][1]}
+    check_resolvable(problem, demands)
+    return Built(scenario, problem, demands, hw_list, cols, candidates, engine_s, unserved_workloads(demands, cols),
+                 rack_ids=ids, site_views=views)
+
+
+def held_ids(view, hardware: dict) -> list[str]:
+    """The systems of ``hardware`` a site's scenario may hold."""
+    return [h for h in hardware if h in view.resolved_hardware()]
+
+
+def at_site(cols: dict, systems: set, workloads: set, site: str) -> dict:
+    """The options on systems a site holds, of workloads it may serve, their systems named system@site."""
+    n = len(cols["workload"])
+    keep = np.array([str(cols["workload"][j]) in workloads
+                     and all(hw in systems for hw, *_ in systems_of(cols, j)) for j in range(n)], dtype=bool)
+    out = {c: v[keep] for c, v in cols.items()}
+    for c in ("hardware", "ffn_hardware"):
+        out[c] = np.array([rack_id(str(h), site) if h else "" for h in out[c]], dtype=object).astype(str)
+    return out
+
+
+def stacked(problems: list, held: list, systems: list) -> FleetProblem:
+    """One FleetProblem of the sites' problems (OPTIMIZER.md 21, the MILP's (16)): their types and columns side by
+    side (chips block-diagonal, a column on its own site's types), demand rows shared; each type's site, its
+    system (its index in ``systems``), each site's pue, budget and rack limit; pools numbered apart."""
+    H = [p.n_hardware for p in problems]
+    J = [p.n_columns for p in problems]
+    chips = np.zeros((sum(J), sum(H)))
+    core = np.zeros((sum(J), sum(H))) if any(p.core_chips is not None for p in problems) else None
+    pool = np.full(sum(J), -1) if any(p.pool is not None for p in problems) else None
+    j0 = h0 = g0 = 0
+    for p in problems:
+        chips[j0:j0 + p.n_columns, h0:h0 + p.n_hardware] = p.chips
+        if core is not None and p.core_chips is not None:
+            core[j0:j0 + p.n_columns, h0:h0 + p.n_hardware] = p.core_chips
+        if pool is not None and p.pool is not None:
+            pool[j0:j0 + p.n_columns] = np.where(p.pool >= 0, p.pool + g0, -1)
+            g0 += int(p.pool.max(initial=-1)) + 1
+        j0, h0 = j0 + p.n_columns, h0 + p.n_hardware
+
+    def cat(name: str, optional: bool = False):
+        values = [getattr(p, name) for p in problems]
+        if optional and all(v is None for v in values):
+            return None
+        return np.concatenate([np.asarray(v) for v in values])
+
+    first = problems[0]
+    rack_system = np.array([systems.index(h) for names in held for h in names], dtype=np.int64)
+    carbon = all(p.carbon_kg_per_rack is not None for p in problems)
+    return FleetProblem(
+        chips_per_rack=cat("chips_per_rack"), rack_power_w=cat("rack_power_w"),
+        annual_cost_usd_per_rack=cat("annual_cost_usd_per_rack"), max_racks=cat("max_racks"),
+        installed_racks=cat("installed_racks"),
+        installed_annual_cost_usd_per_rack=(np.concatenate([p.kept_annual_cost_usd_per_rack for p in problems])
+                                            if any(p.has_installed for p in problems) else None),
+        max_new_racks=first.max_new_racks,
+        column_cost_usd=np.concatenate([p.own_cost_usd for p in problems]),
+        rack_idle_power_w=cat("rack_idle_power_w", True), column_power_w=cat("column_power_w", True),
+        column_energy_usd=cat("column_energy_usd", True),
+        carbon_kg_per_rack=cat("carbon_kg_per_rack") if carbon else None,
+        installed_carbon_kg_per_rack=(np.concatenate([p.kept_carbon_kg_per_rack for p in problems])
+                                      if carbon and any(p.has_installed for p in problems) else None),
+        column_carbon_kg=cat("column_carbon_kg") if carbon else None,
+        rent_carbon_kg_per_chip=np.zeros(0) if carbon else None,
+        workload=cat("workload"), capacity=cat("capacity"), chips=chips, integer_replicas=cat("integer_replicas"),
+        demand=first.demand, coverage=np.concatenate([p.coverage for p in problems]), core_chips=core,
+        pool=pool if pool is not None and np.any(pool >= 0) else None,
+        pue=first.pue, power_budget_w=first.power_budget_w, max_total_racks=first.max_total_racks,
+        max_platforms=first.max_platforms, min_racks=cat("min_racks"), objective=first.objective,
+        row_group=first.row_group, group_value=first.group_value,
+        rack_site=np.repeat(np.arange(len(problems)), H), rack_system=rack_system,
+        site_pue=np.array([p.pue for p in problems]), site_power_budget_w=np.array([p.power_budget_w for p in problems]),
+        site_max_racks=np.array([p.max_total_racks for p in problems]),
+    )
+
+
+def assemble(scenario, demands: list[Demand], hardware: dict, cols: dict) -> tuple[FleetProblem, dict]:
+    """The MILP of ``cols`` (scored options, hosted ones included) on ``hardware`` (type name -> its catalog entry:
+    the system's id, or system@site in one site of several) under ``scenario``'s limits, finance and installed
+    racks; and the columns with what the MILP derived of them (decode slots, spare pools and shares)."""
     by_name = {d.name: d for d in demands}
     if "decode_slots" not in cols:  # a queued option's pool before a plan says (OPTIMIZER.md 18)
         cols = {**cols, "decode_slots": assumed_slots(cols, by_name)}
@@ -179,8 +360,8 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     if "spare_pool" not in cols:  # a column's pool before a plan says, for its spares (OPTIMIZER.md 19)
         cols = {**cols, "spare_pool": assumed_pool(cols, by_name, usable)}
     cols = {**cols, "spare_share": spare_share(spare_counts(cols, by_name, hardware), cols["spare_pool"])}
-    hw_list = list(hardware.values())
-    hw_index = {h.id: i for i, h in enumerate(hw_list)}
+    ids, hw_list = list(hardware), list(hardware.values())
+    hw_index = {k: i for i, k in enumerate(ids)}
     wl_index = {d.name: i for i, d in enumerate(demands)}
     n = len(cols["workload"])
     coverage = np.zeros((n, 2 * len(demands)))
@@ -201,20 +382,21 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
                         for d in demands])
     caps = scenario.new_rack_caps()
     annual = annual_costs(scenario, hw_list)
-    installed = installed_inputs(scenario, hardware)
+    installed = {k: v for h, v in installed_inputs(scenario, {h.id: h for h in hw_list}).items()
+                 for k in ids if hardware[k].id == h}
     new_cap = scenario.hardware.max_new_racks
     problem = FleetProblem(
         chips_per_rack=np.array([h.chips_per_rack for h in hw_list], dtype=float),
         rack_power_w=np.array([h.rack_power_w for h in hw_list]),
         annual_cost_usd_per_rack=annual,
         max_racks=np.array([caps.get(h.id, math.inf) for h in hw_list], dtype=float),
-        installed_racks=np.array([installed.get(h.id, {}).get("racks", 0) for h in hw_list], dtype=float),
-        installed_annual_cost_usd_per_rack=kept_annual_costs(installed, hw_list, annual) if installed else None,
+        installed_racks=np.array([installed.get(k, {}).get("racks", 0) for k in ids], dtype=float),
+        installed_annual_cost_usd_per_rack=kept_annual_costs(installed, ids, annual) if installed else None,
         max_new_racks=math.inf if new_cap is None else float(new_cap),
         column_cost_usd=api_column_costs(cols, demands) if np.any(cols["kind"] == API_KIND) else None,
         **rental_arrays(hw_list),
         **power_arrays(scenario, cols, chips, hw_list, demands),
-        **carbon_arrays(scenario, cols, chips, hw_list, demands, installed),
+        **carbon_arrays(scenario, cols, chips, hw_list, demands, installed, ids),
         workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
         capacity=coverage.max(axis=1) if n else np.zeros(0),
         chips=rows2, integer_replicas=(integer := integer_replicas(held, hw_list)), demand=demand, coverage=coverage,
@@ -229,8 +411,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         row_group=np.repeat(np.arange(len(demands)), 2),
         group_value=group_values(scenario.objective, demands, revenue),
     )
-    check_resolvable(problem, demands)
-    return Built(scenario, problem, demands, hw_list, cols, candidates, engine_s, unserved_workloads(demands, cols))
+    return problem, cols
 
 
 # The smallest share of a demand row one replica may serve: below it the scaled row's coefficients fall under the
@@ -268,7 +449,7 @@ def draw_above_floor(cols: dict, chips: np.ndarray, hw_list: list, demands: list
 
 
 def carbon_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demands: list[Demand],
-                  installed: dict) -> dict:
+                  installed: dict, ids: list) -> dict:
     """(14)'s arrays, kg CO2e a year, where the site gives its grid's emissions (OPTIMIZER.md 15): a rack bought
     (its making over the horizon and its floor's energy), an installed rack kept (its floor's energy: its making
     is sunk), each replica's energy beyond the floor at its mean load, and a rented chip (its share of a rack of
@@ -278,7 +459,7 @@ def carbon_arrays(scenario, cols: dict, chips: np.ndarray, hw_list: list, demand
         return {}
     parts = [rack_carbon_kg(h, scenario.finance, scenario.horizon_years, grid) for h in hw_list]
     rack = np.array([p["embodied"] + p["energy"] for p in parts])
-    kept = np.array([p["energy"] if h.id in installed else r for p, h, r in zip(parts, hw_list, rack)])
+    kept = np.array([p["energy"] if k in installed else r for p, k, r in zip(parts, ids, rack)])
     column = np.zeros(len(cols["workload"]))
     if uses_power_curves(scenario.finance) and len(chips):
         above, load = draw_above_floor(cols, chips, hw_list, demands)

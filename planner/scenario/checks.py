@@ -14,6 +14,7 @@ from planner.catalog import ADD_A_MODEL, did_you_mean, hardware_catalog, model_c
 from planner.perf.calibration import calibration_data
 from planner.perf.pack import EFFICIENCY_PARAMS, efficiency_table
 from planner.scenario.overrides import _apply_overrides, _OverrideError
+from planner.vocabulary import ONE_SITE, SITE_SEP
 
 
 def _unknown(kind: str, name: str, known, where: str) -> str:
@@ -77,6 +78,55 @@ def _reference_problems(s):
             yield ("measurements", i, "model"), _unknown("model", m.model, models, "models")
 
 
+def _site_problems(s):
+    """(loc, message) for several sites (docs/OPTIMIZER.md 21): unique names a rack type can carry, site's limits
+    and installed racks moved to the sites, known ids, workloads' sites that exist, and what one plan over several
+    sites does not take yet (periods, demand scenarios)."""
+    if not s.sites:
+        for i, w in enumerate(s.workloads):
+            if w.sites is not None and w.sites != [ONE_SITE]:
+                yield ("workloads", i, "sites"), (f"names sites {w.sites} but the scenario has one site (site:); "
+                                                  f"give sites: [{{name: ...}}, ...] to plan several")
+        return
+    names = [e.name for e in s.sites]
+    for i, e in enumerate(s.sites):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", e.name):
+            yield ("sites", i, "name"), (f"expected a name of letters, digits, '.', '_' and '-', got {e.name!r} (a "
+                                         f"plan names its racks system{SITE_SEP}site)")
+        if e.name in names[:i]:
+            yield ("sites", i, "name"), f"duplicate site name {e.name!r}"
+    for key in ("power_budget_mw", "max_racks", "grid_kg_co2_per_mwh"):
+        if getattr(s.site, key) is not None:
+            yield ("site", key), f"with sites, give each site its {key} (sites: [{{name, {key}}}]), not site.{key}"
+    if s.installed:
+        yield ("installed",), "with sites, list installed racks under their site (sites: [{name, installed}])"
+    if s.periods:
+        yield ("periods",), "a build-out over periods takes one site yet: plan several sites one period at a time"
+    if s.demand_scenarios:
+        yield ("demand_scenarios",), "demand scenarios take one site yet"
+    known_hw = {**hardware_catalog(), **{h.id: h for h in s.hardware.custom}}
+    for i, e in enumerate(s.sites):
+        for k, hw_id in enumerate(e.allow or []):
+            if hw_id not in known_hw:
+                yield ("sites", i, "allow", k), _unknown("hardware", hw_id, known_hw, "hardware.custom")
+        for k, entry in enumerate(e.installed):
+            if entry.hardware not in known_hw:
+                yield ("sites", i, "installed", k, "hardware"), _unknown("hardware", entry.hardware, known_hw,
+                                                                         "hardware.custom")
+            if entry.bought > s.start_date:
+                yield ("sites", i, "installed", k, "bought"), (f"installed racks are bought on or before start_date "
+                                                               f"({s.start_date}), got {entry.bought}")
+    for i, w in enumerate(s.workloads):
+        for k, site in enumerate(w.sites or []):
+            if site not in names:
+                yield ("workloads", i, "sites", k), (f"unknown site {site!r}{did_you_mean(site, names)}; expected one "
+                                                     f"of {', '.join(names)}")
+    if s.objective == "min_carbon":
+        for i, e in enumerate(s.sites):
+            if e.grid_kg_co2_per_mwh is None:
+                yield ("sites", i, "grid_kg_co2_per_mwh"), "min_carbon needs every site's grid emissions"
+
+
 def _period_problems(s):
     """(loc, message) for per-period values without periods, lists of the wrong length, and bad periods."""
     # each workload's rate under the name its file gave it (issue 43: a peak's problem named requests_per_s)
@@ -132,7 +182,7 @@ def _period_problems(s):
 def _carbon_problems(sc):
     """What min_carbon cannot price (docs/OPTIMIZER.md 15): no grid intensity, a build-out (not yet), an API offer
     (no emissions figure of its own), a system without its making's emissions."""
-    if sc.site.grid_kg_co2_per_mwh is None:
+    if sc.site.grid_kg_co2_per_mwh is None and not sc.sites:  # several sites: each its own (_site_problems)
         yield ("site", "grid_kg_co2_per_mwh"), ("min_carbon needs the grid's emissions: set site.grid_kg_co2_per_mwh "
                                                 "(kg CO2e per MWh; e.g. about 370 for the US average in 2024)")
         return

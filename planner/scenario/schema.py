@@ -35,7 +35,7 @@ from planner.measurements.table import Measurement
 from planner.perf.grid import Layouts
 from planner.perf.pack import efficiency_key, family_efficiency
 from planner.perf.speculative import speculation
-from planner.scenario.checks import _carbon_problems, _period_problems, _reference_problems
+from planner.scenario.checks import _carbon_problems, _period_problems, _reference_problems, _site_problems
 from planner.scenario.messages import _describe, _problem, _validation_error
 from planner.scenario.overrides import _apply_overrides
 from planner.scenario.settings import apply_setting, parse_setting
@@ -49,6 +49,7 @@ from planner.vocabulary import (
     DEFAULT_SOLVER,
     LAYOUT_POLICIES,
     OBJECTIVES,
+    ONE_SITE,
     SERVING_STACKS,
     SOLVERS,
     TIERS,
@@ -155,6 +156,25 @@ class Installed(_Section):
     bought: _dt.date = Field(description="when they were bought (on or before start_date)")
     capex_usd: PosNumber | None = Field(
         None, description="what one rack cost, for its maintenance (a share of capex a year); default the catalog's")
+
+
+class SiteEntry(_Section):
+    """One site of several (docs/OPTIMIZER.md 21): its limits, its energy and the systems it may hold. A figure left
+    out is the scenario's (finance.pue, finance.electricity_usd_per_mwh) or no limit."""
+
+    name: Name = Field(description="the site's name, unique (plans name its racks system@name)")
+    power_budget_mw: PosNumber | None = Field(
+        None, description="facility power budget in MW (rack power x the site's PUE); default: no limit")
+    pue: Annotated[Number, Ge(1), Le(3)] | None = Field(None, description="the site's PUE; default finance.pue")
+    electricity_usd_per_mwh: NonNegNumber | None = Field(
+        None, description="the site's electricity price, USD per MWh of facility energy; default the finance's")
+    max_racks: PosCount | None = Field(None, description="most racks the site can hold, all types; default: no limit")
+    grid_kg_co2_per_mwh: NonNegNumber | None = Field(
+        None, description="emissions of the site's grid, kg CO2e per MWh of facility energy (as site's)")
+    installed: list[Installed] = Field(
+        default_factory=list, description="racks already on this site's floor: [{hardware, racks, bought, capex_usd}]")
+    allow: list[Name] | None = Field(
+        None, description="hardware ids this site may hold; default: every system the scenario may use")
 
 
 class HardwareChoice(_Section):
@@ -334,6 +354,9 @@ class Workload(_Section):
     allow_hardware: list[Name] | None = Field(
         None, description="hardware ids this workload may run on; default: any resolved hardware"
     )
+    sites: list[Name] | None = Field(
+        None, min_length=1, description="with several sites: the sites that may serve this workload (its region); "
+        "default: all")
     api: list[ApiOffer] = Field(
         default_factory=list, description="hosted API offers that may serve this workload beside the fleet: "
         "[{name, usd_per_mtok_input, usd_per_mtok_cached_input, usd_per_mtok_output, max_tps_per_user}] "
@@ -448,6 +471,11 @@ class Scenario(_Section):
     horizon_years: Annotated[Number, Gt(0), Le(30)] = Field(description="years over which capex is annualized")
     finance: Finance = Field(description="cost of capital, electricity and facility overhead")
     site: Site = Field(default_factory=Site, description="limits of the site; default: none")
+    sites: list[SiteEntry] | None = Field(
+        None, min_length=1, description="several sites in one plan, in place of site's limits and installed: "
+        "[{name, power_budget_mw, pue, electricity_usd_per_mwh, max_racks, grid_kg_co2_per_mwh, installed, allow}] "
+        "(docs/OPTIMIZER.md 21); site then keeps only what holds plan-wide (capacity_headroom, redundancy, "
+        "curtailment_order)")
     hardware: HardwareChoice = Field(
         default_factory=HardwareChoice, description="which hardware may be bought, caps, overrides, custom racks"
     )
@@ -504,6 +532,8 @@ class Scenario(_Section):
 
     @model_validator(mode="after")
     def _references(self) -> Scenario:
+        for loc, message in _site_problems(self):
+            raise _problem(message, *loc)
         for loc, message in _period_problems(self):
             raise _problem(message, *loc)
         for loc, message in _reference_problems(self):
@@ -634,7 +664,7 @@ class Scenario(_Section):
         return {i: r for i, r in reasons.items() if r is not None}
 
     def _exclusion(self, hw_id: str, hw: Hardware) -> str | None:
-        if any(e.hardware == hw_id and self.retirement_of(e) > self.start_date for e in self.installed):
+        if any(e.hardware == hw_id and self.retirement_of(e) > self.start_date for e in self.all_installed()):
             return None  # on the floor already: usable whatever may be bought
         why = self.purchase_exclusion(hw_id, hw)
         if why is not None and hw.rental and self._rentable(hw_id, hw):
@@ -659,6 +689,50 @@ class Scenario(_Section):
             when = f"the last period's start {last}" if self.periods else f"start_date {self.start_date}"
             return f"available {hw.rack.available.value}, after {when}"
         return None
+
+    # ---- several sites (docs/OPTIMIZER.md 21) ---------------------------------------------------------------------
+    def site_names(self) -> list[str]:
+        """The sites' names: the entries of ``sites``, or the one site named ``site``."""
+        return [e.name for e in self.sites] if self.sites else [ONE_SITE]
+
+    def all_installed(self) -> list[Installed]:
+        """Every installed rack entry: the scenario's and every site's."""
+        return [*self.installed, *(e for entry in self.sites or () for e in entry.installed)]
+
+    def serves_at(self, workload: Workload, site: str) -> bool:
+        """Whether ``workload`` may be served at ``site`` (its ``sites``, default all)."""
+        return workload.sites is None or site in workload.sites
+
+    def at_site(self, name: str) -> Scenario:
+        """The one-site scenario of site ``name``: its limits, PUE, electricity, grid and installed racks in place of
+        the scenario's, its allow list within hardware.allow, every workload (those it may not serve have no option
+        there: ``planner.fleet.sites``). Itself where the scenario has one site."""
+        if not self.sites:
+            return self
+        i, entry = next((i, e) for i, e in enumerate(self.sites) if e.name == name)
+        data = self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        data.pop("sites")
+        finance = dict(data["finance"])
+        for key in ("pue", "electricity_usd_per_mwh"):
+            if getattr(entry, key) is not None:
+                finance[key] = getattr(entry, key)
+        site = dict(data.get("site") or {})
+        for key in ("power_budget_mw", "max_racks", "grid_kg_co2_per_mwh"):
+            if getattr(entry, key) is not None:
+                site[key] = getattr(entry, key)
+        data.update(finance=finance, site=site, installed=[e.model_dump(mode="json") for e in entry.installed])
+        if entry.allow is not None:
+            hardware = dict(data.get("hardware") or {})
+            given = hardware.get("allow")
+            hardware["allow"] = [h for h in entry.allow if given is None or h in given]
+            data["hardware"] = hardware
+        for w in data["workloads"]:
+            w.pop("sites", None)
+        try:
+            return type(self).model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise InputError(f"site {name!r}: {first['msg']}", field=f"sites.{i}") from None
 
     # ---- the installed fleet (docs/OPTIMIZER.md 9) ---------------------------------------------------------------
     def service_life(self) -> float:

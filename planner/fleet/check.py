@@ -26,9 +26,10 @@ from planner.fleet.draw import mean_power_mw
 from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, billed_power_w, finance_args,
                                    kept_rack_cost_parts, rack_carbon_kg, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
-from planner.fleet.plan import allocation_table, fleet_table, mark_rented, totals_of, workload_table
+from planner.fleet.plan import (allocation_table, fleet_table, mark_rented, sites_fleet_table, totals_of,
+                                workload_table)
 from planner.fleet.packing import racks_offered
-from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE
+from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE, site_of, system_of
 from planner.fleet.queues import effective_capacity, queued_rows, routing_share
 from planner.fleet.rows import row_problems
 from planner.fleet.spares import spare_count, spares_needed
@@ -113,6 +114,9 @@ class Inputs:
             self.installed = dict(d.get("installed") or {})  # (9), absent in plans written before it
             self.max_new_racks = sc.get("max_new_racks")
 
+            # several sites (OPTIMIZER.md 21): each site's finance and limits, by name; None with one site
+            self.sites = ({e["name"]: {"finance": e["finance"], "site": e["site"]} for e in d["sites"]}
+                          if d.get("sites") is not None else None)
             self.measurements = [Measurement.model_validate(r) for r in d.get("measurements") or []]
             self.measurement_headroom = float(d.get("measurement_headroom") or 0.0)
             stale = sorted(f for f, eff in self.efficiency.items() if "layer_floor_s" in eff)
@@ -126,14 +130,39 @@ class Inputs:
 
     def annual_cost_per_rack(self, hw_id: str) -> float:
         hw = self.hardware[hw_id]
-        return float(annual_rack_cost(hw.rack.capex_usd.value, billed_power_w(hw, self.scenario_finance), **self.finance))
+        return float(annual_rack_cost(hw.rack.capex_usd.value, billed_power_w(hw, self.finance_of(hw_id)),
+                                      **self.finance_args_of(hw_id)))
 
-    def rack_carbon(self) -> dict | None:
-        """hardware id -> kg CO2e a year of one rack by part (OPTIMIZER.md 15), None without the grid's figure."""
-        if self.grid_kg_per_mwh is None:
+    def finance_of(self, type_id: str) -> dict:
+        """The finance a hardware type is priced under: its site's (OPTIMIZER.md 21), else the scenario's."""
+        return self.scenario_finance if self.sites is None else self.sites[site_of(type_id) or ""]["finance"]
+
+    def finance_args_of(self, type_id: str) -> dict:
+        return self.finance if self.sites is None else finance_args(self.finance_of(type_id), self.horizon_years)
+
+    def rack_carbon(self, finance: dict | None = None, grid: float | None = None,
+                    ids: list | None = None) -> dict | None:
+        """hardware type -> kg CO2e a year of one rack by part (OPTIMIZER.md 15), None without the grid's figure
+        (a site's ``finance`` and ``grid`` for its types ``ids`` where given)."""
+        grid = self.grid_kg_per_mwh if finance is None else grid
+        if grid is None:
             return None
-        return {h: rack_carbon_kg(hw, self.scenario_finance, self.horizon_years, self.grid_kg_per_mwh)
-                for h, hw in self.hardware.items()}
+        return {h: rack_carbon_kg(hw, finance or self.scenario_finance, self.horizon_years, grid)
+                for h, hw in self.hardware.items() if ids is None or h in ids}
+
+    def site_rows(self) -> list:
+        """[(name, finance, carbon by type, grid)] of each site, for ``plan.sites_fleet_table``."""
+        assert self.sites is not None
+        return [(name, e["finance"], self.rack_carbon(e["finance"], e["site"].get("grid_kg_co2_per_mwh"),
+                                                      [h for h in self.hardware if site_of(h) == name]),
+                 e["site"].get("grid_kg_co2_per_mwh")) for name, e in self.sites.items()]
+
+    def site_limits(self) -> list | None:
+        """[(name, budget W, most racks)] of each site, None with one site (``plan.totals_of``)."""
+        if self.sites is None:
+            return None
+        return [(name, float(e["site"].get("power_budget_mw") or math.inf) * 1e6, e["site"].get("max_racks"))
+                for name, e in self.sites.items()]
 
 
 def _one_line(exc: Exception) -> str:
@@ -216,6 +245,11 @@ def _checks(d: dict) -> list[dict]:
             found, cap = [result(f"allocation[{i}]", False, f"the row cannot be read: {_unreadable(exc)}")], (0.0, 0.0)
         checks.extend(found)
         capacity[i] = cap
+    if inputs.sites is not None:  # OPTIMIZER.md 21: a row's site is its hardware type's
+        wrong = [i for i, r in enumerate(rows) if r.get("role") != API_KIND and r.get("site") != site_of(
+            str(r.get("hardware")))]
+        checks.append(result("allocation sites", not wrong, "each row's site is that of its hardware (system@site)"
+                             + (f"; rows {wrong} differ" if wrong else "")))
     try:
         shares = {w["workload"]: w.get("served_share") for w in d["workloads"]}
         checks.extend(demand_checks(rows, capacity, shares, inputs))
@@ -396,7 +430,8 @@ def allocation_checks(i: int, row: dict, rows: list[dict], inputs: Inputs,
     out.append(same(name + " power_mw", power, replicas * r.power_w / 1e6))
     if row.get("mean_power_mw") is not None:  # its chips' floor and its draw above it for the share of time it works
         out.append(same(name + " mean_power_mw", row["mean_power_mw"],
-                        mean_power_mw(row, inputs.hardware[row["hardware"]], demand, inputs.scenario_finance)))
+                        mean_power_mw(row, inputs.hardware[row["hardware"]], demand,
+                                      inputs.finance_of(row["hardware"]))))
     capped = (min(served, replicas * r.output_tokens_per_s), min(prefilled, replicas * r.prefill_tokens_per_s))
     return out, capped
 
@@ -532,22 +567,27 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     if unknown:
         return [result("fleet hardware", False, f"{', '.join(unknown)} not among the plan's hardware")]
     new = {h: max(n - inputs.installed.get(h, {}).get("racks", 0), 0) for h, n in racks.items()}
+    bought_of: dict[str, float] = {}  # OPTIMIZER.md 21: a system's supply cap spans its sites
+    for h, n in new.items():
+        bought_of[system_of(h)] = bought_of.get(system_of(h), 0) + n
     for hw_id, n in racks.items():
         hw = inputs.hardware[hw_id]
         out.append(result(f"racks {hw_id}", float(n).is_integer() and n >= 0, f"{n} racks"))
-        cap = inputs.max_racks.get(hw_id)
+        cap = inputs.max_racks.get(system_of(hw_id))
         if cap is not None:
-            out.append(result(f"supply cap {hw_id}", new[hw_id] <= cap, f"{new[hw_id]} racks bought, cap {cap}"))
+            bought = bought_of[system_of(hw_id)]
+            out.append(result(f"supply cap {hw_id}", bought <= cap, f"{bought} racks bought"
+                              + (f" of {system_of(hw_id)} over the sites" if inputs.sites else "") + f", cap {cap}"))
         out.append(result(f"available {hw_id}", hw.rack.available.value <= inputs.start_date,
                           f"available {hw.rack.available.value}, plan starts {inputs.start_date}"))
-        parts = annual_rack_cost_parts(hw.rack.capex_usd.value, billed_power_w(hw, inputs.scenario_finance),
-                                       **inputs.finance)
+        parts = annual_rack_cost_parts(hw.rack.capex_usd.value, billed_power_w(hw, inputs.finance_of(hw_id)),
+                                       **inputs.finance_args_of(hw_id))
         for part, value in parts.items():
             out.append(same(f"rack cost {hw_id} {part}", inputs.rack_costs.get(hw_id, {}).get(part), float(value)))
         if hw_id in inputs.installed:
             entry = inputs.installed[hw_id]
-            kept = kept_rack_cost_parts(entry["capex_usd"], billed_power_w(hw, inputs.scenario_finance),
-                                        **inputs.finance)
+            kept = kept_rack_cost_parts(entry["capex_usd"], billed_power_w(hw, inputs.finance_of(hw_id)),
+                                        **inputs.finance_args_of(hw_id))
             for part, value in kept.items():
                 out.append(same(f"installed rack cost {hw_id} {part}", entry["kept_costs"].get(part), float(value)))
     if inputs.max_new_racks is not None:
@@ -558,8 +598,11 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
     costs = {h: inputs.annual_cost_per_rack(h) for h in inputs.hardware}
     rentals = d.get("rentals") or []
     out.extend(rental_checks(rentals, inputs))
-    fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue, inputs.installed, rentals,
-                        inputs.scenario_finance, inputs.rack_carbon(), inputs.grid_kg_per_mwh)
+    if inputs.sites is None:
+        fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue, inputs.installed, rentals,
+                            inputs.scenario_finance, inputs.rack_carbon(), inputs.grid_kg_per_mwh)
+    else:
+        fleet = sites_fleet_table(order, inputs.hardware, costs, alloc, inputs.installed, inputs.site_rows())
     for f in fleet.iter_rows(named=True):
         held = f["chips"] + f.get("chips_rented", 0.0)
         rented = (f" and {f['chips_rented']:.6g} rented" if f.get("chips_rented") else "")
@@ -588,21 +631,31 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
                        or 0.0 for x in inputs.demands], dtype=float)
     workloads = workload_table(inputs.demands, alloc, fleet, shares)
     out.extend(table_checks("workloads", d["workloads"], workloads.to_dicts(), "workload"))
-    totals = totals_of(fleet, workloads, inputs.pue, inputs.power_budget_w)
+    totals = totals_of(fleet, workloads, inputs.pue, inputs.power_budget_w, inputs.site_limits())
     for key, value in totals.items():
-        out.append(same(f"totals {key}", d["totals"].get(key), value))
-    if "curtailment" in d:  # (13), absent in plans written before it
+        if key == "sites":
+            out.extend(table_checks("totals sites", d["totals"].get("sites") or [], value, "name"))
+        else:
+            out.append(same(f"totals {key}", d["totals"].get(key), value))
+    if inputs.sites is not None:
+        out.extend(site_checks(totals["sites"]))
+        out.append(result("curtailment", not d.get("curtailment"), "a plan over several sites sheds at no one peak: "
+                          "its curtailment table is empty"))
+    elif "curtailment" in d:  # (13), absent in plans written before it
         order = inputs.scenario["site"].get("curtailment_order", DEFAULT_CURTAILMENT_ORDER)
         shed = curtailment_table(fleet, alloc, workloads, inputs.demands, inputs.hardware, inputs.scenario_finance,
                                  inputs.pue, order)
         out.extend(table_checks("curtailment", d["curtailment"], shed.to_dicts(), "step"))
-    if math.isfinite(inputs.power_budget_w):
+    if math.isfinite(inputs.power_budget_w) and inputs.sites is None:
         out.append(result("power budget", totals["facility_power_mw"] <= inputs.power_budget_w / 1e6 * (1 + 1e-9),
                           f"{totals['facility_power_mw']:.6g} MW facility of {inputs.power_budget_w / 1e6:g} MW"))
-    if inputs.max_total_racks:
+    if inputs.max_total_racks and inputs.sites is None:
         out.append(result("site racks", totals["racks"] <= inputs.max_total_racks,
                           f"{totals['racks']} of {inputs.max_total_racks}"))
-    bought = {h: n for h, n in racks.items() if n > 0}
+    bought: dict[str, float] = {}  # by system: one system at several sites is one platform (OPTIMIZER.md 21)
+    for h, n in racks.items():
+        if n > 0:
+            bought[system_of(h)] = bought.get(system_of(h), 0) + n
     if inputs.max_platforms:
         out.append(result("platforms", len(bought) <= inputs.max_platforms,
                           f"{len(bought)} types bought, at most {inputs.max_platforms}"))
@@ -611,6 +664,19 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
             out.append(result(f"minimum purchase {hw_id}", bought[hw_id] >= least,
                               f"{bought[hw_id]} racks, at least {least} if any"))
     out.extend(objective_checks(d, totals, inputs))
+    return out
+
+
+def site_checks(sites: list[dict]) -> list[dict]:
+    """Each site of a plan over several sites within its own power budget and floor space (OPTIMIZER.md 21)."""
+    out = []
+    for e in sites:
+        if e["power_budget_mw"] is not None:
+            out.append(result(f"power budget {e['name']}", e["facility_power_mw"] <= e["power_budget_mw"] * (1 + 1e-9),
+                              f"{e['facility_power_mw']:.6g} MW facility of {e['power_budget_mw']:g} MW"))
+        if e["max_racks"]:
+            out.append(result(f"site racks {e['name']}", e["racks"] <= e["max_racks"],
+                              f"{e['racks']} of {e['max_racks']}"))
     return out
 
 

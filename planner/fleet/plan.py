@@ -20,11 +20,11 @@ from planner import __version__, catalog
 from planner.fleet.assumptions import assumptions
 from planner.fleet.curtail import curtailment_table, tier_label
 from planner.fleet.draw import mean_power_mw, site_draw
-from planner.fleet.finance import (annual_revenue, idle_power_w, mean_tokens_per_year, rack_carbon_kg, rental_cost,
+from planner.fleet.finance import (annual_revenue, finance_value, idle_power_w, mean_tokens_per_year, rack_carbon_kg, rental_cost,
                                    replica_carbon_kg, usd_per_mtok)
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, pool_key, pools, ttft_percentiles
 from planner.fleet.packing import WHOLE, domains_needed, domains_per_rack, replicas_per_rack, spans_racks
-from planner.fleet.problem import Built, rental_offers
+from planner.fleet.problem import Built, rental_offers, site_of
 from planner.perf.grid import engines_running, pair_engines
 from planner.vocabulary import API_KIND, DECODE_ROLES
 from solvers.formulation import pool_chip_replicas
@@ -141,19 +141,26 @@ def extract_plan(built: Built, sol) -> Plan:
     racks = np.asarray(sol.racks, dtype=float)
     rentals = rentals_of(built, sol)
     replicas = plan_replicas(built, sol)
-    owned = {h.id: racks[i] * h.chips_per_rack for i, h in enumerate(built.hardware)}
+    ids = built.type_ids
+    owned = {k: racks[i] * h.chips_per_rack for i, (k, h) in enumerate(zip(ids, built.hardware))}
     # in the table's own (sorted) order, as check reads it back
     alloc = allocation_table(mark_rented(allocation_table(allocation_rows(built, replicas)).to_dicts(), owned))
     shares = np.asarray(sol.shares) if len(sol.shares) else np.ones(len(built.demands))
     alternatives = alternatives_table(built, set(int(j) for j in np.flatnonzero(replicas > 1e-9)))
-    costs = dict(zip([h.id for h in built.hardware], built.problem.annual_cost_usd_per_rack.tolist()))
-    fleet = fleet_table({h.id: racks[i] for i, h in enumerate(built.hardware)}, built.hardware_by_id, costs, alloc,
-                        built.problem.pue, built.inputs["installed"], rentals, sc.finance,
-                        rack_carbon(sc, built.hardware), sc.site.grid_kg_co2_per_mwh)
+    costs = dict(zip(ids, built.problem.annual_cost_usd_per_rack.tolist()))
+    in_service = {k: racks[i] for i, k in enumerate(ids)}
+    if built.site_views is None:
+        fleet = fleet_table(in_service, built.hardware_by_id, costs, alloc, built.problem.pue, built.installed,
+                            rentals, sc.finance, rack_carbon(sc, built.hardware), sc.site.grid_kg_co2_per_mwh)
+    else:  # OPTIMIZER.md 21: each site's racks under its own energy, PUE and grid
+        fleet = sites_fleet_table(in_service, built.hardware_by_id, costs, alloc, built.installed,
+                                  [(name, view.finance, rack_carbon(view, built.hardware, ids),
+                                    view.site.grid_kg_co2_per_mwh) for name, view in built.site_views.items()])
     wl = workload_table(built.demands, alloc, fleet, shares)
-    totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w)
-    curtailment = curtailment_table(fleet, alloc, wl, built.demands, built.hardware_by_id, sc.finance,
-                                    built.problem.pue, sc.site.curtailment_order)
+    totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w, site_limits(built))
+    curtailment = (curtailment_table(fleet, alloc, wl, built.demands, built.hardware_by_id, sc.finance,
+                                     built.problem.pue, sc.site.curtailment_order)
+                   if built.site_views is None else None)  # shedding at one site's peak: not across sites yet
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
                 provenance(), built.unserved, alternatives=alternatives, tiers=tier_table(wl),
                 curtailment=curtailment, inputs=built.inputs, built=built, timings=timings_of(built, sol),
@@ -164,7 +171,7 @@ def plan_replicas(built: Built, sol) -> np.ndarray:
     """[J] the replicas a plan reports: the solution's, small fractions rounded up where the racks have room."""
     rented = rented_by_hardware(rentals_of(built, sol))
     return round_up_small(built.problem, np.asarray(sol.racks, dtype=float), np.asarray(sol.replicas, dtype=float),
-                          np.array([rented.get(h.id, 0.0) for h in built.hardware]))
+                          np.array([rented.get(k, 0.0) for k in built.type_ids]))
 
 
 def rentals_of(built: Built, sol) -> list[dict]:
@@ -173,7 +180,7 @@ def rentals_of(built: Built, sol) -> list[dict]:
     rows = []
     for (k, offer), chips in zip(rental_offers(built.hardware), np.asarray(sol.rented, dtype=float)):
         if chips > 1e-9:
-            rows.append({"hardware": built.hardware[k].id, "offer": offer.name, "chips": float(chips),
+            rows.append({"hardware": built.type_ids[k], "offer": offer.name, "chips": float(chips),
                          "usd_per_chip_hour": offer.usd_per_chip_hour, "term_months": offer.term_months,
                          "usd_per_year": rental_cost(chips, offer.usd_per_chip_hour)})
     return rows
@@ -272,7 +279,10 @@ def allocation_rows(built: Built, replicas: np.ndarray) -> list[dict]:
             rows.append(ffn_row(rows[-1], built.hardware_by_id))
         for row in rows[-2 if kind == "split" else -1:]:
             row["mean_power_mw"] = mean_power_mw(row, built.hardware_by_id[row["hardware"]],
-                                                 built.demand_by_name[row["workload"]], built.scenario.finance)
+                                                 built.demand_by_name[row["workload"]],
+                                                 built.view_of(row["hardware"]).finance)
+            if built.site_views is not None:
+                row["site"] = site_of(row["hardware"])
     return with_pool_ttft(rows, built)
 
 
@@ -448,17 +458,47 @@ def allocation_table(rows: list[dict]):
         return pl.DataFrame(schema={c: pl.Utf8 if c in TEXT_COLUMNS else pl.Int64 if c in INT_COLUMNS else
                                     pl.Boolean if c == "expert_parallel" else pl.Float64 for c in ALLOCATION_COLUMNS})
     rows = [{"spare_replicas": 0.0, **r} for r in rows]  # a plan written before spares (OPTIMIZER.md 19) has none
-    return (pl.DataFrame(rows, infer_schema_length=None).select(ALLOCATION_COLUMNS)
+    # several sites (OPTIMIZER.md 21): each row's site after its hardware (system@site); an API row's at none
+    sited = any(r.get("site") for r in rows)
+    columns = ALLOCATION_COLUMNS[:3] + ["site"] + ALLOCATION_COLUMNS[3:] if sited else ALLOCATION_COLUMNS
+    rows = [{**r, "site": r.get("site")} for r in rows] if sited else rows
+    return (pl.DataFrame(rows, infer_schema_length=None).select(columns)
               .sort(["workload", "role", "hardware"]))
 
 
-def rack_carbon(scenario, hardware: list) -> dict | None:
-    """hardware id -> kg CO2e a year of one rack by part (its making, its floor's energy), where the site gives its
-    grid's emissions (OPTIMIZER.md 15); else None."""
+def rack_carbon(scenario, hardware: list, ids: list | None = None) -> dict | None:
+    """hardware type -> kg CO2e a year of one rack by part (its making, its floor's energy), where the site gives
+    its grid's emissions (OPTIMIZER.md 15); else None. ``ids``: the types' names (default each system's id)."""
     if scenario.site.grid_kg_co2_per_mwh is None:
         return None
-    return {h.id: rack_carbon_kg(h, scenario.finance, scenario.horizon_years, scenario.site.grid_kg_co2_per_mwh)
-            for h in hardware}
+    return {k: rack_carbon_kg(h, scenario.finance, scenario.horizon_years, scenario.site.grid_kg_co2_per_mwh)
+            for k, h in zip(ids or [h.id for h in hardware], hardware)}
+
+
+def sites_fleet_table(racks: dict, hardware: dict, costs: dict, alloc, installed: dict, sites: list):
+    """``fleet_table`` of a plan over several sites (OPTIMIZER.md 21): each site's types (system@site) under its
+    own finance (PUE, electricity) and grid, ``sites`` [(name, finance, carbon by type or None, grid)], the rows
+    in the plan's order with the site after the hardware."""
+    import polars as pl
+
+    parts = []
+    for name, finance, carbon, grid in sites:
+        mine = {k: n for k, n in racks.items() if site_of(k) == name}
+        part = fleet_table(mine, hardware, costs, alloc, float(finance_value(finance, "pue")), installed, [],
+                           finance, carbon, grid)
+        if len(part):
+            parts.append(part.insert_column(1, pl.Series("site", [name] * len(part))))
+    table = pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
+    order = {k: i for i, k in enumerate(racks)}
+    return table.sort(pl.col("hardware").replace_strict(order, return_dtype=pl.Int64)) if len(table) else table
+
+
+def site_limits(built: Built) -> list | None:
+    """[(name, power budget W, most racks)] of each site of a plan over several sites; None with one site."""
+    if built.site_views is None:
+        return None
+    return [(name, (view.site.power_budget_mw or math.inf) * 1e6, view.site.max_racks)
+            for name, view in built.site_views.items()]
 
 
 def fleet_carbon_kg(hw, kept: int, new: int, chips_rented: float, draw: dict, carbon: dict, finance,
@@ -640,7 +680,31 @@ def tier_table(workloads):
               .sort("min_tps_per_user"))
 
 
-def totals_of(fleet, workloads, pue: float, power_budget_w: float) -> dict:
+def totals_of(fleet, workloads, pue: float, power_budget_w: float, sites: list | None = None) -> dict:
+    """The plan's totals; over several sites (``sites``: [(name, budget W, most racks)], OPTIMIZER.md 21) the
+    facility power is each site's at its own PUE, the budget theirs summed, and ``sites`` sums each site."""
+    totals = whole_totals(fleet, workloads, pue, power_budget_w)
+    if sites is None:
+        return totals
+    facility = float(fleet["facility_power_mw"].sum()) if len(fleet) else 0.0
+    budgets = [b for _, b, _ in sites]
+    totals.update(facility_power_mw=facility, power_budget_mw=finite(sum(budgets) / 1e6))
+    totals["sites"] = [site_totals(fleet, name, budget, most) for name, budget, most in sites]
+    return totals
+
+
+def site_totals(fleet, name: str, budget_w: float, most_racks) -> dict:
+    """One site's sums of a plan over several sites: racks, facility power and annual cost, and its limits."""
+    import polars as pl
+
+    mine = fleet.filter(pl.col("site") == name) if len(fleet) else fleet
+    return {"name": name, "racks": int(mine["racks"].sum()) if len(mine) else 0,
+            "facility_power_mw": float(mine["facility_power_mw"].sum()) if len(mine) else 0.0,
+            "power_budget_mw": finite(budget_w / 1e6), "max_racks": most_racks,
+            "annual_cost_usd": float(mine["annual_cost_usd"].sum()) if len(mine) else 0.0}
+
+
+def whole_totals(fleet, workloads, pue: float, power_budget_w: float) -> dict:
     demand = float((workloads["demand_output_tokens_per_s"] * workloads["served_share"]).sum())
     revenue = float(workloads["revenue_usd_per_year"].sum())
     power = float(fleet["power_mw"].sum()) if len(fleet) else 0.0
@@ -680,7 +744,8 @@ def alternatives_table(built: Built, chosen_columns: set[int]):
     cols = built.options
     if not len(cols["workload"]):
         return pl.DataFrame()
-    cost_per_chip = {h.id: c / h.chips_per_rack for h, c in zip(built.hardware, built.problem.annual_cost_usd_per_rack)}
+    cost_per_chip = {k: c / h.chips_per_rack for k, h, c in zip(built.type_ids, built.hardware,
+                                                                 built.problem.annual_cost_usd_per_rack)}
     # the capacity the MILP counts: a decode queue's output at its usable share rho* (OPTIMIZER.md 18), as covered
     cover = built.problem.coverage
     capacity = np.where(cols["kind"] == "prefill", cover[:, 1::2].sum(axis=1), cover[:, 0::2].sum(axis=1))

@@ -226,7 +226,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     ``planner.sweep.reuses_options``), whose scored options are reused instead of scoring again. A scenario of
     several sites (OPTIMIZER.md 21) is scored once and assembled site by site (``sites_problem``)."""
     if scenario.sites:
-        return sites_problem(scenario, progress, deadline)
+        return sites_problem(scenario, progress, deadline, options_from)
     hardware = dict(sorted(scenario.resolved_hardware().items()))
     demands = demands_of(scenario)
     t0 = time.perf_counter()
@@ -242,7 +242,7 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
                  unserved_workloads(demands, cols))
 
 
-def sites_problem(scenario, progress=None, deadline: float = math.inf) -> Built:
+def sites_problem(scenario, progress=None, deadline: float = math.inf, options_from: Built | None = None) -> Built:
     """OPTIMIZER.md 21: every system any site may hold scored once for every workload; each site's problem
     assembled on its own scenario (``Scenario.at_site``: its energy, limits and installed racks) from the options
     of the systems it holds and the workloads it may serve, its types named system@site; the sites' problems
@@ -258,16 +258,25 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf) -> Built:
                          f"the rented capacity with one site)", field="sites")
     demands = demands_of(scenario)
     t0 = time.perf_counter()
-    opts = scenario_options(scenario, demands, hardware, progress, deadline)
-    cols, candidates = opts.arrays(), opts.candidates_scored
+    reuse = options_from is not None and options_from.site_views is not None and list(options_from.site_views) == list(views)
+    if reuse:  # its columns, named system@site already (hosted ones among the first site's), assembled again
+        assert options_from is not None
+        cols, candidates = options_from.options, 0
+    else:
+        opts = scenario_options(scenario, demands, hardware, progress, deadline)
+        cols, candidates = opts.arrays(), opts.candidates_scored
     engine_s = time.perf_counter() - t0
     parts, ids, hw_list = [], [], []
     for i, (name, view) in enumerate(views.items()):
         held = {h: hw for h, hw in hardware.items() if h in view.resolved_hardware()}
-        site_cols = at_site(cols, set(held), {w.name for w in scenario.workloads if scenario.serves_at(w, name)},
-                            name)
         types = {rack_id(h, name): hw for h, hw in held.items()}
-        problem, site_cols = assemble(view, demands, types, with_api(site_cols, demands) if i == 0 else site_cols)
+        serves = {w.name for w in scenario.workloads if scenario.serves_at(w, name)}
+        if reuse:
+            site_cols = of_site(cols, set(types), serves, hosted=i == 0)
+        else:
+            site_cols = at_site(cols, set(held), serves, name)
+            site_cols = with_api(site_cols, demands) if i == 0 else site_cols
+        problem, site_cols = assemble(view, demands, types, site_cols)
         parts.append((problem, site_cols))
         ids += list(types)
         hw_list += list(types.values())
@@ -292,6 +301,16 @@ def at_site(cols: dict, systems: set, workloads: set, site: str) -> dict:
     for c in ("hardware", "ffn_hardware"):
         out[c] = np.array([rack_id(str(h), site) if h else "" for h in out[c]], dtype=object).astype(str)
     return out
+
+
+def of_site(cols: dict, types: set, workloads: set, hosted: bool) -> dict:
+    """The columns (named system@site) on a site's ``types`` of workloads it may serve, and the hosted ones where
+    ``hosted``."""
+    n = len(cols["workload"])
+    keep = np.array([str(cols["workload"][j]) in workloads and (
+        all(hw in types for hw, *_ in systems_of(cols, j)) if cols["kind"][j] != API_KIND else hosted)
+        for j in range(n)], dtype=bool)
+    return {c: v[keep] for c, v in cols.items()}
 
 
 def stacked(problems: list, held: list, systems: list) -> FleetProblem:

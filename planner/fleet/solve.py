@@ -351,7 +351,7 @@ def with_options_at(built: Built, caps: dict[int, float]) -> Built:
     started = time.perf_counter()
     cols = {c: v.copy() for c, v in built.options.items()}
     keep = np.ones(len(cols["workload"]), dtype=bool)
-    efficiency, layouts = sc.efficiencies(built.hardware_by_id), sc.layout_rule()
+    efficiency, layouts = sc.efficiencies({h.id: h for h in built.hardware}), sc.layout_rule()
     for j, servers in sorted(caps.items()):
         d = built.demand_by_name[str(cols["workload"][j])]
         row = option_at_servers(cols, j, d, built.models, built.hardware_by_id, efficiency, layouts, servers)
@@ -359,5 +359,6 @@ def with_options_at(built: Built, caps: dict[int, float]) -> Built:
             keep[j] = False
             continue
         for c, v in row.items():
-            cols[c][j] = v
+            if c not in ("hardware", "ffn_hardware"):  # the same systems; at several sites, named system@site
+                cols[c][j] = v
     return with_columns(built, {c: v[keep] for c, v in cols.items()}, time.perf_counter() - started)

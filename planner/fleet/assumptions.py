@@ -8,6 +8,7 @@ import math
 
 from planner.measurements.physics import plan_warnings
 from planner.perf.speculative import acceptance_words, auto_words
+from planner.vocabulary import SITE_SEP
 from planner.vocabulary import AUTO_SPECULATIVE
 
 BINDING_SHARE = 0.995  # a limit used to this share or more is reported as binding
@@ -27,32 +28,54 @@ def people(value: float, unit: str = "") -> str:
     return text + (f" {unit}" if unit and not text.endswith(" ") else unit)
 
 
+def site_uses(d: dict) -> list[tuple]:
+    """(site or None, facility MW, its budget, racks, its floor space) of each site: a plan over several sites'
+    ``totals.sites`` (OPTIMIZER.md 21), else the one site's totals and limits (site None)."""
+    totals, sc = d["totals"], d["inputs"]["scenario"]
+    if totals.get("sites") is not None:
+        return [(e["name"], e["facility_power_mw"], e["power_budget_mw"], e["racks"], e["max_racks"])
+                for e in totals["sites"]]
+    return [(None, totals["facility_power_mw"], sc["site"].get("power_budget_mw"), totals["racks"],
+             sc["site"].get("max_racks"))]
+
+
+def system_purchases(d: dict) -> dict[str, int]:
+    """System -> racks bought, over its sites (a type of a plan over several sites is system@site)."""
+    out: dict[str, int] = {}
+    for f in d["fleet"]:
+        system = f["hardware"].rsplit(SITE_SEP, 1)[0] if f.get("site") else f["hardware"]
+        out[system] = out.get(system, 0) + f.get("racks_new", f["racks"])
+    return out
+
+
 def binding(d: dict) -> list[dict]:
     """The limits the plan runs into, one dict each: ``kind`` (power, floor_space, platforms, supply, new_racks),
-    ``hardware`` (supply only), ``limit`` (its value) and ``text``. The one place a limit is judged binding."""
-    totals, sc = d["totals"], d["inputs"]["scenario"]
+    ``hardware`` (supply only), ``site`` (a site's power or floor space in a plan over several), ``limit`` (its
+    value) and ``text``. The one place a limit is judged binding."""
+    sc = d["inputs"]["scenario"]
     out = []
-    budget = sc["site"].get("power_budget_mw")
-    if budget and totals["facility_power_mw"] >= BINDING_SHARE * budget:
-        out.append({"kind": "power", "hardware": None, "limit": budget,
-                    "text": f"power: {people(totals['facility_power_mw'])} of {people(budget)} MW"})
-    max_racks = sc["site"].get("max_racks")
-    if max_racks and totals["racks"] >= BINDING_SHARE * max_racks:
-        out.append({"kind": "floor_space", "hardware": None, "limit": max_racks,
-                    "text": f"floor space: {totals['racks']:,} of {max_racks:,} racks"})
+    for site, facility, budget, racks, max_racks in site_uses(d):
+        at = f" at {site}" if site else ""
+        if budget and facility >= BINDING_SHARE * budget:
+            out.append({"kind": "power", "hardware": None, "site": site, "limit": budget,
+                        "text": f"power{at}: {people(facility)} of {people(budget)} MW"})
+        if max_racks and racks >= BINDING_SHARE * max_racks:
+            out.append({"kind": "floor_space", "hardware": None, "site": site, "limit": max_racks,
+                        "text": f"floor space{at}: {racks:,} of {max_racks:,} racks"})
+    bought = system_purchases(d)
     most = sc.get("max_platforms")
-    if most and len(d["fleet"]) >= most:
-        out.append({"kind": "platforms", "hardware": None, "limit": most,
-                    "text": f"platforms: {len(d['fleet'])} of at most {most} hardware types"})
+    if most and len([n for n in bought.values()]) >= most:
+        out.append({"kind": "platforms", "hardware": None, "site": None, "limit": most,
+                    "text": f"platforms: {len(bought)} of at most {most} hardware types"})
     caps = sc.get("max_racks") or {}
-    for f in d["fleet"]:
-        cap, bought = caps.get(f["hardware"]), f.get("racks_new", f["racks"])
-        if cap is not None and cap > 0 and bought >= cap:  # a system that cannot be bought binds no supply
-            out.append({"kind": "supply", "hardware": f["hardware"], "limit": cap,
-                        "text": f"supply of {f['hardware']}: {bought:,} of {cap:,} racks bought"})
+    for hw, n in bought.items():
+        cap = caps.get(hw)
+        if cap is not None and cap > 0 and n >= cap:  # a system that cannot be bought binds no supply
+            out.append({"kind": "supply", "hardware": hw, "site": None, "limit": cap,
+                        "text": f"supply of {hw}: {n:,} of {cap:,} racks bought"})
     most_new = sc.get("max_new_racks")
-    if most_new is not None and sum(f.get("racks_new", f["racks"]) for f in d["fleet"]) >= most_new:
-        out.append({"kind": "new_racks", "hardware": None, "limit": most_new,
+    if most_new is not None and sum(bought.values()) >= most_new:
+        out.append({"kind": "new_racks", "hardware": None, "site": None, "limit": most_new,
                     "text": f"new racks: {most_new:,} at most (hardware.max_new_racks)"})
     return out
 
@@ -63,25 +86,23 @@ NEAR_SHARE = 0.95  # a limit used to this share or more, short of binding, is "n
 def near_limits(d: dict) -> list[str]:
     """The site's limits the plan uses to NEAR_SHARE or more without binding (power budget, floor space, a supply
     cap), in words with the share used: what a little more demand, or a slightly worse figure, would hit."""
-    totals, sc = d["totals"], d["inputs"]["scenario"]
-    bound = {(b["kind"], b["hardware"]) for b in binding(d)}
+    sc = d["inputs"]["scenario"]
+    bound = {(b["kind"], b["hardware"], b.get("site")) for b in binding(d)}
     used = []
-    budget = sc["site"].get("power_budget_mw")
-    if budget:
-        used.append(("power", None, totals["facility_power_mw"], budget, f"power {people(totals['facility_power_mw'])} "
-                     f"of {people(budget)} MW"))
-    max_racks = sc["site"].get("max_racks")
-    if max_racks:
-        used.append(("floor_space", None, totals["racks"], max_racks, f"floor space {totals['racks']:,} of "
-                     f"{max_racks:,} racks"))
+    for site, facility, budget, racks, max_racks in site_uses(d):
+        at = f" at {site}" if site else ""
+        if budget:
+            used.append(("power", None, site, facility, budget, f"power{at} {people(facility)} of {people(budget)} MW"))
+        if max_racks:
+            used.append(("floor_space", None, site, racks, max_racks, f"floor space{at} {racks:,} of "
+                         f"{max_racks:,} racks"))
     caps = sc.get("max_racks") or {}
-    for f in d["fleet"]:
-        cap, bought = caps.get(f["hardware"]), f.get("racks_new", f["racks"])
+    for hw, bought in system_purchases(d).items():
+        cap = caps.get(hw)
         if cap:
-            used.append(("supply", f["hardware"], bought, cap, f"supply of {f['hardware']} {bought:,} of {cap:,} "
-                         f"racks"))
-    return [f"{text} ({100 * value / limit:.3g}%)" for kind, hw, value, limit, text in used
-            if value >= NEAR_SHARE * limit and (kind, hw) not in bound]
+            used.append(("supply", hw, None, bought, cap, f"supply of {hw} {bought:,} of {cap:,} racks"))
+    return [f"{text} ({100 * value / limit:.3g}%)" for kind, hw, site, value, limit, text in used
+            if value >= NEAR_SHARE * limit and (kind, hw, site) not in bound]
 
 
 def row_system(row: dict) -> str:
@@ -221,11 +242,14 @@ def assumptions(d: dict) -> list[str]:
     """What decides the cost and is easy to miss: load, peaks, drafters, prices, what $/Mtok includes."""
     sc = d["inputs"]["scenario"]
     fin = sc["finance"]
+    sites = d["inputs"].get("sites")
+    energy = (f"{fin['electricity_usd_per_mwh']:g} USD/MWh x PUE {fin['pue']:g}" if not sites else
+              "each site's own: " + ", ".join(f"{e['name']} {e['finance']['electricity_usd_per_mwh']:g} USD/MWh x PUE "
+                                              f"{e['finance']['pue']:g}" for e in sites))
     lines = [
         f"$/Mtok = annual cost (capex annuity at {100 * fin['wacc']:.3g}% over {sc['horizon_years']:g} years, "
         f"maintenance {100 * fin['maintenance_share_of_capex_per_year']:.3g}% of capex a year, energy at "
-        f"{fin['electricity_usd_per_mwh']:g} USD/MWh x PUE {fin['pue']:g}) / tokens generated a year at the mean "
-        f"rate (peak / peak_to_mean); no software, staff or network",
+        f"{energy}) / tokens generated a year at the mean rate (peak / peak_to_mean); no software, staff or network",
         (f"racks draw {100 * fin['average_load_share']:.3g}% of their rated power on average and the budget holds "
          f"design power (finance.average_load_share)" if fin.get("average_load_share") is not None else
          "racks draw by their power curves (docs/MODEL.md 14): the budget holds the peak draw, energy is billed at "
@@ -236,11 +260,15 @@ def assumptions(d: dict) -> list[str]:
         + ", a decode pool as a queue of batch slots busy at most the share that keeps the workload's percentile "
           "stream at its tier, other pools at 100% of their modelled throughput (docs/OPTIMIZER.md 18)"
         + own_headroom(d),
-        "curtailment: at the peak every pool runs at 1 / (1 + headroom) of its capacity, packed onto as few racks as "
-        "its chips need, the emptied racks powered off; workloads are then shed whole, "
-        + ("the slowest tier first" if sc["site"].get("curtailment_order", "tier") == "tier" else
-           "the least revenue lost per MW first") + " (site.curtailment_order); shed traffic can wait only for "
-        "the hours its own pools' spare capacity at the mean rate works it off the same day (docs/OPTIMIZER.md 13)",
+        ("curtailment: at the peak every pool runs at 1 / (1 + headroom) of its capacity, packed onto as few racks "
+         "as its chips need, the emptied racks powered off; workloads are then shed whole, "
+         + ("the slowest tier first" if sc["site"].get("curtailment_order", "tier") == "tier" else
+            "the least revenue lost per MW first") + " (site.curtailment_order); shed traffic can wait only for "
+         "the hours its own pools' spare capacity at the mean rate works it off the same day (docs/OPTIMIZER.md 13)"
+         if not sites else
+         f"sites: {len(sites)} in one plan (docs/OPTIMIZER.md 21), each within its own power budget and floor "
+         f"space; a workload's replicas may stand at any of its sites, each pool at one; no curtailment table (it "
+         f"sheds at one site's peak)"),
         f"serving stack: {sc.get('serving_stack', 'vendor-best')} (efficiencies fitted to "
         + ("the vendors' best published figures" if sc.get("serving_stack", "vendor-best") == "vendor-best"
            else f"{sc['serving_stack']}'s published figures where the corpus has them, vendor-best's elsewhere")

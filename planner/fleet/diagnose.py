@@ -120,7 +120,7 @@ def what_would_serve(built: Built) -> dict[str, str]:
     allowed system reaches (lower the tier to it), or the shortest TTFT (raise the target to it), or that the
     model fits no allowed system at all."""
     sc = built.scenario
-    hardware = built.hardware_by_id
+    hardware = {h.id: h for h in built.hardware}  # each system once (at several sites, its types share it)
     out = {}
     for d in built.demands:
         if d.name not in built.unserved:

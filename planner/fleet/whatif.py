@@ -16,6 +16,7 @@ from planner.errors import PlannerError
 from planner.fleet.assumptions import binding
 from planner.fleet.options import systems_of
 from planner.fleet.plan import Plan
+from planner.fleet.problem import system_of
 from solvers.jit import thread_count
 from solvers.milp import optimize
 from solvers.vocabulary import HAS_PLAN
@@ -26,6 +27,8 @@ def limit_changes(plan) -> list[tuple[str, dict]]:
     can loosen: the scenario paths to set."""
     out = []
     for b in binding(plan.to_dict()):
+        if b.get("site"):
+            continue  # a site's own limit of several (OPTIMIZER.md 21): no setting path to loosen it yet
         if b["kind"] == "power":
             out.append(("one more MW of facility power", {"site.power_budget_mw": b["limit"] + 1.0}))
         elif b["kind"] == "floor_space":
@@ -113,11 +116,15 @@ def minor_hardware(plan) -> list[tuple[str, int, float]]:
     if not solved_in_memory(plan) or not len(plan.fleet):
         return []
     total = float(plan.totals.get("annual_cost_usd") or 0.0)
-    rows = plan.fleet.to_dicts()
+    rows: dict[str, dict] = {}  # by system: at several sites (OPTIMIZER.md 21) its types summed
+    for f in plan.fleet.to_dicts():
+        r = rows.setdefault(system_of(f["hardware"]), {"racks_new": 0, "racks_installed": 0, "annual_cost_usd": 0.0})
+        for k in r:
+            r[k] += f.get(k) or 0
     if total <= 0 or len(rows) < 2:
         return []
-    return [(f["hardware"], int(f["racks_new"]), float(f["annual_cost_usd"]) / total) for f in rows
-            if f.get("racks_new", 0) > 0 and not f.get("racks_installed") and f["annual_cost_usd"] < MINOR_SHARE * total]
+    return [(h, int(f["racks_new"]), float(f["annual_cost_usd"]) / total) for h, f in rows.items()
+            if f["racks_new"] > 0 and not f["racks_installed"] and f["annual_cost_usd"] < MINOR_SHARE * total]
 
 
 def minor_platform_jobs(plan) -> list:
@@ -138,7 +145,7 @@ def without_hardware(built, hw_id: str):
     """``built`` with every option that runs on ``hw_id`` (either side of a pair) left out; its hardware list kept,
     so that ``solve(..., options_from=...)`` reuses the rest."""
     cols = built.options
-    mask = np.array([all(h != hw_id for h, *_ in systems_of(cols, j)) for j in range(len(cols["workload"]))],
+    mask = np.array([all(system_of(h) != hw_id for h, *_ in systems_of(cols, j)) for j in range(len(cols["workload"]))],
                     dtype=bool)
     return dataclasses.replace(built, options={c: v[mask] for c, v in cols.items()})
 
@@ -207,9 +214,11 @@ def family_options(built, ids: list[str]):
     attention/FFN option needs both sides among them), for ``solve(..., options_from=...)``."""
     keep = set(ids)
     cols = built.options
-    mask = np.array([all(h in keep for h, *_ in systems_of(cols, j)) for j in range(len(cols["workload"]))],
+    mask = np.array([all(system_of(h) in keep for h, *_ in systems_of(cols, j)) for j in range(len(cols["workload"]))],
                     dtype=bool)
-    return dataclasses.replace(built, hardware=[h for h in built.hardware if h.id in keep],
+    types = [i for i, h in enumerate(built.hardware) if h.id in keep]  # at several sites, each type of the system
+    return dataclasses.replace(built, hardware=[built.hardware[i] for i in types],
+                               rack_ids=None if built.rack_ids is None else [built.rack_ids[i] for i in types],
                                options={c: v[mask] for c, v in cols.items()})
 
 

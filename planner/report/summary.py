@@ -31,9 +31,13 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
     budget = sc["site"].get("power_budget_mw")
     against = (f" of a {people(budget)} MW budget ({100 * totals['facility_power_mw'] / budget:.3g}%)"
                if budget else " (no budget)")
+    if totals.get("sites") is not None:  # several sites (OPTIMIZER.md 21): each within its own budget
+        against = f" over {len(totals['sites'])} sites"
     shed = curtailment_words(d)
     lines.append(f"power:    {people(totals['facility_power_mw'])} MW at the facility{against}; "
                  f"{people(totals['power_mw'])} MW IT" + (f"; {shed}" if shed else ""))
+    if totals.get("sites") is not None:
+        lines.append("sites:    " + "; ".join(site_words(e) for e in totals["sites"]))
     lines.append(f"serves:   {people(totals['output_tokens_per_s'])} output tok/s at peak; "
                  f"{people(totals['output_tokens_per_s_per_mw'])} tok/s per MW (IT)")
     per = "; ".join(f"{w['workload']} {people(w['cost_usd_per_mtok'])}" for w in d["workloads"]
@@ -72,6 +76,14 @@ def summary_lines(d: dict, reason: str | None = None) -> list[str]:
             for r in more[:3]) if more else "no single rack serves more")
             + " (one more rack of a system, the fleet re-planned around it)")
     return lines
+
+
+def site_words(e: dict) -> str:
+    """One site of a plan over several: its racks, facility power against its budget, and annual cost."""
+    budget = e.get("power_budget_mw")
+    power = f"{people(e['facility_power_mw'])} MW" + (f" of {people(budget)}" if budget else "")
+    return (f"{e['name']} {e['racks']:,} racks" + (f" of {e['max_racks']:,}" if e.get("max_racks") else "")
+            + f", {power}, {people(e['annual_cost_usd'], 'USD')} a year")
 
 
 def spare_words(d: dict) -> str | None:

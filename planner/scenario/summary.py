@@ -35,7 +35,11 @@ def resolved_summary(sc: Scenario) -> dict:
         warnings.append(f"workload {w.name}: speculative decoding "
                         f"{acceptance_words(spec.method, w.model, spec.acceptance, spec.acceptance_by_k)} "
                         f"(docs/MODEL.md 3.4)")
-    if sc.site.power_budget_mw is None:
+    if sc.sites:
+        for e in sc.sites:
+            if e.power_budget_mw is None:
+                warnings.append(f"sites.{e.name}.power_budget_mw not given: power does not limit that site")
+    elif sc.site.power_budget_mw is None:
         warnings.append("site.power_budget_mw not given: power does not limit the plan")
     warnings.extend(_measurement_notes(sc))
     for hw_id, n in sorted(sc.installed_past_life().items()):

@@ -732,7 +732,7 @@ class Scenario(_Section):
             return type(self).model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise InputError(f"site {name!r}: {first['msg']}", field=f"sites.{i}") from None
+            raise InputError(f"site {name!r}: {first['msg']}", field=f"sites[{i}]") from None
 
     # ---- the installed fleet (docs/OPTIMIZER.md 9) ---------------------------------------------------------------
     def service_life(self) -> float:

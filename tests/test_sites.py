@@ -1,0 +1,149 @@
+"""Several sites in one plan (docs/OPTIMIZER.md 21, INTERFACE.md "Several sites"): the scenario's sites, one MILP
+over them, the plan's rows and totals by site, check per site; a site split in two never costs less than the whole.
+The MILP itself is held to the brute force in tests/test_sites_milp.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from planner.errors import InputError
+from planner.fleet.check import check
+from planner.fleet.solve import solve
+from planner.scenario import load_scenario, scenario_from_yaml
+
+pytestmark = pytest.mark.integration
+
+TWO_SITES = "scenarios/two-sites.yaml"
+
+# A small site of two workloads on two air-cooled systems: quick to solve, and its budget binds
+SMALL = """
+name: small
+start_date: 2026-01-01
+horizon_years: 5
+finance: {wacc: 0.07, electricity_usd_per_mwh: 100, pue: 1.3, maintenance_share_of_capex_per_year: 0.05}
+hardware: {allow: [hgx-h100, hgx-b200]}
+workloads:
+  - {name: chat, model: llama-3.1-8b, requests_per_s: 8000, input_tokens: 1000, output_tokens: 300, tier: high}
+  - {name: assistant, model: llama-3.1-70b, requests_per_s: 800, input_tokens: 2000, output_tokens: 400,
+     tier: standard, precision: fp8}
+solver: {name: highs, time_limit_s: 60, relative_gap: 0.0001}
+"""
+
+
+def scenario_with(text: str, **changes):
+    data = yaml.safe_load(text)
+    data.update(changes)
+    return scenario_from_yaml(yaml.safe_dump(data))
+
+
+def failed(plan) -> list[dict]:
+    return [c for c in check(plan) if not c["ok"]]
+
+
+@pytest.fixture(scope="module")
+def two_sites():
+    return solve(load_scenario(TWO_SITES))
+
+
+def test_the_two_site_plan_holds_and_says_what_goes_where(two_sites):
+    plan = two_sites
+    assert plan.status == "optimal" and failed(plan) == []
+    d = plan.to_dict()
+    sites = {e["name"]: e for e in d["totals"]["sites"]}
+    assert set(sites) == {"city", "colo"}
+    for row in d["fleet"]:
+        assert row["hardware"] == f"{row['hardware'].split('@')[0]}@{row['site']}"
+    # a workload limited to the city (customer data, latency) has every replica there
+    for row in d["allocation"]:
+        assert row["site"] == row["hardware"].split("@")[1]
+        if row["workload"] in ("customer-chatbot", "code-completion"):
+            assert row["site"] == "city", row
+    # each site within its own budget and floor space, and the sites sum to the whole
+    for name, e in sites.items():
+        assert e["facility_power_mw"] <= e["power_budget_mw"] and e["racks"] <= e["max_racks"]
+    assert sum(e["racks"] for e in sites.values()) == d["totals"]["racks"]
+    assert sum(e["annual_cost_usd"] for e in sites.values()) == pytest.approx(d["totals"]["annual_cost_usd"])
+    assert sum(e["facility_power_mw"] for e in sites.values()) == pytest.approx(d["totals"]["facility_power_mw"])
+
+
+def test_check_finds_a_site_over_its_budget(two_sites):
+    d = json.loads(json.dumps(two_sites.to_dict()))
+    city = next(e for e in d["inputs"]["sites"] if e["name"] == "city")
+    used = next(e for e in d["totals"]["sites"] if e["name"] == "city")["facility_power_mw"]
+    city["site"]["power_budget_mw"] = used / 2  # the plan's own city room, with half the power it draws
+    bad = {c["check"] for c in check(d) if not c["ok"]}
+    assert "power budget city" in bad
+    d = json.loads(json.dumps(two_sites.to_dict()))
+    d["allocation"][0]["site"] = "elsewhere"
+    assert "allocation sites" in {c["check"] for c in check(d) if not c["ok"]}
+
+
+def test_a_site_split_in_two_never_costs_less_than_the_whole():
+    # the least-cost fleet draws 0.537 MW on 31 racks: the whole site's budget and floor space nearly bind, and
+    # each half's more so
+    whole = scenario_with(SMALL, site={"power_budget_mw": 0.545, "max_racks": 32})
+    split = scenario_with(SMALL, sites=[{"name": "a", "power_budget_mw": 0.2725, "max_racks": 16},
+                                        {"name": "b", "power_budget_mw": 0.2725, "max_racks": 16}])
+    one = scenario_with(SMALL, sites=[{"name": "a", "power_budget_mw": 0.545, "max_racks": 32}])
+    for solver in ("highs", "scip"):
+        w, s, o = (solve(x.with_({"solver.name": solver})) for x in (whole, split, one))
+        for plan in (w, s, o):
+            assert plan.status in ("optimal", "feasible") and not failed(plan), (solver, plan.solver)
+        # every plan of the split is a plan of the whole (a row more per site): it costs no less than the whole's
+        # proved bound
+        assert s.objective_usd_per_year >= w.solver["best_bound"] * (1 - 1e-9), solver
+        # one site named in sites: is the whole site again, within the two solves' gaps
+        assert o.objective_usd_per_year >= w.solver["best_bound"] * (1 - 1e-9), solver
+        assert w.objective_usd_per_year >= o.solver["best_bound"] * (1 - 1e-9), solver
+
+
+def test_cheaper_energy_draws_the_racks_that_may_move():
+    # two sites with room for all, one with power at a third of the price: every workload may go anywhere, so
+    # everything stands at the cheap site; pinned to the dear one, a workload stays there
+    sites = [{"name": "dear", "electricity_usd_per_mwh": 150}, {"name": "cheap", "electricity_usd_per_mwh": 50}]
+    plan = solve(scenario_with(SMALL, sites=sites))
+    assert {r["site"] for r in plan.to_dict()["allocation"]} == {"cheap"} and not failed(plan)
+    data = yaml.safe_load(SMALL)
+    data["sites"] = sites
+    data["workloads"][0]["sites"] = ["dear"]
+    plan = solve(scenario_from_yaml(yaml.safe_dump(data)))
+    rows = plan.to_dict()["allocation"]
+    assert {r["site"] for r in rows if r["workload"] == "chat"} == {"dear"} and not failed(plan)
+    # the assistant may still fill the room left in the dear site's racks, but buys its own racks at the cheap one
+    assert "cheap" in {r["site"] for r in rows if r["workload"] == "assistant"}
+
+
+def test_installed_racks_stay_at_their_site():
+    sites = [{"name": "a", "installed": [{"hardware": "hgx-h100", "racks": 6, "bought": "2025-01-01"}]},
+             {"name": "b"}]
+    plan = solve(scenario_with(SMALL, sites=sites))
+    fleet = {r["hardware"]: r for r in plan.to_dict()["fleet"]}
+    assert fleet["hgx-h100@a"]["racks_installed"] + fleet["hgx-h100@a"]["racks_retired"] == 6
+    assert "hgx-h100@b" not in fleet or fleet["hgx-h100@b"]["racks_installed"] == 0
+    assert not failed(plan)
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"sites": [{"name": "a"}, {"name": "a"}]}, "sites[1].name"),
+    ({"sites": [{"name": "a b"}]}, "sites[0].name"),
+    ({"sites": [{"name": "a"}], "site": {"power_budget_mw": 1}}, "site.power_budget_mw"),
+    ({"sites": [{"name": "a"}], "installed": [{"hardware": "hgx-h100", "racks": 1, "bought": "2025-01-01"}]},
+     "installed"),
+    ({"sites": [{"name": "a"}], "periods": ["2026-01-01", "2027-01-01"]}, "periods"),
+    ({"sites": [{"name": "a", "allow": ["hgx-h1000"]}]}, "sites[0].allow[0]"),
+])
+def test_a_bad_site_names_its_field(changes, field):
+    with pytest.raises(InputError) as exc:
+        scenario_with(SMALL, **changes)
+    assert field in str(exc.value), str(exc.value)
+
+
+def test_a_workload_naming_an_unknown_site_says_so():
+    data = yaml.safe_load(SMALL)
+    data["sites"] = [{"name": "east"}, {"name": "west"}]
+    data["workloads"][0]["sites"] = ["eats"]
+    with pytest.raises(InputError, match=r"workloads\[0\]\.sites\[0\].*unknown site 'eats'.*did you mean 'east'"):
+        scenario_from_yaml(yaml.safe_dump(data))

@@ -253,11 +253,13 @@ def cheapest_rack_mix(primary, rack_power_w, rack_site, site_pue, site_budget_w,
 
 
 def system_arrays(problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(16) ([H] each type's system 0..K-1, [K] each system's minimum purchase, [K] its supply cap)."""
+    """(16) ([H] each type's system 0..K-1, [K] each system's minimum purchase, [K] its supply cap: the largest
+    of its types')."""
     index = system_index(problem)
     first = np.array([int(np.flatnonzero(index == k)[0]) for k in range(int(index.max(initial=-1)) + 1)],
                      dtype=np.int64)
-    return index, problem.min_racks[first].astype(float), problem.max_racks[first].astype(float)
+    cap = np.array([problem.max_racks[index == k].max() for k in range(len(first))], dtype=float)
+    return index, problem.min_racks[first].astype(float), cap
 
 
 def column_site_power(problem, xs: np.ndarray) -> np.ndarray:
@@ -320,7 +322,7 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
     site, system = problem.rack_sites.tolist(), problem.rack_systems.tolist()
     column_site = problem.column_site.tolist()
     systems = sorted(set(system), key=system.index)
-    cap = {k: float(problem.max_racks[system.index(k)]) for k in systems}
+    cap = {k: max(float(c) for c, at in zip(problem.max_racks, system) if at == k) for k in systems}
     least = {k: float(problem.min_racks[system.index(k)]) for k in systems}
     best = [math.inf] * (len(systems) + 1)
     best_r, best_x, covering = [[0] * H] * (len(systems) + 1), [[0] * problem.n_columns] * (len(systems) + 1), 0

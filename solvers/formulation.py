@@ -269,7 +269,7 @@ def add_supply_rows(m, problem, racks, new=()) -> None:
     """(16): a system at several sites buys at most its supply cap over them all, sum_{h in k} new_h <= cap_k
     (new_h = racks_h without an installed fleet); a type alone has the cap as its bound already."""
     for k, members in enumerate(problem.systems):
-        cap = float(problem.max_racks[members[0]])
+        cap = float(problem.max_racks[members].max())  # a type its site may not buy carries 0
         if not math.isfinite(cap):
             continue
         row = m.add_linear_constraint(ub=cap, name=f"supply[k={k}]")

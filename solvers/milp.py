@@ -95,6 +95,14 @@ have no column.
 #       (the members' chips rows are equal) instead of on each x_j. The power row and energy stay on x_j (a share
 #       of a replica works that share of the time). Without pools (pool_j = -1) nothing changes.
 #
+#  (16) several sites (OPTIMIZER.md 21): each hardware type h is a system k(h) at a site s(h) (rack_site,
+#       rack_system; by default one site and each type its own system). (3) and (4) become one row per site s,
+#         pue_s * (sum_{h at s} floor_h racks_h + sum_{j at s} above_j x_j) <= budget_s,  sum_{h at s} racks_h <= M_s,
+#       a column standing at its types' one site (an API column at none); a system at several sites buys at most its
+#       supply cap over them, sum_{h in k} new_h <= cap_k (cap_k: the largest of its types' max_racks, a type that
+#       may not be bought at its site carrying 0); (7)'s used_k is per system, its minimum purchase
+#       sum_{h in k} racks_h >= min_k used_k, and max_platforms counts systems.
+#
 #  (13) load-dependent power (OPTIMIZER.md 12, MODEL.md 14): a rack at rest draws idle_h <= rack_power_w_h, and
 #       a replica of j at its peak operating point draws above_j more than its chips' share of that floor.
 #       Row (3) holds the peak draw: pue * (sum_h idle_h racks_h + sum_j above_j x_j) <= power_budget_w, and R_h
@@ -379,9 +387,9 @@ class FleetProblem:
             if len(spans):
                 yield f"column {int(spans[0])} uses hardware types at two sites: a replica stands at one (16)"
         for members in self.systems:
-            for name in ("max_racks", "min_racks"):
-                if getattr(self, name).shape == (H,) and np.any(getattr(self, name)[members] != getattr(self, name)[members[0]]):
-                    yield f"{name} of types {members.tolist()}: one system's types carry its one {name} (16)"
+            least = self.min_racks
+            if least.shape == (H,) and np.any(least[members] != least[members[0]]):
+                yield f"min_racks of types {members.tolist()}: one system's types carry its one min_racks (16)"
 
     @property
     def n_sites(self) -> int:
@@ -983,11 +991,15 @@ def site_sums(problem: FleetProblem, values, site) -> np.ndarray:
 
 
 def supply_slack(problem: FleetProblem, racks) -> np.ndarray:
-    """[H] (9, 16) each type's supply cap less the new racks of its system over all its sites."""
+    """[H] (9, 16) each type's supply cap less its new racks, and its system's cap (the largest of its types')
+    less the system's new racks over all its sites: the smaller."""
     new = new_racks(problem, racks)
-    bought = np.zeros(int(problem.rack_systems.max(initial=-1)) + 1)
-    np.add.at(bought, problem.rack_systems, new)
-    return problem.max_racks - bought[problem.rack_systems]
+    system = problem.rack_systems
+    bought = np.zeros(int(system.max(initial=-1)) + 1)
+    np.add.at(bought, system, new)
+    cap = np.full(len(bought), -np.inf)
+    np.maximum.at(cap, system, problem.max_racks)
+    return np.minimum(problem.max_racks - new, cap[system] - bought[system])
 
 
 def primary_value(problem: FleetProblem, racks, replicas, rented) -> float:

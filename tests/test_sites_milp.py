@@ -145,3 +145,14 @@ def test_a_column_on_two_sites_is_refused():
     p = one_system_two_sites(INF, INF)
     with pytest.raises(ValueError, match="two sites"):
         dataclasses.replace(p, chips=np.array([[1.0, 1.0], [0.0, 1.0]]))
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_site_that_may_not_buy_a_system_leaves_its_cap_to_the_others(solver):
+    # site 0 may not buy the system (cap 0: installed-only there, or not allowed), site 1 up to 5: all 3 at site 1,
+    # and the system's cap over the sites is the larger, 5 (brute force and twin agree)
+    p = dataclasses.replace(one_system_two_sites(INF, INF), max_racks=np.array([0.0, 5.0]))
+    sol = F.optimize(p, solver, relative_gap=TIGHT)
+    assert list(sol.racks) == [0, 3] and sol.objective == pytest.approx(450.0)
+    assert bf.brute_force(p).objective == pytest.approx(450.0) == bf.brute_force_python(p).objective
+    assert "max_racks[h=0]" in F.evaluate(p, np.array([1, 2]), np.array([4.0, 6.0])).violations

@@ -781,7 +781,7 @@ def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 
         return most_served(problem, solver, time_limit_s, relative_gap, fewest_platforms)
     started = time.perf_counter()
     built = build(problem, solver)
-    hint = _plan_hint(built, built.used or [], *start, problem) if start is not None else None
+    hint = _plan_hint(built, built.used or [], start[0], start[1], problem) if start is not None else None
     first = extract(problem, solve(built, time_limit_s, relative_gap, hint=hint, from_scratch=hint is None))
     if not fewest_platforms or first.status not in HAS_PLAN or first.violations:
         return first

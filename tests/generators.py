@@ -223,3 +223,29 @@ def scale_scenario(n_workloads: int, seed: int = 0, power_mw: float = 5000.0) ->
     return {"name": f"scale-{n_workloads}w-s{seed}", "start_date": "2026-12-01", "horizon_years": 4,
             "finance": {"wacc": 0.08, "electricity_usd_per_mwh": 70.0, "pue": 1.25},
             "site": {"power_budget_mw": power_mw}, "workloads": workloads}
+
+
+def scale_sites(data: dict, n_sites: int, seed: int = 0) -> dict:
+    """``scale_scenario``'s site split into ``n_sites`` sites (docs/OPTIMIZER.md 21): its power shared evenly, each
+    site its own electricity price (40-140 USD/MWh) and PUE (1.1-1.5), and each workload allowed at one to all of
+    them (a third of the workloads pinned to one: data residence); seeded. One site: the data unchanged."""
+    if n_sites <= 1:
+        return data
+    rng = np.random.default_rng(1000 + seed)
+    power = float(data["site"]["power_budget_mw"])
+    out = {k: v for k, v in data.items() if k != "site"}
+    out["name"] = f"{data['name']}-{n_sites}sites"
+    out["sites"] = [{"name": f"site{s}", "power_budget_mw": power / n_sites,
+                     "electricity_usd_per_mwh": float(round(rng.uniform(40.0, 140.0), 1)),
+                     "pue": float(round(rng.uniform(1.1, 1.5), 2))} for s in range(n_sites)]
+    names = [e["name"] for e in out["sites"]]
+    workloads = []
+    for w in data["workloads"]:
+        w = dict(w)
+        if rng.random() < 1 / 3:
+            w["sites"] = [names[int(rng.integers(n_sites))]]
+        elif rng.random() < 0.5:
+            w["sites"] = sorted(rng.choice(names, int(rng.integers(1, n_sites + 1)), replace=False).tolist())
+        workloads.append(w)
+    out["workloads"] = workloads
+    return out

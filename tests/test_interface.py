@@ -111,7 +111,7 @@ def test_every_plan_column_is_defined_in_its_own_table():
     """Each table of a plan, both ways: every column emitted is a row of its own section of INTERFACE.md, and
     every row there is emitted (so the document can neither lag nor run ahead of the code)."""
     plans = [run("solve", str(ROOT / "scenarios" / name), "--format", "json")
-             for name in ("bank-2mw.yaml", "gtc-2026-tiers.yaml")]
+             for name in ("bank-2mw.yaml", "gtc-2026-tiers.yaml", "two-sites.yaml")]
     tables = {"4.3.1": lambda d: set(d["solver"]), "4.3.2": lambda d: row_keys(d["fleet"]),
               "4.3.3": lambda d: row_keys(d["allocation"]), "4.3.4": lambda d: row_keys(d["workloads"]),
               "4.3.5": lambda d: set(d["totals"]), "4.3.6": lambda d: row_keys(d["tiers"]),

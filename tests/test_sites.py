@@ -147,3 +147,17 @@ def test_a_workload_naming_an_unknown_site_says_so():
     data["workloads"][0]["sites"] = ["eats"]
     with pytest.raises(InputError, match=r"workloads\[0\]\.sites\[0\].*unknown site 'eats'.*did you mean 'east'"):
         scenario_from_yaml(yaml.safe_dump(data))
+
+
+def test_a_supply_cap_spans_the_sites():
+    # hgx-b200 capped at 20 racks over both sites (the least-cost fleet wants 30 of it): the plan buys at most 20 in
+    # all, and check holds the cap over the sites, not per site
+    sites = [{"name": "a"}, {"name": "b", "electricity_usd_per_mwh": 60}]
+    plan = solve(scenario_with(SMALL, sites=sites, hardware={"allow": ["hgx-h100", "hgx-b200"],
+                                                             "max_racks": {"hgx-b200": 20}}))
+    fleet = plan.to_dict()["fleet"]
+    assert sum(r["racks_new"] for r in fleet if r["hardware"].startswith("hgx-b200@")) <= 20 and not failed(plan)
+    d = json.loads(json.dumps(plan.to_dict()))
+    d["inputs"]["scenario"]["max_racks"]["hgx-b200"] = 12  # more than either site buys alone, less than both
+    bad = {c["check"] for c in check(d) if not c["ok"]}
+    assert {"supply cap hgx-b200@a", "supply cap hgx-b200@b"} & bad, bad

@@ -88,7 +88,7 @@ def near_limits(d: dict) -> list[str]:
     cap), in words with the share used: what a little more demand, or a slightly worse figure, would hit."""
     sc = d["inputs"]["scenario"]
     bound = {(b["kind"], b["hardware"], b.get("site")) for b in binding(d)}
-    used = []
+    used: list[tuple] = []
     for site, facility, budget, racks, max_racks in site_uses(d):
         at = f" at {site}" if site else ""
         if budget:

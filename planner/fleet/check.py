@@ -575,8 +575,8 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
         out.append(result(f"racks {hw_id}", float(n).is_integer() and n >= 0, f"{n} racks"))
         cap = inputs.max_racks.get(system_of(hw_id))
         if cap is not None:
-            bought = bought_of[system_of(hw_id)]
-            out.append(result(f"supply cap {hw_id}", bought <= cap, f"{bought} racks bought"
+            of_system = bought_of[system_of(hw_id)]
+            out.append(result(f"supply cap {hw_id}", of_system <= cap, f"{of_system} racks bought"
                               + (f" of {system_of(hw_id)} over the sites" if inputs.sites else "") + f", cap {cap}"))
         out.append(result(f"available {hw_id}", hw.rack.available.value <= inputs.start_date,
                           f"available {hw.rack.available.value}, plan starts {inputs.start_date}"))

@@ -1,13 +1,15 @@
 """Time and memory of a solve against its size (issue 44): generated sites (``tests.generators.scale_scenario``)
 of 5 to 200 workloads, each solved in a process of its own, its phases timed.
 
-    python benchmarks/bench_scale.py [--workloads 5,10,20] [--seeds 0] [--time-limit 300] [--solver scip]
+    python benchmarks/bench_scale.py [--workloads 5,10,20] [--sites 1,2,4,8] [--seeds 0] [--time-limit 300]
+                                     [--solver scip]
 
 One row per (workloads, seed): the options scored (columns, candidates) and their seconds, the whole solve's seconds
 (scoring reused: the time limit covers the MILPs and the rounds that size pools again, docs/OPTIMIZER.md 14, 18-20),
 its status, gap and objective, whether its pools were sized on its own columns (OPTIMIZER.md 20), check's seconds,
-and the process's peak memory; last, one JSON line with the same figures. Sites (1 to 8) join when one plan
-spans several (issue 44 item 3).
+and the process's peak memory; last, one JSON line with the same figures. ``--sites``: each generated site split
+into that many (``tests.generators.scale_sites``: its power shared, each site its own energy and PUE, a third of the
+workloads pinned to one site), one plan over them all (docs/OPTIMIZER.md 21).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared generators live in tests/
 
 
-def measure(n: int, seed: int, time_limit_s: float, solver: str) -> dict:
+def measure(n: int, seed: int, time_limit_s: float, solver: str, sites: int = 1) -> dict:
     """One size solved here (a fresh process: its peak memory is this solve's)."""
     import yaml
 
@@ -32,11 +34,11 @@ def measure(n: int, seed: int, time_limit_s: float, solver: str) -> dict:
     from planner.fleet.check import check
     from planner.fleet.problem import build_problem
     from planner.scenario import scenario_from_yaml
-    from tests.generators import scale_scenario
+    from tests.generators import scale_scenario, scale_sites
 
-    sc = scenario_from_yaml(yaml.safe_dump(scale_scenario(n, seed))).with_(
+    sc = scenario_from_yaml(yaml.safe_dump(scale_sites(scale_scenario(n, seed), sites, seed))).with_(
         {"solver.time_limit_s": time_limit_s, "solver.name": solver})
-    row: dict = {"workloads": n, "seed": seed}
+    row: dict = {"workloads": n, "sites": sites, "seed": seed}
     t0 = time.perf_counter()
     built = build_problem(sc)
     row.update(columns=built.problem.n_columns, candidates=built.candidates_scored,
@@ -60,18 +62,20 @@ def measure(n: int, seed: int, time_limit_s: float, solver: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workloads", default="5,10,20")
+    ap.add_argument("--sites", default="1")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--time-limit", type=float, default=300.0)
     ap.add_argument("--solver", default="scip")
     args = ap.parse_args()
     rows = []
     ctx = multiprocessing.get_context("spawn")
-    for n in (int(x) for x in args.workloads.split(",")):
-        for seed in (int(x) for x in args.seeds.split(",")):
-            with ctx.Pool(1) as pool:
-                row = pool.apply(measure, (n, seed, args.time_limit, args.solver))
-            rows.append(row)
-            print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    sizes = [(int(n), int(s), int(seed)) for n in args.workloads.split(",") for s in args.sites.split(",")
+             for seed in args.seeds.split(",")]
+    for n, sites, seed in sizes:
+        with ctx.Pool(1) as pool:
+            row = pool.apply(measure, (n, seed, args.time_limit, args.solver, sites))
+        rows.append(row)
+        print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     print(json.dumps(rows))
 
 

@@ -161,3 +161,14 @@ def test_a_supply_cap_spans_the_sites():
     d["inputs"]["scenario"]["max_racks"]["hgx-b200"] = 12  # more than either site buys alone, less than both
     bad = {c["check"] for c in check(d) if not c["ok"]}
     assert {"supply cap hgx-b200@a", "supply cap hgx-b200@b"} & bad, bad
+
+
+def test_an_infeasible_plan_over_sites_says_which_site_and_what():
+    from planner.errors import InfeasibleError
+
+    base = load_scenario(TWO_SITES)
+    with pytest.raises(InfeasibleError, match=r"site city: its 0\.3 MW and 40 racks cannot hold what only it may "
+                                              r"serve \(customer-chatbot, code-completion\)"):
+        solve(base.with_({"sites.0.power_budget_mw": 0.3}))
+    with pytest.raises(InfeasibleError, match=r"each site holds what only it may serve, but not everything together"):
+        solve(base.with_({"sites.0.power_budget_mw": 0.4, "sites.1.power_budget_mw": 0.3}))

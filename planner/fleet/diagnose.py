@@ -12,7 +12,7 @@ import numpy as np
 from planner import catalog
 from planner.fleet.options import DECODE_KINDS, PREFILL_KINDS
 from planner.fleet.problem import Built, scenario_options
-from solvers.milp import new_racks, optimize
+from solvers.milp import evaluate, new_racks, optimize
 from solvers.vocabulary import HAS_PLAN
 
 
@@ -25,6 +25,10 @@ def infeasibility_message(built: Built) -> str:
     queued_out = unusable_queues(built)
     if queued_out:
         return "no feasible fleet: " + "; ".join(queued_out)
+    if p.n_sites > 1:
+        found = sites_message(built)
+        if found is not None:
+            return found
     relaxed = dataclasses.replace(p, power_budget_w=math.inf, objective="min_power")
     least = optimize(relaxed, solver="highs", time_limit_s=30.0, relative_gap=1e-3, fewest_platforms=False)
     if least.status in HAS_PLAN:
@@ -52,6 +56,41 @@ def infeasibility_message(built: Built) -> str:
                 + "; ".join(over))
     return "no feasible fleet: no combination of the options covers the demand"
 
+
+
+def sites_message(built: Built) -> str | None:
+    """Several sites (OPTIMIZER.md 21): the sites whose own budget and floor space cannot hold what they must (each
+    site's limits alone kept, the others lifted), else the power the demand needs over the sites against their
+    budgets; None where even without the sites' limits no plan exists (the rack caps then say why)."""
+    p = built.problem
+    names = list(built.site_views or {})
+    unlimited = np.full(p.n_sites, math.inf)
+    free = dataclasses.replace(p, site_power_budget_w=unlimited, site_max_racks=unlimited, objective="min_power")
+    least = optimize(free, solver="highs", time_limit_s=30.0, relative_gap=1e-3, fewest_platforms=False)
+    if least.status not in HAS_PLAN:
+        return None
+    short = []
+    for s, name in enumerate(names):
+        budget, most = float(p.site_budgets_w[s]), float(p.site_rack_limits[s])
+        if math.isinf(budget) and math.isinf(most):
+            continue
+        alone = dataclasses.replace(free, site_power_budget_w=np.where(np.arange(p.n_sites) == s, budget, math.inf),
+                                    site_max_racks=np.where(np.arange(p.n_sites) == s, most, math.inf))
+        if optimize(alone, solver="highs", time_limit_s=30.0, relative_gap=1e-3,
+                    fewest_platforms=False).status not in HAS_PLAN:
+            only = [w.name for w in built.scenario.workloads if w.sites == [name]]
+            limits = " and ".join(x for x in (f"{budget / 1e6:.4g} MW" if math.isfinite(budget) else "",
+                                              f"{most:g} racks" if math.isfinite(most) else "") if x)
+            short.append(f"site {name}: its {limits} cannot hold what only it may serve"
+                         + (f" ({', '.join(only)})" if only else "") + f" (raise sites.{name}'s limits, or let "
+                         f"those workloads' sites include another)")
+    if short:
+        return "no feasible fleet: " + "; ".join(short)
+    need = float(evaluate(p, least.racks, least.replicas).site_facility_power_w.sum()) / 1e6
+    budgets = float(np.sum(p.site_budgets_w)) / 1e6
+    return (f"no feasible fleet: each site holds what only it may serve, but not everything together: the "
+            f"least-power fleet needs {need:.4g} MW of facility power over the sites against {budgets:.4g} MW of "
+            f"budgets (where each workload may go: raise a site's budget, let more workloads move, or lower demand)")
 
 
 def unusable_queues(built: Built) -> list[str]:

@@ -12,6 +12,7 @@ import yaml
 from planner.errors import InputError
 from planner.fleet.check import check
 from planner.fleet.solve import solve
+from planner.report.html import render_plan_html
 from planner.scenario import load_scenario, scenario_from_yaml
 
 pytestmark = pytest.mark.integration
@@ -67,6 +68,15 @@ def test_the_two_site_plan_holds_and_says_what_goes_where(two_sites):
     assert sum(e["racks"] for e in sites.values()) == d["totals"]["racks"]
     assert sum(e["annual_cost_usd"] for e in sites.values()) == pytest.approx(d["totals"]["annual_cost_usd"])
     assert sum(e["facility_power_mw"] for e in sites.values()) == pytest.approx(d["totals"]["facility_power_mw"])
+
+
+def test_the_report_says_what_goes_where(two_sites):
+    page = render_plan_html(two_sites)
+    section = page[page.index('<section id="sites">'):]
+    section = section[:section.index("</section>")]
+    for e in two_sites.totals["sites"]:
+        assert f">{e['name']}<" in section and f">{e['racks']:,}<" in section
+    assert "hgx-b200@colo" in page and "sites:    city" in page
 
 
 def test_check_finds_a_site_over_its_budget(two_sites):

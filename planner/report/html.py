@@ -240,6 +240,10 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
         if has_fleet:
             fleet_html = _chart(charts.fleet_figure(plan)) + fleet_html
         body.append(f'<section id="fleet"><h2>Fleet by hardware</h2>{fleet_html}</section>')
+        if plan.totals.get("sites") is not None:  # several sites (docs/OPTIMIZER.md 21): what goes where
+            body.append('<section id="sites"><h2>Sites</h2><p class="muted">each site within its own power budget and '
+                        'floor space, its racks priced at its own energy and PUE; a rack type is system@site.</p>'
+                        f'{table_html(plan.totals["sites"])}</section>')
         body.append('<section id="allocation"><h2>Allocation per workload and role</h2>'
                     f"{table_html(_rows(plan.allocation), ALLOC_COLS)}</section>")
         body.append('<section id="workloads"><h2>Workloads</h2>'

@@ -26,8 +26,8 @@ from planner.fleet.draw import mean_power_mw
 from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, billed_power_w, finance_args,
                                    kept_rack_cost_parts, rack_carbon_kg, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
-from planner.fleet.plan import (allocation_table, fleet_table, mark_rented, sites_fleet_table, totals_of,
-                                workload_table)
+from planner.fleet.plan import (allocation_table, fleet_table, mark_rented, objective_value, sites_fleet_table,
+                                totals_of, workload_table)
 from planner.fleet.packing import racks_offered
 from planner.fleet.problem import INTEGER_REPLICA_RACK_SHARE, site_of, system_of
 from planner.fleet.queues import effective_capacity, queued_rows, routing_share
@@ -699,10 +699,7 @@ def objective_checks(d: dict, totals: dict, inputs: Inputs) -> list[dict]:
     out = [same("objective_usd_per_year", d.get("objective_usd_per_year"), totals["annual_cost_usd"]),
            result("objective name", d.get("objective") == inputs.objective.name,
                   f"plan says {d.get('objective')!r}, its inputs {inputs.objective.name!r}")]
-    value = inputs.objective.value({"annual_cost_usd": totals["annual_cost_usd"],
-                                    "rack_power_w": totals["power_mw"] * 1e6,
-                                    "carbon_kg_per_year": totals.get("carbon_kg_co2e_per_year") or 0.0,
-                                    "revenue_usd": totals["revenue_usd_per_year"]})
+    value = objective_value(inputs.objective.name, totals)
     solver = d.get("solver") or {}
     bound = solver.get("best_bound")
     if bound is not None:

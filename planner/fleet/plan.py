@@ -29,6 +29,7 @@ from planner.perf.grid import engines_running, pair_engines
 from planner.vocabulary import API_KIND, DECODE_ROLES
 from solvers.formulation import pool_chip_replicas
 from solvers.milp import FleetSolution
+from solvers.objectives import objective as objective_named
 from solvers.vocabulary import HAS_PLAN
 
 if TYPE_CHECKING:  # polars is imported where a table is made: it stays off `planner --help`'s import path
@@ -82,6 +83,17 @@ class Plan:
     verification: dict | None = None  # solve --verify: the simulation and its repair rounds (planner.sim.verify)
     minor_platforms: list | None = None  # systems bought for under 2% of the cost, what each saves (whatif)
 
+    @property
+    def objective_value(self) -> float:
+        """What the plan's objective minimises, in its own unit (``objective_unit``), from the totals: the annual
+        cost (min_cost, max_served), the IT watts at the peak (min_power), kg CO2e a year (min_carbon), cost less
+        revenue (max_revenue); what ``check`` holds the solver's bound to."""
+        return objective_value(self.objective, self.totals)
+
+    @property
+    def objective_unit(self) -> str:
+        return objective_named(self.objective).unit
+
     def to_dict(self) -> dict:
         d = self._as_dict()
         if self.robust is not None:
@@ -118,6 +130,14 @@ class Plan:
             "provenance": self.provenance,
             "inputs": self.inputs,
         }
+
+
+def objective_value(name: str, totals: dict) -> float:
+    """The objective ``name``'s value of a plan with these ``totals`` (``solvers.objectives``' measure)."""
+    return objective_named(name).value({"annual_cost_usd": totals["annual_cost_usd"],
+                                        "rack_power_w": totals["power_mw"] * 1e6,
+                                        "carbon_kg_per_year": totals.get("carbon_kg_co2e_per_year") or 0.0,
+                                        "revenue_usd": totals["revenue_usd_per_year"]})
 
 
 def provenance() -> dict:

@@ -71,14 +71,23 @@ def limit_row(plan, what: str, settings: dict) -> dict:
     try:
         looser = solve_again(plan, settings, plan.built)
     except PlannerError as exc:
-        return {"limit": what, "objective_usd_per_year": None, "worth_usd_per_year": None, "within_gap": None,
+        return {"limit": what, "objective": None, "unit": plan.objective_unit, "worth": None,
+                "objective_usd_per_year": None, "worth_usd_per_year": None, "within_gap": None,
                 "status": f"not solved: {exc}"}
-    value = plan.objective_usd_per_year - looser.objective_usd_per_year
-    # a looser limit never costs more: a smaller saving than both solves' gaps allow is solver noise
-    gaps = [g for g in (plan.solver.get("relative_gap"), looser.solver.get("relative_gap")) if g is not None]
-    noise = max(gaps, default=0.0) * abs(plan.objective_usd_per_year)
-    return {"limit": what, "objective_usd_per_year": looser.objective_usd_per_year,
-            "worth_usd_per_year": max(value, 0.0), "within_gap": value <= noise, "status": looser.status}
+    # the objective's own value (issue 44: the annual cost whatever the objective, before): under min_power a
+    # looser budget is worth the watts it saves, and its annual cost may rise
+    value = plan.objective_value - looser.objective_value
+    # a looser limit never does worse: a smaller gain than both solves' gaps allow is solver noise
+    return {"limit": what, "objective": looser.objective_value, "unit": plan.objective_unit, "worth": max(value, 0.0),
+            "objective_usd_per_year": looser.objective_usd_per_year,
+            "worth_usd_per_year": plan.objective_usd_per_year - looser.objective_usd_per_year,
+            "within_gap": value <= gap_noise(plan, looser), "status": looser.status}
+
+
+def gap_noise(plan, other) -> float:
+    """The difference in ``plan``'s objective that two solves' gaps allow: the larger gap times its value."""
+    gaps = [g for g in (plan.solver.get("relative_gap"), other.solver.get("relative_gap")) if g is not None]
+    return max(gaps, default=0.0) * abs(plan.objective_value)
 
 
 def run_jobs(jobs: list, progress=None) -> list:
@@ -155,18 +164,19 @@ def minor_row(plan, hw_id: str, racks: int, share: float) -> dict:
     as scored): ``saves_usd_per_year`` is what that plan costs more a year (the saving of buying the system;
     ``within_gap`` when smaller than the solvers' gap), ``saves_facility_power_mw`` the facility power it draws
     more, ``without`` what it buys instead; a plan that cannot be had without the system says why (``status``)."""
-    row = {"hardware": hw_id, "racks": racks, "share_of_cost": share, "saves_usd_per_year": None,
-           "saves_facility_power_mw": None, "within_gap": None, "without": None, "status": None}
+    row = {"hardware": hw_id, "racks": racks, "share_of_cost": share, "saves_usd_per_year": None, "saves": None,
+           "unit": plan.objective_unit, "saves_facility_power_mw": None, "within_gap": None, "without": None,
+           "status": None}
     try:
         alone = solve_again(plan, {f"hardware.max_racks.{hw_id}": 0}, without_hardware(plan.built, hw_id))
     except PlannerError as exc:
         row["status"] = f"no plan without it: {str(exc).splitlines()[0]}"
         return row
-    value = alone.objective_usd_per_year - plan.objective_usd_per_year
-    gaps = [g for g in (plan.solver.get("relative_gap"), alone.solver.get("relative_gap")) if g is not None]
-    row.update(saves_usd_per_year=value,
+    value = alone.objective_value - plan.objective_value  # in the objective's own unit
+    row.update(saves_usd_per_year=alone.objective_usd_per_year - plan.objective_usd_per_year,
+               saves=value, unit=plan.objective_unit,
                saves_facility_power_mw=alone.totals["facility_power_mw"] - plan.totals["facility_power_mw"],
-               within_gap=abs(value) <= max(gaps, default=0.0) * abs(plan.objective_usd_per_year),
+               within_gap=abs(value) <= gap_noise(plan, alone),
                without=", ".join(f"{r['racks']:,} x {r['hardware']}" for r in alone.fleet.to_dicts()),
                status=alone.status)
     return row
@@ -234,8 +244,9 @@ def family_row(plan, label: str, ids: list[str]) -> dict:
     row.update(buys=", ".join(f"{r['racks']:,} x {r['hardware']}" for r in alone.fleet.to_dicts()),
                annual_cost_usd=t["annual_cost_usd"], capex_usd=t["capex_usd"],
                facility_power_mw=t["facility_power_mw"], status=alone.status,
-               vs_plan_pct=100.0 * (alone.objective_usd_per_year / plan.objective_usd_per_year - 1.0)
-               if plan.objective_usd_per_year > 0 else None)  # a plan that buys nothing (or earns) has no base
+               # against the plan by the objective's own value (a plan that buys nothing, or earns, has no base)
+               vs_plan_pct=100.0 * (alone.objective_value / plan.objective_value - 1.0)
+               if plan.objective_value > 0 else None)
     return row
 
 

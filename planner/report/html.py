@@ -221,9 +221,10 @@ def render_plan_html(plan, frontier_points_by_model: dict[str, list] | None = No
         worth = (whatifs or {}).get("limits")
         if worth:
             body.append('<section id="limits"><h2>What the binding limits cost</h2><p class="muted">Each binding '
-                        "limit loosened by one unit and the plan solved again: the saving a year is what one more "
-                        "unit is worth; within_gap marks a saving smaller than the solvers' gap, which says only "
-                        "that the unit is worth little.</p>"
+                        "limit loosened by one unit and the plan solved again: worth is what one more unit saves "
+                        "of the plan's objective, in its unit (USD a year, IT watts, kg CO2e a year), beside the "
+                        "annual cost it saves; within_gap marks a saving smaller than the solvers' gap, which says "
+                        "only that the unit is worth little.</p>"
                         f"{table_html(worth)}</section>")
         alone = (whatifs or {}).get("families")
         if alone:

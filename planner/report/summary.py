@@ -137,11 +137,14 @@ def minor_words(m: dict) -> str:
     if m.get("saves_usd_per_year") is None:
         return text + (m.get("status") or "not re-solved")
     instead = f" ({m['without']})" if m.get("without") else ""
-    if m["within_gap"] or m["saves_usd_per_year"] <= 0:
-        return text + (f"the plan without it{instead} costs about the same (within the solvers' gap): the "
+    saves, unit = m.get("saves", m["saves_usd_per_year"]), m.get("unit") or "USD/year"
+    if m["within_gap"] or saves <= 0:  # judged by the objective's own value (issue 44)
+        return text + (f"the plan without it{instead} does about as well (within the solvers' gap): the "
                        f"system saves nothing a buyer should count on")
     power = m.get("saves_facility_power_mw") or 0.0
-    return text + (f"it saves {people(m['saves_usd_per_year'], 'USD')} a year against the plan without it{instead}"
+    what = (f"{people(m['saves_usd_per_year'], 'USD')} a year" if unit == "USD/year" else
+            f"{people(saves / 1e3)} kW of IT power" if unit == "W" else f"{people(saves)} {unit}")
+    return text + (f"it saves {what} against the plan without it{instead}"
                    + (f", which also draws {people(power)} MW more" if power >= 1 else
                       f", which also draws {people(1e3 * power)} kW more" if power > 1e-6 else ""))
 

@@ -182,3 +182,12 @@ def test_an_infeasible_plan_over_sites_says_which_site_and_what():
         solve(base.with_({"sites.0.power_budget_mw": 0.3}))
     with pytest.raises(InfeasibleError, match=r"each site holds what only it may serve, but not everything together"):
         solve(base.with_({"sites.0.power_budget_mw": 0.4, "sites.1.power_budget_mw": 0.3}))
+
+
+def test_a_robust_fleet_over_sites_is_refused_by_name(tmp_path):
+    from planner.sweep.robust import solve_robust
+
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text("base: x.yaml\naxes:\n  - {path: finance.electricity_usd_per_mwh, values: [60, 90]}\n")
+    with pytest.raises(InputError, match="robust fleets over several sites are not supported yet"):
+        solve_robust(load_scenario(TWO_SITES), str(sweep))

@@ -30,7 +30,10 @@ from solvers.milp import solver_output_to_stderr
 # Scenario paths whose change leaves every scored option as it is: costs, limits and demand rates.
 OPTION_FREE = ("finance.*", "site.*", "prices_usd_per_mtok*", "objective", "solver.*", "hardware.max_racks*",
                "hardware.min_racks*", "hardware.max_platforms", "hardware.overrides.*.capex_usd",
-               "workloads.*.requests_per_s", "workloads.*.peak_to_mean", "workloads.*.price_usd_per_mtok")
+               "workloads.*.requests_per_s", "workloads.*.peak_to_mean", "workloads.*.price_usd_per_mtok",
+               # a site's limits and energy (docs/OPTIMIZER.md 21), not what it may hold or has installed
+               "sites.*.power_budget_mw", "sites.*.pue", "sites.*.electricity_usd_per_mwh", "sites.*.max_racks",
+               "sites.*.grid_kg_co2_per_mwh")
 ENGINES = ("local", "ray")
 ROBUST_MIN_SECONDS = 60.0  # the robust fleet's default time limit is the base scenario's, at least this
 
@@ -221,6 +224,9 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     if base.periods and robust is not None:
         raise InputError("robust fleets of build-outs over periods are not supported yet; sweep the build-out "
                          "without --robust, or a single-period scenario with it", field="--robust")
+    if base.sites and robust is not None:  # docs/OPTIMIZER.md 21: the robust MILP holds one site's rows yet
+        raise InputError("robust fleets over several sites are not supported yet; sweep the sites without --robust, "
+                         "or one site with it", field="--robust")
     late_premium = spec.robustness.late_premium
     if late_premium is not None and base.objective == "min_power":
         raise InputError("a late premium needs a cost objective (min_cost or max_revenue): a rack bought late draws "

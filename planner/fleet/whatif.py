@@ -262,8 +262,8 @@ def one_more_rack(plan, time_limit_s: float = 60.0) -> list[dict]:
     output_rows = np.array([d.output_tokens_per_s for d in built.demands])  # each workload's at peak
     base_served = float(output_rows @ _shares(sol, len(output_rows)))
     rows = []
-    for k, hw in enumerate(built.hardware):
-        if sc.purchase_exclusion(hw.id, hw) is not None or p.max_racks[k] < 1:
+    for k, (name, hw) in enumerate(zip(built.type_ids, built.hardware)):  # at several sites, a system at each
+        if built.view_of(name).purchase_exclusion(hw.id, hw) is not None or p.max_racks[k] < 1:
             continue
         caps = np.where(np.arange(p.n_hardware) == k, 1.0, 0.0)
         one = dataclasses.replace(p, max_racks=caps, max_new_racks=1.0)
@@ -273,7 +273,7 @@ def one_more_rack(plan, time_limit_s: float = 60.0) -> list[dict]:
         gain = float(output_rows @ _shares(more, len(output_rows))) - base_served
         if gain <= 1e-6 * max(base_served, 1.0):
             continue
-        rows.append({"hardware": hw.id, "served_output_tokens_per_s": gain,
+        rows.append({"hardware": name, "served_output_tokens_per_s": gain,
                      "annual_cost_usd": float(more.objective - sol.objective) if p.objective == "max_served"
                      else None, "objective": float(more.objective)})
     return sorted(rows, key=lambda r: -r["served_output_tokens_per_s"])

@@ -22,7 +22,7 @@ from planner.fleet.packing import chip_rows, held_chips
 from planner.fleet.queues import assumed_slots, column_bounds
 from planner.fleet.spares import spare_count, spare_share
 from planner.scenario import Scenario
-from planner.vocabulary import API_KIND, API_PREFIX, ONE_SITE, SITE_SEP
+from planner.vocabulary import API_KIND, API_PREFIX, SITE_SEP
 from solvers.milp import FleetProblem
 from solvers.objectives import objective as objective_named
 
@@ -83,7 +83,7 @@ class Built:
                 "site": sc.site.model_dump(mode="json"),
                 "max_racks": {h: int(caps[h]) for h in sorted({h.id for h in self.hardware})
                               if math.isfinite(caps.get(h, math.inf))},
-                "max_new_racks": sc.hardware.max_new_racks, "installed_past_life": sc.installed_past_life(),
+                "max_new_racks": sc.hardware.max_new_racks, "installed_past_life": self.installed_past_life,
                 "prices_usd_per_mtok": dict(sc.prices_usd_per_mtok),
                 "solver": sc.solver.model_dump(mode="json"),
                 "acquisition": list(sc.hardware.acquisition) if sc.hardware.allow is None else None,
@@ -113,16 +113,19 @@ class Built:
         return {rack_id(h, name): d for name, view in self.site_views.items()
                 for h, d in installed_inputs(view, {h.id: h for h in self.hardware}).items()}
 
+    @functools.cached_property
+    def installed_past_life(self) -> dict:
+        """Installed racks already past their service life at the start, by system (several sites: system@site)."""
+        if self.site_views is None:
+            return self.scenario.installed_past_life()
+        return {rack_id(h, name): n for name, view in self.site_views.items()
+                for h, n in view.installed_past_life().items()}
+
     def view_of(self, type_id: str):
         """The one-site scenario a hardware type stands in (the scenario itself with one site)."""
         if self.site_views is None:
             return self.scenario
         return self.site_views[site_of(type_id)]
-
-    @functools.cached_property
-    def type_sites(self) -> list[str]:
-        """[H] the site of each hardware type (``ONE_SITE`` with one site)."""
-        return [site_of(k) or ONE_SITE for k in self.type_ids]
 
 
 def rack_id(system: str, site: str) -> str:

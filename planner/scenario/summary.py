@@ -42,7 +42,9 @@ def resolved_summary(sc: Scenario) -> dict:
     elif sc.site.power_budget_mw is None:
         warnings.append("site.power_budget_mw not given: power does not limit the plan")
     warnings.extend(_measurement_notes(sc))
-    for hw_id, n in sorted(sc.installed_past_life().items()):
+    past = sc.installed_past_life() if not sc.sites else {
+        f"{h}@{name}": n for name in sc.site_names() for h, n in sc.at_site(name).installed_past_life().items()}
+    for hw_id, n in sorted(past.items()):
         warnings.append(f"installed {hw_id}: {n} racks past their service life ({sc.service_life():g} years) at "
                         f"start_date, left out")
     return {

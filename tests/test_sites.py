@@ -191,3 +191,13 @@ def test_a_robust_fleet_over_sites_is_refused_by_name(tmp_path):
     sweep.write_text("base: x.yaml\naxes:\n  - {path: finance.electricity_usd_per_mwh, values: [60, 90]}\n")
     with pytest.raises(InputError, match="robust fleets over several sites are not supported yet"):
         solve_robust(load_scenario(TWO_SITES), str(sweep))
+
+
+def test_the_two_site_plan_simulates_pool_by_pool_at_each_site(two_sites):
+    from planner.sim.run import simulate
+
+    sim = simulate(two_sites, quick=True)
+    pools = {(p["hardware"], p["role"]) for p in sim.to_dict()["pools"]}
+    # every allocation row's pool at its own site's racks, the sites' pools apart
+    rows = {(r["hardware"], r["role"]) for r in two_sites.to_dict()["allocation"] if r["role"] != "ffn"}
+    assert rows <= pools and {h.split("@")[1] for h, _ in pools} == {"city", "colo"}

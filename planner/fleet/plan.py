@@ -20,7 +20,8 @@ from planner import __version__, catalog
 from planner.fleet.assumptions import assumptions
 from planner.fleet.curtail import curtailment_table, tier_label
 from planner.fleet.draw import mean_power_mw, site_draw
-from planner.fleet.finance import (annual_revenue, finance_value, idle_power_w, mean_tokens_per_year, rack_carbon_kg, rental_cost,
+from planner.fleet.finance import (annual_revenue, finance_value, idle_power_w, mean_tokens_per_year, rack_carbon_kg,
+                                   rental_cost,
                                    replica_carbon_kg, usd_per_mtok)
 from planner.fleet.options import KINDS, TTFT_PERCENTILES, pool_key, pools, ttft_percentiles
 from planner.fleet.packing import WHOLE, domains_needed, domains_per_rack, replicas_per_rack, spans_racks

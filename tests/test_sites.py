@@ -30,7 +30,7 @@ workloads:
   - {name: chat, model: llama-3.1-8b, requests_per_s: 8000, input_tokens: 1000, output_tokens: 300, tier: high}
   - {name: assistant, model: llama-3.1-70b, requests_per_s: 800, input_tokens: 2000, output_tokens: 400,
      tier: standard, precision: fp8}
-solver: {name: highs, time_limit_s: 60, relative_gap: 0.0001}
+solver: {name: highs, time_limit_s: 60, relative_gap: 0.001}
 """
 
 

@@ -201,3 +201,17 @@ def test_the_two_site_plan_simulates_pool_by_pool_at_each_site(two_sites):
     # every allocation row's pool at its own site's racks, the sites' pools apart
     rows = {(r["hardware"], r["role"]) for r in two_sites.to_dict()["allocation"] if r["role"] != "ffn"}
     assert rows <= pools and {h.split("@")[1] for h, _ in pools} == {"city", "colo"}
+
+
+def test_a_binding_site_limit_is_priced_at_that_site():
+    from planner.fleet.whatif import limit_changes, marginal_values
+
+    # the cheap site's 0.25 MW binds (everything would go there), the dear one has room
+    sites = [{"name": "dear", "electricity_usd_per_mwh": 150},
+             {"name": "cheap", "electricity_usd_per_mwh": 50, "power_budget_mw": 0.25}]
+    plan = solve(scenario_with(SMALL, sites=sites))
+    changes = limit_changes(plan)
+    assert ("one more MW of facility power at cheap", {"sites.1.power_budget_mw": 1.25}) in changes
+    row = next(r for r in marginal_values(plan) if r["limit"] == "one more MW of facility power at cheap")
+    # one more MW at the cheap site moves racks from the dear one: worth what their energy costs more there
+    assert row["unit"] == "USD/year" and row["worth"] > 0 and row["within_gap"] is False, row

@@ -26,13 +26,14 @@ def limit_changes(plan) -> list[tuple[str, dict]]:
     """(what, settings) for each binding limit of ``plan`` (``planner.report.summary.binding``) that one more unit
     can loosen: the scenario paths to set."""
     out = []
+    names = plan.built.scenario.site_names() if plan.built is not None else []
     for b in binding(plan.to_dict()):
-        if b.get("site"):
-            continue  # a site's own limit of several (OPTIMIZER.md 21): no setting path to loosen it yet
+        # a site's own limit of several (OPTIMIZER.md 21) is its entry's in sites:, by index
+        where, at = (f"sites.{names.index(b['site'])}.", f" at {b['site']}") if b.get("site") else ("site.", "")
         if b["kind"] == "power":
-            out.append(("one more MW of facility power", {"site.power_budget_mw": b["limit"] + 1.0}))
+            out.append((f"one more MW of facility power{at}", {f"{where}power_budget_mw": b["limit"] + 1.0}))
         elif b["kind"] == "floor_space":
-            out.append(("one more rack of floor space", {"site.max_racks": b["limit"] + 1}))
+            out.append((f"one more rack of floor space{at}", {f"{where}max_racks": b["limit"] + 1}))
         elif b["kind"] == "supply":
             out.append((f"one more {b['hardware']} rack (supply cap {b['limit']})",
                         {f"hardware.max_racks.{b['hardware']}": b["limit"] + 1}))

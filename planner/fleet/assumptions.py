@@ -64,7 +64,7 @@ def binding(d: dict) -> list[dict]:
                         "text": f"floor space{at}: {racks:,} of {max_racks:,} racks"})
     bought = system_purchases(d)
     most = sc.get("max_platforms")
-    if most and len([n for n in bought.values()]) >= most:
+    if most and len(bought) >= most:
         out.append({"kind": "platforms", "hardware": None, "site": None, "limit": most,
                     "text": f"platforms: {len(bought)} of at most {most} hardware types"})
     caps = sc.get("max_racks") or {}

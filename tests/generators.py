@@ -253,7 +253,7 @@ def scale_sites(data: dict, n_sites: int, seed: int = 0) -> dict:
 
 def scale_buildout(data: dict, n_periods: int, n_scenarios: int = 1, seed: int = 0) -> dict:
     """``scale_scenario``'s site as a build-out (docs/OPTIMIZER.md 7): ``n_periods`` yearly periods from its start,
-    each workload growing 20-100% a year, and ``n_scenarios`` demand forecasts (multipliers spread over 0.6-1.6,
+    each workload's rate multiplied by 1.2-2.0 a year (its ``growth_per_year``), and ``n_scenarios`` demand forecasts (multipliers spread over 0.6-1.6,
     probabilities equal) after the first period; seeded."""
     import datetime as dt
 
@@ -263,7 +263,7 @@ def scale_buildout(data: dict, n_periods: int, n_scenarios: int = 1, seed: int =
     out["name"] = f"{data['name']}-{n_periods}p{n_scenarios}s"
     out["periods"] = [dt.date(start.year + t, start.month, start.day).isoformat() for t in range(n_periods)]
     out["horizon_years"] = max(float(data["horizon_years"]), float(n_periods + 1))
-    out["workloads"] = [{**w, "growth_per_year": float(round(rng.uniform(0.2, 1.0), 2))} for w in data["workloads"]]
+    out["workloads"] = [{**w, "growth_per_year": float(round(rng.uniform(1.2, 2.0), 2))} for w in data["workloads"]]
     if n_scenarios > 1:
         out["demand_scenarios"] = [{"name": f"d{k}", "probability": 1.0 / n_scenarios,
                                     "multiplier": float(round(0.6 + k / (n_scenarios - 1), 3))}

@@ -8,7 +8,7 @@ import math
 
 from planner.measurements.physics import plan_warnings
 from planner.perf.speculative import acceptance_words, auto_words
-from planner.vocabulary import SITE_SEP
+from planner.fleet.problem import system_of
 from planner.vocabulary import AUTO_SPECULATIVE
 
 BINDING_SHARE = 0.995  # a limit used to this share or more is reported as binding
@@ -43,7 +43,7 @@ def system_purchases(d: dict) -> dict[str, int]:
     """System -> racks bought, over its sites (a type of a plan over several sites is system@site)."""
     out: dict[str, int] = {}
     for f in d["fleet"]:
-        system = f["hardware"].rsplit(SITE_SEP, 1)[0] if f.get("site") else f["hardware"]
+        system = system_of(f["hardware"])
         out[system] = out.get(system, 0) + f.get("racks_new", f["racks"])
     return out
 

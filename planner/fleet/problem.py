@@ -233,7 +233,8 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
     hardware = dict(sorted(scenario.resolved_hardware().items()))
     demands = demands_of(scenario)
     t0 = time.perf_counter()
-    if options_from is not None and options_from.rack_ids is None and [h.id for h in options_from.hardware] == list(hardware):
+    if (options_from is not None and options_from.rack_ids is None
+            and [h.id for h in options_from.hardware] == list(hardware)):
         cols, candidates = without_api(options_from.options), 0
     else:
         opts = scenario_options(scenario, demands, hardware, progress, deadline)
@@ -261,7 +262,8 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
                          f"the rented capacity with one site)", field="sites")
     demands = demands_of(scenario)
     t0 = time.perf_counter()
-    reuse = options_from is not None and options_from.site_views is not None and list(options_from.site_views) == list(views)
+    reuse = (options_from is not None and options_from.site_views is not None
+             and list(options_from.site_views) == list(views))
     if reuse:  # its columns, named system@site already (hosted ones among the first site's), assembled again
         assert options_from is not None
         cols, candidates = options_from.options, 0
@@ -269,41 +271,31 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
         opts = scenario_options(scenario, demands, hardware, progress, deadline)
         cols, candidates = opts.arrays(), opts.candidates_scored
     engine_s = time.perf_counter() - t0
-    parts, ids, hw_list = [], [], []
+    parts, ids, hw_list, held = [], [], [], []
     for i, (name, view) in enumerate(views.items()):
-        held = {h: hw for h, hw in hardware.items() if h in view.resolved_hardware()}
-        types = {rack_id(h, name): hw for h, hw in held.items()}
+        mine = view.resolved_hardware()
+        types = {rack_id(h, name): hw for h, hw in hardware.items() if h in mine}
         serves = {w.name for w in scenario.workloads if scenario.serves_at(w, name)}
-        if reuse:
-            site_cols = of_site(cols, set(types), serves, hosted=i == 0)
-        else:
-            site_cols = at_site(cols, set(held), serves, name)
-            site_cols = with_api(site_cols, demands) if i == 0 else site_cols
+        # scored options named for this site first; a reused Built's are named already, its hosted ones at site 0
+        site_cols = of_site(cols if reuse else named_at(cols, name), set(types), serves, hosted=i == 0)
+        if not reuse and i == 0:
+            site_cols = with_api(site_cols, demands)
         problem, site_cols = assemble(view, demands, types, site_cols)
         parts.append((problem, site_cols))
         ids += list(types)
         hw_list += list(types.values())
-    problem = stacked([p for p, _ in parts], [held_ids(views[n], hardware) for n in views], list(hardware))
+        held.append([h for h in hardware if h in mine])
+    problem = stacked([p for p, _ in parts], held, list(hardware))
     cols = {c: np.concatenate([part[c] for _, part in parts]) for c in parts[0][1]}
     check_resolvable(problem, demands)
     return Built(scenario, problem, demands, hw_list, cols, candidates, engine_s, unserved_workloads(demands, cols),
                  rack_ids=ids, site_views=views)
 
 
-def held_ids(view, hardware: dict) -> list[str]:
-    """The systems of ``hardware`` a site's scenario may hold."""
-    return [h for h in hardware if h in view.resolved_hardware()]
-
-
-def at_site(cols: dict, systems: set, workloads: set, site: str) -> dict:
-    """The options on systems a site holds, of workloads it may serve, their systems named system@site."""
-    n = len(cols["workload"])
-    keep = np.array([str(cols["workload"][j]) in workloads
-                     and all(hw in systems for hw, *_ in systems_of(cols, j)) for j in range(n)], dtype=bool)
-    out = {c: v[keep] for c, v in cols.items()}
-    for c in ("hardware", "ffn_hardware"):
-        out[c] = np.array([rack_id(str(h), site) if h else "" for h in out[c]], dtype=object).astype(str)
-    return out
+def named_at(cols: dict, site: str) -> dict:
+    """Scored options with their systems named system@``site``."""
+    return {**cols, **{c: np.array([rack_id(str(h), site) if h else "" for h in cols[c]], dtype=object).astype(str)
+                       for c in ("hardware", "ffn_hardware")}}
 
 
 def of_site(cols: dict, types: set, workloads: set, hosted: bool) -> dict:
@@ -342,7 +334,8 @@ def stacked(problems: list, held: list, systems: list) -> FleetProblem:
         return np.concatenate([np.asarray(v) for v in values])
 
     first = problems[0]
-    rack_system = np.array([systems.index(h) for names in held for h in names], dtype=np.int64)
+    index = {h: k for k, h in enumerate(systems)}
+    rack_system = np.array([index[h] for names in held for h in names], dtype=np.int64)
     carbon = all(p.carbon_kg_per_rack is not None for p in problems)
     return FleetProblem(
         chips_per_rack=cat("chips_per_rack"), rack_power_w=cat("rack_power_w"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from planner.measurements.curves import curves_for, operating_point
 from planner.perf.speculative import acceptance_words, auto_methods, auto_words
 from planner.scenario.schema import Scenario
-from planner.vocabulary import AUTO_SPECULATIVE
+from planner.vocabulary import AUTO_SPECULATIVE, SITE_SEP
 
 
 def resolved_summary(sc: Scenario) -> dict:
@@ -43,7 +43,8 @@ def resolved_summary(sc: Scenario) -> dict:
         warnings.append("site.power_budget_mw not given: power does not limit the plan")
     warnings.extend(_measurement_notes(sc))
     past = sc.installed_past_life() if not sc.sites else {
-        f"{h}@{name}": n for name in sc.site_names() for h, n in sc.at_site(name).installed_past_life().items()}
+        f"{h}{SITE_SEP}{name}": n for name in sc.site_names()
+        for h, n in sc.at_site(name).installed_past_life().items()}
     for hw_id, n in sorted(past.items()):
         warnings.append(f"installed {hw_id}: {n} racks past their service life ({sc.service_life():g} years) at "
                         f"start_date, left out")

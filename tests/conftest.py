@@ -29,6 +29,8 @@ INTEGRATION = {"test_solve", "test_cli", "test_html", "test_gtc", "test_check", 
                "test_sim_buildout", "test_api", "test_cost_split", "test_headroom", "test_installed", "test_rentals",
                "test_sweep", "test_server"}
 
+WAIT_FOR_ENGINES = {"test_engines_accept"}  # modules whose tests wait for .engines (tests/engines/install.py)
+
 _running: dict = {"unit": None}  # the unit test being set up or run, if any
 
 
@@ -41,6 +43,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.unit)
         elif item.get_closest_marker("unit") is not None:
             raise pytest.UsageError(f"{item.nodeid} is marked both unit and integration")
+    # the tests that wait for the serving engines' install (CI installs them beside the suite: .ci/run) go last, so
+    # that no pytest-xdist worker sits idle waiting for it while files that need nothing are left to run
+    items.sort(key=lambda item: item.module.__name__.rsplit(".", 1)[-1] in WAIT_FOR_ENGINES)
 
 
 def _refusing(fn):

@@ -127,7 +127,10 @@ def test_unreachable_tier_names_the_workload(tmp_path):
         solve(scenario_from_yaml(text))
 
 
-@pytest.mark.parametrize("name", [p.stem for p in SCENARIOS])
+# mixed-site's HiGHS solve with its pool rounds takes 49 s, the most of any test: make test-slow runs it (the other
+# shipped sites and the random MILPs of test_fleet_milp.py hold the two solvers together in make test)
+@pytest.mark.parametrize("name", [pytest.param(p.stem, marks=pytest.mark.slow) if p.stem == "mixed-site" else p.stem
+                                  for p in SCENARIOS])
 def test_scip_and_highs_agree(plans, name):
     # HiGHS takes 4 s a solve on mixed-site where SCIP takes under 1, and the pools' rounds solve 8 times (34 s of
     # its 60 s limit on an idle 2-core machine, past it on a busy one): the comparison is of the plans, not the time

@@ -93,6 +93,14 @@ def occupied_chips(problem, x: np.ndarray) -> np.ndarray:
     return need if problem.core_chips is None else np.maximum(need, problem.core_chips.T @ x)
 
 
+def rented_chips(problem, rented) -> np.ndarray:
+    """[H] the chips each hardware type rents, from the offers' rented chips [R]."""
+    out = np.zeros(problem.n_hardware)
+    if problem.n_rentals:
+        np.add.at(out, problem.rent_hardware, np.asarray(rented, dtype=float))
+    return out
+
+
 def rack_upper_bounds(problem) -> np.ndarray:
     """R_h of (5): supply cap, power budget, site rack limit, and enough racks for every column at its bound."""
     need = occupied_chips(problem, replica_upper_bounds(problem)) / problem.chips_per_rack

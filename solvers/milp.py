@@ -147,14 +147,19 @@ from solvers.formulation import (DEFAULT, RACK_TIE, REPLICA_TIE, TIE_FACTOR, add
                                  column_primary_coefficients, frozen, kept_primary_coefficients, limits_platforms,
                                  padded_replica_bounds, primary_coefficients, primary_terms, rack_tie_coefficients,
                                  rack_upper_bounds, rent_primary_coefficients, rent_upper_bounds,
-                                 replica_tie_coefficients, replica_upper_bounds, secondary_coefficients,
+                                 replica_tie_coefficients, replica_upper_bounds, rented_chips, secondary_coefficients,
                                  set_objective, systems_used)
+from solvers.heuristic import RoundedPlan, rounded_values
+from solvers.objectives import PRICE_TABLES, Prices
 from solvers.objectives import objective as objective_named
 from solvers.vocabulary import HAS_PLAN, OBJECTIVES, SOLVERS  # noqa: F401
 
 SERVED_WEIGHT = 1e3  # (10a): the whole demand is worth this many times the most any plan can cost
 TIE_TIME_FACTOR = 2.0  # (T1) may take this many times the first solve's time ...
 TIE_MIN_SECONDS = 1.0  # ... or this, whichever is longer (within the time limit)
+# The rounded LP plan (solvers.heuristic) is made for problems of this many columns or more: the shipped sites'
+# MILPs (a few hundred columns) prove in about a second, and a search that finds no plan is a large one's risk.
+ROUNDED_START_COLUMNS = 2000
 EVAL_TOL = 1e-6  # evaluate(): a row is violated when its scaled slack is below -EVAL_TOL
 
 
@@ -521,6 +526,23 @@ class FleetProblem:
         given = self.installed_annual_cost_usd_per_rack
         return self.annual_cost_usd_per_rack if given is None else given
 
+    def prices(self, measure: str) -> Prices:
+        """The price table of ``measure`` (solvers.objectives.PRICE_TABLES), every part filled in: what a rack
+        bought, an installed rack kept, a replica beyond its racks' floor and a rented chip add to it a year (the
+        carbon table is zeros where the scenario gives no grid intensity: (14) is then not priced)."""
+        H, J, R = self.n_hardware, self.n_columns, self.n_rentals
+        if measure == "annual_cost_usd":
+            return Prices(self.annual_cost_usd_per_rack, self.kept_annual_cost_usd_per_rack,
+                          {"own": self.own_cost_usd, "energy": self.replica_energy_usd}, self.rent_cost_usd_per_chip)
+        if measure == "rack_power_w":  # (13): the racks' floor, a replica's draw above it; rented chips draw none here
+            return Prices(self.floor_power_w, self.floor_power_w, {"draw": self.replica_power_w}, np.zeros(R))
+        if measure == "carbon_kg_per_year":
+            rack = self.carbon_kg_per_rack
+            return Prices(np.zeros(H) if rack is None else rack,
+                          np.zeros(H) if self.kept_carbon_kg_per_rack is None else self.kept_carbon_kg_per_rack,
+                          {"energy": self.replica_carbon_kg if J else np.zeros(0)}, self.carbon_rented)
+        raise ValueError(f"price table {measure!r}, expected one of {', '.join(PRICE_TABLES)}")
+
     @property
     def has_installed(self) -> bool:
         return bool(np.any(self.installed_racks > 0))
@@ -564,14 +586,6 @@ def annual_cost_of(problem: FleetProblem, racks) -> float:
     r = np.asarray(racks, dtype=float)
     kept = problem.kept_annual_cost_usd_per_rack
     return float(kept @ r + (problem.annual_cost_usd_per_rack - kept) @ new_racks(problem, r))
-
-
-def rented_chips(problem: FleetProblem, rented) -> np.ndarray:
-    """[H] the chips each hardware type rents, from the offers' rented chips [R]."""
-    out = np.zeros(problem.n_hardware)
-    if problem.n_rentals:
-        np.add.at(out, problem.rent_hardware, np.asarray(rented, dtype=float))
-    return out
 
 
 # ---- build -> solve -> extract --------------------------------------------------------------------------------
@@ -631,6 +645,8 @@ class FleetSolution:
     rented: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [R] (12): chips rented from each offer
     heuristic: str = ""  # how a plan not from one MILP on every column was found (planner.fleet.solve), in words
     cautious: bool = False  # an option was sized at a loop's last resort, its most cautious (planner.fleet.solve)
+    start: str = ""  # which plan closed the search, the MILP's or the rounded LP plan (solvers.heuristic), in
+    # words; empty: no rounded plan was made (under ROUNDED_START_COLUMNS columns, or a start given)
 
 
 def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
@@ -773,22 +789,68 @@ def repair_replicas(problem: FleetProblem, racks, replicas, rented=None) -> np.n
 
 
 def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 60.0,
-             relative_gap: float = 1e-4, fewest_platforms: bool = True, start: tuple | None = None) -> FleetSolution:
+             relative_gap: float = 1e-4, fewest_platforms: bool = True, start: tuple | None = None,
+             rounded_start: bool | None = None) -> FleetSolution:
     """build -> solve -> extract, then (``fewest_platforms``) the tie-break (T): the plan on the fewest hardware
     types among those no worse than the first. ``start``: (racks [H], replicas [J]) of a nearby plan, handed to the
-    solver as a hint (it need not be feasible: a plan of the same problem before its options were sized again)."""
+    solver as a hint (it need not be feasible: a plan of the same problem before its options were sized again).
+    ``rounded_start``: without a ``start``, make the rounded LP plan first (``solvers.heuristic``; None: where the
+    problem has ROUNDED_START_COLUMNS columns or more): the plan returned where the search finds none, the
+    solution's ``start`` saying which plan closed it."""
     if objective_named(problem.objective).serves_most:
         return most_served(problem, solver, time_limit_s, relative_gap, fewest_platforms)
     started = time.perf_counter()
     built = build(problem, solver)
     hint = _plan_hint(built, built.used or [], start[0], start[1], problem) if start is not None else None
-    first = extract(problem, solve(built, time_limit_s, relative_gap, hint=hint, from_scratch=hint is None))
+    # the rounded LP plan is made before the search but not handed to it: as a hint it slowed SCIP's first MILP on
+    # 50 generated workloads from 17.7 s to 26.3 s (OPTIMIZER.md 22); it is the plan returned should the search
+    # find none, and the yardstick the solution's ``start`` measures the search's plan against
+    rounded = (rounded_lp_plan(problem, built) if start is None and (
+        rounded_start if rounded_start is not None else problem.n_columns >= ROUNDED_START_COLUMNS) else None)
+    first = extract(problem, solve(built, time_limit_s, relative_gap, hint=hint, from_scratch=start is None))
+    if rounded is not None:
+        first = closed_by(problem, first, rounded)
     if not fewest_platforms or first.status not in HAS_PLAN or first.violations:
         return first
     if systems_used(problem, first.racks).sum() <= 1:
         return dataclasses.replace(first, tie_break="the first plan is on one hardware type")
     left = time_limit_s - (time.perf_counter() - started)
     return fewest_platforms_plan(problem, built, first, left, relative_gap)
+
+
+def closed_by(problem: FleetProblem, sol: FleetSolution, rounded: RoundedPlan) -> FleetSolution:
+    """``sol`` saying in ``start`` which plan closed its search: the MILP's, better than the rounded LP plan by
+    some share, or the rounded plan (the search found none better); where the search ended with no plan (time limit)
+    and the rounded plan holds, that plan, its bound the better of the search's and the LP's (both hold for every
+    plan)."""
+    if not rounded.feasible:
+        return dataclasses.replace(sol, start=f"the rounded LP plan breaks {', '.join(rounded.violations[:3])}: the "
+                                              f"MILP's own search")
+    if sol.status in HAS_PLAN and not sol.violations:
+        better = 1.0 - sol.objective / rounded.objective if rounded.objective else 0.0
+        words = (f"the MILP's plan, {100 * better:.3g}% below the rounded LP plan"
+                 if better > 1e-9 else "the rounded LP plan: the MILP found none better")
+        return dataclasses.replace(sol, start=words)
+    if objective_named(problem.objective).sells_shares:  # a revenue plan's shares are the search's to read
+        return dataclasses.replace(sol, start="the MILP found no plan; the rounded LP plan sells no share")
+    bound = max(sol.best_bound if math.isfinite(sol.best_bound) else 0.0, rounded.lp_bound, 0.0)
+    bound = min(bound, rounded.objective)
+    gap = (rounded.objective - bound) / rounded.objective if rounded.objective > 0 else 0.0
+    return dataclasses.replace(sol, racks=rounded.racks, replicas=rounded.replicas, rented=rounded.rented,
+                               status="time_limit", objective=rounded.objective, best_bound=bound, relative_gap=gap,
+                               detail=f"{sol.detail}; the rounded LP plan returned", violations=(),
+                               start="the rounded LP plan: the MILP found none in its time")
+
+
+def rounded_lp_plan(problem: FleetProblem, built: FleetModel) -> RoundedPlan | None:
+    """The rounded LP plan of ``built`` (``solvers.heuristic``), evaluated; None where the LP has no optimum."""
+    t0 = time.perf_counter()
+    values = rounded_values(problem, built)
+    if values is None:
+        return None
+    racks, x, rented, bound = values
+    ev = evaluate(problem, racks, x, rented=rented)
+    return RoundedPlan(racks, x, rented, bound, ev.objective, ev.violations, time.perf_counter() - t0)
 
 
 def served_values(problem: FleetProblem) -> np.ndarray:
@@ -887,7 +949,8 @@ def _with_first_bound(sol: FleetSolution, first: FleetSolution, extra_seconds: f
     gap = (sol.objective - bound) / max(abs(sol.objective), 1.0 if len(sol.shares) else 1e-300)
     return dataclasses.replace(sol, best_bound=bound, relative_gap=max(gap, 0.0) if sol.objective else 0.0,
                                solve_seconds=first.solve_seconds + extra_seconds,
-                               build_seconds=first.build_seconds, detail=first.detail, tie_break=note)
+                               build_seconds=first.build_seconds, detail=first.detail, tie_break=note,
+                               start=first.start)
 
 
 # ---- evaluate: every constraint and the objective, from the plan alone ----------------------------------------

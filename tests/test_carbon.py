@@ -13,7 +13,7 @@ from planner.errors import InputError
 from planner.fleet import finance
 from solvers import bruteforce as bf
 from solvers import milp as F
-from solvers.objectives import REGISTRY, objective
+from solvers.objectives import PRICE_TABLES, REGISTRY, objective
 from tests.test_fleet_milp import REL, assert_plan, objective_or_inf, same_objective, solve_all, \
     tiny_problem, two_types
 
@@ -83,12 +83,19 @@ def test_min_carbon_needs_its_arrays():
 
 
 def test_the_registry_is_data():
-    """Each objective names problem arrays that exist (issue 26: a new objective is an entry and its arrays)."""
+    """Each objective picks a price table the problem gives, by measure (issue 26: a new objective is an entry;
+    issue 44: a measure is a price table), every part of it one price per rack, column and rental offer."""
     p = two_types(carbon_kg_per_rack=[50.0, 40.0])
     for goal in REGISTRY.values():
-        for name in (goal.rack, goal.kept, goal.tie, *goal.columns, *([goal.rent] if goal.rent else [])):
-            assert hasattr(p, name), (goal.name, name)
-        assert goal.measure in ("annual_cost_usd", "rack_power_w", "carbon_kg_per_year")
+        assert goal.measure in PRICE_TABLES and goal.tie in PRICE_TABLES and goal.tie != goal.measure
+        for measure in (goal.measure, goal.tie):
+            t = p.prices(measure)
+            assert t.rack.shape == t.kept.shape == (p.n_hardware,) and t.rent.shape == (p.n_rentals,)
+            assert all(v.shape == (p.n_columns,) for v in t.column.values())
+    assert goal_primary("min_carbon", p).tolist() == [50.0, 40.0]
+    assert goal_primary("min_power", p).tolist() == p.floor_power_w.tolist()
+    with pytest.raises(ValueError, match="price table"):
+        p.prices("water_litres")
     assert objective("min_carbon").value({"carbon_kg_per_year": 5.0, "annual_cost_usd": 9.0}) == 5.0
     assert not objective("min_carbon").is_cost and objective("max_revenue").is_cost
 
@@ -169,3 +176,7 @@ def test_cli_and_library_agree_on_min_carbon(bank_plans):
     lib = bank_plans["min_carbon"].to_dict()
     assert cli["totals"]["carbon_kg_co2e_per_year"] == pytest.approx(lib["totals"]["carbon_kg_co2e_per_year"])
     assert [(f["hardware"], f["racks"]) for f in cli["fleet"]] == [(f["hardware"], f["racks"]) for f in lib["fleet"]]
+
+
+def goal_primary(name, p):
+    return objective(name).primary(dataclasses.replace(p, objective=name))

@@ -307,6 +307,9 @@ def assumptions(d: dict) -> list[str]:
     how = d.get("solver", {}).get("heuristic")
     if how:
         lines.append(f"search: {how} (docs/OPTIMIZER.md 20)")
+    start = d.get("solver", {}).get("start")
+    if start:
+        lines.append(f"start: a rounded LP plan was made before the search; the plan is {start} (docs/OPTIMIZER.md 22)")
     tie = d.get("solver", {}).get("tie_break")
     if tie:
         lines.append(f"ties: among plans no worse than the first found, the one on the fewest hardware types "

@@ -154,7 +154,7 @@ def extract_plan(built: Built, sol) -> Plan:
     solver = {"name": sol.solver, "status": sol.status, "relative_gap": finite(sol.relative_gap),
               "best_bound": finite(sol.best_bound), "candidates_scored": built.candidates_scored,
               "columns": built.problem.n_columns, "tie_break": sol.tie_break or None,
-              "heuristic": sol.heuristic or None}
+              "heuristic": sol.heuristic or None, "start": sol.start or None}
     if sol.status not in HAS_PLAN:
         empty = pl.DataFrame()
         return Plan(sc.name, sol.status, sc.objective, float("nan"), solver, empty, empty, empty, {}, provenance(),

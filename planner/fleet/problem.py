@@ -23,7 +23,10 @@ from planner.fleet.queues import assumed_slots, column_bounds
 from planner.fleet.spares import spare_count, spare_share
 from planner.scenario import Scenario
 from planner.vocabulary import API_KIND, API_PREFIX, SITE_SEP
+from solvers.components import (COLUMNS, COVERS, GROUPS, RACKS, RENTALS, ROWS, SITES, USES, Components, compiled,
+                                concatenated, long_table, table)
 from solvers.milp import FleetProblem
+from solvers.objectives import Prices
 from solvers.objectives import objective as objective_named
 
 # A replica of at least this share of a rack is an integer in the MILP, so that packing is real; smaller ones are
@@ -240,7 +243,8 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
         opts = scenario_options(scenario, demands, hardware, progress, deadline)
         cols, candidates = opts.arrays(), opts.candidates_scored
     engine_s = time.perf_counter() - t0
-    problem, cols = assemble(scenario, demands, hardware, with_api(cols, demands))
+    tables, cols = assemble(scenario, demands, hardware, with_api(cols, demands))
+    problem = compiled(tables)
     check_resolvable(problem, demands)
     return Built(scenario, problem, demands, list(hardware.values()), cols, candidates, engine_s,
                  unserved_workloads(demands, cols))
@@ -250,7 +254,7 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
     """OPTIMIZER.md 21: every system any site may hold scored once for every workload; each site's problem
     assembled on its own scenario (``Scenario.at_site``: its energy, limits and installed racks) from the options
     of the systems it holds and the workloads it may serve, its types named system@site; the sites' problems
-    stacked into one (``stacked``), hosted API columns once."""
+    tables one after another (``solvers.components.concatenated``), hosted API columns once."""
     views = {name: scenario.at_site(name) for name in scenario.site_names()}
     hardware: dict = {}
     for view in views.values():
@@ -271,7 +275,7 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
         opts = scenario_options(scenario, demands, hardware, progress, deadline)
         cols, candidates = opts.arrays(), opts.candidates_scored
     engine_s = time.perf_counter() - t0
-    parts, ids, hw_list, held = [], [], [], []
+    parts, ids, hw_list = [], [], []
     for i, (name, view) in enumerate(views.items()):
         mine = view.resolved_hardware()
         types = {rack_id(h, name): hw for h, hw in hardware.items() if h in mine}
@@ -280,12 +284,11 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
         site_cols = of_site(cols if reuse else named_at(cols, name), set(types), serves, hosted=i == 0)
         if not reuse and i == 0:
             site_cols = with_api(site_cols, demands)
-        problem, site_cols = assemble(view, demands, types, site_cols)
-        parts.append((problem, site_cols))
+        tables, site_cols = assemble(view, demands, types, site_cols, list(hardware))
+        parts.append((tables, site_cols))
         ids += list(types)
         hw_list += list(types.values())
-        held.append([h for h in hardware if h in mine])
-    problem = stacked([p for p, _ in parts], held, list(hardware))
+    problem = compiled(concatenated([t for t, _ in parts]))  # each site's tables after the last's (OPTIMIZER.md 23)
     cols = {c: np.concatenate([part[c] for _, part in parts]) for c in parts[0][1]}
     check_resolvable(problem, demands)
     return Built(scenario, problem, demands, hw_list, cols, candidates, engine_s, unserved_workloads(demands, cols),
@@ -308,66 +311,14 @@ def of_site(cols: dict, types: set, workloads: set, hosted: bool) -> dict:
     return {c: v[keep] for c, v in cols.items()}
 
 
-def stacked(problems: list, held: list, systems: list) -> FleetProblem:
-    """One FleetProblem of the sites' problems (OPTIMIZER.md 21, the MILP's (16)): their types and columns side by
-    side (chips block-diagonal, a column on its own site's types), demand rows shared; each type's site, its
-    system (its index in ``systems``), each site's pue, budget and rack limit; pools numbered apart."""
-    H = [p.n_hardware for p in problems]
-    J = [p.n_columns for p in problems]
-    chips = np.zeros((sum(J), sum(H)))
-    core = np.zeros((sum(J), sum(H))) if any(p.core_chips is not None for p in problems) else None
-    pool = np.full(sum(J), -1) if any(p.pool is not None for p in problems) else None
-    j0 = h0 = g0 = 0
-    for p in problems:
-        chips[j0:j0 + p.n_columns, h0:h0 + p.n_hardware] = p.chips
-        if core is not None and p.core_chips is not None:
-            core[j0:j0 + p.n_columns, h0:h0 + p.n_hardware] = p.core_chips
-        if pool is not None and p.pool is not None:
-            pool[j0:j0 + p.n_columns] = np.where(p.pool >= 0, p.pool + g0, -1)
-            g0 += int(p.pool.max(initial=-1)) + 1
-        j0, h0 = j0 + p.n_columns, h0 + p.n_hardware
-
-    def cat(name: str, optional: bool = False):
-        values = [getattr(p, name) for p in problems]
-        if optional and all(v is None for v in values):
-            return None
-        return np.concatenate([np.asarray(v) for v in values])
-
-    first = problems[0]
-    index = {h: k for k, h in enumerate(systems)}
-    rack_system = np.array([index[h] for names in held for h in names], dtype=np.int64)
-    carbon = all(p.carbon_kg_per_rack is not None for p in problems)
-    return FleetProblem(
-        chips_per_rack=cat("chips_per_rack"), rack_power_w=cat("rack_power_w"),
-        annual_cost_usd_per_rack=cat("annual_cost_usd_per_rack"), max_racks=cat("max_racks"),
-        installed_racks=cat("installed_racks"),
-        installed_annual_cost_usd_per_rack=(np.concatenate([p.kept_annual_cost_usd_per_rack for p in problems])
-                                            if any(p.has_installed for p in problems) else None),
-        max_new_racks=first.max_new_racks,
-        column_cost_usd=np.concatenate([p.own_cost_usd for p in problems]),
-        rack_idle_power_w=cat("rack_idle_power_w", True), column_power_w=cat("column_power_w", True),
-        column_energy_usd=cat("column_energy_usd", True),
-        carbon_kg_per_rack=cat("carbon_kg_per_rack") if carbon else None,
-        installed_carbon_kg_per_rack=(np.concatenate([p.kept_carbon_kg_per_rack for p in problems])
-                                      if carbon and any(p.has_installed for p in problems) else None),
-        column_carbon_kg=cat("column_carbon_kg") if carbon else None,
-        rent_carbon_kg_per_chip=np.zeros(0) if carbon else None,
-        workload=cat("workload"), capacity=cat("capacity"), chips=chips, integer_replicas=cat("integer_replicas"),
-        demand=first.demand, coverage=np.concatenate([p.coverage for p in problems]), core_chips=core,
-        pool=pool if pool is not None and np.any(pool >= 0) else None,
-        pue=first.pue, power_budget_w=first.power_budget_w, max_total_racks=first.max_total_racks,
-        max_platforms=first.max_platforms, min_racks=cat("min_racks"), objective=first.objective,
-        row_group=first.row_group, group_value=first.group_value,
-        rack_site=np.repeat(np.arange(len(problems)), H), rack_system=rack_system,
-        site_pue=np.array([p.pue for p in problems]), site_power_budget_w=np.array([p.power_budget_w for p in problems]),
-        site_max_racks=np.array([p.max_total_racks for p in problems]),
-    )
-
-
-def assemble(scenario, demands: list[Demand], hardware: dict, cols: dict) -> tuple[FleetProblem, dict]:
-    """The MILP of ``cols`` (scored options, hosted ones included) on ``hardware`` (type name -> its catalog entry:
-    the system's id, or system@site in one site of several) under ``scenario``'s limits, finance and installed
-    racks; and the columns with what the MILP derived of them (decode slots, spare pools and shares)."""
+def assemble(scenario, demands: list[Demand], hardware: dict, cols: dict,
+             systems: list | None = None) -> tuple[Components, dict]:
+    """The component tables (``solvers.components``) of ``cols`` (scored options, hosted ones included) on
+    ``hardware`` (type name -> its catalog entry: the system's id, or system@site in one site of several) under
+    ``scenario``'s limits, finance and installed racks; and the columns with what the MILP derived of them (decode
+    slots, spare pools and shares). ``systems``: every system's id, to number each type's system by (default: each
+    type its own). One site's tables, its indices from 0 (``solvers.components.concatenated`` moves them past the
+    sites before it)."""
     by_name = {d.name: d for d in demands}
     if "decode_slots" not in cols:  # a queued option's pool before a plan says (OPTIMIZER.md 18)
         cols = {**cols, "decode_slots": assumed_slots(cols, by_name)}
@@ -392,41 +343,64 @@ def assemble(scenario, demands: list[Demand], hardware: dict, cols: dict) -> tup
             shape = (n_chips, replica_stages(cols, j, role), h.chip.scale_up.domain_chips.value, h.chips_per_rack)
             rows2[j, k], core[j, k] = (x * (1.0 + cols["spare_share"][j]) for x in chip_rows(*shape))  # spares (19)
             held[j, k] = held_chips(*shape)
-    demand = demand_rows(demands)
     revenue = np.array([annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
                         for d in demands])
     caps = scenario.new_rack_caps()
-    annual = annual_costs(scenario, hw_list)
     installed = {k: v for h, v in installed_inputs(scenario, {h.id: h for h in hw_list}).items()
                  for k in ids if hardware[k].id == h}
-    new_cap = scenario.hardware.max_new_racks
-    problem = FleetProblem(
-        chips_per_rack=np.array([h.chips_per_rack for h in hw_list], dtype=float),
-        rack_power_w=np.array([h.rack_power_w for h in hw_list]),
-        annual_cost_usd_per_rack=annual,
-        max_racks=np.array([caps.get(h.id, math.inf) for h in hw_list], dtype=float),
-        installed_racks=np.array([installed.get(k, {}).get("racks", 0) for k in ids], dtype=float),
-        installed_annual_cost_usd_per_rack=kept_annual_costs(installed, ids, annual) if installed else None,
-        max_new_racks=math.inf if new_cap is None else float(new_cap),
-        column_cost_usd=api_column_costs(cols, demands) if np.any(cols["kind"] == API_KIND) else None,
-        **rental_arrays(hw_list),
-        **power_arrays(scenario, cols, chips, hw_list, demands),
-        **carbon_arrays(scenario, cols, chips, hw_list, demands, installed, ids),
-        workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
-        capacity=coverage.max(axis=1) if n else np.zeros(0),
-        chips=rows2, integer_replicas=(integer := integer_replicas(held, hw_list)), demand=demand, coverage=coverage,
-        core_chips=core if np.any(core > 0) else None,
-        pool=replica_pools(cols, demands, integer),
-        pue=scenario.finance.pue,
-        power_budget_w=(scenario.site.power_budget_mw or math.inf) * 1e6,
-        max_total_racks=scenario.site.max_racks or math.inf,
-        max_platforms=scenario.hardware.max_platforms or math.inf,
-        min_racks=np.array([scenario.hardware.min_racks.get(h.id, 0) for h in hw_list], dtype=float),
-        objective=scenario.objective,
-        row_group=np.repeat(np.arange(len(demands)), 2),
-        group_value=group_values(scenario.objective, demands, revenue),
-    )
-    return problem, cols
+    new_cap, integer = scenario.hardware.max_new_racks, integer_replicas(held, hw_list)
+    number = {h: k for k, h in enumerate(systems)} if systems is not None else None
+    pool = replica_pools(cols, demands, integer)
+    offers = rental_offers(hw_list)
+    return Components(
+        racks=table(RACKS, chips_per_rack=np.array([h.chips_per_rack for h in hw_list], dtype=float),
+                    rack_power_w=np.array([h.rack_power_w for h in hw_list], dtype=float),
+                    max_racks=np.array([caps.get(h.id, math.inf) for h in hw_list], dtype=float),
+                    min_racks=np.array([scenario.hardware.min_racks.get(h.id, 0) for h in hw_list], dtype=float),
+                    racks_at_least=np.zeros(len(hw_list)),
+                    installed_racks=np.array([installed.get(k, {}).get("racks", 0) for k in ids], dtype=float),
+                    site=np.zeros(len(hw_list), dtype=np.int64),
+                    system=(np.arange(len(hw_list)) if number is None
+                            else np.array([number[h.id] for h in hw_list], dtype=np.int64))),
+        columns=table(COLUMNS, workload=coverage.argmax(axis=1) if n else np.zeros(0, dtype=int),
+                      capacity=coverage.max(axis=1) if n else np.zeros(0), integer_replicas=integer,
+                      pool=pool if pool is not None else np.full(n, -1)),
+        uses=long_table(rows2, USES[:3], {"core_chips": core}),
+        covers=long_table(coverage, COVERS),
+        rentals=table(RENTALS, rack=np.array([k for k, _ in offers], dtype=np.int64),
+                      max_chips=np.array([math.inf if o.max_chips is None else float(o.max_chips) for _, o in offers])),
+        sites=table(SITES, pue=[scenario.finance.pue],
+                    power_budget_w=[(scenario.site.power_budget_mw or math.inf) * 1e6],
+                    max_racks=[scenario.site.max_racks or math.inf]),
+        rows=table(ROWS, demand=demand_rows(demands), group=np.repeat(np.arange(len(demands)), 2)),
+        groups=table(GROUPS, value=group_values(scenario.objective, demands, revenue)),
+        limits={"max_platforms": scenario.hardware.max_platforms or math.inf,
+                "max_new_racks": math.inf if new_cap is None else float(new_cap)},
+        prices=price_tables(scenario, cols, chips, hw_list, demands, installed, ids),
+        objective=scenario.objective), cols
+
+
+def price_tables(scenario, cols: dict, chips: np.ndarray, hw_list: list, demands: list[Demand], installed: dict,
+                 ids: list) -> dict:
+    """The price table of each measure (``solvers.objectives.PRICE_TABLES``) the scenario gives: the annual cost
+    (a rack bought, an installed one kept, a hosted offer's own cost and a replica's energy, a rented chip), the
+    IT power (each rack's floor and a replica's draw above it under the power curves; the design power without
+    them) and, where the site gives its grid's emissions, the carbon."""
+    annual = annual_costs(scenario, hw_list)
+    power = power_arrays(scenario, cols, chips, hw_list, demands)
+    cost_parts = {"own": api_column_costs(cols, demands)} if np.any(cols["kind"] == API_KIND) else {}
+    if power:
+        cost_parts["energy"] = power["column_energy_usd"]
+    out = {"annual_cost_usd": Prices(annual, kept_annual_costs(installed, ids, annual) if installed else None,
+                                     cost_parts, np.array([rental_cost(1.0, o.usd_per_chip_hour)
+                                                           for _, o in rental_offers(hw_list)])),
+           "rack_power_w": (Prices(power["rack_idle_power_w"], column={"draw": power["column_power_w"]}) if power
+                            else Prices(None))}
+    carbon = carbon_arrays(scenario, cols, chips, hw_list, demands, installed, ids)
+    if carbon:
+        out["carbon_kg_per_year"] = Prices(carbon["carbon_kg_per_rack"], carbon["installed_carbon_kg_per_rack"],
+                                           {"energy": carbon["column_carbon_kg"]}, carbon["rent_carbon_kg_per_chip"])
+    return out
 
 
 # The smallest share of a demand row one replica may serve: below it the scaled row's coefficients fall under the
@@ -500,14 +474,6 @@ def group_values(objective: str, demands: list[Demand], revenue: np.ndarray) -> 
 def rental_offers(hw_list: list) -> list[tuple[int, catalog.RentalOffer]]:
     """(hardware index, offer) of every rental offer of the problem's systems, in catalog order (the MILP's r)."""
     return [(k, o) for k, h in enumerate(hw_list) for o in h.rental]
-
-
-def rental_arrays(hw_list: list) -> dict:
-    """(12)'s arrays: each offer's hardware, its cost a year per chip (every hour of the year paid) and its limit."""
-    offers = rental_offers(hw_list)
-    return {"rent_hardware": np.array([k for k, _ in offers], dtype=np.int64),
-            "rent_cost_usd_per_chip": np.array([rental_cost(1.0, o.usd_per_chip_hour) for _, o in offers]),
-            "rent_max_chips": np.array([math.inf if o.max_chips is None else float(o.max_chips) for _, o in offers])}
 
 
 def check_resolvable(problem, demands) -> None:

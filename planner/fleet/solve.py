@@ -83,7 +83,7 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
     failed: list[dict] = []
     if proved:
         sized, sol = size_pools(built, first, settings, share_of_time_left(deadline, 1 - OWN_COLUMNS_SHARE), progress)
-        plan, failed = checked_plan(sized, sol)
+        plan, failed = checked_plan(sized, sol, first)
         if not failed and sol.cautious and deadline > time.monotonic():
             plan = cheaper_on_own_columns(plan, built, first, settings, deadline, progress)
     if not proved or failed:
@@ -94,7 +94,7 @@ def solve(scenario, solver: str | None = None, time_limit_s: float | None = None
             progress(0, 1, f"{why}: its pools sized again on its own columns")
         # from the first plan (its columns as scored, none at a last resort: narrowed from the last round's plan,
         # a generated site of 20 workloads kept its most cautious pools and cost 5x more), its rounds again
-        plan, failed = checked_plan(*on_own_columns(built, first, settings, deadline, progress, why))
+        plan, failed = checked_plan(*on_own_columns(built, first, settings, deadline, progress, why), first)
     if failed and plan.status == "time_limit":  # stopped before its pools were sized again: not a plan to buy
         raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools again, "
                            f"and the plan found so far does not hold with the pools it deploys ("
@@ -125,9 +125,12 @@ def size_pools(built: Built, sol, settings, deadline: float, progress=None,
     return size_spares(built, sol, settings, deadline, progress, patience=patience)
 
 
-def checked_plan(built: Built, sol) -> tuple[Plan, list[dict]]:
+def checked_plan(built: Built, sol, first=None) -> tuple[Plan, list[dict]]:
     """The solution as a plan with its checks, and the checks it fails; raises InfeasibleError (with the plan) when
-    no fleet can serve the scenario."""
+    no fleet can serve the scenario. ``first``: the run's first MILP, whose rounded LP start (OPTIMIZER.md 22) the
+    plan reports where its own last MILP began from the plan before it."""
+    if first is not None and first.start and not sol.start:
+        sol = dataclasses.replace(sol, start=f"{first.start} (the first MILP, on every column)")
     plan = extract_plan(built, sol)
     if plan.status == "infeasible":
         raise InfeasibleError(infeasibility_message(built), plan=plan)
@@ -143,7 +146,7 @@ def cheaper_on_own_columns(plan: Plan, built: Built, first, settings, deadline: 
     if progress:
         progress(0, 1, f"{why}: the first plan's pools sized again on its own columns")
     try:
-        other, failed = checked_plan(*on_own_columns(built, first, settings, deadline, progress, why))
+        other, failed = checked_plan(*on_own_columns(built, first, settings, deadline, progress, why), first)
     except InfeasibleError:  # its own columns, sized again, cannot serve it: the plan on every column stands
         return plan
     if failed or other.objective_usd_per_year >= plan.objective_usd_per_year:

@@ -63,8 +63,9 @@ def _refit_gains(family):
     return written - calibration.loss(pts, calibration.fit_family(family))
 
 
-FAST_FITS = ["cerebras-wafer", "groq-lpu", "sambanova-rdu", "dmatrix-corsair", "taalas-asic", "nvidia-gpu/ampere",
-             "amd-gpu"]
+# the refits of 7-15 s each (d-Matrix, Ampere, AMD) run in make test-slow beside the GPU generations' (CI time); every
+# family's written fit is still held a local minimum in make test (test_written_fit_is_a_local_minimum)
+FAST_FITS = ["cerebras-wafer", "groq-lpu", "sambanova-rdu", "taalas-asic"]
 
 
 @pytest.mark.parametrize("family", FAST_FITS)
@@ -74,13 +75,14 @@ def test_written_fit_is_what_a_refit_finds(family):
     assert _refit_gains(family) <= calibration.REFIT_GAIN
 
 
-SLOW_FITS = ["nvidia-gpu", "nvidia-gpu/hopper"]
+SLOW_FITS = ["nvidia-gpu", "nvidia-gpu/hopper", "dmatrix-corsair", "nvidia-gpu/ampere", "amd-gpu"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", SLOW_FITS)
 def test_written_gpu_fit_is_what_a_refit_finds(family):
-    """As above for the GPU generations, whose seven-parameter searches take about two minutes each."""
+    """As above for the GPU generations, whose seven-parameter searches take about two minutes each, and the
+    families whose refits take 7-15 s."""
     assert _refit_gains(family) <= calibration.REFIT_GAIN
 
 

@@ -253,8 +253,8 @@ def build_problem(scenario, progress=None, deadline: float = math.inf, options_f
 def sites_problem(scenario, progress=None, deadline: float = math.inf, options_from: Built | None = None) -> Built:
     """OPTIMIZER.md 21: every system any site may hold scored once for every workload; each site's problem
     assembled on its own scenario (``Scenario.at_site``: its energy, limits and installed racks) from the options
-    of the systems it holds and the workloads it may serve, its types named system@site; the sites' problems
-    tables one after another (``solvers.components.concatenated``), hosted API columns once."""
+    of the systems it holds and the workloads it may serve, its types named system@site; the sites' tables
+    concatenated into one problem (``solvers.components.concatenated``), hosted API columns once."""
     views = {name: scenario.at_site(name) for name in scenario.site_names()}
     hardware: dict = {}
     for view in views.values():

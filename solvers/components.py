@@ -151,7 +151,7 @@ def offset(values, by: int) -> np.ndarray:
     return np.where(v >= 0, v + by, -1)
 
 
-def stacked_prices(parts: list, sizes: list) -> dict:
+def concatenated_prices(parts: list, sizes: list) -> dict:
     """Each measure's table over the parts: given where every part gives it, its parts in every part's order;
     a part's missing ``kept`` or column part filled by its default (a rack bought's price, zeros)."""
     out = {}
@@ -203,4 +203,4 @@ def concatenated(parts: list) -> Components:
         rentals=dict(rack=np.concatenate(rent_rack), max_chips=np.concatenate([p.rentals["max_chips"] for p in parts])),
         sites={name: np.concatenate([p.sites[name] for p in parts]) for name in SITES},
         rows=first.rows, groups=first.groups, limits=first.limits,
-        prices=stacked_prices(parts, [p.n_columns for p in parts]), objective=first.objective)
+        prices=concatenated_prices(parts, [p.n_columns for p in parts]), objective=first.objective)

@@ -42,7 +42,6 @@ class RoundedPlan:
     lp_bound: float
     objective: float
     violations: tuple
-    seconds: float  # the LP and its rounding, evaluated
 
     @property
     def feasible(self) -> bool:

@@ -844,13 +844,12 @@ def closed_by(problem: FleetProblem, sol: FleetSolution, rounded: RoundedPlan) -
 
 def rounded_lp_plan(problem: FleetProblem, built: FleetModel) -> RoundedPlan | None:
     """The rounded LP plan of ``built`` (``solvers.heuristic``), evaluated; None where the LP has no optimum."""
-    t0 = time.perf_counter()
     values = rounded_values(problem, built)
     if values is None:
         return None
     racks, x, rented, bound = values
     ev = evaluate(problem, racks, x, rented=rented)
-    return RoundedPlan(racks, x, rented, bound, ev.objective, ev.violations, time.perf_counter() - t0)
+    return RoundedPlan(racks, x, rented, bound, ev.objective, ev.violations)
 
 
 def served_values(problem: FleetProblem) -> np.ndarray:

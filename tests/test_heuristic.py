@@ -9,6 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from planner.fleet.solve import solve
+from planner.report.summary import assumptions
+from planner.scenario import load_scenario
 from solvers import milp as F
 from solvers.vocabulary import NO_PLAN
 from tests.generators import random_problem
@@ -108,3 +111,16 @@ def test_optimize_returns_the_rounded_plan_where_its_search_found_none(monkeypat
     sol = F.optimize(p, "scip", rounded_start=True)
     assert sol.status == "time_limit" and sol.objective == pytest.approx(2000.0)
     assert not F.evaluate(p, sol.racks, sol.replicas).violations
+
+
+@pytest.mark.integration
+def test_a_plan_says_which_plan_closed_its_first_milp(monkeypatch):
+    """Through planner solve (its rounds after the first MILP start from the plan before them): the plan's JSON
+    carries the first MILP's ``start``, and its assumptions the ``start:`` line; with no rounded plan made, null."""
+    plain = solve(load_scenario("scenarios/bank-2mw.yaml")).to_dict()
+    assert plain["solver"]["start"] is None
+    monkeypatch.setattr(F, "ROUNDED_START_COLUMNS", 0)
+    d = solve(load_scenario("scenarios/bank-2mw.yaml")).to_dict()
+    assert d["solver"]["start"].startswith(("the MILP's plan", "the rounded LP plan"))
+    assert d["objective_usd_per_year"] == pytest.approx(plain["objective_usd_per_year"], rel=1e-4)
+    assert any(line.startswith("start:") for line in assumptions(d))

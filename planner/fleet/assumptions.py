@@ -309,7 +309,7 @@ def assumptions(d: dict) -> list[str]:
         lines.append(f"search: {how} (docs/OPTIMIZER.md 20)")
     start = d.get("solver", {}).get("start")
     if start:
-        lines.append(f"start: a rounded LP plan was made before the search; the plan is {start} (docs/OPTIMIZER.md 22)")
+        lines.append(f"start: a rounded LP plan was made before the search; it closed on {start} (docs/OPTIMIZER.md 22)")
     tie = d.get("solver", {}).get("tie_break")
     if tie:
         lines.append(f"ties: among plans no worse than the first found, the one on the fewest hardware types "

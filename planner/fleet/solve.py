@@ -130,7 +130,7 @@ def checked_plan(built: Built, sol, first=None) -> tuple[Plan, list[dict]]:
     no fleet can serve the scenario. ``first``: the run's first MILP, whose rounded LP start (OPTIMIZER.md 22) the
     plan reports where its own last MILP began from the plan before it."""
     if first is not None and first.start and not sol.start:
-        sol = dataclasses.replace(sol, start=f"{first.start} (the first MILP, on every column)")
+        sol = dataclasses.replace(sol, start=f"{first.start} (the first MILP's, on every column)")
     plan = extract_plan(built, sol)
     if plan.status == "infeasible":
         raise InfeasibleError(infeasibility_message(built), plan=plan)

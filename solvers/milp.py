@@ -827,7 +827,8 @@ def closed_by(problem: FleetProblem, sol: FleetSolution, rounded: RoundedPlan) -
         return dataclasses.replace(sol, start=f"the rounded LP plan breaks {', '.join(rounded.violations[:3])}: the "
                                               f"MILP's own search")
     if sol.status in HAS_PLAN and not sol.violations:
-        better = 1.0 - sol.objective / rounded.objective if rounded.objective else 0.0
+        # against the rounded plan's size: under max_revenue both are cost less revenue, and may be below zero
+        better = (rounded.objective - sol.objective) / abs(rounded.objective) if rounded.objective else 0.0
         words = (f"the MILP's plan, {100 * better:.3g}% below the rounded LP plan"
                  if better > 1e-9 else "the rounded LP plan: the MILP found none better")
         return dataclasses.replace(sol, start=words)

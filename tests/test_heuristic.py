@@ -124,3 +124,16 @@ def test_a_plan_says_which_plan_closed_its_first_milp(monkeypatch):
     assert d["solver"]["start"].startswith(("the MILP's plan", "the rounded LP plan"))
     assert d["objective_usd_per_year"] == pytest.approx(plain["objective_usd_per_year"], rel=1e-4)
     assert any(line.startswith("start:") for line in assumptions(d))
+
+
+def test_a_profit_below_zero_is_still_measured_the_right_way():
+    """max_revenue minimises cost less revenue, below zero for a plan that profits: a search's plan that profits
+    more than the rounded one is below it, not 'none better' (a ratio of two negative values said so)."""
+    p = dataclasses.replace(one_rack_type(250.0), objective="max_revenue", group_value=np.array([10_000.0]))
+    rounded = F.rounded_lp_plan(p, F.build(p, "scip"))
+    assert rounded is not None and rounded.objective == pytest.approx(2000.0 - 10_000.0)
+    sol = F.optimize(p, "scip", relative_gap=TIGHT, fewest_platforms=False)
+    richer = dataclasses.replace(sol, objective=-9000.0)  # a plan 1,000 USD more profitable than the rounded one
+    words = F.closed_by(p, richer, rounded).start
+    assert words == "the MILP's plan, 12.5% below the rounded LP plan"
+    assert F.closed_by(p, sol, rounded).start == "the rounded LP plan: the MILP found none better"

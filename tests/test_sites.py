@@ -215,3 +215,34 @@ def test_a_binding_site_limit_is_priced_at_that_site():
     row = next(r for r in marginal_values(plan) if r["limit"] == "one more MW of facility power at cheap")
     # one more MW at the cheap site moves racks from the dear one: worth what their energy costs more there
     assert row["unit"] == "USD/year" and row["worth"] > 0 and row["within_gap"] is False, row
+
+
+def test_each_site_sheds_at_its_own_peak(two_sites):
+    """OPTIMIZER.md 21: each site's curtailment steps from its own racks and rows (it was one empty table): every
+    site's step 0 first, each step shedding a workload that site serves; a workload served at both sites sheds its
+    tokens split between them by their replicas' capacity; the last step at a site powers off every rack there;
+    check rebuilds it and catches a step moved to the other site."""
+    d = two_sites.to_dict()
+    rows = d["curtailment"]
+    assert [r["site"] for r in rows if r["step"] == 0] == ["city", "colo"]
+    served_at = {(r["workload"], r["site"]) for r in d["allocation"]}
+    for r in rows:
+        assert r["step"] == 0 or (r["workload"], r["site"]) in served_at
+    racks = {e["name"]: e["racks"] for e in d["totals"]["sites"]}
+    for site in racks:
+        mine = [r for r in rows if r["site"] == site]
+        assert mine[-1]["racks_powered_off"] == racks[site]
+        facility = next(e for e in d["totals"]["sites"] if e["name"] == site)["facility_power_mw"]
+        assert mine[-1]["shed_facility_power_mw"] == pytest.approx(facility, rel=1e-9)
+    both = {w for w, s in served_at if (w, "city") in served_at and (w, "colo") in served_at}
+    for w in both:  # shed in two parts that add up to what the plan serves of it
+        parts = [r["step_power_mw"] for r in rows if r["workload"] == w]
+        tokens = sum(r["shed_output_tokens_per_s"] - prev["shed_output_tokens_per_s"]
+                     for prev, r in zip(rows, rows[1:]) if r["workload"] == w)
+        served = next(x for x in d["workloads"] if x["workload"] == w)["demand_output_tokens_per_s"]
+        assert len(parts) == 2 and tokens == pytest.approx(served, rel=1e-9)
+    assert not failed(two_sites)
+    moved = json.loads(json.dumps(d))
+    moved["curtailment"][1]["site"] = "colo"
+    assert any(c["check"].startswith("curtailment") for c in check(moved) if not c["ok"])
+    assert "at city sheds" in " ".join(render_plan_html(two_sites).split())

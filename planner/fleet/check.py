@@ -20,11 +20,11 @@ import numpy as np
 from planner import catalog
 from planner.catalog import Hardware, Model
 from planner.errors import InputError
-from planner.fleet.curtail import curtailment_table
+from planner.fleet.curtail import curtailment_table, sites_curtailment_table
 from planner.fleet.demand import Demand
 from planner.fleet.draw import mean_power_mw
 from planner.fleet.finance import (annual_rack_cost, annual_rack_cost_parts, billed_power_w, finance_args,
-                                   kept_rack_cost_parts, rack_carbon_kg, rental_cost)
+                                   finance_value, kept_rack_cost_parts, rack_carbon_kg, rental_cost)
 from planner.fleet.options import KIND_OF_ROLE, TTFT_PERCENTILES, pool_key, pools
 from planner.fleet.plan import (allocation_table, fleet_table, mark_rented, objective_value, sites_fleet_table,
                                 totals_of, workload_table)
@@ -280,7 +280,7 @@ def catalog_checks(d: dict) -> list[dict]:
 
 # Each table's rows and what identifies one (a second row of the same identity is duplicated, or contradicts the
 # first where any figure differs): anyone summing fleet.csv would order every system of a duplicated row twice.
-ROW_KEYS = {"fleet": ("hardware",), "workloads": ("workload",), "curtailment": ("step",),
+ROW_KEYS = {"fleet": ("hardware",), "workloads": ("workload",), "curtailment": ("site", "step"),
             "allocation": ("workload", "role", "hardware", "ffn_hardware", "column"), "rentals": ("hardware", "offer"),
             "tiers": ("tier",), "first_period_order": ("hardware",)}
 
@@ -301,7 +301,7 @@ def duplicate_checks(d: dict) -> list[dict]:
             if len(where) < 2:
                 continue
             same_rows = all(rows[i] == rows[where[0]] for i in where)
-            name = "/".join(ident)
+            name = "/".join(i for i in ident if i != "None")  # a key a one-site plan's rows lack (site) left out
             out.append(result(f"{table} rows {name}", False,
                               f"rows {where} are {'the same row repeated' if same_rows else 'contradictory'}: "
                               f"each {', '.join(key)} is one row of the {table} table"))
@@ -637,12 +637,17 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
             out.extend(table_checks("totals sites", d["totals"].get("sites") or [], value, "name"))
         else:
             out.append(same(f"totals {key}", d["totals"].get(key), value))
+    order = inputs.scenario["site"].get("curtailment_order", DEFAULT_CURTAILMENT_ORDER)
     if inputs.sites is not None:
         out.extend(site_checks(totals["sites"]))
-        out.append(result("curtailment", not d.get("curtailment"), "a plan over several sites sheds at no one peak: "
-                          "its curtailment table is empty"))
+        shed = sites_curtailment_table(fleet, alloc, workloads, inputs.demands, inputs.hardware,
+                                       [(name, e["finance"], finance_value(e["finance"], "pue"))
+                                        for name, e in inputs.sites.items()], order)
+        def at(rows):  # a step of one site (steps are numbered per site)
+            return [{**r, "at": f"{r.get('site')} step {r.get('step')}"} for r in rows]
+
+        out.extend(table_checks("curtailment", at(d.get("curtailment") or []), at(shed.to_dicts()), "at"))
     elif "curtailment" in d:  # (13), absent in plans written before it
-        order = inputs.scenario["site"].get("curtailment_order", DEFAULT_CURTAILMENT_ORDER)
         shed = curtailment_table(fleet, alloc, workloads, inputs.demands, inputs.hardware, inputs.scenario_finance,
                                  inputs.pue, order)
         out.extend(table_checks("curtailment", d["curtailment"], shed.to_dicts(), "step"))

@@ -79,8 +79,11 @@ class SiteAtPeak:
 
 
 def curtailment_rows(fleet_rows: list[dict], alloc_rows: list[dict], workload_rows: list[dict], demands: list,
-                     hardware: dict, finance, pue: float, order: str = DEFAULT_CURTAILMENT_ORDER) -> list[dict]:
-    """The curtailment table (module docstring): one row per step, cumulative but for ``step_power_mw``."""
+                     hardware: dict, finance, pue: float, order: str = DEFAULT_CURTAILMENT_ORDER,
+                     plan_rows: list[dict] | None = None) -> list[dict]:
+    """The curtailment table (module docstring): one row per step, cumulative but for ``step_power_mw``.
+    ``plan_rows``: every allocation row of a plan over several sites, ``alloc_rows`` one site's (OPTIMIZER.md 21):
+    a workload served at several sites sheds at this one the share of its tokens this site's replicas serve."""
     if not fleet_rows:
         return []
     site = SiteAtPeak(fleet_rows, alloc_rows, hardware, finance)
@@ -98,9 +101,11 @@ def curtailment_rows(fleet_rows: list[dict], alloc_rows: list[dict], workload_ro
         if d is None or not any(r["workload"] == d.name for r in site.rows):
             continue
         alone = base_mw - site.draw_mw(without({d.name}))[0]
-        usd = peak_revenue_usd_per_hour(d, w, alloc_rows)
+        share = 1.0 if plan_rows is None else site_share(d.name, alloc_rows, plan_rows)
+        usd = peak_revenue_usd_per_hour(d, w, alloc_rows if plan_rows is None else plan_rows) * share
+        tokens = peak_site_tokens(d, w, alloc_rows if plan_rows is None else plan_rows) * share
         sheddable.append({"workload": d.name, "min_tps_per_user": d.min_tps_per_user,
-                          "tier": tier_label(d.tier, d.min_tps_per_user), "tokens": peak_site_tokens(d, w, alloc_rows),
+                          "tier": tier_label(d.tier, d.min_tps_per_user), "tokens": tokens,
                           "usd_per_hour": usd, "usd_per_hour_per_mw": usd / alone if alone > 0 else math.inf,
                           "hours": deferrable_hours(d.peak_to_mean, d.headroom)})
     sheddable.sort(key=CURTAILMENT_ORDERS[order])
@@ -122,6 +127,15 @@ def curtailment_rows(fleet_rows: list[dict], alloc_rows: list[dict], workload_ro
         out.append(row(len(out), w, mw, powered, last - mw, tokens, usd, hours))
         last = mw
     return out
+
+
+def site_share(workload: str, site_rows: list[dict], plan_rows: list[dict]) -> float:
+    """The share of a workload's output capacity on racks that one site's rows hold (of its rows at every site)."""
+    def capacity(rows):
+        return sum(float(r["output_tokens_per_s"]) for r in rows if r["workload"] == workload and r["role"] != API_KIND)
+
+    whole = capacity(plan_rows)
+    return capacity(site_rows) / whole if whole > 0 else 0.0
 
 
 def peak_site_tokens(demand, workload_row: dict, alloc_rows: list[dict]) -> float:
@@ -149,3 +163,23 @@ def curtailment_table(fleet, alloc, workloads, demands: list, hardware: dict, fi
     if not rows:
         return pl.DataFrame()
     return pl.DataFrame(rows, infer_schema_length=None).select(CURTAILMENT_COLUMNS)
+
+
+def sites_curtailment_table(fleet, alloc, workloads, demands: list, hardware: dict, sites: list,
+                            order: str = DEFAULT_CURTAILMENT_ORDER):
+    """The curtailment table of a plan over several sites (OPTIMIZER.md 21): each site's steps at its own peak,
+    ``sites`` [(name, finance, pue)] in the plan's order, its racks and rows alone under its finance and PUE (a
+    workload served at two sites sheds at each the share its replicas there serve), with ``site`` after ``step``."""
+    import polars as pl
+
+    plan_rows = alloc.to_dicts() if len(alloc) else []
+    parts = []
+    for name, finance, pue in sites:
+        mine = fleet.filter(pl.col("site") == name).to_dicts() if len(fleet) else []
+        rows = curtailment_rows(mine, [r for r in plan_rows if r.get("site") == name],
+                                workloads.to_dicts() if len(workloads) else [], demands, hardware, finance, pue, order,
+                                plan_rows)
+        parts += [{"step": r["step"], "site": name, **{k: r[k] for k in CURTAILMENT_COLUMNS[1:]}} for r in rows]
+    if not parts:
+        return pl.DataFrame()
+    return pl.DataFrame(parts, infer_schema_length=None).select(["step", "site", *CURTAILMENT_COLUMNS[1:]])

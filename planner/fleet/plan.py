@@ -18,7 +18,7 @@ import numpy as np
 
 from planner import __version__, catalog
 from planner.fleet.assumptions import assumptions
-from planner.fleet.curtail import curtailment_table, tier_label
+from planner.fleet.curtail import curtailment_table, sites_curtailment_table, tier_label
 from planner.fleet.draw import mean_power_mw, site_draw
 from planner.fleet.finance import (annual_revenue, finance_value, idle_power_w, mean_tokens_per_year, rack_carbon_kg,
                                    rental_cost,
@@ -181,7 +181,10 @@ def extract_plan(built: Built, sol) -> Plan:
     totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w, site_limits(built))
     curtailment = (curtailment_table(fleet, alloc, wl, built.demands, built.hardware_by_id, sc.finance,
                                      built.problem.pue, sc.site.curtailment_order)
-                   if built.site_views is None else None)  # shedding at one site's peak: not across sites yet
+                   if built.site_views is None else  # several sites: each sheds at its own peak (OPTIMIZER.md 21)
+                   sites_curtailment_table(fleet, alloc, wl, built.demands, built.hardware_by_id,
+                                           [(name, view.finance, view.finance.pue)
+                                            for name, view in built.site_views.items()], sc.site.curtailment_order))
     return Plan(sc.name, sol.status, sc.objective, totals["annual_cost_usd"], solver, fleet, alloc, wl, totals,
                 provenance(), built.unserved, alternatives=alternatives, tiers=tier_table(wl),
                 curtailment=curtailment, inputs=built.inputs, built=built, timings=timings_of(built, sol),

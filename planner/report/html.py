@@ -423,8 +423,16 @@ def curtailment_html(plan) -> str:
             f"one more workload whole (by {_e(order)}: site.curtailment_order). Figures are cumulative; "
             "deferrable_hours_per_day is how long a day the shed traffic could wait for its pools' spare capacity "
             "later that day (0: it is lost while the step lasts, at forgone_revenue_usd_per_hour).</p>"
-            f"{_chart(charts.curtailment_figure(rows, 'facility MW the site can shed at its peak'))}"
-            f"{table_html(rows)}</section>")
+            + "".join(site_curtailment_html(rows, site) for site in dict.fromkeys(r.get("site") for r in rows))
+            + "</section>")
+
+
+def site_curtailment_html(rows: list[dict], site: str | None) -> str:
+    """One site's steps (every row where the plan has one site): its chart and its table."""
+    mine = [r for r in rows if r.get("site") == site]
+    title = "facility MW the site can shed at its peak" if site is None else f"facility MW {site} can shed at its peak"
+    return ("" if site is None else f"<h3>{_e(site)}</h3>") + _chart(charts.curtailment_figure(mine, title)) + \
+        table_html(mine)
 
 
 def alternatives_html(alternatives) -> str:

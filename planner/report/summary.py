@@ -156,6 +156,14 @@ def curtailment_words(d: dict) -> str | None:
     rows = d.get("curtailment") or []
     if not rows:
         return None
+    sites = list(dict.fromkeys(r.get("site") for r in rows))
+    if sites != [None]:  # several sites (OPTIMIZER.md 21): each sheds at its own peak
+        return "; ".join(f"at {s} " + shed_words([r for r in rows if r.get("site") == s]) for s in sites)
+    return shed_words(rows)
+
+
+def shed_words(rows: list[dict]) -> str:
+    """One site's curtailment steps as a clause: with every tier kept, then without the first workload shed."""
     parts = []
     kept = rows[0]
     if kept["shed_facility_power_mw"] > 0:

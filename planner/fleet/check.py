@@ -643,10 +643,8 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
         shed = sites_curtailment_table(fleet, alloc, workloads, inputs.demands, inputs.hardware,
                                        [(name, e["finance"], finance_value(e["finance"], "pue"))
                                         for name, e in inputs.sites.items()], order)
-        def at(rows):  # a step of one site (steps are numbered per site)
-            return [{**r, "at": f"{r.get('site')} step {r.get('step')}"} for r in rows]
-
-        out.extend(table_checks("curtailment", at(d.get("curtailment") or []), at(shed.to_dicts()), "at"))
+        out.extend(table_checks("curtailment", site_steps(d.get("curtailment") or []), site_steps(shed.to_dicts()),
+                                "at"))
     elif "curtailment" in d:  # (13), absent in plans written before it
         shed = curtailment_table(fleet, alloc, workloads, inputs.demands, inputs.hardware, inputs.scenario_finance,
                                  inputs.pue, order)
@@ -683,6 +681,11 @@ def site_checks(sites: list[dict]) -> list[dict]:
             out.append(result(f"site racks {e['name']}", e["racks"] <= e["max_racks"],
                               f"{e['racks']} of {e['max_racks']}"))
     return out
+
+
+def site_steps(rows: list[dict]) -> list[dict]:
+    """Curtailment rows of a plan over several sites keyed ``at`` by their site and step (steps restart per site)."""
+    return [{**r, "at": f"{r.get('site')} step {r.get('step')}"} for r in rows]
 
 
 def table_checks(table: str, reported: list[dict], recomputed: list[dict], key: str) -> list[dict]:

@@ -43,11 +43,10 @@ RENTALS = ("rack", "max_chips")
 SITES = ("pue", "power_budget_w", "max_racks")
 ROWS = ("demand", "group")
 GROUPS = ("value",)
-LIMITS = ("max_platforms", "max_new_racks")
 
 
 def table(names: tuple, **columns) -> dict:
-    """A table of ``names``, each column an array of one length (float where not given otherwise)."""
+    """A table of ``names``, each column (from ``columns``) an array of one length."""
     out = {name: np.asarray(columns[name]) for name in names}
     sizes = {len(v) for v in out.values()}
     if len(sizes) > 1:
@@ -133,7 +132,7 @@ def compiled(c: Components) -> FleetProblem:
         min_racks=c.racks["min_racks"], racks_at_least=c.racks["racks_at_least"],
         installed_racks=c.racks["installed_racks"], installed_annual_cost_usd_per_rack=cost.kept,
         column_cost_usd=cost.column.get("own"), column_energy_usd=cost.column.get("energy"),
-        rent_hardware=c.rentals["rack"], rent_cost_usd_per_chip=cost.rent if cost.rent is not None else np.zeros(0),
+        rent_hardware=c.rentals["rack"], rent_cost_usd_per_chip=cost.rent,
         rent_max_chips=c.rentals["max_chips"],
         rack_idle_power_w=given(power, "rack"), column_power_w=None if power is None else power.column.get("draw"),
         carbon_kg_per_rack=given(carbon, "rack"), installed_carbon_kg_per_rack=given(carbon, "kept"),

@@ -530,7 +530,7 @@ class FleetProblem:
         """The price table of ``measure`` (solvers.objectives.PRICE_TABLES), every part filled in: what a rack
         bought, an installed rack kept, a replica beyond its racks' floor and a rented chip add to it a year (the
         carbon table is zeros where the scenario gives no grid intensity: (14) is then not priced)."""
-        H, J, R = self.n_hardware, self.n_columns, self.n_rentals
+        H, R = self.n_hardware, self.n_rentals
         if measure == "annual_cost_usd":
             return Prices(self.annual_cost_usd_per_rack, self.kept_annual_cost_usd_per_rack,
                           {"own": self.own_cost_usd, "energy": self.replica_energy_usd}, self.rent_cost_usd_per_chip)
@@ -540,7 +540,7 @@ class FleetProblem:
             rack = self.carbon_kg_per_rack
             return Prices(np.zeros(H) if rack is None else rack,
                           np.zeros(H) if self.kept_carbon_kg_per_rack is None else self.kept_carbon_kg_per_rack,
-                          {"energy": self.replica_carbon_kg if J else np.zeros(0)}, self.carbon_rented)
+                          {"energy": self.replica_carbon_kg}, self.carbon_rented)
         raise ValueError(f"price table {measure!r}, expected one of {', '.join(PRICE_TABLES)}")
 
     @property

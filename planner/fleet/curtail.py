@@ -87,6 +87,7 @@ def curtailment_rows(fleet_rows: list[dict], alloc_rows: list[dict], workload_ro
     if not fleet_rows:
         return []
     site = SiteAtPeak(fleet_rows, alloc_rows, hardware, finance)
+    whole_plan = alloc_rows if plan_rows is None else plan_rows  # what a workload's tokens and API rows are read from
     peak_mw, racks = site.draw_mw()
     demand_of = {d.name: d for d in demands}
     at_peak = [1.0 / (1.0 + demand_of[r["workload"]].headroom) for r in site.rows]
@@ -102,8 +103,8 @@ def curtailment_rows(fleet_rows: list[dict], alloc_rows: list[dict], workload_ro
             continue
         alone = base_mw - site.draw_mw(without({d.name}))[0]
         share = 1.0 if plan_rows is None else site_share(d.name, alloc_rows, plan_rows)
-        usd = peak_revenue_usd_per_hour(d, w, alloc_rows if plan_rows is None else plan_rows) * share
-        tokens = peak_site_tokens(d, w, alloc_rows if plan_rows is None else plan_rows) * share
+        usd = peak_revenue_usd_per_hour(d, w, whole_plan) * share
+        tokens = peak_site_tokens(d, w, whole_plan) * share
         sheddable.append({"workload": d.name, "min_tps_per_user": d.min_tps_per_user,
                           "tier": tier_label(d.tier, d.min_tps_per_user), "tokens": tokens,
                           "usd_per_hour": usd, "usd_per_hour_per_mw": usd / alone if alone > 0 else math.inf,

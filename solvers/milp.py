@@ -691,6 +691,14 @@ def solve(built: BuiltT, time_limit_s: float = 60.0, relative_gap: float = 1e-4,
     return RawSolve(built, result, seconds, float(relative_gap))
 
 
+def whole_chips_up(rented: np.ndarray, limit: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:
+    """Rented chips within the solver's ``tolerance`` below a whole chip taken as that chip (never past the offer's
+    ``limit``): HiGHS rented 6.9999998 of the 7 chips a plan needed, which the plan then printed. Up only, so the
+    chips rows the solver held still hold."""
+    up = np.minimum(np.ceil(rented), limit)
+    return np.where((up > rented) & (up - rented <= tolerance), up, rented)
+
+
 def extract(problem: FleetProblem, raw: RawSolve[FleetModel]) -> FleetSolution:
     """The plan from a solve: integers rounded, the primary objective recomputed, the bound and gap made honest."""
     built, result = raw.built, raw.result
@@ -705,7 +713,8 @@ def extract(problem: FleetProblem, raw: RawSolve[FleetModel]) -> FleetSolution:
         return FleetSolution(np.zeros(H, dtype=np.int64), np.zeros(J), status, math.nan, bound, math.nan,
                              built.solver, raw.wall_seconds, built.build_seconds, detail)
     racks, replicas = _plan_values(problem, built, result)
-    rented = (np.clip(np.asarray(result.variable_values(built.rented), dtype=float), 0.0, problem.rent_max_chips)
+    rented = (whole_chips_up(np.clip(np.asarray(result.variable_values(built.rented), dtype=float), 0.0,
+                                     problem.rent_max_chips), problem.rent_max_chips)
               if built.rented else np.zeros(0))
     shares, revenue = np.zeros(0), 0.0
     original = problem

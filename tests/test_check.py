@@ -182,14 +182,17 @@ def test_a_plan_from_the_per_layer_floor_model_is_refused_clearly(plan):
 
 def test_a_plan_solved_to_gap_zero_passes_its_own_check():
     """A solve asked for relative_gap 0 is optimal within the solver's tolerance (mixed-site's came back 3e-8 off its
-    bound, and the check once refused its own plan: "bug: the plan fails its own check")."""
+    bound, and the check once refused its own plan: "bug: the plan fails its own check"). Its rounds on every column
+    once took a decode option at one replica's slots, asked 1,037 racks of the 800 the site holds, and the solve
+    said "no feasible fleet" of a site the first MILP had a plan for: that plan's own columns, sized again, answer
+    (at a gap against the first MILP's bound, so not proved to 0)."""
     from pathlib import Path
 
     from planner.scenario import load_scenario
 
     sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "mixed-site.yaml").with_({"solver.relative_gap": 0.0})
     plan = solve(sc)
-    assert plan.status == "optimal" and all(c["ok"] for c in plan.checks)
+    assert plan.status in ("optimal", "feasible") and all(c["ok"] for c in plan.checks)
 
 
 @pytest.mark.parametrize("field", ["input_tokens", "prefill_tokens", "resident_s_per_token"])

@@ -217,7 +217,10 @@ def test_the_report_opens_with_the_answer_and_prices_binding_limits():
     plan = solve(sc)
     worth = marginal_values(plan)
     assert [w["limit"] for w in worth] == ["one more rack of floor space"]
-    assert worth[0]["worth_usd_per_year"] >= 0 and worth[0]["status"] in ("optimal", "time_limit")
+    # a looser limit never does worse: its worth in the objective is at least 0, and its annual cost lower unless
+    # the two solves' gaps hide the difference (the objective here is the annual cost)
+    assert worth[0]["worth"] >= 0 and worth[0]["status"] in ("optimal", "time_limit")
+    assert worth[0]["worth_usd_per_year"] >= 0 or worth[0]["within_gap"]
     assert render_plan_html(plan) == render_plan_html(plan, whatifs={})  # the page solves nothing itself
     assert 'id="limits"' not in render_plan_html(plan)
     page = render_plan_html(plan, frontier_points_for_plan(plan), whatifs={"limits": worth})

@@ -7,18 +7,23 @@ allows."""
 from __future__ import annotations
 
 import copy
+import json
+import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from planner.fleet.check import check
+from planner.fleet.check import Inputs, check
 from planner.fleet.demand import Demand
 from planner.fleet.queues import (MAX_DECODE_UTILIZATION, assumed_slots, column_bounds, effective_capacity,
                                   max_colocated_utilization, max_decode_utilization, routing_share, slack_s,
-                                  slot_seconds)
+                                  slot_seconds, slot_share)
 from planner.fleet.solve import solve
 from planner.scenario import scenario_from_yaml
 from planner.sim import simulate
+from planner.sim.build import pools_of
+from solvers.sim import engine as E
 
 
 def demand(**kw) -> Demand:
@@ -44,6 +49,18 @@ def test_slot_time_and_slack_by_hand():
     assert slack_s(d, 200.2, 3.0) < 0 and max_decode_utilization(d, 1000.0, 200.2, 3.0) == 0.0
 
 
+def test_a_slot_serves_its_streams_whole_steps_and_its_join():
+    # 500 tokens one a step: 500 steps a stream and half a step's join on average, so 500/500.5 of the capacity
+    # (slots x tok/s per user) is streams
+    assert slot_share(demand(), 1.0) == pytest.approx(500 / 500.5)
+    # 60 tokens keeping 2.79 a step: 22 steps (the last keeps 1.62) and the join, 21.5 steps' worth in 22.5
+    assert slot_share(demand(output_tokens=60.0), 2.79) == pytest.approx(60 / 2.79 / 22.5)
+    assert slot_share(demand(output_tokens=60.0), 3.0) == pytest.approx(20 / 20.5)  # whole steps: only the join
+    for o, kept in ((60.0, 2.79), (500.0, 1.0), (7.0, 3.3)):  # the percentile's slot time takes the whole join step
+        d = demand(output_tokens=o)
+        assert o / slot_seconds(d, 250.0, kept) < slot_share(d, kept) * 250.0
+
+
 def test_utilization_bounds_by_hand():
     d = demand()
     # no slack: a stream may not wait at p90, so C(c, rho) <= 0.1; one slot: C(1, rho) = rho, rho* = 0.1
@@ -62,15 +79,16 @@ def row(replicas, batch=16, tps=250.0, out=1000.0, workload="chat", role="decode
 
 def test_usable_capacity_and_the_milps_coverage():
     d = demand()
-    # one row holding exactly the peak (1000 of 1000 tok/s): its 160 slots allow rho*, the usable part
-    rho = max_decode_utilization(d, 160.0, 250.0)
+    # one row holding exactly the peak (1000 of 1000 tok/s): its 160 slots allow rho* of what they serve as
+    # streams, 500/500.5 of the capacity (500 steps and half a step's join), the usable part
+    rho = max_decode_utilization(d, 160.0, 250.0) * 500 / 500.5
     assert effective_capacity(d, [row(10.0)]) == pytest.approx((1000.0, 1000.0 * rho))
     # a hosted API's capacity counts whole; a colocated row's at its rho* within what its TTFT leaves of the
     # target (its streams wait for a slot before their first token: test_colocated_queues)
     api = dict(row(0.5, out=500.0), role="api", acquisition="api")
     colocated = dict(row(10.0, out=500.0), role="colocated", ttft_s=0.4)
     assert effective_capacity(d, [row(10.0, out=500.0), api]) == pytest.approx((1000.0, 500.0 * rho + 500.0))
-    rho_colocated = max_colocated_utilization(d, 160.0, 250.0, 1.0, 0.4)
+    rho_colocated = max_colocated_utilization(d, 160.0, 250.0, 1.0, 0.4) * 500 / 500.5
     assert 0 < rho_colocated < 1 and rho_colocated != rho
     assert effective_capacity(d, [colocated]) == pytest.approx((500.0, 500.0 * rho_colocated))
     assert routing_share(d, row(10.0)) == pytest.approx(rho) and routing_share(d, api) == 1.0
@@ -177,3 +195,28 @@ def test_alternatives_price_a_decode_queue_at_the_capacity_the_milp_counts(plan)
         mine = [cost_per_chip[a["hardware"]] * cols["chips"][j] / usable[j] * 1e3 for j in decode
                 if cols["hardware"][j] == a["hardware"] and usable[j] > 0]
         assert a["usd_per_year_per_1k_tokens_per_s"] == pytest.approx(min(mine), rel=1e-9)
+
+
+# ---- every golden plan's slots turn over the streams routed to them (Little's law, by hand) --------------------
+GOLDEN = sorted(p.stem for p in Path("tests/golden/plans").glob("*.json") if p.stem != "buildout-2027-2030")
+
+
+@pytest.mark.parametrize("name", GOLDEN)
+def test_no_golden_plan_routes_more_streams_to_a_pool_than_its_slots_turn_over(name):
+    """Streams a second routed to a decode or colocated row (the simulator's routing weights, at the workload's
+    peak) times the mean seconds each holds a slot, its whole steps and half a step's join at the row's speed, are
+    at most MAX_DECODE_UTILIZATION of the row's slots. bank-2mw's plan routed its code completion's colocated row
+    more than its slots turn over (its capacity counted 21.5 steps a stream, not 22 and the join), and its queue
+    grew without bound in simulation past the quick run's 28 s."""
+    plan = json.loads(Path(f"tests/golden/plans/{name}.json").read_text())
+    inputs = Inputs(plan["inputs"])
+    for pools in pools_of(plan, inputs):
+        d, roles = pools.demand, pools.rp[:, E.RP_ROLE]
+        weights = pools.rw[:, E.RW_WEIGHT]
+        total = weights[roles != E.PREFILL].sum()
+        for r in np.flatnonzero((roles == E.DECODE) | (roles == E.COLOCATED)):
+            row, kept = pools.rows[pools.source[r]], pools.rw[r, E.RW_TOKENS_PER_STEP]
+            held_s = (math.ceil(d.output_tokens / kept - 1e-9) + 0.5) * kept / float(row["tps_per_user"])
+            streams_per_s = d.calls_per_s * weights[r] / total
+            slots = pools.rp[r, E.RP_C] * pools.rp[r, E.RP_BATCH]
+            assert streams_per_s * held_s <= MAX_DECODE_UTILIZATION * slots * (1 + 1e-5), (d.name, row["role"])

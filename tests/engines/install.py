@@ -93,7 +93,11 @@ def requirements(wheel: Path) -> list[str]:
 
 
 def pip(env: Path, *args: str) -> None:
-    subprocess.run([str(env / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *args], check=True)
+    """``pip install`` into ``env``, without byte-compiling what it installs: the parsers import a small part of
+    the 22,000 modules of each environment (compiled as they are imported), and compiling them all took a minute of
+    a core per environment, beside the suite in CI (.ci/run)."""
+    subprocess.run([str(env / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "--no-compile", *args],
+                   check=True)
 
 
 def install(engine: str) -> Path:

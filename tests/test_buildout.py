@@ -361,10 +361,8 @@ def test_one_period_is_todays_solve():
     single_racks = {r["hardware"]: r["racks"] for r in plan.fleet.to_dicts()}
     # the single solve holds replicas under a tenth of a rack continuous (OPTIMIZER.md 1), a build-out every replica
     # whole: the staged plan is the same fleet up to that, never cheaper and within 1% (model v4: 53 B200 against
-    # 52 B200 and one H200, 0.47% dearer; 0.2% and the same racks under v3; with the decode slots' join step
-    # counted, OPTIMIZER.md 18: 52 B200, one H100 and one H200 against 53 B200), most of it on the same system
-    assert abs(sum(racks.values()) - sum(single_racks.values())) <= 1
-    assert max(racks, key=racks.get) == max(single_racks, key=single_racks.get)
+    # 52 B200 and one H200, 0.47% dearer; 0.2% and the same racks under v3)
+    assert abs(sum(racks.values()) - sum(single_racks.values())) <= 1 and set(racks) <= set(single_racks)
     af = annuity_factor(single.finance.wacc, single.horizon_years)  # present cost = annual cost x annuity factor
     assert plan.objective_usd_per_year * af * (1 - 1e-6) <= staged.net_present_cost_usd
     assert staged.net_present_cost_usd == pytest.approx(plan.objective_usd_per_year * af, rel=1e-2)

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from planner.cli import main
 from planner.errors import InputError
 from planner.sim import simulate
-from planner.sim.build import row_parts, servers_of
+from planner.fleet.check import Inputs
+from planner.sim.build import pools_of, row_parts, servers_of
 from planner.sim.run import percentile
 from solvers.sim import engine as E
 from solvers.sim import twin as T
@@ -260,6 +261,24 @@ def test_a_fractional_replica_is_one_more_replica_held_to_its_share():
     assert parts == [(2, 1.0, pytest.approx(0.8)), (1, pytest.approx(0.5), pytest.approx(0.2))]
     assert row_parts({"role": "prefill", "replicas": 2.5}) == [(3, 1.0, 1.0)]
     assert row_parts({"role": "colocated", "replicas": 0.25}) == [(1, pytest.approx(0.25), pytest.approx(1.0))]
+
+
+def test_a_replica_share_is_routed_the_traffic_of_the_slots_it_deploys():
+    """A decode row's fraction f of a replica is deployed as round(f B) slots; routed f B slots' traffic, a share
+    rounded down ran over the rho* its plan priced. Every simulator row of one allocation row carries the same
+    traffic a slot (bank-2mw's golden plan: a 0.857 share of a 59-slot replica, a 0.261 share of a 50-slot one)."""
+    plan = json.loads((Path(__file__).parent / "golden" / "plans" / "bank-2mw.json").read_text())
+    split = 0
+    for pools in pools_of(plan, Inputs(plan["inputs"])):
+        queued = np.flatnonzero(pools.rp[:, E.RP_ROLE] != E.PREFILL)
+        per_slot: dict = {}
+        for r in queued:
+            slots = pools.rp[r, E.RP_C] * pools.rp[r, E.RP_BATCH]
+            per_slot.setdefault(pools.source[r], []).append(pools.rw[r, E.RW_WEIGHT] / slots)
+        for source, weights in per_slot.items():
+            split += len(weights) > 1
+            assert weights == pytest.approx([weights[0]] * len(weights), rel=1e-9), pools.rows[source]["workload"]
+    assert split  # the plan has a share of a replica beside whole ones
 
 
 # ---- plans ---------------------------------------------------------------------------------------------------------

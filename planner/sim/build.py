@@ -283,8 +283,8 @@ def sim_row(row: dict, workload: Demand, inputs: Inputs, servers: int, batch_sha
         table, kept, kv_cap = decode_steps(row, d, inputs)
         batch = max(1, int(round(len(table) * batch_share)))
         rp[E.RP_BATCH] = batch
-        # a replica's share f holds round(f B) slots, and takes the traffic of those: routed f B's, 15 slots of a
-        # 15.4-slot share ran 3% over the rho* the plan priced (bank-2mw's chatbot) and queued without bound
+        # a replica's share f holds round(f B) slots, and takes the traffic of those: routed f B's, a share rounded
+        # down ran over the rho* the plan priced (up to half a slot's worth: 3% of a 15-slot share)
         rw[E.RW_WEIGHT] *= batch / (len(table) * batch_share)
         rw[E.RW_TOKENS_PER_STEP] = kept
         rw[E.RW_KV_CAP_TOKENS] = kv_cap * batch / len(table)  # a share of a replica holds that share of its KV

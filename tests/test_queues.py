@@ -185,13 +185,14 @@ def test_alternatives_price_a_decode_queue_at_the_capacity_the_milp_counts(plan)
 
 
 # ---- every golden plan's slots turn over the streams routed to them (Little's law, by hand) --------------------
-GOLDEN = sorted(p.stem for p in Path("tests/golden/plans").glob("*.json") if p.stem != "buildout-2027-2030")
+PLANS = Path(__file__).parent / "golden" / "plans"
+GOLDEN = sorted(p.stem for p in PLANS.glob("*.json") if p.stem != "buildout-2027-2030")
 
 
 # Known and open (docs/MODEL.md 16.7): the MILP counts rho*(c) of a row's capacity, B x tok/s per user, which counts
 # O / a steps a stream, while a stream holds its slot for ceil(O / a) steps and half a step's join on average. The
 # term (O / (a (ceil(O / a) + 1/2)) of the capacity) held every golden plan to this test and bank-2mw's in
-# simulation, but moved the shipped build-out's MILP from 12 s to 115 s (and with a whole join step, bank-2mw's
+# simulation, but moved the shipped build-out's solve from 12 s to 115 s (and with a whole join step, bank-2mw's
 # from 2.5 s to 20 s): not landed yet.
 OPEN = pytest.mark.xfail(strict=True, reason="open: the slots' join step is not in the MILP's coverage (MODEL.md 16.7)")
 FULL_QUEUES = {"agentic-coding-ultra", "bank-2mw", "installed-h100-site", "mixed-site", "sovereign-100mw", "two-sites"}
@@ -204,7 +205,7 @@ def test_no_golden_plan_routes_more_streams_to_a_pool_than_its_slots_turn_over(n
     at most MAX_DECODE_UTILIZATION of the row's slots. bank-2mw's plan routed its code completion's colocated row
     more than its slots turn over (its capacity counted 21.5 steps a stream, not 22 and the join), and its queue
     grows without bound in simulation past the quick run's 28 s."""
-    plan = json.loads(Path(f"tests/golden/plans/{name}.json").read_text())
+    plan = json.loads((PLANS / f"{name}.json").read_text())
     inputs = Inputs(plan["inputs"])
     for pools in pools_of(plan, inputs):
         d, roles = pools.demand, pools.rp[:, E.RP_ROLE]

@@ -291,8 +291,8 @@ def bank_plan():
 
 def test_a_plan_with_too_few_decode_replicas_fails_naming_the_workload(bank_plan):
     plan = copy.deepcopy(bank_plan)
-    # the workload's largest decode-side row: streams are routed by capacity, so a small row cut only sends its
-    # share to the others
+    # the plan's largest decode-side row: streams are routed by capacity, so a small row cut only sends its
+    # share to the workload's others
     row = max((r for r in plan["allocation"] if r["role"] in ("decode", "colocated")),
               key=lambda r: float(r["output_tokens_per_s"]))
     row["replicas"] = float(row["replicas"]) * 0.6

@@ -18,7 +18,7 @@ from planner.fleet.check import Inputs, check
 from planner.fleet.demand import Demand
 from planner.fleet.queues import (MAX_DECODE_UTILIZATION, assumed_slots, column_bounds, effective_capacity,
                                   max_colocated_utilization, max_decode_utilization, routing_share, slack_s,
-                                  slot_seconds)
+                                  slot_seconds, slot_share)
 from planner.fleet.solve import solve
 from planner.scenario import scenario_from_yaml
 from planner.sim import simulate
@@ -49,6 +49,18 @@ def test_slot_time_and_slack_by_hand():
     assert slack_s(d, 200.2, 3.0) < 0 and max_decode_utilization(d, 1000.0, 200.2, 3.0) == 0.0
 
 
+def test_a_slot_serves_its_streams_whole_steps_and_its_join():
+    # 500 tokens one a step: 500 steps a stream and half a step's join on average, so 500/500.5 of the capacity
+    # (slots x tok/s per user) is streams
+    assert slot_share(demand(), 1.0) == pytest.approx(500 / 500.5)
+    # 60 tokens keeping 2.79 a step: 22 steps (the last keeps 1.62) and the join, 21.5 steps' worth in 22.5
+    assert slot_share(demand(output_tokens=60.0), 2.79) == pytest.approx(60 / 2.79 / 22.5)
+    assert slot_share(demand(output_tokens=60.0), 3.0) == pytest.approx(20 / 20.5)  # whole steps: only the join
+    for o, kept in ((60.0, 2.79), (500.0, 1.0), (7.0, 3.3)):  # the percentile's slot time takes the whole join step
+        d = demand(output_tokens=o)
+        assert o / slot_seconds(d, 250.0, kept) < slot_share(d, kept) * 250.0
+
+
 def test_utilization_bounds_by_hand():
     d = demand()
     # no slack: a stream may not wait at p90, so C(c, rho) <= 0.1; one slot: C(1, rho) = rho, rho* = 0.1
@@ -67,15 +79,16 @@ def row(replicas, batch=16, tps=250.0, out=1000.0, workload="chat", role="decode
 
 def test_usable_capacity_and_the_milps_coverage():
     d = demand()
-    # one row holding exactly the peak (1000 of 1000 tok/s): its 160 slots allow rho*, the usable part
-    rho = max_decode_utilization(d, 160.0, 250.0)
+    # one row holding exactly the peak (1000 of 1000 tok/s): its 160 slots allow rho* of what they serve as
+    # streams, 500/500.5 of the capacity (500 steps and half a step's join), the usable part
+    rho = max_decode_utilization(d, 160.0, 250.0) * 500 / 500.5
     assert effective_capacity(d, [row(10.0)]) == pytest.approx((1000.0, 1000.0 * rho))
     # a hosted API's capacity counts whole; a colocated row's at its rho* within what its TTFT leaves of the
     # target (its streams wait for a slot before their first token: test_colocated_queues)
     api = dict(row(0.5, out=500.0), role="api", acquisition="api")
     colocated = dict(row(10.0, out=500.0), role="colocated", ttft_s=0.4)
     assert effective_capacity(d, [row(10.0, out=500.0), api]) == pytest.approx((1000.0, 500.0 * rho + 500.0))
-    rho_colocated = max_colocated_utilization(d, 160.0, 250.0, 1.0, 0.4)
+    rho_colocated = max_colocated_utilization(d, 160.0, 250.0, 1.0, 0.4) * 500 / 500.5
     assert 0 < rho_colocated < 1 and rho_colocated != rho
     assert effective_capacity(d, [colocated]) == pytest.approx((500.0, 500.0 * rho_colocated))
     assert routing_share(d, row(10.0)) == pytest.approx(rho) and routing_share(d, api) == 1.0
@@ -189,22 +202,13 @@ PLANS = Path(__file__).parent / "golden" / "plans"
 GOLDEN = sorted(p.stem for p in PLANS.glob("*.json") if p.stem != "buildout-2027-2030")
 
 
-# Known and open (docs/MODEL.md 16.7): the MILP counts rho*(c) of a row's capacity, B x tok/s per user, which counts
-# O / a steps a stream, while a stream holds its slot for ceil(O / a) steps and half a step's join on average. The
-# term (O / (a (ceil(O / a) + 1/2)) of the capacity) held every golden plan to this test and bank-2mw's in
-# simulation, but moved the shipped build-out's solve from 12 s to 115 s (and with a whole join step, bank-2mw's
-# from 2.5 s to 20 s): not landed yet.
-OPEN = pytest.mark.xfail(strict=True, reason="open: the slots' join step is not in the MILP's coverage (MODEL.md 16.7)")
-FULL_QUEUES = {"agentic-coding-ultra", "bank-2mw", "installed-h100-site", "mixed-site", "sovereign-100mw", "two-sites"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=OPEN) if n in FULL_QUEUES else n for n in GOLDEN])
+@pytest.mark.parametrize("name", GOLDEN)
 def test_no_golden_plan_routes_more_streams_to_a_pool_than_its_slots_turn_over(name):
     """Streams a second routed to a decode or colocated row (the simulator's routing weights, at the workload's
     peak) times the mean seconds each holds a slot, its whole steps and half a step's join at the row's speed, are
     at most MAX_DECODE_UTILIZATION of the row's slots. bank-2mw's plan routed its code completion's colocated row
     more than its slots turn over (its capacity counted 21.5 steps a stream, not 22 and the join), and its queue
-    grows without bound in simulation past the quick run's 28 s."""
+    grew without bound in simulation past the quick run's 28 s."""
     plan = json.loads((PLANS / f"{name}.json").read_text())
     inputs = Inputs(plan["inputs"])
     for pools in pools_of(plan, inputs):

@@ -9,8 +9,10 @@ against its 200 tier.
 
 Each row is an M/G/c queue of c = replicas x B slots (``solvers.perf.queue``: Erlang C with the Allen-Cunneen
 wait, the service's scv the output lengths'). Its largest utilization rho*(c) keeps the wait at the workload's
-percentile within the slack, so only rho*(c) of its capacity is usable: the MILP's decode coverage of an option is
-its capacity times rho* at the slots it assumes (a pool of that option alone serving the workload: ``assumed_slots``),
+percentile within the slack, so only rho*(c) of its slots' stream capacity is usable (a slot serves a stream in
+its whole steps and half a step's join on average: ``slot_share`` of the row's capacity): the MILP's decode coverage of
+an option is its capacity times rho* times that share at the slots it assumes (a pool of that option alone serving
+the workload: ``assumed_slots``),
 and ``solve.size_decode_queues`` sizes again, with the slots it deploys, an option whose pool came out smaller (rho*
 only falls as c does, so this ends). Streams are routed to rows in proportion to usable capacity (``routing_share``,
 ``planner.sim.build``), so each row runs at rho*(c) x peak / usable; ``check`` recomputes the usable capacity
@@ -66,6 +68,21 @@ def slot_seconds(demand, tps: float, kept: float) -> float:
     stream joins and leaves a running batch at step boundaries)."""
     step = kept / tps
     return (math.ceil(demand.output_tokens / kept - 1e-9) + 1.0) * step
+
+
+def slot_share(demand, kept: float) -> float:
+    """The share of a queued row's output capacity (its slots x its tok/s per user) its slots deliver as streams
+    (Little's law): a stream holds its slot for its whole steps, ceil(O / kept), and on average half the step in
+    progress when it arrives (it joins a running batch at the step's end), (ceil(O / kept) + 1/2) steps of kept / tps
+    carrying O tokens, so a slot serves O / (kept (ceil(O / kept) + 1/2)) of tps. The capacity counts O / kept steps
+    a stream. 1 for long answers to within 1 / (2 O); 60-token completions keeping 2.79 tokens a step take 22 steps
+    and the join, 0.956 of the capacity. Counted whole, a colocated pool loaded to 0.99 of that capacity had its
+    slots over full and queued without bound (bank-2mw's code completion: a TTFT p90 of 1.2 s against 0.3 after 258 s
+    of arrivals, 4.7 s after 480); routed 0.99 of this share, the same pool held (0.072 s after 480 s). (The
+    percentile's wait, ``max_slot_utilization``, takes the whole join step: ``slot_seconds``.)"""
+    if kept <= 0 or demand.output_tokens <= 0:
+        return 0.0
+    return demand.output_tokens / (kept * (math.ceil(demand.output_tokens / kept - 1e-9) + 0.5))
 
 
 def slack_s(demand, tps: float, kept: float) -> float:
@@ -153,8 +170,12 @@ def effective_capacity(demand, rows: list[dict], capacity=None) -> tuple[float, 
 
 
 def routing_share(demand, row: dict) -> float:
-    """The share of a row's capacity its streams are routed by: rho*(c) for a queued row, 1 for any other."""
-    return row_utilization_bound(demand, row) if is_queued(row, demand.name) else 1.0
+    """The share of a row's capacity its streams are routed by: rho*(c) of its slots' stream capacity for a queued
+    row (``slot_share``), 1 for any other."""
+    if not is_queued(row, demand.name):
+        return 1.0
+    _, kept = spec_tokens(float(row.get("draft_tokens") or 0.0), float(row.get("acceptance") or 0.0))
+    return row_utilization_bound(demand, row) * slot_share(demand, kept)
 
 
 def assumed_slots(cols: dict, demands: dict) -> np.ndarray:
@@ -169,12 +190,14 @@ def assumed_slots(cols: dict, demands: dict) -> np.ndarray:
 
 
 def column_bounds(cols: dict, demands: dict, slots: np.ndarray) -> np.ndarray:
-    """[J] rho* of each queued option at ``slots`` (its assumed pool), 1 for other kinds: the share of its decode
-    capacity the MILP counts (a colocated option's prompt capacity too: it prefills only the streams it decodes)."""
+    """[J] rho* of each queued option at ``slots`` (its assumed pool) of its slots' stream capacity (``slot_share``),
+    1 for other kinds: the share of its decode capacity the MILP counts (a colocated option's prompt capacity too:
+    it prefills only the streams it decodes); ``routing_share`` of the row it deploys."""
     out = np.ones(len(cols["workload"]))
     for j in np.flatnonzero(np.isin(cols["kind"], QUEUED_KINDS)):
         _, kept = spec_tokens(float(cols["draft_tokens"][j]), float(cols["acceptance"][j]))
         d, tps = demands[str(cols["workload"][j])], float(cols["tps_per_user"][j])
-        out[j] = (max_colocated_utilization(d, float(slots[j]), tps, kept, float(cols["ttft_s"][j]))
-                  if cols["kind"][j] == "colocated" else max_decode_utilization(d, float(slots[j]), tps, kept))
+        rho = (max_colocated_utilization(d, float(slots[j]), tps, kept, float(cols["ttft_s"][j]))
+               if cols["kind"][j] == "colocated" else max_decode_utilization(d, float(slots[j]), tps, kept))
+        out[j] = rho * slot_share(d, kept)
     return out

@@ -95,13 +95,13 @@ class PlannerGroup(click.Group):
             return value
         except KeyboardInterrupt:
             interrupts.report()  # files are written whole or not at all (--out, --html)
-            sys.exit(130)
+            interrupts.stop(130)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - mapped to exit codes, re-raised if unknown
             if interrupts.state["interrupted"]:  # an interrupt swallowed inside a C callback can surface as this
                 interrupts.report()
-                sys.exit(130)
+                interrupts.stop(130)
             _fail(exc)
 
 

@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+from typing import NoReturn
 
 GRACE_S = 1.0  # time the KeyboardInterrupt has to end the command before the watchdog does
 WRITE_WAIT_S = 10.0  # longest the watchdog waits for a file being written to be renamed into place
@@ -25,7 +26,7 @@ _lock = threading.Lock()
 before_exit: list = []
 
 
-def _exit(code: int) -> None:
+def _exit(code: int) -> NoReturn:
     for hook in before_exit:
         try:
             hook(code)
@@ -45,6 +46,24 @@ def report() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def stop(code: int) -> NoReturn:
+    """End the command with ``code`` after an interrupt: ``sys.exit`` where no worker thread runs, else at once
+    (``os._exit``, after flushing what is buffered). A solver's worker thread (``solvers.backends.on_worker``) still
+    inside its C++ core while the interpreter finalizes can abort the process ("terminate called without an active
+    exception": exit -6 in place of 130), seen with Ctrl-C while the build-out's comparisons solved side by side."""
+    workers = [t for t in threading.enumerate()
+               if t is not threading.current_thread() and t.daemon and t.is_alive() and t.name.startswith("planner-")
+               and t.name != "planner-interrupt"]
+    if not workers:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    _exit(code)
 
 
 def _watchdog() -> None:

@@ -306,6 +306,32 @@ def test_ctrl_c_stops_a_running_milp(tmp_path):
     assert not out_dir.exists() or not any(p.name != ".planner.lock" for p in out_dir.iterdir())
 
 
+def test_an_interrupted_command_with_a_solver_thread_running_ends_at_once(monkeypatch):
+    """Ctrl-C while a solver's worker thread runs (the build-out's comparisons side by side): the interpreter's
+    finalization could unwind that thread inside SCIP's C++ core and abort (exit -6, "terminate called without an
+    active exception"), so the command ends at once with its code; with no worker, as sys.exit."""
+    import threading
+
+    from planner import interrupts
+
+    ended = []
+    monkeypatch.setattr(interrupts.os, "_exit", lambda code: ended.append(code) or (_ for _ in ()).throw(SystemExit))
+    if not [t for t in threading.enumerate() if t.name.startswith("planner-") and t.is_alive()]:  # none left over
+        with pytest.raises(SystemExit) as plain:
+            interrupts.stop(130)
+        assert plain.value.code == 130 and not ended
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait, name="planner-comparison", daemon=True)
+    worker.start()
+    try:
+        with pytest.raises(SystemExit):
+            interrupts.stop(130)
+        assert ended == [130]
+    finally:
+        release.set()
+        worker.join()
+
+
 @pytest.mark.parametrize("swallow", ["except", "ctypes"])
 def test_an_interrupt_swallowed_on_the_way_still_stops_the_command(tmp_path, swallow):
     """An interrupt lost inside a C callback (numba's compiler calling llvmlite through ctypes) or caught by code

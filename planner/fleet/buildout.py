@@ -237,17 +237,23 @@ def starting_plan(problem, near, mean):
     (where it holds in every scenario), as (buys, replicas); None where neither is a plan. Started from the
     mean-demand plan, the shipped build-out (with the slots' join in its coverage) closed its gap of 1e-3 in 6.7 s
     with SCIP and 7.0 s with HiGHS; from nothing, SCIP took 105 s and HiGHS stopped at its 120 s limit 0.2% off."""
-    plans = []
-    if mean is not None:
-        plans.append((mean.objective, mean.buys, mean.replicas))
-    if near is not None and not problem.sells:  # the myopic plan carries no served shares
-        ev = evaluate(problem, *near)
-        if not ev.violations:
-            plans.append((ev.objective, *near))
+    plans = [(mean.objective, mean.buys, mean.replicas)] if mean is not None else []
+    ev = held_myopic(problem, near)
+    if ev is not None:
+        plans.append((ev.objective, *near))
     if not plans:
         return None
     _, buys, replicas = min(plans, key=lambda p: p[0])
     return buys, replicas
+
+
+def held_myopic(problem, near):
+    """The myopic plan's evaluation where it is a plan of the two-stage problem (it holds in every scenario; under
+    max_revenue it carries no served shares, so it is none); None otherwise."""
+    if near is None or problem.sells:
+        return None
+    ev = evaluate(problem, *near)
+    return None if ev.violations else ev
 
 
 def side_by_side(first, second):
@@ -607,11 +613,10 @@ def best_of(problem, sol, mean, near):
     candidates = [sol]
     if mean is not None:
         candidates.append(mean)
-    if near is not None and not problem.sells:  # the myopic plan carries no served shares
-        ev = evaluate(problem, *near)
-        if not ev.violations:
-            candidates.append(dataclasses.replace(sol, buys=near[0], replicas=near[1], objective=ev.objective,
-                                                  scenario_cost=ev.scenario_cost, violations=()))
+    ev = held_myopic(problem, near)
+    if ev is not None:
+        candidates.append(dataclasses.replace(sol, buys=near[0], replicas=near[1], objective=ev.objective,
+                                              scenario_cost=ev.scenario_cost, violations=()))
     best = min(candidates, key=lambda c: c.objective)
     if best is sol or best.objective >= sol.objective - 1e-9 * max(abs(sol.objective), 1.0):
         return sol

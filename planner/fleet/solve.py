@@ -53,8 +53,6 @@ ALTERNATES = 3
 # workloads (seed 0) moved one or two options a round, took its last resort (983 M USD a year) and fell back to its
 # own columns at 1.15% above the first MILP's bound in 34 s; with sixteen it settled in seven, at 0.074%, in 23 s.
 PATIENCE = 4
-
-
 # What the rounds on every column did, where the plan comes from the first plan's own columns (``heuristic``).
 CAUTIOUS = "the rounds sizing its pools again on every column took an option at its most cautious pool"
 OUT_OF_TIME = "the rounds sizing its pools again on every column ran out of time"
@@ -157,8 +155,8 @@ def checked_plan(built: Built, sol, first=None) -> tuple[Plan, list[dict]]:
     return plan, [c for c in plan.checks if not c["ok"]]
 
 
-def cheaper_on_own_columns(plan: Plan, built: Built, first, settings, deadline: float, progress=None,
-                           why: str = "") -> Plan:
+def cheaper_on_own_columns(plan: Plan, built: Built, first, settings, deadline: float, progress,
+                           why: str) -> Plan:
     """``plan`` (which holds, some option of it at its loop's last resort, one server a pool, one slot a queue,
     which can cost most of a plan again; or its last round cut short by the time limit: ``why``) against the first
     MILP's plan sized again on its own columns (``on_own_columns``): the cheaper of the two that holds."""

@@ -49,15 +49,12 @@ def report() -> None:
 
 
 def stop(code: int) -> NoReturn:
-    """End the command with ``code`` after an interrupt: ``sys.exit`` where no worker thread runs, else at once
-    (``os._exit``, after flushing what is buffered). A solver's worker thread (``solvers.backends.on_worker``) still
-    inside its C++ core while the interpreter finalizes can abort the process ("terminate called without an active
-    exception": exit -6 in place of 130), seen with Ctrl-C while the build-out's comparisons solved side by side."""
-    workers = [t for t in threading.enumerate()
-               if t is not threading.current_thread() and t.daemon and t.is_alive() and t.name.startswith("planner-")
-               and t.name != "planner-interrupt"]
-    if not workers:
-        sys.exit(code)
+    """End the command with ``code`` after an interrupt, at once (``os._exit``, after flushing what is buffered),
+    never through the interpreter's finalization: a native thread still running then (a solver's worker,
+    ``solvers.backends.on_worker``, inside its C++ core, or a library's pool) can abort the process ("terminate
+    called without an active exception": exit -6 in place of 130), as Ctrl-C did in a clean clone's CI while the
+    build-out's comparisons solved. Files are written whole or not at all (``planner.writing``), so nothing the
+    finalization would do is owed."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -287,45 +287,34 @@ def test_the_comparisons_are_never_better_than_the_optimum(grow_plan):
 
 
 @pytest.mark.integration
-def test_comparisons_of_a_milp_the_repair_then_moved_are_solved_again(monkeypatch):
-    """The myopic and mean-demand plans are solved before the build-out (it starts from the better); this one's
-    pools' repair moves its MILP, so they are solved again on the MILP the plan comes from, and those are reported."""
+def test_comparisons_first_the_milp_started_from_the_cheaper_and_solved_again_where_the_repair_moved_it(monkeypatch):
+    """The myopic and mean-demand plans are solved before the build-out, whose MILP starts from the cheaper of
+    them (without a plan to start from, the shipped build-out's MILP, with the decode slots' join in its coverage,
+    took SCIP 105 s to close its gap and HiGHS stopped at its limit 0.2% off; from the mean-demand plan, 7 s). This
+    one's pools' repair moves its MILP, so they are solved again on the MILP the plan comes from, and those are
+    reported."""
     from planner.fleet import buildout
     from planner.fleet.solve import solve
     from solvers.milp import same_problem
 
-    calls = []
-    myopic = buildout.myopic
+    calls, starts, mine = [], [], []
+    myopic, optimize, starting = buildout.myopic, buildout.optimize, buildout.starting_plan
     monkeypatch.setattr(buildout, "myopic", lambda bo, *a: calls.append(bo.problem) or myopic(bo, *a))
+    monkeypatch.setattr(buildout, "optimize", lambda p, *a: starts.append((p, a[3] if len(a) > 3 else None))
+                        or optimize(p, *a))
+    monkeypatch.setattr(buildout, "starting_plan", lambda p, near, mean: mine.append((p, near, mean))
+                        or starting(p, near, mean))
     plan = solve(scenario())
+    problem, near, mean = mine[0]
+    first = next(start for p, start in starts if p is problem)  # the build-out's own MILP, after the comparisons
+    cheaper = min([mean.objective, MP.evaluate(problem, *near).objective])
+    assert MP.evaluate(problem, *first).objective == pytest.approx(cheaper, rel=1e-12)
+    assert not MP.evaluate(problem, *first).violations
     assert len(calls) == 2 and calls[1] is plan.built.problem and not same_problem(calls[0], calls[1])
     near, mean = buildout.comparisons(plan.built, "scip", 60, scenario().solver.relative_gap)
     d = plan.to_dict()
     assert d["mean_demand_net_present_cost_usd"] == buildout.present_cost_of(plan.built, mean.buys)
     assert d["myopic_net_present_cost_usd"] == buildout.present_cost_of(plan.built, near[0])
-
-
-@pytest.mark.integration
-def test_the_build_out_milp_starts_from_the_cheaper_comparison_plan(monkeypatch):
-    """Without a plan to start from, the shipped build-out's MILP (with the decode slots' join in its coverage)
-    took SCIP 105 s to close its gap and HiGHS stopped at its limit 0.2% off; from the mean-demand plan, 7 s."""
-    from planner.fleet import buildout
-    from planner.fleet.solve import solve
-
-    starts, optimize = [], buildout.optimize
-    monkeypatch.setattr(buildout, "optimize", lambda p, *a: starts.append((p, a[3] if len(a) > 3 else None))
-                        or optimize(p, *a))
-    mine = []
-    starting = buildout.starting_plan
-    monkeypatch.setattr(buildout, "starting_plan", lambda p, near, mean: mine.append((p, near, mean))
-                        or starting(p, near, mean))
-    solve(scenario())
-    problem, near, mean = mine[0]
-    first = next(start for p, start in starts if p is problem)  # the build-out's own MILP, after the comparisons
-    cheaper = min([mean.objective, MP.evaluate(problem, *near).objective])
-    buys, replicas = first
-    assert MP.evaluate(problem, buys, replicas).objective == pytest.approx(cheaper, rel=1e-12)
-    assert not MP.evaluate(problem, buys, replicas).violations
 
 
 @pytest.mark.integration

@@ -48,10 +48,11 @@ OWN_COLUMNS_SHARE = 0.25
 # unit of demand served) in ``on_own_columns``: room for a column that sized again no longer meets its targets.
 ALTERNATES = 3
 # Each loop of rounds gets this many times its rounds before its last resort (which takes every option at its most
-# cautious pool and can cost most of a plan again), on every column and on the plan's own columns: the rounds warm
-# start from the plan before and take about a second each. With four rounds a loop, a generated site of 20
-# workloads (seed 0) moved one or two options a round, took its last resort (983 M USD a year) and fell back to its
-# own columns at 1.15% above the first MILP's bound in 34 s; with sixteen it settled in seven, at 0.074%, in 23 s.
+# cautious pool and can cost most of a plan again), on every column and on the plan's own columns (the rounds warm
+# start from the plan before: about a second each on a plan's own columns, 1-20 s on every column of 3,000). With
+# four rounds a loop, a generated site of 20 workloads (seed 0) moved one or two options a round, took its last
+# resort (983 M USD a year) and fell back to its own columns at 1.15% above the first MILP's bound, 34 s with its
+# scoring; with sixteen it settled in seven, at 0.074%, 23 s with its scoring.
 PATIENCE = 4
 # What the rounds on every column did, where the plan comes from the first plan's own columns (``heuristic``).
 CAUTIOUS = "the rounds sizing its pools again on every column took an option at its most cautious pool"

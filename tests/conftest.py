@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import tempfile
 
 if os.environ.get("PYTEST_XDIST_WORKER"):  # one thread per worker: the workers already fill the cores, and numba's
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # OpenMP threads spin where they outnumber them
@@ -23,6 +25,7 @@ import pytest
 
 import planner.fleet.buildout as buildout_module
 import planner.fleet.solve as solve_module
+from tests import shipped
 
 INTEGRATION = {"test_solve", "test_cli", "test_html", "test_gtc", "test_check", "test_fuzz", "test_split", "test_speculative", "test_inputs",
                "test_calibration", "test_interface", "test_ledger", "test_simulate", "test_warmup", "test_verify", "test_sim_html",
@@ -60,6 +63,12 @@ def _refusing(fn):
 
 
 def pytest_configure(config):
+    # the folder a run's test processes share (tests/shipped.py), made by the first process, whose environment the
+    # pytest-xdist workers inherit; removed when that process ends
+    if not os.environ.get(shipped.SHARED):
+        folder = tempfile.mkdtemp(prefix="planner-tests-")
+        os.environ[shipped.SHARED] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     # the entry points of a whole solve, looked up at call time by solve() and solve_buildout()
     solve_module.optimize_by = _refusing(solve_module.optimize_by)
     buildout_module.build_buildout = _refusing(buildout_module.build_buildout)

@@ -491,10 +491,9 @@ SHIPPED = ROOT / "scenarios" / "buildout-2027-2030.yaml"
 
 @pytest.fixture(scope="module")
 def shipped():
-    from planner.fleet.solve import solve
-    from planner.scenario import load_scenario
+    from tests.shipped import shipped_plan
 
-    return solve(load_scenario(SHIPPED))
+    return shipped_plan(SHIPPED.stem)  # solved once a run (tests/shipped.py)
 
 
 @pytest.mark.integration

@@ -71,14 +71,13 @@ def plans():
     """Each shipped scenario's plan, solved once for the module (lazily, as the tests ask for them), as
     tests/golden/regenerate.py solves it: the MILP's plan, not simulated (export reads the plan alone; the build-out's
     simulation of its twelve periods made this fixture 196 s of the suite's run)."""
-    from planner import load_scenario
-    from planner.fleet.solve import solve
+    from tests.shipped import shipped_plan  # solved once a run, whatever other files read it
 
     cache: dict[str, dict] = {}
 
     def plan(name: str) -> dict:
         if name not in cache:
-            cache[name] = json.loads(json.dumps(solve(load_scenario(ROOT / "scenarios" / f"{name}.yaml")).to_dict()))
+            cache[name] = json.loads(json.dumps(shipped_plan(name).to_dict()))
         return cache[name]
     return plan
 

@@ -14,6 +14,7 @@ from planner.fleet.check import check
 from planner.fleet.solve import solve
 from planner.report.html import render_plan_html
 from planner.scenario import load_scenario, scenario_from_yaml
+from tests.shipped import shipped_plan
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +47,7 @@ def failed(plan) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def two_sites():
-    return solve(load_scenario(TWO_SITES))
+    return shipped_plan("two-sites")  # solved once a run (tests/shipped.py)
 
 
 def test_the_two_site_plan_holds_and_says_what_goes_where(two_sites):

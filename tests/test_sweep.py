@@ -192,6 +192,7 @@ def test_the_base_plan_regret_on_price_and_budget_variants(small_table):
 ROBUST = """axes:
   - {path: hardware.overrides.hgx-b200.capex_usd, values: [3.0e+5, 6.0e+5]}
   - {path: workloads.employee-assistant.requests_per_s, values: [250, 400]}
+samples: {method: lhs, n: 2, seed: 3}
 robustness: {late_premium: 0.3, time_limit_s: 30, relative_gap: 1.0e-4}
 """
 
@@ -205,7 +206,7 @@ def robust_outcome(tmp_path_factory):
 
 def test_the_robust_fleet_is_no_worse_on_average_than_the_base_plan(robust_outcome):
     r, table = robust_outcome.robust, robust_outcome.table
-    assert r["samples"] == 4 and r["compared_samples"] == 4 and r["statistic"] == "mean"
+    assert r["samples"] == 2 and r["compared_samples"] == 2 and r["statistic"] == "mean"
     # the base plan topped up at the premium is one of the fleets the robust solve weighs
     gap = r["solver"]["relative_gap"]
     assert r["robust_plan"]["objective"]["mean"] <= r["base_plan"]["objective"]["mean"] * (1 + gap + 1e-9)
@@ -220,7 +221,7 @@ def test_the_robust_fleet_re_checks_on_every_sample(robust_outcome):
     from solvers import robust as SR
 
     res = robust_outcome.robust_outcome
-    assert res.solution.violations == () and res.solution.late.shape == (4, len(res.hardware))
+    assert res.solution.violations == () and res.solution.late.shape == (2, len(res.hardware))
     fleet = {f["hardware"]: f["robust_racks"] for f in robust_outcome.robust["fleet"]}
     assert fleet == {h: int(n) for h, n in zip(res.hardware, res.solution.racks) if n > 0 or h in fleet}
     assert SR.sample_statistic([1.0, 2.0], [0.5, 0.5], None) == 1.5

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import os
+import sys
 from dataclasses import dataclass
 
 from planner.errors import InfeasibleError, InputError, PlannerError
@@ -298,7 +299,6 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
 def _run_local(args, chunks, shared, hardware, workloads, extra, workers, progress) -> list[tuple]:
     """Each chunk's (rows, problems), on a process pool (or here, with one worker)."""
     import concurrent.futures as cf
-    import multiprocessing
 
     parts = []
     if workers == 1:
@@ -307,10 +307,7 @@ def _run_local(args, chunks, shared, hardware, workloads, extra, workers, progre
             if progress:
                 progress(k + 1, len(chunks), "variants")
         return parts
-    context = multiprocessing.get_context("spawn")  # no fork of the solvers' threads
-    # each worker dies with this process (planner.sweep.workers); an interrupt or SIGTERM here ends the pool now
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=worker_init,
-                                  initargs=(os.getpid(),))
+    pool = process_pool(workers)
     try:
         futures = [pool.submit(solve_chunk, *args, chunk, shared, hardware, workloads, *extra) for chunk in chunks]
         for k, future in enumerate(cf.as_completed(futures)):
@@ -322,6 +319,26 @@ def _run_local(args, chunks, shared, hardware, workloads, extra, workers, progre
         raise
     pool.shutdown(wait=True)
     return parts
+
+
+# An interrupted sweep ends at once (planner.interrupts.stop: os._exit, no finalizers), which leaves the pool's queue
+# semaphores to multiprocessing's resource tracker: it unlinks them, and warned of each "leaked" one on the stderr it
+# shares, after the one line "error: interrupted" (seen in a CI run). The tracker takes this process's warnings
+# options (sys.warnoptions, handed to it as -W when the pool's first semaphore starts it): the warning is ignored
+# there, the clean-up still done.
+TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def process_pool(workers: int):
+    """A pool of ``workers`` spawned processes (no fork of the solvers' threads), each of which dies with this
+    process (planner.sweep.workers), its resource tracker quiet about what an interrupt leaves it to clean."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    if TRACKER_QUIET not in sys.warnoptions:
+        sys.warnoptions.append(TRACKER_QUIET)
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=worker_init, initargs=(os.getpid(),))
 
 
 RAY_LOGS = "/tmp/ray/session_latest/logs"  # where Ray keeps its own logs (its default temp dir)

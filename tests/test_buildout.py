@@ -342,15 +342,16 @@ def test_a_build_out_repair_that_leaves_the_milp_the_same_keeps_the_plan(monkeyp
     problem = one_type()
     settings_ = types.SimpleNamespace(name="scip", relative_gap=1e-3, time_limit_s=60.0)
     built = types.SimpleNamespace(options={"servers": np.array([2.0])})  # the last round sizes it for one server
-    again = types.SimpleNamespace(problem=dataclasses.replace(problem), built=built)
+    again = types.SimpleNamespace(problem=dataclasses.replace(problem), built=built, columns=[0])
     monkeypatch.setattr(buildout, "pools_smaller_than_assumed", lambda bo, sol: {0: 1.0})
-    monkeypatch.setattr(buildout, "with_options_at", lambda built, caps: None)
+    monkeypatch.setattr(buildout, "with_options_at", lambda built, caps: (None, np.ones(1, bool)))
     monkeypatch.setattr(buildout, "build_buildout", lambda *a, **k: again)
     for status, solves in (("optimal", 0), ("time_limit", 1)):
         solved = []
         monkeypatch.setattr(buildout, "optimize", lambda *a, **k: solved.append(a) or sol)
         sol = types.SimpleNamespace(status=status, violations=(), buys=None, replicas=None)
-        bo, got = buildout.repair_buildout_pools(None, types.SimpleNamespace(problem=problem, built=built), sol,
+        bo, got = buildout.repair_buildout_pools(None, types.SimpleNamespace(problem=problem, built=built,
+                                                                             columns=[0]), sol,
                                                  settings_, time.monotonic() + 60)
         assert bo is again and got is sol and len(solved) == solves * (buildout.REPAIR_ROUNDS + 1)
 

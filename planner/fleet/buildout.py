@@ -25,7 +25,7 @@ from planner.fleet.options import systems_of
 from planner.fleet.plan import (allocation_rows, allocation_table, assumed_servers_above_pools, finite, provenance,
                                 round_up_small)
 from planner.fleet.problem import Built, build_problem, demand_rows, demands_of, refuse_spares
-from planner.fleet.solve import REPAIR_ROUNDS, with_options_at
+from planner.fleet.solve import REPAIR_ROUNDS, carried_replicas, with_options_at
 from planner.scenario import Scenario
 from solvers.backends import on_worker
 from solvers.jit import thread_count
@@ -442,15 +442,18 @@ def repair_buildout_pools(scenario, bo: BuiltOut, sol, settings, deadline: float
         if progress:
             progress(0, 1, f"pools smaller than assumed in some period: {len(caps)} option(s) sized again, "
                            "solving again")
-        columns, before = bo.problem.n_columns, bo.problem
-        bo = build_buildout(scenario, progress, deadline, built=with_options_at(bo.built, caps))
+        old, before = bo, bo.problem
+        again, kept = with_options_at(bo.built, caps)
+        bo = build_buildout(scenario, progress, deadline, built=again)
         if sol.status == "optimal" and not sol.violations and same_problem(bo.problem, before):
             continue  # only pools' TTFTs and servers moved: the MILP already solved, its plan within the gap stands
         left = deadline - time.monotonic()
         if left <= 0:
             raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools "
                                "again; raise --time-limit (or solver.time_limit_s)")
-        start = (sol.buys, sol.replicas) if bo.problem.n_columns == columns else None  # no column dropped
+        replicas = carried_replicas(np.asarray(sol.replicas), kept, old.problem.n_columns, bo.problem.n_columns,
+                                    old.columns, bo.columns)  # a dropped column's left out
+        start = (sol.buys, replicas) if replicas is not None else None
         sol = optimize(bo.problem, settings.name, left, settings.relative_gap, start)
     return bo, sol
 

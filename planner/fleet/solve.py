@@ -243,13 +243,15 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None,
             caps = {int(j): 1.0 for j in np.flatnonzero(np.nan_to_num(servers, nan=1.0) > 1.0)}
         if progress:
             progress(0, 1, f"pools smaller than assumed: {len(caps)} option(s) sized again, solving again")
-        again = with_options_at(built, caps) if deadline > time.monotonic() else None
+        again, kept = with_options_at(built, caps) if deadline > time.monotonic() else (None, None)
         # Sized again, the figures the MILP reads did not move (a pool's TTFT and servers did): the same MILP, whose
         # plan the solver already proved within the requested gap, so the plan stands without a second search.
         if again and sol.status == "optimal" and not sol.violations and same_problem(again.problem, built.problem):
             built = again
             continue
-        start = (sol.racks, sol.replicas) if again and again.problem.n_columns == built.problem.n_columns else None
+        replicas = carried_replicas(np.asarray(sol.replicas), kept, built.problem.n_columns,
+                                    again.problem.n_columns) if again else None
+        start = (sol.racks, replicas) if replicas is not None else None
         if not again:
             found = None
         elif resolve is not None:
@@ -364,10 +366,10 @@ def optimize_by(built: Built, settings, deadline: float, doing: str, start: tupl
                     fewest_platforms=settings.fewest_platforms, start=start)
 
 
-def with_options_at(built: Built, caps: dict[int, float]) -> Built:
+def with_options_at(built: Built, caps: dict[int, float]) -> tuple[Built, np.ndarray]:
     """``built`` with each column j of ``caps`` generated again for a pool of at most ``caps[j]`` servers
     (``options.option_at_servers``; a column that no longer meets its targets is dropped), and the MILP assembled
-    again from the columns."""
+    again from the columns; and [J] bool, the columns of ``built.options`` it kept."""
     sc = built.scenario
     started = time.perf_counter()
     cols = {c: v.copy() for c, v in built.options.items()}
@@ -382,4 +384,26 @@ def with_options_at(built: Built, caps: dict[int, float]) -> Built:
         for c, v in row.items():
             if c not in ("hardware", "ffn_hardware"):  # the same systems; at several sites, named system@site
                 cols[c][j] = v
-    return with_columns(built, {c: v[keep] for c, v in cols.items()}, time.perf_counter() - started)
+    return with_columns(built, {c: v[keep] for c, v in cols.items()}, time.perf_counter() - started), keep
+
+
+def carried_replicas(replicas: np.ndarray, kept: np.ndarray, n_before: int, n_after: int,
+                     before=None, after=None) -> np.ndarray | None:
+    """A plan's ``replicas`` [..., n_before] on the columns of the problem made again after ``with_options_at``
+    kept the options ``kept`` ([options] bool): a dropped column's replicas left out, every other column's carried.
+    ``before`` and ``after``: the options each problem's columns are (a build-out's may be a subset:
+    ``buildout.relaxed_columns``), all of them where None; a column new to ``after`` starts at 0. The solver's
+    start (a hint, which need not be feasible): where a column dropped, the next solve started from nothing, and
+    such a cold start took SCIP 105 s on the shipped build-out where a start from a nearby plan closed in 7 s.
+    None where the columns do not match the options (a start is then not given)."""
+    before = np.arange(len(kept)) if before is None else np.asarray(before, dtype=int)
+    after = np.arange(int(kept.sum())) if after is None else np.asarray(after, dtype=int)
+    if replicas.ndim == 0 or len(before) != n_before or len(after) != n_after or replicas.shape[-1] != n_before:
+        return None
+    new_option = np.cumsum(kept) - 1  # each kept option's index among the options made again
+    column_of = {int(o): k for k, o in enumerate(after)}
+    out = np.zeros(replicas.shape[:-1] + (n_after,))
+    for k, o in enumerate(before):
+        if kept[o] and int(new_option[o]) in column_of:
+            out[..., column_of[int(new_option[o])]] = replicas[..., k]
+    return out

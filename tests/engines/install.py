@@ -3,7 +3,7 @@
 vLLM its release pins), at the versions the export targets name (planner.export's VERSION constants), each the
 engine's wheels without their dependencies plus those of their dependencies the argument parsers import. Left out: the GPU kernel packages (no GPU here and none of
 them is on the parsers' path), which the engine's own metadata names and ``SKIP`` matches. torch is installed (the
-parsers import it) as one CPU build for all three, ``PARSER_TORCH``: vLLM 0.34 and SGLang 0.5.23 pin CUDA builds of
+parsers import it) as one CPU build for all three, ``PARSER_TORCH``, once, in a folder they share (``SHARED``): vLLM 0.34 and SGLang 0.5.23 pin CUDA builds of
 torch 2.14, which bring 3 GB of CUDA libraries each that no argument parser loads (``import torch`` needs them all),
 and the parsers judge the same flags on 2.13's CPU build (tests/test_engines_accept.py). What needs the torch it was
 built for (``AFTER_TORCH``: torchvision's CUDA operators, which transformers only imports where it is installed) is
@@ -34,6 +34,11 @@ SKIP = re.compile(r"^(flash|flashinfer|apache-tvm|numba|sgl-|sglang-kernel|hummi
 
 # The torch every parser runs on: Dynamo 1.6.1's vLLM pins it, and it is the CPU build pip takes on this machine
 PARSER_TORCH = "torch==2.13.0"
+# Installed once, into a folder the three environments share (a .pth file in each puts it on its path), not once an
+# environment: the parsers' torch and the triton that xgrammar (the engines' grammar backend) requires, 1.7 GB that
+# took about 36 s of the cores an environment to unpack, beside the suite in CI. An environment that needs another
+# version of one installs its own, which comes first on its path.
+SHARED = (PARSER_TORCH, "triton==3.9.0")
 # Pulled in by the engines' own requirements (timm, sglang) but built against the pinned CUDA torch: removed
 AFTER_TORCH = ("torchvision",)
 
@@ -100,12 +105,31 @@ def pip(env: Path, *args: str) -> None:
                    check=True)
 
 
+def shared() -> Path:
+    """The folder of SHARED's packages, installed once (whole or not at all: made beside it, then renamed)."""
+    folder = HOME / ("shared-" + "-".join(p.replace("==", "-") for p in SHARED))
+    if (folder / ".installed").exists():
+        return folder
+    making = folder.with_name(folder.name + ".making")
+    subprocess.run(["rm", "-rf", str(making)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile",
+                    "--target", str(making), *SHARED], check=True)
+    (making / ".installed").write_text("\n".join(SHARED) + "\n")
+    subprocess.run(["rm", "-rf", str(folder)], check=True)
+    making.rename(folder)
+    return folder
+
+
 def install(engine: str) -> Path:
     version = versions()[engine]
     env = venv_of(engine, version)
     if (env / ".installed").exists():
         return env
+    base = shared()
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(env)], check=True)
+    site = subprocess.run([str(env / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "planner-shared.pth").write_text(f"{base}\n")  # torch and triton, as installed in SHARED
     packages = wheels(engine)
     names = {re.split(r"[=<>\[ ;]", p)[0].lower().replace("_", "-") for p in packages}
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,8 +139,7 @@ def install(engine: str) -> Path:
         reqs = sorted({r for w in files for r in requirements(w)
                        if re.split(r"[=<>!~\[ ;(]", r)[0].lower().replace("_", "-") not in names})
         torch = [r for r in reqs if re.match(r"^torch\s*[=<>!~ ;(]", r) or r == "torch"]
-        pip(env, PARSER_TORCH)  # first, so that nothing else brings another
-        with open(Path(tmp) / "torch.txt", "w") as held:  # and held there while the rest resolve
+        with open(Path(tmp) / "torch.txt", "w") as held:  # the shared torch held while the rest resolve
             held.write(PARSER_TORCH + "\n")
         pip(env, "-c", str(Path(tmp) / "torch.txt"), *[r for r in reqs if r not in torch])
         pip(env, "--no-deps", *map(str, files))
@@ -131,6 +154,7 @@ if __name__ == "__main__":
     # side by side: each install is pip unpacking wheels (torch's are gigabytes), bound by the disk and the network
     # more than by the two cores, and the three share pip's cache safely
     names = sys.argv[1:] or list(versions())
+    shared()  # once, before the three that share it
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
         for name, env in zip(names, pool.map(install, names)):
             print(f"{name}: {env}", flush=True)

@@ -827,6 +827,19 @@ def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 
     return fewest_platforms_plan(problem, built, first, left, relative_gap)
 
 
+def tie_break(problem: FleetProblem, sol: FleetSolution, solver: str = "scip", time_limit_s: float = 60.0,
+              relative_gap: float = 1e-4) -> FleetSolution:
+    """(T) alone, on ``sol``: a plan of ``problem`` solved without it (``optimize(..., fewest_platforms=False)``),
+    as ``optimize`` would have ended had it asked for it (``fewest_platforms_plan``). ``sol`` as it is where (T) does
+    not apply: no plan, a plan that breaks a row, or max_served (whose second stage, ``most_served``, runs (T)
+    itself)."""
+    if objective_named(problem.objective).serves_most or sol.status not in HAS_PLAN or sol.violations:
+        return sol
+    if systems_used(problem, sol.racks).sum() <= 1:
+        return dataclasses.replace(sol, tie_break="the first plan is on one hardware type")
+    return fewest_platforms_plan(problem, build(problem, solver), sol, time_limit_s, relative_gap)
+
+
 def closed_by(problem: FleetProblem, sol: FleetSolution, rounded: RoundedPlan) -> FleetSolution:
     """``sol`` saying in ``start`` which plan closed its search: the MILP's, better than the rounded LP plan by
     some share, or the rounded plan (the search found none better); where the search ended with no plan (time limit)

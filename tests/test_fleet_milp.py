@@ -516,6 +516,26 @@ def test_equal_cost_plans_fall_to_the_one_on_fewest_types():
         assert sol.objective == pytest.approx(300.0) and sol.violations == ()
 
 
+def test_the_tie_break_alone_on_a_plan_solved_without_it_is_optimize_s():
+    """``tie_break`` (T) on a plan solved with fewest_platforms off, as the pools' rounds leave it
+    (planner.fleet.solve.tie_broken): the equal-cost plans of the hand case fall to the one type, as ``optimize``'s
+    own (T) does; the plan is never dearer and keeps the first solve's bound."""
+    p = two_types(annual_cost_usd_per_rack=[100.0, 200.0], demand=[3000.0])
+    for name in EXACT:
+        plain = F.optimize(p, name, relative_gap=TIGHT, fewest_platforms=False)
+        tied = F.tie_break(p, plain, name, 60.0, TIGHT)
+        assert_plan(tied, [3, 0], 300.0)
+        assert tied.tie_break and tied.best_bound == pytest.approx(min(plain.best_bound, tied.objective), rel=1e-6)
+    for seed in range(3):
+        q = random_problem(seed + 10, 12, 4, 4)
+        plain = F.optimize(q, "scip", relative_gap=1e-9, fewest_platforms=False)
+        if plain.status != "optimal":
+            continue
+        tied, whole = F.tie_break(q, plain, "scip", 60.0, 1e-9), F.optimize(q, "scip", relative_gap=1e-9)
+        assert tied.objective <= plain.objective * (1 + 1e-9) and F.evaluate(q, tied.racks, tied.replicas).feasible
+        assert (tied.racks > 0).sum() == (whole.racks > 0).sum(), seed  # the fewest types at the optimum, both
+
+
 def test_tie_break_keeps_the_first_solves_bound_and_gap():
     """(T) solves restricted problems: the plan it returns is never worse than the first plan, and its gap is
     measured against the first solve's bound, so it is within the gap asked for."""

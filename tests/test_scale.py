@@ -32,11 +32,28 @@ def four():
     return sc, build_problem(sc)
 
 
+CALLS: dict = {"fewest_platforms": [], "tie_breaks": 0}  # what ``whole``'s solve asked of the MILP
+
+
 @pytest.fixture(scope="module")
 def whole(four):
-    """``four`` solved as ``planner solve`` solves it."""
+    """``four`` solved as ``planner solve`` solves it, each MILP's fewest_platforms and each lone tie-break counted
+    (CALLS)."""
     sc, built = four
-    return S.solve(sc, options_from=built)
+    optimize, tie_break = S.optimize, S.tie_break
+
+    def counted_optimize(*args, **kwargs):
+        CALLS["fewest_platforms"].append(kwargs.get("fewest_platforms"))
+        return optimize(*args, **kwargs)
+
+    def counted_tie_break(*args, **kwargs):
+        CALLS["tie_breaks"] += 1
+        return tie_break(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(S, "optimize", counted_optimize)
+        patch.setattr(S, "tie_break", counted_tie_break)
+        return S.solve(sc, options_from=built)
 
 
 @pytest.mark.parametrize("n,seed", [(3, 11), pytest.param(5, 12, marks=pytest.mark.slow)])  # 5 workloads: 15 s
@@ -93,6 +110,15 @@ def test_own_columns_keep_what_the_plan_deploys_and_a_few_cheapest_per_workload(
     assert set(np.unique(w[keep])) == set(served)
     for k in served:
         assert (keep & (w == k)).sum() <= (deployed & (w == k)).sum() + S.ALTERNATES
+
+
+def test_the_rounds_solve_without_the_tie_break_which_runs_once_on_their_plan(whole):
+    """The tie-break (T) took about half of each round's time on a generated site of 20 workloads: the first MILP
+    runs it, the rounds that size the pools again do not, and it runs once on the plan they settle on (and, where
+    it moves that plan, no more after the rounds its move starts)."""
+    asked = CALLS["fewest_platforms"]
+    assert asked[0] is True and len(asked) > 3 and not any(asked[1:])
+    assert 1 <= CALLS["tie_breaks"] <= 2 and whole.solver["tie_break"]
 
 
 def test_sixteen_rounds_a_loop_settle_before_the_last_resort(four, whole):

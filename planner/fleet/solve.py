@@ -22,7 +22,8 @@ from planner.fleet.whatif import one_more_rack
 from planner.scenario import Scenario, load_scenario
 from planner.vocabulary import SOLVERS
 from solvers.formulation import column_primary_coefficients, primary_coefficients
-from solvers.milp import FleetSolution, optimize, same_problem
+from solvers.milp import FleetSolution, optimize, same_problem, tie_break
+from solvers.objectives import objective as objective_named
 from solvers.vocabulary import HAS_PLAN, NO_PLAN
 
 if TYPE_CHECKING:  # buildout imports this module: its plan is named here for the types only
@@ -133,14 +134,35 @@ def share_of_time_left(deadline: float, share: float) -> float:
 
 
 def size_pools(built: Built, sol, settings, deadline: float, progress=None,
-               patience: int = 1) -> tuple[Built, FleetSolution]:
+               patience: int = 1, tie: bool = True) -> tuple[Built, FleetSolution]:
     """A plan's prefill pools, decode queues and spares sized at what it deploys, solving again until they hold
     (docs/OPTIMIZER.md 14, 18, 19): ``repair_pools``, ``size_decode_queues`` and ``size_spares`` in turn, each with
-    ``patience`` times its rounds before its last resort. Past the deadline the plan so far comes back with status
-    time_limit."""
+    ``patience`` times its rounds before its last resort; then (``tie``) the tie-break once on the plan they settle
+    on (``tie_broken``). Past the deadline the plan so far comes back with status time_limit."""
     built, sol = repair_pools(built, sol, settings, deadline, progress, patience=patience)
     built, sol = size_decode_queues(built, sol, settings, deadline, progress, patience=patience)
-    return size_spares(built, sol, settings, deadline, progress, patience=patience)
+    built, sol = size_spares(built, sol, settings, deadline, progress, patience=patience)
+    return tie_broken(built, sol, settings, deadline, progress, patience) if tie else (built, sol)
+
+
+def tie_broken(built: Built, sol, settings, deadline: float, progress=None,
+               patience: int = 1) -> tuple[Built, FleetSolution]:
+    """The tie-break (T) (solver.fewest_platforms; docs/OPTIMIZER.md 3) once, on the plan the rounds settled on:
+    the rounds solve without it (``optimize_by``'s ``tie``), where it took about half of each round's time on a
+    generated site of 20 workloads. A plan straight from the first MILP (no round moved it) had it already. Where
+    (T) moves the plan, its pools are sized again from there (``size_pools``, without a second tie-break)."""
+    if (not settings.fewest_platforms or sol.tie_break or sol.status not in HAS_PLAN or sol.violations
+            or deadline <= time.monotonic()):
+        return built, sol
+    tied = carried(tie_break(built.problem, sol, settings.name, deadline - time.monotonic(), settings.relative_gap),
+                   sol)
+    if np.array_equal(tied.racks, sol.racks) and np.allclose(tied.replicas, sol.replicas, rtol=0.0, atol=1e-9):
+        return built, tied
+    if progress:
+        progress(0, 1, "the tie-break moved the plan: its pools sized again")
+    built, again = size_pools(built, tied, settings, deadline, progress, patience, tie=False)
+    return built, (again if again.tie_break or again.status not in HAS_PLAN else
+                   dataclasses.replace(again, tie_break=f"{tied.tie_break}; its pools sized again after it"))
 
 
 def checked_plan(built: Built, sol, first=None) -> tuple[Plan, list[dict]]:
@@ -198,7 +220,7 @@ def on_own_columns(built: Built, first, settings, deadline: float, progress=None
     keep = own_columns(built, first)
     narrowed = with_columns(built, {c: v[keep] for c, v in built.options.items()})
     found = optimize_by(narrowed, settings, deadline, "sizing pools again on the plan's own columns",
-                        (first.racks, np.asarray(first.replicas)[keep]))
+                        (first.racks, np.asarray(first.replicas)[keep]), tie=False)
     narrowed, found = size_pools(narrowed, found, settings, deadline, progress, PATIENCE)
     if found.status not in HAS_PLAN:
         return narrowed, found
@@ -250,14 +272,14 @@ def repair_pools(built: Built, sol, settings, deadline: float, progress=None,
             built = again
             continue
         replicas = carried_replicas(np.asarray(sol.replicas), kept, built.problem.n_columns,
-                                    again.problem.n_columns) if again else None
+                                    again.problem.n_columns) if again and kept is not None else None
         start = (sol.racks, replicas) if replicas is not None else None
         if not again:
             found = None
         elif resolve is not None:
             found = resolve(again)
         else:
-            found = optimize_by(again, settings, deadline, "sizing prefill pools again", start, so_far=sol)
+            found = optimize_by(again, settings, deadline, "sizing prefill pools again", start, so_far=sol, tie=False)
         if found is None or found.status == NO_PLAN:  # no time for this round, or its solve found no plan in it
             return built, dataclasses.replace(sol, status="time_limit")  # the best plan found so far stands
         assert again is not None  # found is None without it
@@ -299,7 +321,7 @@ def size_decode_queues(built: Built, sol, settings, deadline: float, progress=No
             found = resolve(again)
         elif deadline > time.monotonic():
             found = optimize_by(again, settings, deadline, "sizing decode pools again", (sol.racks, sol.replicas),
-                                so_far=sol)
+                                so_far=sol, tie=False)
         else:
             found = None
         if found is None or found.status == NO_PLAN:
@@ -335,7 +357,7 @@ def size_spares(built: Built, sol, settings, deadline: float, progress=None,
                            f"again")
         again = with_columns(built, {**built.options, "spare_pool": new})
         found = (optimize_by(again, settings, deadline, "sizing spare replicas again", (sol.racks, sol.replicas),
-                             so_far=sol) if deadline > time.monotonic() else None)
+                             so_far=sol, tie=False) if deadline > time.monotonic() else None)
         if found is None or found.status == NO_PLAN:
             return built, dataclasses.replace(sol, status="time_limit")
         built, sol = repair_pools(again, carried(found, sol), settings, deadline, progress, patience=patience)
@@ -351,19 +373,23 @@ def with_columns(built: Built, cols: dict, engine_s: float = 0.0) -> Built:
                                engine_seconds=built.engine_seconds + engine_s)
 
 
-def optimize_by(built: Built, settings, deadline: float, doing: str, start: tuple | None = None, so_far=None):
+def optimize_by(built: Built, settings, deadline: float, doing: str, start: tuple | None = None, so_far=None,
+                tie: bool = True):
     """The MILP solved with the time left before ``deadline`` (never less than the solvers' least limit,
     ``solvers.milp.MIN_SOLVE_SECONDS``). ``start``: a nearby plan's (racks, replicas), the solver's hint.
-    ``so_far``: the solution of the plan found so far, if any. No time left: None where a plan was found so far
-    (the caller keeps it), else PlannerError naming what used the time up (no plan at all)."""
+    ``so_far``: the solution of the plan found so far, if any. ``tie``: the tie-break (T) where the scenario asks
+    for it; a round of ``size_pools`` solves without it (``tie_broken`` runs it once after them), except under
+    max_served, whose (T) is its second stage's. No time left: None where a plan was found so far (the caller keeps
+    it), else PlannerError naming what used the time up (no plan at all)."""
     left = deadline - time.monotonic()
     if left <= 0:
         if so_far is not None and so_far.status in HAS_PLAN:
             return None
         raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while {doing}; raise "
                            f"--time-limit (or solver.time_limit_s)")
+    tie = settings.fewest_platforms and (tie or objective_named(built.problem.objective).serves_most)
     return optimize(built.problem, solver=settings.name, time_limit_s=left, relative_gap=settings.relative_gap,
-                    fewest_platforms=settings.fewest_platforms, start=start)
+                    fewest_platforms=tie, start=start)
 
 
 def with_options_at(built: Built, caps: dict[int, float]) -> tuple[Built, np.ndarray]:

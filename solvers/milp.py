@@ -819,25 +819,23 @@ def optimize(problem: FleetProblem, solver: str = "scip", time_limit_s: float = 
     first = extract(problem, solve(built, time_limit_s, relative_gap, hint=hint, from_scratch=start is None))
     if rounded is not None:
         first = closed_by(problem, first, rounded)
-    if not fewest_platforms or first.status not in HAS_PLAN or first.violations:
+    if not fewest_platforms:
         return first
-    if systems_used(problem, first.racks).sum() <= 1:
-        return dataclasses.replace(first, tie_break="the first plan is on one hardware type")
-    left = time_limit_s - (time.perf_counter() - started)
-    return fewest_platforms_plan(problem, built, first, left, relative_gap)
+    return tie_break(problem, first, solver, time_limit_s - (time.perf_counter() - started), relative_gap, built)
 
 
 def tie_break(problem: FleetProblem, sol: FleetSolution, solver: str = "scip", time_limit_s: float = 60.0,
-              relative_gap: float = 1e-4) -> FleetSolution:
-    """(T) alone, on ``sol``: a plan of ``problem`` solved without it (``optimize(..., fewest_platforms=False)``),
-    as ``optimize`` would have ended had it asked for it (``fewest_platforms_plan``). ``sol`` as it is where (T) does
-    not apply: no plan, a plan that breaks a row, or max_served (whose second stage, ``most_served``, runs (T)
-    itself)."""
+              relative_gap: float = 1e-4, built: FleetModel | None = None) -> FleetSolution:
+    """(T) on ``sol``, a plan of ``problem`` solved without it (``built``: the model it was solved on, else built
+    again): the end of ``optimize``, and alone where the pools' rounds solve without it
+    (planner.fleet.solve.tie_broken). ``sol`` as it is where (T) does not apply: no plan, a plan that breaks a row,
+    or max_served (whose second stage, ``most_served``, runs (T) itself)."""
     if objective_named(problem.objective).serves_most or sol.status not in HAS_PLAN or sol.violations:
         return sol
     if systems_used(problem, sol.racks).sum() <= 1:
         return dataclasses.replace(sol, tie_break="the first plan is on one hardware type")
-    return fewest_platforms_plan(problem, build(problem, solver), sol, time_limit_s, relative_gap)
+    return fewest_platforms_plan(problem, build(problem, solver) if built is None else built, sol, time_limit_s,
+                                 relative_gap)
 
 
 def closed_by(problem: FleetProblem, sol: FleetSolution, rounded: RoundedPlan) -> FleetSolution:

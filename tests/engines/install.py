@@ -1,11 +1,12 @@
 """Virtual environments holding the engines whose own parsers judge the export (``make engines``):
 ``.engines/vllm-VERSION``, ``.engines/sglang-VERSION`` and ``.engines/dynamo-VERSION`` (Dynamo's worker with the
 vLLM its release pins), at the versions the export targets name (planner.export's VERSION constants), each the
-engine's wheels without their dependencies plus those of their dependencies the argument parsers import. Left out: the GPU kernel packages (no GPU here and none of
-them is on the parsers' path), which the engine's own metadata names and ``SKIP`` matches. torch is installed (the
-parsers import it) as one CPU build for all three, ``PARSER_TORCH``, once, in a folder they share (``SHARED``): vLLM 0.34 and SGLang 0.5.23 pin CUDA builds of
-torch 2.14, which bring 3 GB of CUDA libraries each that no argument parser loads (``import torch`` needs them all),
-and the parsers judge the same flags on 2.13's CPU build (tests/test_engines_accept.py). What needs the torch it was
+engine's wheels without their dependencies plus those of their dependencies the argument parsers import. Left out:
+the GPU kernel packages (no GPU here and none of them is on the parsers' path), which the engine's own metadata
+names and ``SKIP`` matches. torch is installed (the parsers import it) as one CPU build for all three,
+``PARSER_TORCH``, once, in a folder they share (``SHARED``): vLLM 0.34 and SGLang 0.5.23 pin CUDA builds of torch
+2.14, which bring 3 GB of CUDA libraries each that no argument parser loads (``import torch`` needs them all), and
+the parsers judge the same flags on 2.13's CPU build (tests/test_engines_accept.py). What needs the torch it was
 built for (``AFTER_TORCH``: torchvision's CUDA operators, which transformers only imports where it is installed) is
 removed after. An environment that exists with its marker file is kept.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -111,11 +113,11 @@ def shared() -> Path:
     if (folder / ".installed").exists():
         return folder
     making = folder.with_name(folder.name + ".making")
-    subprocess.run(["rm", "-rf", str(making)], check=True)
+    shutil.rmtree(making, ignore_errors=True)  # a folder an earlier install left half made
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile",
                     "--target", str(making), *SHARED], check=True)
     (making / ".installed").write_text("\n".join(SHARED) + "\n")
-    subprocess.run(["rm", "-rf", str(folder)], check=True)
+    shutil.rmtree(folder, ignore_errors=True)
     making.rename(folder)
     return folder
 

@@ -666,20 +666,30 @@ class Engine(Strict):
     any_layout: bool = Field(False, description="a vendor's own stack that places the model itself")
     pairs: list[tuple[str, str]] = Field(default_factory=list, description="(attention family, FFN family) of the "
                                          "attention/FFN pairs it runs")
+    wide_ep_families: list[str] = Field(default_factory=list, description="families on which it runs an "
+                                        "expert-parallel group wider than one scale-up domain (wide EP)")
     sources: list[str] = Field(min_length=1)
     note: str | None = None
 
-    def runs(self, family: str, model: Model, tp, pp, ep):
-        """Whether it runs each (tp, pp, ep) layout (numpy arrays or scalars) of ``model`` on ``family``."""
+    def runs(self, family: str, model: Model, tp, pp, ep, domain: float | None = None):
+        """Whether it runs each (tp, pp, ep) layout (numpy arrays or scalars) of ``model`` on ``family``; with the
+        family's scale-up ``domain`` given, a group wider than it only as wide expert parallelism, one stage, where
+        the engine runs that on the family (``wide_ep_families``)."""
         tp, pp, ep = (np.asarray(x, dtype=np.int64) for x in (tp, pp, ep))
         if family not in self.families:
             return np.zeros(np.broadcast(tp, pp, ep).shape, dtype=bool)
         if self.any_layout:
-            return np.ones(np.broadcast(tp, pp, ep).shape, dtype=bool)
-        split = (model.heads % tp == 0) & ((model.kv_heads % tp == 0) | (tp % model.kv_heads == 0))
-        dp_ep = bool(model.experts and self.attention_dp_expert_parallel) & (model.experts >= tp) & (tp > 1)
-        staged = (pp == 1) | ((model.id not in self.no_pipeline_models) & ((ep == 0) | self.attention_dp_pipeline))
-        return np.where(ep > 0, dp_ep, split) & staged
+            ok = np.ones(np.broadcast(tp, pp, ep).shape, dtype=bool)
+        else:
+            split = (model.heads % tp == 0) & ((model.kv_heads % tp == 0) | (tp % model.kv_heads == 0))
+            dp_ep = bool(model.experts and self.attention_dp_expert_parallel) & (model.experts >= tp) & (tp > 1)
+            staged = (pp == 1) | ((model.id not in self.no_pipeline_models)
+                                  & ((ep == 0) | self.attention_dp_pipeline))
+            ok = np.where(ep > 0, dp_ep, split) & staged
+        if domain is None:
+            return ok
+        wide_ok = (ep > 0) & (pp == 1) & (family in self.wide_ep_families)
+        return ok & ((tp <= domain) | wide_ok)
 
 
 @functools.lru_cache(maxsize=None)

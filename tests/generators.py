@@ -143,7 +143,7 @@ def random_hw(rng):
 
 
 def random_config(rng, m):
-    tp = float(rng.choice([1, 2, 4, 8, 16]))
+    tp = float(rng.choice([1, 2, 4, 8, 16, 64]))  # 16 and 64 span 8-chip domains (wide expert parallelism)
     pp = float(rng.integers(1, int(m[L.M_LAYERS]) + 1))
     ep = float(rng.integers(0, 2))
     return tp, pp, ep

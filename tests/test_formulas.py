@@ -361,7 +361,7 @@ def test_tier_read_time_overflow_is_priced_at_the_slowest_tier():
 
 # ---- 2.7 communication --------------------------------------------------------------------------------------
 def test_allreduce_time():
-    hw = hardware(su_bw=1e11, coll_lat_s=2e-6)
+    hw = hardware(su_domain=8, su_bw=1e11, coll_lat_s=2e-6)
     # tp 4, 1 MB: 2e-6 + 2 * 3/4 * 1e6 / 1e11 = 2e-6 + 1.5e-5 = 1.7e-5
     assert allreduce_time(hw, 4.0, 1e6) == approx(1.7e-5)
     # tp 2: 2e-6 + 2 * 1/2 * 1e6 / 1e11 = 1.2e-5
@@ -371,10 +371,24 @@ def test_allreduce_time():
 
 
 def test_alltoall_time():
-    hw = hardware(su_bw=1e11, coll_lat_s=2e-6)
+    hw = hardware(su_domain=8, su_bw=1e11, coll_lat_s=2e-6)
     # tp 4, each chip receives 1 MB of which 3/4 from the other chips: 2e-6 + 0.75e6 / 1e11 = 9.5e-6
     assert alltoall_time(hw, 4.0, 1e6) == approx(9.5e-6)
     assert alltoall_time(hw, 1.0, 1e6) == 0.0
+
+
+def test_wide_expert_parallel_collectives_cross_the_scale_out_network():
+    hw = hardware(su_domain=8, su_bw=1e11, coll_lat_s=2e-6, so_bw=1e10, so_lat=1e-5)
+    # all-to-all over 32 chips (4 domains of 8), 1 MB received a chip: 7/32 of it from its own domain over
+    # scale-up, 0.21875e6 / 1e11 = 2.1875e-6; 24/32 over scale-out, 0.75e6 / 1e10 = 7.5e-5, at once: the slower.
+    # 2e-6 + 1e-5 (the scale-out hop) + 7.5e-5 = 8.7e-5
+    assert alltoall_time(hw, 32.0, 1e6) == approx(8.7e-5)
+    # all-reduce of 1 MB over 32 chips: inside each domain 2 * 7/8 * 1e6 / 1e11 = 1.75e-5, across the 4 domains
+    # each chip's eighth, 2 * 3/4 * 1.25e5 / 1e10 = 1.875e-5, plus the hop 1e-5: 2e-6 + 1.75e-5 + 1e-5 + 1.875e-5
+    assert allreduce_time(hw, 32.0, 1e6) == approx(4.825e-5)
+    # a group of one domain's chips never touches the scale-out link: the formulas above
+    assert alltoall_time(hw, 8.0, 1e6) == approx(2e-6 + 0.875e6 / 1e11)
+    assert allreduce_time(hw, 8.0, 1e6) == approx(2e-6 + 1.75e6 / 1e11)
 
 
 def test_pipeline_hop_time_scale_up_vs_scale_out():

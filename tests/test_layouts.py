@@ -1,6 +1,8 @@
 """Which layouts the engines run (docs/MODEL.md 2.9, planner/data/engines.yaml): hand-checked rules, the default
 search holding only layouts some engine runs, and ``layouts: any`` flagging the rows none runs."""
 
+import re
+
 import pytest
 
 from planner import catalog
@@ -167,3 +169,47 @@ def test_tensor_parallel_only_where_the_heads_split_even_with_any_layout(hw_id, 
     assert ((wide[:, 0] == 72) & (wide[:, 2] == 1)).any() == m.is_moe
     pairs = split_grid(hw(hw_id), hw("groq3-lpx"), m, any_layout=True)
     assert not (m.heads % pairs[pairs[:, 2] == 0][:, 0]).any()
+
+
+# ---- wide expert parallelism: a group of several scale-up domains (MODEL.md 2.7, 2.9) --------------------------
+def test_wide_expert_parallel_groups_are_whole_domains_of_one_stage_on_nvidia():
+    grid = parallel_grid(hw("hgx-h100"), model(DSR1))
+    wide = grid[grid[:, 0] > 8]
+    # 2 to 32 HGX servers of 8 GPUs: DeepSeek's 256 routed experts give each of 256 chips one at most
+    assert wide[:, 0].tolist() == [8.0 * n for n in range(2, 33)]
+    assert (wide[:, 1] == 1).all() and (wide[:, 2] == 1).all()
+    # an NVL72 domain: two and three of them (216 chips of 256 experts), never four (288)
+    nvl = parallel_grid(hw("gb200-nvl72"), model(DSR1))
+    assert sorted(set(nvl[nvl[:, 0] > 72][:, 0].tolist())) == [144.0, 216.0]
+
+
+@pytest.mark.parametrize("hw_id, model_id", [
+    ("mi355x", DSR1),                   # no engine documents wide EP on AMD's GPUs
+    ("cs3", DSR1),                      # a vendor's own stack places the model itself
+    ("hgx-h100", "llama-3.1-70b"),      # a dense model has no experts to spread
+])
+def test_no_wide_expert_parallel_where_no_engine_runs_it(hw_id, model_id):
+    h = hw(hw_id)
+    assert (parallel_grid(h, model(model_id))[:, 0] <= h.chip.scale_up.domain_chips.value).all()
+
+
+def test_tensor_parallel_and_pipeline_stages_never_leave_one_domain_with_it_given():
+    m = model(DSR1)
+    assert engines_running("nvidia-gpu", m, 72, 1, True, 8.0) == ("trtllm", "sglang", "vllm")  # LMSYS's EP72
+    assert engines_running("nvidia-gpu", m, 16, 1, False, 8.0) == ()   # TP16 over two servers
+    assert engines_running("nvidia-gpu", m, 16, 2, True, 8.0) == ()    # wide EP in two stages
+    assert engines_running("amd-gpu", m, 16, 1, True, 8.0) == ()
+    assert engines_running("nvidia-gpu", m, 16, 1, False) == ("trtllm", "sglang", "vllm")  # no domain: heads only
+
+
+def test_lmsys_ep72_decode_is_priced_as_wide_expert_parallelism():
+    """DeepSeek-V3 decode on 9x8 H100 as one EP72 group (calibration.yaml sglang-dsv3-h100-ep72-decode-2k): before
+    wide EP the grid held it to one 8-GPU server and priced it at 1.93x under the measured 200,538 tok/s; the
+    ledger's Kimi K2 EP96 point on 12x8 H200 was 2.08x under. Both now within 1.35x, on groups wider than a domain."""
+    from planner.perf import calibration
+    pts = {p["id"]: p for p in calibration.points()}
+    for pid in ("sglang-dsv3-h100-ep72-decode-2k", "sglang-kimik2-h200-96gpu-decode-2k100"):
+        got = calibration.predict(pts[pid], calibration.family_efficiency(
+            calibration.efficiency_key(hw(pts[pid]["hardware"]))))
+        assert 1 / 1.35 <= got["predicted"] / pts[pid]["published"] <= 1.35, (pid, got["predicted"])
+        assert int(re.search(r"tp(\d+)", got["config"]).group(1)) > 8, (pid, got)

@@ -38,6 +38,7 @@ class Row:
     ffn_family: str | None
     drafter: catalog.Model | None = None  # speculative draft_model: the workload's drafter, where the plan has it
     node_chips: int | None = None  # chips one host of the row's system holds (the plan's catalog), where it says
+    domain_chips: float | None = None  # chips in one scale-up domain of the row's system (the plan's catalog)
 
     @property
     def nodes(self) -> int:
@@ -173,7 +174,8 @@ def rows_of(allocation: list, inputs: dict, demands: list) -> list[Row]:
         demand = by_name.get(r.get("workload"), {})
         out.append(Row(i, dict(r), model_of(models.get(demand.get("model"))), demand,
                        family_of(hardware, r.get("hardware")), family_of(hardware, r.get("ffn_hardware")),
-                       model_of(models.get(demand.get("draft_model"))), node_chips_of(hardware, r.get("hardware"))))
+                       model_of(models.get(demand.get("draft_model"))), node_chips_of(hardware, r.get("hardware")),
+                       domain_chips_of(hardware, r.get("hardware"))))
     return out
 
 
@@ -199,6 +201,16 @@ def node_chips_of(hardware: dict, hw_id: str | None) -> int | None:
     node = rack.get("node_chips") if isinstance(rack, dict) else None
     value = node.get("value") if isinstance(node, dict) else None
     return int(value) if isinstance(value, (int, float)) and value >= 1 else None
+
+
+def domain_chips_of(hardware: dict, hw_id: str | None) -> float | None:
+    """Chips in one scale-up domain of the system, from the plan's catalog entry (chip.scale_up.domain_chips),
+    where it has one."""
+    entry = hardware.get(hw_id) if hw_id else None
+    node: object = entry
+    for key in ("chip", "scale_up", "domain_chips", "value"):
+        node = node.get(key) if isinstance(node, dict) else None
+    return float(node) if isinstance(node, (int, float)) and node >= 1 else None
 
 
 # ---- what every target shares ----------------------------------------------------------------------------------
@@ -309,7 +321,7 @@ def check_layout(row: Row, engine_key: str, target: str, tp: int, pp: int, ep: b
     if pp > 1 and row.model.id in engine.no_pipeline_models:
         raise Refusal(row, "pipeline_parallel", f"pipeline_parallel {pp}: {engine.name} runs {row.model.id!r} "
                                                 "without pipeline stages only", target)
-    if not bool(engine.runs(row.family, row.model, tp, pp, int(ep))):
+    if not bool(engine.runs(row.family, row.model, tp, pp, int(ep), row.domain_chips)):
         raise Refusal(row, "tensor_parallel", f"layout tensor_parallel {tp}, pipeline_parallel {pp}, expert_parallel "
                                               f"{ep}: {engine.name} does not split {row.model.id!r} so "
                                               "(data/engines.yaml)", target)

@@ -452,7 +452,8 @@ def row_engines(built: Built, j: int) -> str:
         return ",".join(pair_engines(hw.family, built.hardware_by_id[str(cols["ffn_hardware"][j])].family))
     model = built.models[built.demand_by_name[str(cols["workload"][j])].model]
     return ",".join(engines_running(hw.family, model, int(cols["tensor_parallel"][j]),
-                                    int(cols["pipeline_parallel"][j]), bool(cols["expert_parallel"][j])))
+                                    int(cols["pipeline_parallel"][j]), bool(cols["expert_parallel"][j]),
+                                    hw.chip.scale_up.domain_chips.value))
 
 
 def ffn_row(attention: dict, hardware: dict) -> dict:

@@ -14,8 +14,10 @@ from planner.catalog import Hardware, Model
 from planner.vocabulary import DEFAULT_SERVING_STACK
 
 # The one batch grid (concurrent streams per replica) that the engine, the frontier and calibration search:
-# geometric from 1 to 8192, 160 points before rounding.
-BATCHES = np.unique(np.round(np.geomspace(1, 8192, 160))).astype(np.float64)
+# geometric from 1 to 8192, 160 points before rounding, then 4 points an octave to 65,536 for the replicas whose
+# every chip schedules its own streams (a wide expert-parallel group of 72 GPUs ran 256 streams a GPU: 18,432).
+BATCHES = np.unique(np.round(np.concatenate([np.geomspace(1, 8192, 160),
+                                             np.geomspace(8192, 65536, 13)]))).astype(np.float64)
 
 
 # ---- the parallelism grid -----------------------------------------------------------------------------------
@@ -31,15 +33,31 @@ def tp_options(hw: Hardware, model: Model) -> list[int]:
     return sorted(opts)
 
 
+# The widest expert-parallel group tried, in scale-up domains (DeepSeek's own decode ran EP320: 40 nodes of 8 GPUs)
+MAX_EP_DOMAINS = 64
+
+
+def wide_ep_options(hw: Hardware, model: Model) -> list[int]:
+    """Expert-parallel group widths beyond one scale-up domain (wide EP, MODEL.md 2.7): 2 or more whole domains,
+    data-parallel attention on every chip, the routed experts spread over all of them and dispatched over the
+    scale-out network; at most as many chips as the model has routed experts (one at least per chip)."""
+    domain = int(hw.chip.scale_up.domain_chips.value)
+    if not model.is_moe:
+        return []
+    return [m * domain for m in range(2, MAX_EP_DOMAINS + 1) if m * domain <= model.experts]
+
+
 def parallel_grid(hw: Hardware, model: Model, chips: int | None = None, stack: str = DEFAULT_SERVING_STACK,
                   any_layout: bool = False) -> np.ndarray:
     """Rows of (tp, pp, ep) a replica may use: those an engine of ``stack`` runs on the hardware
     (``stack_engines``), or every one with ``any_layout``; with ``chips`` given, only tp * pp == chips."""
-    grid = _grid(tuple(tp_options(hw, model)), model.layers, model.is_moe, model.heads, model.kv_heads)
+    grid = _grid(tuple(tp_options(hw, model)), model.layers, model.is_moe, model.heads, model.kv_heads,
+                 tuple(wide_ep_options(hw, model)))
     if chips is not None:
         grid = grid[grid[:, 0] * grid[:, 1] == chips]
     if not any_layout:
-        grid = grid[supported(hw.family, model, grid, stack_engines(hw.family, stack))]
+        grid = grid[supported(hw.family, model, grid, stack_engines(hw.family, stack),
+                              hw.chip.scale_up.domain_chips.value)]
     return grid.copy()
 
 
@@ -51,17 +69,22 @@ def stack_engines(family: str, stack: str) -> tuple[str, ...]:
     return (stack,) if stack in serving else serving
 
 
-def supported(family: str, model: Model, grid: np.ndarray, engines: tuple[str, ...]) -> np.ndarray:
-    """Per (tp, pp, ep) row of ``grid``: whether one of ``engines`` runs it."""
+def supported(family: str, model: Model, grid: np.ndarray, engines: tuple[str, ...],
+              domain: float | None = None) -> np.ndarray:
+    """Per (tp, pp, ep) row of ``grid``: whether one of ``engines`` runs it (on scale-up domains of ``domain``
+    chips, where given)."""
     ok = np.zeros(len(grid), dtype=bool)
     for k in engines:
-        ok |= catalog.serving_engines()[k].runs(family, model, grid[:, 0], grid[:, 1], grid[:, 2])
+        ok |= catalog.serving_engines()[k].runs(family, model, grid[:, 0], grid[:, 1], grid[:, 2], domain)
     return ok
 
 
-def engines_running(family: str, model: Model, tp: int, pp: int, ep: bool) -> tuple[str, ...]:
-    """Every public engine that runs one replica layout of ``model`` on ``family``."""
-    return tuple(k for k, e in catalog.serving_engines().items() if bool(e.runs(family, model, tp, pp, int(ep))))
+def engines_running(family: str, model: Model, tp: int, pp: int, ep: bool,
+                    domain: float | None = None) -> tuple[str, ...]:
+    """Every public engine that runs one replica layout of ``model`` on ``family`` (on scale-up domains of
+    ``domain`` chips, where given: a wider group only as wide expert parallelism)."""
+    return tuple(k for k, e in catalog.serving_engines().items()
+                 if bool(e.runs(family, model, tp, pp, int(ep), domain)))
 
 
 def pair_engines(family_a: str, family_f: str) -> tuple[str, ...]:
@@ -80,9 +103,11 @@ def heads_split(heads: int, kv_heads: int, tp: int) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _grid(tps: tuple[int, ...], layers: int, moe: bool, heads: int, kv_heads: int) -> np.ndarray:
+def _grid(tps: tuple[int, ...], layers: int, moe: bool, heads: int, kv_heads: int,
+          wide: tuple[int, ...] = ()) -> np.ndarray:
     rows = [(tp, pp, ep) for tp in tps for pp in range(1, layers + 1)
             for ep in ((0, 1) if (moe and tp > 1) else (0,)) if ep or heads_split(heads, kv_heads, tp)]
+    rows += [(w, 1, 1) for w in wide]  # wide expert parallelism: one stage, as the engines run it
     return np.array(rows, dtype=np.float64).reshape(-1, 3)
 
 

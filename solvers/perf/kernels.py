@@ -533,18 +533,35 @@ def tier_read_time(hw, held_w, read_w, held_kv, read_kv):
 
 @njit
 def allreduce_time(hw, tp, nbytes):
-    """Ring all-reduce over the scale-up domain: latency + 2 (tp-1)/tp * bytes / bandwidth (MODEL.md 2.7)."""
+    """All-reduce over ``tp`` chips (MODEL.md 2.7). Within one scale-up domain of D chips a ring: latency +
+    2 (tp-1)/tp * bytes / scale-up bandwidth. Over n = tp / D domains (an expert-parallel group wider than a
+    domain, whose dense layers stay tensor-parallel) hierarchical: the ring inside each domain, and a ring of each
+    chip's 1/D share across the n domains over its scale-out link, which adds its hop latency and
+    2 (n-1)/n * bytes / D / scale-out bandwidth."""
     if tp <= 1:
         return 0.0
-    return hw[H_COLL_LAT_S] + 2.0 * (tp - 1) / tp * nbytes / hw[H_SU_BW]
+    d = min(tp, hw[H_SU_DOMAIN])
+    t = hw[H_COLL_LAT_S] + 2.0 * (d - 1) / d * nbytes / hw[H_SU_BW]
+    if tp > d:
+        n = tp / d
+        t += hw[H_SO_LAT] + 2.0 * (n - 1) / n * nbytes / d / hw[H_SO_BW]
+    return t
 
 
 @njit
 def alltoall_time(hw, tp, nbytes_per_chip):
-    """One all-to-all in which each chip receives ``nbytes_per_chip``."""
+    """One all-to-all in which each chip receives ``nbytes_per_chip`` from the ``tp`` chips alike (MODEL.md 2.7):
+    the (D-1)/tp of it from its own scale-up domain of D chips over scale-up, the (tp-D)/tp from other domains
+    over its scale-out link (wide expert parallelism), the two at once, so the slower sets the time; crossing
+    domains adds the scale-out hop latency."""
     if tp <= 1:
         return 0.0
-    return hw[H_COLL_LAT_S] + nbytes_per_chip * (tp - 1) / tp / hw[H_SU_BW]
+    d = min(tp, hw[H_SU_DOMAIN])
+    inside = nbytes_per_chip * (d - 1) / tp / hw[H_SU_BW]
+    if tp <= d:
+        return hw[H_COLL_LAT_S] + inside
+    outside = nbytes_per_chip * (tp - d) / tp / hw[H_SO_BW]
+    return hw[H_COLL_LAT_S] + hw[H_SO_LAT] + max(inside, outside)
 
 
 @njit

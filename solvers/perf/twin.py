@@ -218,12 +218,18 @@ class Replica:
     def comm_seconds(self, tokens: float) -> float:
         m, h, tp = self.m, self.h, self.tp
         msg = tokens * m[L.M_HIDDEN] * h[L.H_ACT_BYTES]
-        allreduce = 0.0 if tp <= 1 else h[L.H_COLL_LAT_S] + 2 * (tp - 1) / tp * msg / h[L.H_SU_BW]
+        domain = min(tp, h[L.H_SU_DOMAIN])
+        nodes = tp / domain  # scale-up domains the group spans (wide expert parallelism)
+        allreduce = 0.0 if tp <= 1 else h[L.H_COLL_LAT_S] + 2 * (domain - 1) / domain * msg / h[L.H_SU_BW]
+        if nodes > 1:  # hierarchical: each chip's 1/D share rings across the domains over scale-out
+            allreduce += h[L.H_SO_LAT] + 2 * (nodes - 1) / nodes * (msg / domain) / h[L.H_SO_BW]
         dense = self.stage_share * m[L.M_DENSE_LAYERS]
         moe = self.stage_share * m[L.M_MOE_LAYERS]
         if self.ep > 0 and tp > 1:
             received = msg * m[L.M_EXPERTS_PER_TOKEN] / tp
-            alltoall = h[L.H_COLL_LAT_S] + received * (tp - 1) / tp / h[L.H_SU_BW]
+            from_domain = received * (domain - 1) / tp / h[L.H_SU_BW]
+            from_others = received * (tp - domain) / tp / h[L.H_SO_BW]  # 0 inside one domain
+            alltoall = h[L.H_COLL_LAT_S] + (h[L.H_SO_LAT] if nodes > 1 else 0.0) + max(from_domain, from_others)
             total = dense * allreduce + moe * 2 * alltoall
         else:
             total = (dense + moe) * 2 * allreduce

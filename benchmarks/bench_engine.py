@@ -47,8 +47,8 @@ def run_jit(mv, hv, grid, batches, k, a):
     touched = E.touched_experts_table(mv, pps, batches, k + 1.0)
     draft_touched = E.touched_experts_table(DRAFT, pps, batches, np.ones(1))
     n = len(grid)
-    wl = workload_vector(1.0, 1.0, min_tps_per_user=MIN_TPS)
-    wl[L.W_CONTEXT_AVG], wl[L.W_CONTEXT_MAX] = CTX_AVG, CTX_MAX
+    # 2,000 in and 2,000 out: the mean context CTX_AVG and the longest CTX_MAX the references price
+    wl = workload_vector(2000.0, 2000.0, min_tps_per_user=MIN_TPS)
     return E.best_decode_per_layout(mv, DRAFT, hv, wl, grid, np.searchsorted(pps, grid[:, 1]), touched, draft_touched,
                                     batches, k, a, np.full(n, np.inf), np.zeros(n))
 

@@ -174,14 +174,16 @@ def covering_needs(coverage, chips, chips_per_rack, demand, replica_ub, row_grou
 @njit
 def cheapest_rack_mix(primary, rack_power_w, rack_site, site_pue, site_budget_w, site_max_racks, system, rack_ub,
                       needs, credit, max_platforms, min_racks, kept, installed, max_new_racks, supply_cap, used,
-                      chips_per_rack, rent_hw, rent_cost, rent_max, above):
+                      chips_per_rack, rent_hw, rent_cost, rent_max, rent_group, above):
     """Step 2: (objective[t], racks[t, H], index[t] of a need the racks hold) of the cheapest feasible rack vector
     on exactly t = 0..K systems, its objective the racks' primary value less the largest credit among the needs
     they hold; (inf, zeros, -1) where none. Feasible includes (7): at most ``max_platforms`` systems bought, each
     bought system at least ``min_racks`` over its sites; (9): the first ``installed`` racks of a type cost ``kept``
     each, the rest ``primary``, at most ``max_new_racks`` racks beyond the installed ones and (16) a system's new
     racks over its sites within its ``supply_cap``; (12): a need's chips (``used``) beyond its racks may be rented,
-    from the offers (``rent_hw``, ``rent_cost`` per chip, ``rent_max``, cheapest first) of its type; (13, 16):
+    from the offers (``rent_hw``, ``rent_cost`` per chip, ``rent_max``, cheapest first) of its type, an offer rented
+    at several sites (``rent_group``) within its limit over them (the types of one system at its sites have the same
+    offers at the same prices, so cheapest first over the types is the cheapest rent); (13, 16):
     ``rack_power_w`` is each rack's floor, a need's replicas draw ``above[k, s]`` beyond it at peak at site s, and
     each site's facility power (its pue) and racks stay within its own limits."""
     H, S = primary.shape[0], site_pue.shape[0]
@@ -197,6 +199,7 @@ def cheapest_rack_mix(primary, rack_power_w, rack_site, site_pue, site_budget_w,
     count = np.zeros(S)
     of_system = np.zeros(K)
     new_of_system = np.zeros(K)
+    left = np.zeros(int(rent_group.max()) + 1 if rent_group.shape[0] else 0)
     for _ in range(total):
         obj, short, new = 0.0, False, 0.0
         power[:] = 0.0
@@ -229,15 +232,18 @@ def cheapest_rack_mix(primary, rack_power_w, rack_site, site_pue, site_budget_w,
                 if over:
                     continue
                 holds, rent = True, 0.0
+                for o in range(rent_hw.shape[0]):
+                    left[rent_group[o]] = rent_max[o]
                 for h in range(H):
                     if needs[k, h] <= r[h]:
                         continue
                     lack = used[k, h] - chips_per_rack[h] * r[h]
                     for o in range(rent_hw.shape[0]):
                         if rent_hw[o] == h and lack > 1e-9:
-                            take = min(lack, rent_max[o])
+                            take = min(lack, left[rent_group[o]])
                             rent += take * rent_cost[o]
                             lack -= take
+                            left[rent_group[o]] -= take
                     if lack > 1e-9:
                         holds = False
                         break
@@ -290,7 +296,7 @@ def brute_force(problem, rack_ub=None, replica_ub=None) -> BruteForceResult:
                                             float(problem.max_new_racks), cap, (xs @ problem.chips).astype(float),
                                             problem.chips_per_rack, problem.rent_hardware[order],
                                             rent_costs(problem)[order], problem.rent_max_chips[order],
-                                            column_site_power(problem, xs))
+                                            problem.rent_offers[order], column_site_power(problem, xs))
     best, t = fewest_types_answer(by_types)
     if t < 0:
         return BruteForceResult(best, np.zeros(problem.n_hardware, dtype=np.int64),
@@ -311,9 +317,9 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
     H, W = problem.n_hardware, problem.n_workloads
     kept, installed = kept_costs(problem).tolist(), problem.installed_racks.tolist()
     own = column_costs(problem).tolist()
-    offers = [sorted((float(c), float(m)) for hh, c, m in zip(problem.rent_hardware.tolist(), rent_costs(problem).tolist(),
-                                                          problem.rent_max_chips.tolist()) if hh == h)
-              for h in range(problem.n_hardware)]
+    offers = [sorted((float(c), float(m), int(o)) for hh, c, m, o in zip(
+        problem.rent_hardware.tolist(), rent_costs(problem).tolist(), problem.rent_max_chips.tolist(),
+        problem.rent_offers.tolist()) if hh == h) for h in range(problem.n_hardware)]
     chips, coverage = problem.chips.tolist(), problem.coverage.tolist()
     cpr, power, cost = problem.chips_per_rack.tolist(), problem.floor_power_w.tolist(), primary_costs(problem).tolist()
     above = problem.replica_power_w.tolist()
@@ -345,11 +351,12 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
             if any(n < f and not offers[h] for h, (n, f) in enumerate(zip(need, full))):
                 continue
             rent = 0.0
+            left = {o: most for offered in offers for _, most, o in offered}  # (12, 16): an offer over its sites
             for h in range(H):
                 lack = use[h] - cpr[h] * need[h]
-                for price, most in offers[h]:
-                    take = min(max(lack, 0.0), most)
-                    rent, lack = rent + take * price, lack - take
+                for price, _, o in offers[h]:
+                    take = min(max(lack, 0.0), left[o])
+                    rent, lack, left[o] = rent + take * price, lack - take, left[o] - take
                 if lack > 1e-9:
                     rent = math.inf
             of_system = {k: sum(n for h, n in enumerate(need) if system[h] == k) for k in systems}

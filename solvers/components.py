@@ -13,7 +13,8 @@ Tables (each a mapping of column name -> 1-D numpy array, one entry per row):
   uses     [N] a (column, rack) pair whose replica holds chips of that type: column, rack, chips (row (2)),
                core_chips (row (2c); 0 where none)
   covers   [M] a (column, row) pair a replica serves: column, row, units
-  rentals  [R] a rental offer: rack, max_chips
+  rentals  [R] a rental offer on one type: rack, max_chips, offer (its offer's number: one offer rented at several
+               sites, its system's type at each, shares its max_chips over them; absent: each row its own offer)
   sites    [S] a site: pue, power_budget_w (facility, inf none), max_racks (inf none)
   rows     [W] a demand row: demand, group (the sold good it belongs to: max_revenue, max_served)
   groups   [G] a sold good: value (USD a year served whole, or max_served's weight)
@@ -39,7 +40,7 @@ RACKS = ("chips_per_rack", "rack_power_w", "max_racks", "min_racks", "racks_at_l
 COLUMNS = ("workload", "capacity", "integer_replicas", "pool")
 USES = ("column", "rack", "chips", "core_chips")
 COVERS = ("column", "row", "units")
-RENTALS = ("rack", "max_chips")
+RENTALS = ("rack", "max_chips", "offer")
 SITES = ("pue", "power_budget_w", "max_racks")
 ROWS = ("demand", "group")
 GROUPS = ("value",)
@@ -133,7 +134,7 @@ def compiled(c: Components) -> FleetProblem:
         installed_racks=c.racks["installed_racks"], installed_annual_cost_usd_per_rack=cost.kept,
         column_cost_usd=cost.column.get("own"), column_energy_usd=cost.column.get("energy"),
         rent_hardware=c.rentals["rack"], rent_cost_usd_per_chip=cost.rent,
-        rent_max_chips=c.rentals["max_chips"],
+        rent_max_chips=c.rentals["max_chips"], rent_offer=offer_numbers(c.rentals),
         rack_idle_power_w=given(power, "rack"), column_power_w=None if power is None else power.column.get("draw"),
         carbon_kg_per_rack=given(carbon, "rack"), installed_carbon_kg_per_rack=given(carbon, "kept"),
         column_carbon_kg=None if carbon is None else carbon.column.get("energy"),
@@ -142,6 +143,15 @@ def compiled(c: Components) -> FleetProblem:
         objective=c.objective,
         rack_system=None if one and np.array_equal(c.racks["system"], np.arange(H)) else c.racks["system"],
         **several)
+
+
+def offer_numbers(rentals: dict) -> np.ndarray | None:
+    """[R] each rental's offer, where the table says and an offer is rented on more than one type (else None: each
+    row its own offer, the one-site problem as it was)."""
+    offer = rentals.get("offer")
+    if offer is None or len(np.unique(offer)) == len(offer):
+        return None
+    return np.asarray(offer, dtype=np.int64)
 
 
 def offset(values, by: int) -> np.ndarray:
@@ -199,7 +209,9 @@ def concatenated(parts: list) -> Components:
                   core_chips=np.concatenate([p.uses["core_chips"] for p in parts])),
         covers=dict(column=np.concatenate(cover_col), row=np.concatenate([p.covers["row"] for p in parts]),
                     units=np.concatenate([p.covers["units"] for p in parts])),
-        rentals=dict(rack=np.concatenate(rent_rack), max_chips=np.concatenate([p.rentals["max_chips"] for p in parts])),
+        rentals=dict(rack=np.concatenate(rent_rack), max_chips=np.concatenate([p.rentals["max_chips"] for p in parts]),
+                     **({"offer": np.concatenate([p.rentals["offer"] for p in parts])}  # numbered over all sites
+                        if all("offer" in p.rentals for p in parts) else {})),
         sites={name: np.concatenate([p.sites[name] for p in parts]) for name in SITES},
         rows=first.rows, groups=first.groups, limits=first.limits,
         prices=concatenated_prices(parts, [p.n_columns for p in parts]), objective=first.objective)

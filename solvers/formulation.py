@@ -285,6 +285,18 @@ def add_supply_rows(m, problem, racks, new=()) -> None:
             row.set_coefficient((new or racks)[h], 1.0)
 
 
+def add_offer_rows(m, problem, rented) -> None:
+    """(12, 16): an offer rented at several sites rents at most its limit over them all, sum_{r in o} rent_r <=
+    rent_max_o; a rental alone has its limit as its bound already."""
+    for members in problem.offers:
+        cap = float(problem.rent_max_chips[members[0]])
+        if not math.isfinite(cap):
+            continue
+        row = m.add_linear_constraint(ub=cap, name=f"offer[o={int(problem.rent_offers[members[0]])}]")
+        for r in members.tolist():
+            row.set_coefficient(rented[r], 1.0)
+
+
 def limits_platforms(problem) -> bool:
     """Whether (7) applies: a platform limit or a minimum purchase."""
     return math.isfinite(problem.max_platforms) or bool(np.any(problem.min_racks > 0))

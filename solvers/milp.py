@@ -87,7 +87,8 @@ have no column.
 #       rent_max_r chips. rent_r >= 0 (continuous chips, <= rent_max_r) adds to (2)'s right side:
 #         sum_j chips_jh x_j <= chips_per_rack_h racks_h + sum_{r: h_r = h} rent_r
 #       and sum_r rent_cost_r rent_r to (O)'s primary (0 under min_power: rented chips draw no site power, hold no
-#       floor space and are no platform bought).
+#       floor space and are no platform bought). An offer o rented at several sites (its system's type at each,
+#       rent_offer) rents at most its limit over them all: sum_{r in o} rent_r <= rent_max_o (16).
 #
 #  (15) replica pools (OPTIMIZER.md 16): columns of one pool g (one model's replicas of one system, layout,
 #       precision, drafter and tier, serving different workloads) are time shares of the same replicas: x_j
@@ -143,7 +144,7 @@ from solvers.backends import (CPSAT_MAX_BOUND, CPSAT_MAX_SCALING, MAX_SOLVE_SECO
                               solver_output_to_stderr, solver_seconds, status_of)
 from solvers.formulation import (DEFAULT, RACK_TIE, REPLICA_TIE, TIE_FACTOR, add_chip_rows,  # noqa: F401
                                  add_demand_rows, add_new_racks, add_pools, pool_chip_replicas, add_objective_cap, add_platform_rows,
-                                 add_power_row, add_rent_variables, add_supply_rows, add_total_racks_row, add_used,
+                                 add_offer_rows, add_power_row, add_rent_variables, add_supply_rows, add_total_racks_row, add_used,
                                  column_primary_coefficients, frozen, kept_primary_coefficients, limits_platforms,
                                  padded_replica_bounds, primary_coefficients, primary_terms, rack_tie_coefficients,
                                  rack_upper_bounds, rent_primary_coefficients, rent_upper_bounds,
@@ -217,6 +218,8 @@ class FleetProblem:
     site_max_racks: np.ndarray | None = None  # [S] inf = no limit (default: [max_total_racks])
     rack_system: np.ndarray | None = None  # [H] the system each type is; types of one system share its max_racks
     # and min_racks (each member carries the system's value) and count as one platform (default: each its own)
+    rent_offer: np.ndarray | None = None  # [R] the offer each rental is: one offer rented at several sites (its
+    # system's types there) rents at most its rent_max_chips over them all (default: each rental its own offer)
 
     def __post_init__(self):
         if self.coverage is None:
@@ -263,7 +266,7 @@ class FleetProblem:
         for name in ("pue", "power_budget_w", "max_total_racks", "max_platforms", "max_new_racks"):
             object.__setattr__(self, name, float(getattr(self, name)))
         for name, dtype in (("rack_site", np.int64), ("site_pue", float), ("site_power_budget_w", float),
-                            ("site_max_racks", float), ("rack_system", np.int64)):
+                            ("site_max_racks", float), ("rack_system", np.int64), ("rent_offer", np.int64)):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, frozen(getattr(self, name), dtype))
         problems = list(self._problems())
@@ -395,6 +398,13 @@ class FleetProblem:
             least = self.min_racks
             if least.shape == (H,) and np.any(least[members] != least[members[0]]):
                 yield f"min_racks of types {members.tolist()}: one system's types carry its one min_racks (16)"
+        R = self.n_rentals
+        if self.rent_offers.shape != (R,) or (R and self.rent_offers.min() < 0):
+            yield f"rent_offer must be {R} offer indices >= 0, one per rental (12, 16)"
+            return
+        for members in self.offers:
+            if self.rent_max_chips.shape == (R,) and np.any(self.rent_max_chips[members] != self.rent_max_chips[members[0]]):
+                yield f"rent_max_chips of rentals {members.tolist()}: one offer's rentals carry its one limit (12, 16)"
 
     @property
     def n_sites(self) -> int:
@@ -430,6 +440,17 @@ class FleetProblem:
         """(16) the types of each system that stands at more than one site (one type alone is its system)."""
         ids, counts = np.unique(self.rack_systems, return_counts=True)
         return [np.flatnonzero(self.rack_systems == k) for k, n in zip(ids, counts) if n > 1]
+
+    @property
+    def rent_offers(self) -> np.ndarray:
+        """[R] (12, 16) each rental's offer (each its own where not given)."""
+        return np.arange(self.n_rentals, dtype=np.int64) if self.rent_offer is None else self.rent_offer
+
+    @property
+    def offers(self) -> list[np.ndarray]:
+        """(12, 16) the rentals of each offer rented at more than one site (one rental alone is its offer)."""
+        ids, counts = np.unique(self.rent_offers, return_counts=True)
+        return [np.flatnonzero(self.rent_offers == k) for k, n in zip(ids, counts) if n > 1]
 
     @property
     def column_site(self) -> np.ndarray:
@@ -675,6 +696,7 @@ def build(problem: FleetProblem, solver_name: str = "scip") -> FleetModel:
     add_total_racks_row(m, problem, racks)
     new = add_new_racks(m, problem, racks, r_ub)
     add_supply_rows(m, problem, racks, new)
+    add_offer_rows(m, problem, rented)
     used = add_platform_rows(m, problem, racks, r_ub)
     scale = set_objective(m, problem, racks, replicas, shares, new, rented)
     return FleetModel(m, racks, replicas, solver, scale, x_ub, time.perf_counter() - t0, cpsat_scaling, shares,
@@ -699,6 +721,17 @@ def whole_chips_up(rented: np.ndarray, limit: np.ndarray, tolerance: float = 1e-
     return np.where((up > rented) & (up - rented <= tolerance), up, rented)
 
 
+def within_offers(problem: FleetProblem, rented: np.ndarray) -> np.ndarray:
+    """Rented chips with each offer rented at several sites held to its limit over them (12, 16): where rounding up
+    to whole chips (``whole_chips_up``) took the sum past it by a solver's tolerance, its rentals scaled back down."""
+    out = np.asarray(rented, dtype=float).copy()
+    for members in problem.offers:
+        cap, total = float(problem.rent_max_chips[members[0]]), float(out[members].sum())
+        if total > cap:
+            out[members] *= cap / total
+    return out
+
+
 def extract(problem: FleetProblem, raw: RawSolve[FleetModel]) -> FleetSolution:
     """The plan from a solve: integers rounded, the primary objective recomputed, the bound and gap made honest."""
     built, result = raw.built, raw.result
@@ -713,8 +746,9 @@ def extract(problem: FleetProblem, raw: RawSolve[FleetModel]) -> FleetSolution:
         return FleetSolution(np.zeros(H, dtype=np.int64), np.zeros(J), status, math.nan, bound, math.nan,
                              built.solver, raw.wall_seconds, built.build_seconds, detail)
     racks, replicas = _plan_values(problem, built, result)
-    rented = (whole_chips_up(np.clip(np.asarray(result.variable_values(built.rented), dtype=float), 0.0,
-                                     problem.rent_max_chips), problem.rent_max_chips)
+    rented = (within_offers(problem, whole_chips_up(np.clip(np.asarray(result.variable_values(built.rented),
+                                                                       dtype=float), 0.0, problem.rent_max_chips),
+                                                               problem.rent_max_chips))
               if built.rented else np.zeros(0))
     shares, revenue = np.zeros(0), 0.0
     original = problem
@@ -1060,7 +1094,9 @@ def evaluate(problem: FleetProblem, racks, replicas, shares=None, tol: float = E
         objective=primary_value(problem, r, x, rent) - (revenue if goal.credits_revenue else 0.0), violations=(),
         shares=shares, revenue_usd=revenue)
     violations = tuple(_violations(problem, r, x, ev, tol, rent)) + tuple(
-        f"rent[{k}]" for k in np.flatnonzero((rent < -tol) | (rent > problem.rent_max_chips + tol)))
+        f"rent[{k}]" for k in np.flatnonzero((rent < -tol) | (rent > problem.rent_max_chips + tol))) + tuple(
+        f"offer[{int(problem.rent_offers[m[0]])}]" for m in problem.offers
+        if rent[m].sum() > problem.rent_max_chips[m[0]] + tol)  # (12, 16): one offer's chips over its sites
     object.__setattr__(ev, "violations", violations)
     return ev
 

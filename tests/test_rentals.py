@@ -8,7 +8,7 @@ import copy
 import pytest
 import yaml
 
-from planner.errors import InputError
+from planner.errors import InputError, PlannerError
 from planner.fleet.check import check
 from planner.fleet.solve import solve
 from planner.scenario import scenario_from_yaml
@@ -95,3 +95,39 @@ def test_out_writes_the_rentals_table(tmp_path):
     assert text[0] == "hardware,offer,chips,usd_per_chip_hour,term_months,usd_per_year"
     assert text[1].startswith("hgx-b200,neocloud-1y,7.0,")
     assert (tmp_path / "rentals.parquet").exists()
+
+
+# ---- one offer over several sites (OPTIMIZER.md 21): one provider's capacity, whichever site rents it ------------
+def two_sites(max_chips):
+    """Two sites of one 8-GPU B200 server each (16 kW of facility power at PUE 1.25 holds one 14.3 kW server), each
+    with its own 85 requests/s that needs 15 chips: each site rents 7 chips from the one offer, 14 over both."""
+    d = {"name": "rent-two-sites", "start_date": "2026-03-01", "horizon_years": 4,
+         "finance": {"wacc": 0.08, "electricity_usd_per_mwh": 70.0, "pue": 1.25, "average_load_share": 1.0},
+         "sites": [{"name": "a", "power_budget_mw": 0.02}, {"name": "b", "power_budget_mw": 0.02}],
+         "hardware": {"allow": ["hgx-b200"],
+                      "overrides": {"hgx-b200": {"rental": [dict(OFFER, max_chips=max_chips)]}}},
+         "workloads": [{"name": f"chat-{s}", "model": "llama-3.1-70b", "sites": [s], "requests_per_s": 85.0,
+                        "input_tokens": 2000, "output_tokens": 500, "tier": "standard"} for s in ("a", "b")]}
+    return scenario_from_yaml(yaml.safe_dump(d, sort_keys=False))
+
+
+def test_one_offer_rented_at_two_sites_rents_its_chips_once():
+    plan = solve(two_sites(20)).to_dict()
+    rentals = sorted(plan["rentals"], key=lambda r: r["site"])
+    assert [(r["hardware"], r["site"], r["chips"]) for r in rentals] == [
+        ("hgx-b200@a", "a", pytest.approx(7.0)), ("hgx-b200@b", "b", pytest.approx(7.0))]
+    assert [(f["hardware"], f["racks"], f["chips_rented"]) for f in plan["fleet"]] == [
+        ("hgx-b200@a", 1, pytest.approx(7.0)), ("hgx-b200@b", 1, pytest.approx(7.0))]
+    assert all(c["ok"] for c in plan["checks"])
+    # a plan that rents more of the offer over its sites than it has is refused, though each site's rows hold
+    d = copy.deepcopy(plan)
+    for r in d["rentals"]:
+        r["chips"], r["usd_per_year"] = 11.0, 11.0 * 2.0 * HOURS_PER_YEAR
+    failed = [c["check"] for c in check(d) if not c["ok"]]
+    assert "rental hgx-b200/neocloud-1y over the sites" in failed, failed
+
+
+def test_an_offer_too_small_for_both_sites_together_leaves_no_plan():
+    # 12 chips would hold either site's 7, not both: the rest takes a second server at a site whose power holds one
+    with pytest.raises(PlannerError, match="no feasible fleet"):
+        solve(two_sites(12))

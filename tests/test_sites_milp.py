@@ -156,3 +156,90 @@ def test_a_site_that_may_not_buy_a_system_leaves_its_cap_to_the_others(solver):
     assert list(sol.racks) == [0, 3] and sol.objective == pytest.approx(450.0)
     assert bf.brute_force(p).objective == pytest.approx(450.0) == bf.brute_force_python(p).objective
     assert "max_racks[h=0]" in F.evaluate(p, np.array([1, 2]), np.array([4.0, 6.0])).violations
+
+
+# ---- rentals over sites (12, 16): one offer rented at several sites is one provider's capacity ------------------
+def with_shared_offers(p: F.FleetProblem, seed: int) -> F.FleetProblem:
+    """``p`` with 1-2 rental offers per system, each offered at both sites (its system's type at each) under one
+    limit over them, priced near a rack's cost per chip."""
+    rng = np.random.default_rng(1000 + seed)
+    K = int(p.rack_systems.max()) + 1
+    hw, cost, most, offer = [], [], [], []
+    for k in range(K):
+        per_chip = float(p.annual_cost_usd_per_rack[k] / p.chips_per_rack[k])
+        for _ in range(int(rng.integers(1, 3))):
+            price, limit, o = per_chip * rng.uniform(0.6, 2.0), float(rng.integers(1, 9)), len(set(offer))
+            for h in np.flatnonzero(p.rack_systems == k).tolist():
+                hw.append(h)
+                cost.append(price)
+                most.append(limit)
+                offer.append(o)
+    return dataclasses.replace(p, rent_hardware=np.array(hw), rent_cost_usd_per_chip=np.array(cost),
+                               rent_max_chips=np.array(most), rent_offer=np.array(offer),
+                               objective="min_cost")
+
+
+def test_the_brute_force_kernel_matches_its_twin_with_offers_over_two_sites():
+    for seed in range(40):
+        p = with_shared_offers(two_site_problem(seed), seed)
+        jit, py = bf.brute_force(p), bf.brute_force_python(p)
+        assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), (seed, jit.objective,
+                                                                                             py.objective)
+
+
+def test_scip_and_highs_agree_with_the_brute_force_with_offers_over_two_sites():
+    renting = 0
+    for seed in range(40):
+        p = with_shared_offers(two_site_problem(seed), seed)
+        want = bf.brute_force(p)
+        for name in EXACT:
+            sol = F.optimize(p, name, relative_gap=TIGHT)
+            got = sol.objective if sol.status == "optimal" else INF
+            assert same_objective(got, want.objective), (seed, name, got, want.objective)
+            if sol.status == "optimal":
+                assert sol.violations == ()
+                ev = F.evaluate(p, sol.racks, sol.replicas, rented=sol.rented)
+                assert ev.feasible, (seed, name, ev.violations)
+                renting += bool(np.sum(sol.rented) > 0)
+    assert renting >= 10
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_one_offer_rented_at_two_sites_holds_its_chips_over_both(solver):
+    # no site may hold a rack: the 10 one-chip replicas run on rented chips only, 1 USD a chip at either site
+    p = dataclasses.replace(one_system_two_sites(INF, INF, site_racks=(0.0, 0.0)),
+                            rent_hardware=np.array([0, 1]), rent_cost_usd_per_chip=np.array([1.0, 1.0]),
+                            rent_max_chips=np.array([6.0, 6.0]))
+    # each site its own offer of 6: 12 chips, enough (6 + 4 or any split)
+    sol = F.optimize(p, solver, relative_gap=TIGHT)
+    assert sol.status == "optimal" and sol.objective == pytest.approx(10.0) and sum(sol.rented) == pytest.approx(10)
+    # one offer of 6 chips over both sites: 6 chips cannot hold 10 replicas
+    shared = dataclasses.replace(p, rent_offer=np.array([0, 0]))
+    assert F.optimize(shared, solver).status == "infeasible"
+    assert not bf.brute_force(shared).feasible and not bf.brute_force_python(shared).feasible
+    ev = F.evaluate(shared, np.zeros(2), np.array([6.0, 4.0]), rented=np.array([6.0, 4.0]))
+    assert "offer[0]" in ev.violations and "rent[0]" not in ev.violations
+    # with racks allowed at site 1 again, 4 chips are bought there (1 rack at 150) and 6 rented: 156 USD
+    sol = F.optimize(dataclasses.replace(shared, site_max_racks=np.array([0.0, INF])), solver, relative_gap=TIGHT)
+    assert sol.status == "optimal" and sol.objective == pytest.approx(156.0)
+    assert list(sol.racks) == [0, 1] and sum(sol.rented) == pytest.approx(6.0)
+
+
+def test_one_offers_rentals_carry_its_one_limit():
+    p = one_system_two_sites(INF, INF)
+    with pytest.raises(ValueError, match="one offer's rentals carry its one limit"):
+        dataclasses.replace(p, rent_hardware=np.array([0, 1]), rent_cost_usd_per_chip=np.array([1.0, 1.0]),
+                            rent_max_chips=np.array([6.0, 5.0]), rent_offer=np.array([0, 0]))
+
+
+def test_rented_chips_rounded_up_past_an_offers_limit_over_its_sites_are_scaled_back():
+    # extract rounds a rental within 1e-6 of a whole chip up to it (whole_chips_up): at two sites of one 6-chip
+    # offer, 2.9999996 + 3.0000001 would round to 3 + 3.0000001, past 6; within_offers takes the sum back to 6
+    p = dataclasses.replace(one_system_two_sites(INF, INF), rent_hardware=np.array([0, 1]),
+                            rent_cost_usd_per_chip=np.array([1.0, 1.0]), rent_max_chips=np.array([6.0, 6.0]),
+                            rent_offer=np.array([0, 0]))
+    rounded = F.whole_chips_up(np.array([2.9999996, 3.0000001]), p.rent_max_chips)
+    assert rounded.sum() > 6.0
+    held = F.within_offers(p, rounded)
+    assert held.sum() == pytest.approx(6.0, abs=1e-12) and held.sum() <= 6.0 + 1e-12
+    assert F.within_offers(p, np.array([2.0, 3.0])).tolist() == [2.0, 3.0]  # within the limit: as it was

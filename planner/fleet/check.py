@@ -514,7 +514,28 @@ def rental_checks(rentals: list, inputs: Inputs) -> list[dict]:
                           f"{chips:.6g} chips, at most {offer.max_chips}"))
         out.append(same(name + " usd_per_chip_hour", r.get("usd_per_chip_hour"), offer.usd_per_chip_hour))
         out.append(same(name + " usd_per_year", r.get("usd_per_year"), rental_cost(chips, offer.usd_per_chip_hour)))
-    return out
+        if "site" in r:
+            out.append(result(name + " site", r["site"] == site_of(str(r.get("hardware"))),
+                              f"site {r['site']!r} of hardware {r.get('hardware')!r}"))
+    return out + offer_checks(rentals, inputs)
+
+
+def offer_checks(rentals: list, inputs: Inputs) -> list[dict]:
+    """(OPTIMIZER.md 21) each offer rented at several sites (its system's type at each) within its chips over them
+    all: one offer rented at two sites is one provider's capacity, not two."""
+    total: dict[tuple[str, str], float] = {}
+    limit: dict[tuple[str, str], float] = {}
+    for r in rentals:
+        hw = inputs.hardware.get(r.get("hardware"))
+        offer = next((o for o in hw.rental if o.name == r.get("offer")), None) if hw is not None else None
+        if offer is None or site_of(str(r.get("hardware"))) is None:
+            continue  # no such offer (rental_checks says so), or one site: the row's own check is the offer's
+        key = (system_of(str(r["hardware"])), offer.name)
+        total[key] = total.get(key, 0.0) + float(r["chips"])
+        limit[key] = math.inf if offer.max_chips is None else float(offer.max_chips)
+    return [result(f"rental {system}/{name} over the sites", chips <= limit[(system, name)] * (1 + 1e-9) + 1e-9,
+                   f"{chips:.6g} chips rented over the sites, at most {limit[(system, name)]:g}")
+            for (system, name), chips in total.items()]
 
 
 def demand_checks(rows: list[dict], capacity: dict, shares: dict, inputs: Inputs) -> list[dict]:
@@ -602,7 +623,7 @@ def fleet_checks(d: dict, alloc, racks: dict, inputs: Inputs) -> list[dict]:
         fleet = fleet_table(order, inputs.hardware, costs, alloc, inputs.pue, inputs.installed, rentals,
                             inputs.scenario_finance, inputs.rack_carbon(), inputs.grid_kg_per_mwh)
     else:
-        fleet = sites_fleet_table(order, inputs.hardware, costs, alloc, inputs.installed, inputs.site_rows())
+        fleet = sites_fleet_table(order, inputs.hardware, costs, alloc, inputs.installed, inputs.site_rows(), rentals)
     for f in fleet.iter_rows(named=True):
         held = f["chips"] + f.get("chips_rented", 0.0)
         rented = (f" and {f['chips_rented']:.6g} rented" if f.get("chips_rented") else "")

@@ -176,7 +176,8 @@ def extract_plan(built: Built, sol) -> Plan:
     else:  # OPTIMIZER.md 21: each site's racks under its own energy, PUE and grid
         fleet = sites_fleet_table(in_service, built.hardware_by_id, costs, alloc, built.installed,
                                   [(name, view.finance, rack_carbon(view, built.hardware, ids),
-                                    view.site.grid_kg_co2_per_mwh) for name, view in built.site_views.items()])
+                                    view.site.grid_kg_co2_per_mwh) for name, view in built.site_views.items()],
+                                  rentals)
     wl = workload_table(built.demands, alloc, fleet, shares)
     totals = totals_of(fleet, wl, built.problem.pue, built.problem.power_budget_w, site_limits(built))
     curtailment = (curtailment_table(fleet, alloc, wl, built.demands, built.hardware_by_id, sc.finance,
@@ -205,6 +206,7 @@ def rentals_of(built: Built, sol) -> list[dict]:
     for (k, offer), chips in zip(rental_offers(built.hardware), np.asarray(sol.rented, dtype=float)):
         if chips > 1e-9:
             rows.append({"hardware": built.type_ids[k], "offer": offer.name, "chips": float(chips),
+                         **({"site": site_of(built.type_ids[k])} if built.site_views is not None else {}),
                          "usd_per_chip_hour": offer.usd_per_chip_hour, "term_months": offer.term_months,
                          "usd_per_year": rental_cost(chips, offer.usd_per_chip_hour)})
     return rows
@@ -500,17 +502,19 @@ def rack_carbon(scenario, hardware: list, ids: list | None = None) -> dict | Non
             for k, h in zip(ids or [h.id for h in hardware], hardware)}
 
 
-def sites_fleet_table(racks: dict, hardware: dict, costs: dict, alloc, installed: dict, sites: list):
+def sites_fleet_table(racks: dict, hardware: dict, costs: dict, alloc, installed: dict, sites: list,
+                      rentals: list | None = None):
     """``fleet_table`` of a plan over several sites (OPTIMIZER.md 21): each site's types (system@site) under its
-    own finance (PUE, electricity) and grid, ``sites`` [(name, finance, carbon by type or None, grid)], the rows
-    in the plan's order with the site after the hardware."""
+    own finance (PUE, electricity) and grid, ``sites`` [(name, finance, carbon by type or None, grid)], with the
+    chips ``rentals`` rents for its types, the rows in the plan's order with the site after the hardware."""
     import polars as pl
 
     parts = []
     for name, finance, carbon, grid in sites:
         mine = {k: n for k, n in racks.items() if site_of(k) == name}
-        part = fleet_table(mine, hardware, costs, alloc, float(finance_value(finance, "pue")), installed, [],
-                           finance, carbon, grid)
+        part = fleet_table(mine, hardware, costs, alloc, float(finance_value(finance, "pue")), installed,
+                           [r for r in rentals or [] if site_of(str(r.get("hardware"))) == name], finance, carbon,
+                           grid)
         if len(part):
             parts.append(part.insert_column(1, pl.Series("site", [name] * len(part))))
     table = pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()

@@ -260,10 +260,8 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
     for view in views.values():
         hardware.update(view.resolved_hardware())
     hardware = dict(sorted(hardware.items()))
-    rented = [h for h, hw in hardware.items() if hw.rental]
-    if rented:
-        raise InputError(f"{', '.join(rented)} has rental offers: a plan over several sites does not rent yet (plan "
-                         f"the rented capacity with one site)", field="sites")
+    # (12, 16): an offer is numbered once over the sites, so that its chips rented at each share its limit
+    offer_ids = {(h, o.name): i for i, (h, o) in enumerate((h, o) for h, hw in hardware.items() for o in hw.rental)}
     demands = demands_of(scenario)
     t0 = time.perf_counter()
     reuse = (options_from is not None and options_from.site_views is not None
@@ -284,7 +282,7 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
         site_cols = of_site(cols if reuse else named_at(cols, name), set(types), serves, hosted=i == 0)
         if not reuse and i == 0:
             site_cols = with_api(site_cols, demands)
-        tables, site_cols = assemble(view, demands, types, site_cols, list(hardware))
+        tables, site_cols = assemble(view, demands, types, site_cols, list(hardware), offer_ids)
         parts.append((tables, site_cols))
         ids += list(types)
         hw_list += list(types.values())
@@ -312,13 +310,14 @@ def of_site(cols: dict, types: set, workloads: set, hosted: bool) -> dict:
 
 
 def assemble(scenario, demands: list[Demand], hardware: dict, cols: dict,
-             systems: list | None = None) -> tuple[Components, dict]:
+             systems: list | None = None, offer_ids: dict | None = None) -> tuple[Components, dict]:
     """The component tables (``solvers.components``) of ``cols`` (scored options, hosted ones included) on
     ``hardware`` (type name -> its catalog entry: the system's id, or system@site in one site of several) under
     ``scenario``'s limits, finance and installed racks; and the columns with what the MILP derived of them (decode
     slots, spare pools and shares). ``systems``: every system's id, to number each type's system by (default: each
     type its own). One site's tables, its indices from 0 (``solvers.components.concatenated`` moves them past the
-    sites before it)."""
+    sites before it). ``offer_ids``: (system id, offer name) -> the offer's number over every site (default: each
+    rental its own)."""
     by_name = {d.name: d for d in demands}
     if "decode_slots" not in cols:  # a queued option's pool before a plan says (OPTIMIZER.md 18)
         cols = {**cols, "decode_slots": assumed_slots(cols, by_name)}
@@ -368,7 +367,9 @@ def assemble(scenario, demands: list[Demand], hardware: dict, cols: dict,
         uses=long_table(rows2, USES[:3], {"core_chips": core}),
         covers=long_table(coverage, COVERS),
         rentals=table(RENTALS, rack=np.array([k for k, _ in offers], dtype=np.int64),
-                      max_chips=np.array([math.inf if o.max_chips is None else float(o.max_chips) for _, o in offers])),
+                      max_chips=np.array([math.inf if o.max_chips is None else float(o.max_chips) for _, o in offers]),
+                      offer=np.array([k if offer_ids is None else offer_ids[(hw_list[h].id, o.name)]
+                                      for k, (h, o) in enumerate(offers)], dtype=np.int64)),
         sites=table(SITES, pue=[scenario.finance.pue],
                     power_budget_w=[(scenario.site.power_budget_mw or math.inf) * 1e6],
                     max_racks=[scenario.site.max_racks or math.inf]),

@@ -490,14 +490,30 @@ def robust_brute_force(problem) -> tuple[float, np.ndarray]:
     rules, late = samples[0], problem.late_premium
 
     def fits(p, installed) -> bool:
-        return not (np.any(installed > p.max_racks + 1e-9) or installed.sum() > p.max_total_racks + 1e-9
-                    or p.pue * float(p.rack_power_w @ installed) > p.power_budget_w * (1 + 1e-9))
+        """Within each type's supply cap and each system's over its sites, each site's rack limit and power budget
+        (solvers.milp (16); one site: the scenario's)."""
+        if np.any(installed > p.max_racks + 1e-9):
+            return False
+        if any(installed[m].sum() > p.max_racks[m].max() + 1e-9 for m in p.systems):
+            return False
+        racks = np.bincount(p.rack_sites, weights=installed, minlength=p.n_sites)
+        power = np.bincount(p.rack_sites, weights=p.rack_power_w * installed, minlength=p.n_sites)
+        return bool(np.all(racks <= p.site_rack_limits + 1e-9)
+                    and np.all(p.site_pues * power <= p.site_budgets_w * (1 + 1e-9)))
+
+    def platforms_hold(p, installed) -> bool:
+        """(7, 16): at most max_platforms systems, each bought at least its minimum over its sites."""
+        of_system = np.bincount(p.rack_systems, weights=installed)
+        least = np.zeros(len(of_system))
+        np.maximum.at(least, p.rack_systems, p.min_racks)
+        bought = of_system > 0.5
+        return bool(bought.sum() <= p.max_platforms and np.all(of_system[bought] >= least[bought] - 1e-9))
 
     def sample_cost(s, p, racks) -> float:
         best = math.inf
         for n in needs[s]:
             extra = np.maximum(n - racks, 0.0)
-            if (late is None and np.any(extra > 0)) or not fits(p, racks + extra):
+            if (late is None and np.any(extra > 0)) or not fits(p, racks + extra) or not platforms_hold(p, racks + extra):
                 continue
             best = min(best, 0.0 if late is None else (1.0 + late) * float(primary[s] @ extra))
         return float(primary[s] @ racks) + best
@@ -505,8 +521,7 @@ def robust_brute_force(problem) -> tuple[float, np.ndarray]:
     best, best_mean, fleet = math.inf, math.inf, np.zeros(H)
     for r in itertools.product(*(range(int(t) + 1) for t in top)):
         racks = np.array(r, dtype=float)
-        bought = racks > 0
-        if bought.sum() > rules.max_platforms or np.any(bought & (racks < rules.min_racks)):
+        if not platforms_hold(rules, racks):
             continue
         if not all(fits(p, racks) for p in samples):
             continue

@@ -302,23 +302,27 @@ def limits_platforms(problem) -> bool:
     return math.isfinite(problem.max_platforms) or bool(np.any(problem.min_racks > 0))
 
 
-def add_platform_rows(m, problem, racks, r_ub) -> list:
+def add_platform_rows(m, problem, racks, r_ub, tag: str = "", late=(), late_ub=None) -> list:
     """(7): a binary per system, 1 when any rack of it is bought at any site (racks_h <= R_h used_k(h)); at least
     min_racks_k racks over its sites when it is (sum_{h in k} racks_h >= min_racks_k used_k); at most max_platforms
-    systems. Returns the binaries (none when the problem limits neither)."""
+    systems. With a robust sample's late racks y_h (``late``, bounded by ``late_ub``), on racks_h + y_h: a system
+    bought late is bought, its minimum purchase and its platform counted in that sample. Returns the binaries (none
+    when the problem limits neither)."""
     if not limits_platforms(problem):
         return []
-    used = add_used(m, problem, racks, r_ub)
+    used = add_used(m, problem, racks, r_ub, tag, late, late_ub)
+    installed = installed_terms(racks, late)
     for k, u in enumerate(used):
         members = np.flatnonzero(system_index(problem) == k)
         least = float(problem.min_racks[members[0]])
         if least > 0:
-            lower = m.add_linear_constraint(lb=0.0, name=f"min_racks[h={int(members[0])}]")
+            lower = m.add_linear_constraint(lb=0.0, name=f"min_racks[{tag}h={int(members[0])}]")
             for h in members.tolist():
-                lower.set_coefficient(racks[h], 1.0)
+                for v in installed[h]:
+                    lower.set_coefficient(v, 1.0)
             lower.set_coefficient(u, -least)
     if math.isfinite(problem.max_platforms):
-        row = m.add_linear_constraint(ub=problem.max_platforms, name="platforms")
+        row = m.add_linear_constraint(ub=problem.max_platforms, name=f"platforms[{tag}]" if tag else "platforms")
         for u in used:
             row.set_coefficient(u, 1.0)
     return used
@@ -339,15 +343,18 @@ def systems_used(problem, racks) -> np.ndarray:
     return out
 
 
-def add_used(m, problem, racks, r_ub) -> list:
-    """used_k binaries, one per system (one per type at one site), with racks_h <= R_h used_k(h), shared by (7)
-    and (T)."""
+def add_used(m, problem, racks, r_ub, tag: str = "", late=(), late_ub=None) -> list:
+    """used_k binaries, one per system (one per type at one site), with racks_h (+ a robust sample's late y_h)
+    <= (R_h + its bound) used_k(h), shared by (7) and (T)."""
     index = system_index(problem)
-    used = [m.add_binary_variable(name=f"used[{k}]") for k in range(int(index.max(initial=-1)) + 1)]
+    used = [m.add_binary_variable(name=f"used[{tag}{k}]") for k in range(int(index.max(initial=-1)) + 1)]
+    installed = installed_terms(racks, late)
     for h in range(problem.n_hardware):
-        upper = m.add_linear_constraint(ub=0.0, name=f"used_upper[h={h}]")
-        upper.set_coefficient(racks[h], 1.0)
-        upper.set_coefficient(used[index[h]], -max(float(r_ub[h]), 0.0))
+        most = max(float(r_ub[h]), 0.0) + (max(float(late_ub[h]), 0.0) if late else 0.0)
+        upper = m.add_linear_constraint(ub=0.0, name=f"used_upper[{tag}h={h}]")
+        for v in installed[h]:
+            upper.set_coefficient(v, 1.0)
+        upper.set_coefficient(used[index[h]], -most)
     return used
 
 

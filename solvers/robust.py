@@ -179,10 +179,13 @@ def rack_upper_bounds(problem: RobustProblem) -> np.ndarray:
 
 
 def hard_caps(p) -> np.ndarray:
-    """K_sh of one sample: its supply cap, rack limit and power budget, in racks of each type."""
-    cap = np.minimum(p.max_racks, p.max_total_racks)
-    if math.isfinite(p.power_budget_w):
-        cap = np.minimum(cap, p.power_budget_w / (p.pue * p.floor_power_w) * (1.0 + 1e-12))
+    """K_sh of one sample: its supply cap, and its type's site's rack limit and power budget (solvers.milp (16); one
+    site: the scenario's), in racks of each type."""
+    site = p.rack_sites
+    cap = np.minimum(p.max_racks, p.site_rack_limits[site])
+    budget, pue = p.site_budgets_w[site], p.site_pues[site]
+    with np.errstate(divide="ignore", invalid="ignore"):  # a rack drawing nothing at rest: the other caps hold it
+        cap = np.where(np.isfinite(budget), np.minimum(cap, budget / (pue * p.floor_power_w) * (1.0 + 1e-12)), cap)
     return np.floor(cap * (1.0 + 1e-12))
 
 
@@ -199,7 +202,8 @@ def objective_floor(problem: RobustProblem) -> float:
 
 
 def _add_cap_rows(m, p, s: int, racks, late, r_ub) -> None:
-    """(5) of sample s: its hard caps on the installed racks, where the variables' box does not already hold them."""
+    """(5) of sample s: its hard caps on the installed racks, where the variables' box does not already hold them;
+    and (16) each system at several sites within its supply cap over them, sum_{h in k} (racks_h + late_sh) <= cap_k."""
     caps = hard_caps(p)
     most = r_ub + (formulation.rack_upper_bounds(p) if late else 0.0)  # the installed racks' box
     installed = formulation.installed_terms(racks, late)
@@ -207,6 +211,14 @@ def _add_cap_rows(m, p, s: int, racks, late, r_ub) -> None:
         row = m.add_linear_constraint(ub=float(caps[h]), name=f"cap[s={s},h={h}]")
         for v in installed[h]:
             row.set_coefficient(v, 1.0)
+    for k, members in enumerate(p.systems):
+        cap = float(p.max_racks[members].max())  # a type its site may not buy carries 0
+        if not math.isfinite(cap):
+            continue
+        row = m.add_linear_constraint(ub=cap, name=f"supply[s={s},k={k}]")
+        for h in members.tolist():
+            for v in installed[h]:
+                row.set_coefficient(v, 1.0)
 
 
 def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None = None) -> RobustModel:
@@ -255,7 +267,11 @@ def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None =
                        + [(v[g], -float(p.group_value[g]) / scale) for g in range(len(v))]
                        + [(x[j], float(c) / scale) for j, c in enumerate(formulation.column_primary_coefficients(p))
                           if c > 0])
-    formulation.add_platform_rows(m, problem.samples[0], racks, r_ub)
+    if late_factor is None:  # (7) on the fleet: every sample installs it as bought
+        formulation.add_platform_rows(m, problem.samples[0], racks, r_ub)
+    else:  # and on what each sample installs, its late racks with it (a system bought late is bought)
+        for s, p in enumerate(problem.samples):
+            formulation.add_platform_rows(m, p, racks, r_ub, f"s={s},", late_racks[s], formulation.rack_upper_bounds(p))
     t, exceeds = None, []
     if problem.percentile is not None:
         floor = objective_floor(problem)

@@ -185,13 +185,23 @@ def test_an_infeasible_plan_over_sites_says_which_site_and_what():
         solve(base.with_({"sites.0.power_budget_mw": 0.4, "sites.1.power_budget_mw": 0.3}))
 
 
-def test_a_robust_fleet_over_sites_is_refused_by_name(tmp_path):
+def test_a_robust_fleet_over_sites_keeps_each_sites_racks_and_holds_every_sample(tmp_path):
+    """One fleet for two demand levels of a small site split in two (OPTIMIZER.md 21): racks by system@site, each sample
+    served within each site's budget and floor space, the plan of the scenario itself checked (before: refused,
+    "robust fleets over several sites are not supported yet")."""
     from planner.sweep.robust import solve_robust
 
     sweep = tmp_path / "s.yaml"
-    sweep.write_text("base: x.yaml\naxes:\n  - {path: finance.electricity_usd_per_mwh, values: [60, 90]}\n")
-    with pytest.raises(InputError, match="robust fleets over several sites are not supported yet"):
-        solve_robust(load_scenario(TWO_SITES), str(sweep))
+    sweep.write_text("base: x.yaml\naxes:\n  - {path: workloads.0.requests_per_s, values: [300, 480]}\n")
+    base = scenario_with(SMALL.replace("8000", "300"), sites=[{"name": "a", "power_budget_mw": 0.1},
+                                                              {"name": "b", "power_budget_mw": 0.4}])
+    plan = solve_robust(base, str(sweep))
+    fleet = {f["hardware"]: f["robust_racks"] for f in plan.robust["fleet"]}
+    assert fleet and all("@" in h for h in fleet), fleet
+    assert plan.robust["samples"] == 2 and plan.robust["solver"]["status"] in ("optimal", "feasible")
+    assert all(c["ok"] for c in plan.checks)
+    d = plan.to_dict()
+    assert {f["hardware"] for f in d["fleet"] if f["racks"]} >= {h for h, n in fleet.items() if n}
 
 
 def test_the_two_site_plan_simulates_pool_by_pool_at_each_site(two_sites):

@@ -243,3 +243,57 @@ def test_rented_chips_rounded_up_past_an_offers_limit_over_its_sites_are_scaled_
     held = F.within_offers(p, rounded)
     assert held.sum() == pytest.approx(6.0, abs=1e-12) and held.sum() <= 6.0 + 1e-12
     assert F.within_offers(p, np.array([2.0, 3.0])).tolist() == [2.0, 3.0]  # within the limit: as it was
+
+
+# ---- one robust fleet over sites (solvers.robust with (16)) --------------------------------------------------------
+def two_site_samples(seed: int):
+    """2-3 samples of a random two-site problem: each its demand x U(0.6, 1.6) and its racks' cost x U(0.8, 1.3);
+    the mean or a percentile, half with a late premium."""
+    from solvers import robust as R
+
+    rng = np.random.default_rng(2000 + seed)
+    base = dataclasses.replace(two_site_problem(seed), objective="min_cost")
+    samples = [dataclasses.replace(base, demand=base.demand * rng.uniform(0.6, 1.6),
+                                   annual_cost_usd_per_rack=base.annual_cost_usd_per_rack * rng.uniform(0.8, 1.3))
+               for _ in range(int(rng.integers(2, 4)))]
+    return R.RobustProblem(samples, percentile=None if seed % 2 else 75.0,
+                           late_premium=0.5 if seed % 3 == 0 else None)
+
+
+def test_scip_and_highs_find_the_robust_brute_force_optimum_over_two_sites():
+    from solvers import robust as R
+
+    solved = 0
+    for seed in range(30):
+        p = two_site_samples(seed)
+        try:
+            exact, fleet = bf.robust_brute_force(p)
+        except ValueError:
+            continue  # too big to enumerate
+        solved += 1
+        for name in EXACT:
+            sol = R.optimize(p, name, relative_gap=1e-9)
+            if math.isinf(exact):
+                assert sol.status == "infeasible", (seed, name)
+                continue
+            assert sol.status == "optimal" and sol.violations == (), (seed, name, sol.violations)
+            assert sol.value == pytest.approx(exact, rel=1e-6), (seed, name, sol.racks, fleet)
+            assert R.evaluate(p, sol.racks, sol.replicas, late=sol.late).violations == ()
+    assert solved >= 15
+
+
+def test_a_robust_fleet_holds_each_sites_budget_and_a_systems_cap_over_its_sites():
+    from solvers import robust as R
+
+    # one system at two sites, 3 racks' demand in one sample and 2 in the other: site 0 (cheaper) holds 2 racks
+    # within its 20 kW; a cap of 3 racks over both sites still serves the larger sample (2 + 1)
+    low = dataclasses.replace(one_system_two_sites(20e3, INF, cap=3.0), demand=np.array([8.0]))
+    high = one_system_two_sites(20e3, INF, cap=3.0)
+    for name in EXACT:
+        sol = R.optimize(R.RobustProblem([low, high]), name, relative_gap=TIGHT)
+        assert sol.status == "optimal" and list(sol.racks) == [2, 1], (name, sol.racks)
+    # a cap of 2 over both sites: no fleet serves the larger sample (each site alone would take 2)
+    capped = [dataclasses.replace(q, max_racks=np.array([2.0, 2.0])) for q in (low, high)]
+    for name in EXACT:
+        assert R.optimize(R.RobustProblem(capped), name).status == "infeasible"
+    assert math.isinf(bf.robust_brute_force(R.RobustProblem(capped))[0])

@@ -293,6 +293,18 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
                  rack_ids=ids, site_views=views)
 
 
+def type_ids_of(scenario) -> list[str]:
+    """The names of a scenario's hardware types in its problem's order (``Built.type_ids``): its systems sorted, or
+    over several sites each site's systems sorted, named system@site, the sites in their order (``sites_problem``)."""
+    if not scenario.sites:
+        return sorted(scenario.resolved_hardware())
+    views = {name: scenario.at_site(name) for name in scenario.site_names()}
+    every: set = set()
+    for view in views.values():
+        every |= set(view.resolved_hardware())
+    return [rack_id(h, name) for name, view in views.items() for h in sorted(every) if h in view.resolved_hardware()]
+
+
 def named_at(cols: dict, site: str) -> dict:
     """Scored options with their systems named system@``site``."""
     return {**cols, **{c: np.array([rack_id(str(h), site) if h else "" for h in cols[c]], dtype=object).astype(str)

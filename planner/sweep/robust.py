@@ -69,7 +69,7 @@ class BaseFleet:
 def base_fleet_of(plan, reuse: bool, late_premium: float | None) -> BaseFleet:
     sol, built = plan.solution, plan.built
     settings = built.scenario.solver
-    return BaseFleet(tuple(h.id for h in built.hardware), np.asarray(sol.racks, dtype=float),
+    return BaseFleet(tuple(built.type_ids), np.asarray(sol.racks, dtype=float),
                      np.asarray(sol.replicas, dtype=float) if reuse else None, built.problem.objective,
                      settings.name, settings.time_limit_s, settings.relative_gap, late_premium)
 
@@ -81,7 +81,7 @@ def base_plan_in(plan, base: BaseFleet | None):
     if base is None or plan is None or plan.solution is None:
         return None
     problem = plan.built.problem
-    if problem.objective != base.objective or tuple(h.id for h in plan.built.hardware) != base.hardware:
+    if problem.objective != base.objective or tuple(plan.built.type_ids) != base.hardware:
         return None
     if base.replicas is not None and len(base.replicas) == problem.n_columns and problem.objective != "max_revenue":
         ev = milp.evaluate(problem, base.racks, base.replicas)  # the base plan as it stands, no solve
@@ -266,8 +266,8 @@ def solve_robust(scenario, samples_file, statistic: str = "mean", engine: str = 
     res = outcome.robust_outcome
     index = {h: i for i, h in enumerate(res.hardware)}
     racks = np.zeros(built.problem.n_hardware)
-    for i, h in enumerate(built.hardware):
-        racks[i] = res.solution.racks[index[h.id]]
+    for i, h in enumerate(built.type_ids):
+        racks[i] = res.solution.racks[index[h]]
     premium = res.late_premium or 0.0
     s = scenario.solver
 

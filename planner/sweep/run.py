@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 
 from planner.errors import InfeasibleError, InputError, PlannerError
-from planner.fleet.problem import build_problem
+from planner.fleet.problem import build_problem, type_ids_of
 from planner.fleet.solve import solve
 from planner.perf.pack import efficiency_key
 from planner.perf.uncertainty import uncertain_quantities
@@ -225,9 +225,6 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
     if base.periods and robust is not None:
         raise InputError("robust fleets of build-outs over periods are not supported yet; sweep the build-out "
                          "without --robust, or a single-period scenario with it", field="--robust")
-    if base.sites and robust is not None:  # docs/OPTIMIZER.md 21: the robust MILP holds one site's rows yet
-        raise InputError("robust fleets over several sites are not supported yet; sweep the sites without --robust, "
-                         "or one site with it", field="--robust")
     late_premium = spec.robustness.late_premium
     if late_premium is not None and base.objective == "min_power":
         raise InputError("a late premium needs a cost objective (min_cost or max_revenue): a rack bought late draws "
@@ -284,7 +281,8 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
         limit = r.time_limit_s or max(ROBUST_MIN_SECONDS, base.solver.time_limit_s)
         gap = base.solver.relative_gap if r.relative_gap is None else r.relative_gap
         try:
-            res = R.robust_fleet(kept, hardware, percentile, r.solver, limit, gap, late_premium, base_fleet)
+            res = R.robust_fleet(kept, type_ids_of(base), percentile, r.solver, limit, gap, late_premium,
+                                 base_fleet)  # its racks by hardware type (system@site over several sites)
         except InputError:
             raise
         except PlannerError as exc:  # no robust fleet (infeasible, or the solver's limit): the variants still stand

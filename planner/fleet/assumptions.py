@@ -284,9 +284,14 @@ def assumptions(d: dict) -> list[str]:
         lines.append(f"{w['name']}: peak {w['peak_to_mean']:g}x the mean rate; {spec}"
                      + (f"; precision pinned to {w['precision']}" if w.get("precision") else ""))
         if w.get("api"):
+            stated = [f"{o[0]} {o[5]:g} s" for o in w["api"] if len(o) > 5]
+            unstated = [o[0] for o in w["api"] if len(o) <= 5]
+            ttft = "; TTFT " + "; ".join(
+                ([f"as stated ({', '.join(stated)}), an offer above the workload's target left out"] if stated else [])
+                + ([f"unstated for {', '.join(unstated)}, taken to meet the target"] if unstated else []))
             lines.append(f"{w['name']}: hosted api offers ({', '.join(o[0] for o in w['api'])}) taken at their stated "
-                         f"speed (max_tps_per_user) with no rate limit and their TTFT unchecked, priced on the tokens "
-                         f"they serve at the mean rate; an offer below the tier is left out")
+                         f"speed (max_tps_per_user) with no rate limit, priced on the tokens they serve at the mean "
+                         f"rate; an offer below the tier is left out" + ttft)
     if d["objective"] == "max_revenue":
         prices = sc.get("prices_usd_per_mtok") or {}
         lines.append("prices: " + (", ".join(f"{k} {v:g} USD/Mtok" for k, v in prices.items()) or "per workload"))

@@ -486,13 +486,16 @@ def api_checks(name: str, row: dict, demand) -> tuple[list[dict], tuple]:
     offer = next((o for o in demand.api_offers() if o["name"] == row.get("measurement")), None)
     if offer is None or row["hardware"] != API_PREFIX + str(row.get("measurement")):
         return [result(name, False, f"{row.get('measurement')!r} is not an api offer of {demand.name} that reaches "
-                                    f"its {demand.min_tps_per_user:g} tok/s per user")], (0.0, 0.0)
+                                    f"its {demand.min_tps_per_user:g} tok/s per user and its {demand.ttft_s:g} s "
+                                    f"TTFT")], (0.0, 0.0)
     share = float(row["replicas"])
     out = [result(name + " share", 0.0 <= share <= 1.0 + 1e-9, f"{share:.6g} of the workload")]
     output, prefill = share * demand.sized_output_tokens_per_s, share * demand.sized_prefill_tokens_per_s
     out.append(same(name + " output_tokens_per_s", row.get("output_tokens_per_s"), output))
     out.append(same(name + " prefill_tokens_per_s", row.get("prefill_tokens_per_s"), prefill))
     out.append(same(name + " tps_per_user", row.get("tps_per_user"), offer["max_tps_per_user"]))
+    if offer["ttft_s"] is not None:  # the offer's stated TTFT, within the workload's target (api_offers)
+        out.append(same(name + " ttft_s", row.get("ttft_s"), offer["ttft_s"]))
     out.append(same(name + " api_cost_usd", row.get("api_cost_usd"),
                     share * sum(demand.api_cost_parts(offer).values())))
     return out, (output, prefill)

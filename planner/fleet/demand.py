@@ -57,7 +57,7 @@ class Demand:
     auto_methods: tuple = ()  # speculative auto: the drafters it considers (none first)
     headroom: float = 0.0  # site.capacity_headroom: pools sized for the peak x (1 + this)
     redundancy: str = "none"  # spare replicas a pool holds: none, n+K (K spares) or rack (planner.fleet.spares)
-    api: tuple = ()  # hosted offers: ((name, usd/Mtok input, cached input, output, max tok/s per user), ...)
+    api: tuple = ()  # hosted offers: ((name, usd/Mtok input, cached input, output, max tok/s per user[, ttft s]), ...)
     input_lengths: dict | None = None  # the prompt length distribution's spec (planner.lengths); None: fixed
     output_lengths: dict | None = None  # the visible output's; None: fixed
     turns: int = 1  # agentic: model calls per session (1: every call independent)
@@ -242,9 +242,12 @@ class Demand:
         return d
 
     def api_offers(self) -> list[dict]:
-        """The hosted offers that reach this workload's tier, as mappings."""
+        """The hosted offers that reach this workload's tier and, where they state their TTFT (``ttft_s``: None
+        where not), its TTFT target, as mappings."""
         keys = ("name", "usd_per_mtok_input", "usd_per_mtok_cached_input", "usd_per_mtok_output", "max_tps_per_user")
-        return [dict(zip(keys, o)) for o in self.api if o[4] >= self.min_tps_per_user * (1 - 1e-12)]
+        offers = [{**dict(zip(keys, o)), "ttft_s": o[5] if len(o) > 5 else None} for o in self.api]
+        return [o for o in offers if o["max_tps_per_user"] >= self.min_tps_per_user * (1 - 1e-12)
+                and (o["ttft_s"] is None or o["ttft_s"] <= self.ttft_s * (1 + 1e-12))]
 
     def api_cost_parts(self, offer: dict) -> dict:
         """USD a year of sending this whole workload (its mean rate) to ``offer``: prompt tokens it prefills,
@@ -272,11 +275,11 @@ class Demand:
         if "api" in values:
             offers = values["api"]
             if not isinstance(offers, (list, tuple)) or not all(
-                    isinstance(o, (list, tuple)) and len(o) == 5 and isinstance(o[0], str) and all(
+                    isinstance(o, (list, tuple)) and len(o) in (5, 6) and isinstance(o[0], str) and all(
                         isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
                         for x in o[1:]) for o in offers):
                 raise ValueError(f"demand {values.get('name')!r}: api is {offers!r}, not [[name, in, cached, out, "
-                                 f"tok/s], ...]")
+                                 f"tok/s(, ttft s)], ...]")
             values["api"] = tuple((str(o[0]), *(float(x) for x in o[1:])) for o in offers)
         for key in ("input_lengths", "output_lengths"):
             if values.get(key) is not None:
@@ -333,7 +336,8 @@ def demand_of(workload, model: Model, price_usd_per_mtok: float | None = None, h
         auto_methods=auto_methods(model) if auto else (), headroom=float(headroom), redundancy=redundancy,
         api=tuple((a.name, float(a.usd_per_mtok_input), float(a.usd_per_mtok_input if a.usd_per_mtok_cached_input
                                                               is None else a.usd_per_mtok_cached_input),
-                   float(a.usd_per_mtok_output), float(a.max_tps_per_user)) for a in workload.api),
+                   float(a.usd_per_mtok_output), float(a.max_tps_per_user),
+                   *(() if a.ttft_s is None else (float(a.ttft_s),))) for a in workload.api),
         input_lengths=workload.input_lengths.spec, output_lengths=workload.output_lengths.spec,
         turns=int(workload.turns), tool_call_gap_s=float(workload.tool_call_gap_s) if workload.turns > 1 else 0.0,
         turn_growth_tokens=float(workload.output_tokens + workload.context_growth_tokens_per_turn)

@@ -434,7 +434,7 @@ def api_row(built: Built, j: int, share: float) -> dict:
         "spare_replicas": 0.0,
         "chips_per_replica": 0, "tensor_parallel": 0, "pipeline_parallel": 0, "expert_parallel": False, "batch": 0,
         "precision": "", "speculative": "none", "draft_tokens": 0, "acceptance": 0.0,
-        "tps_per_user": offer["max_tps_per_user"], "ttft_s": None,
+        "tps_per_user": offer["max_tps_per_user"], "ttft_s": offer["ttft_s"],  # as the offer states it, if it does
         **{f"ttft_p{p}_s": None for p in TTFT_PERCENTILES},
         "output_tokens_per_s": share * demand.sized_output_tokens_per_s,
         "prefill_tokens_per_s": share * demand.sized_prefill_tokens_per_s,

@@ -509,7 +509,8 @@ def without_api(cols: dict) -> dict:
 
 
 def with_api(cols: dict, demands: list[Demand]) -> dict:
-    """``cols`` with one column per hosted offer that reaches its workload's tier."""
+    """``cols`` with one column per hosted offer that reaches its workload's tier (and TTFT, where it states one:
+    its row's ``ttft_s``)."""
     rows = [(d, o) for d in demands for o in d.api_offers()]
     if not rows:
         return cols
@@ -518,7 +519,8 @@ def with_api(cols: dict, demands: list[Demand]) -> dict:
         values = dict(NOT_SPLIT, workload=d.name, kind=API_KIND, hardware=API_PREFIX + o["name"], precision="",
                       tensor_parallel=0, pipeline_parallel=0, expert_parallel=False, speculative="none",
                       draft_tokens=0, acceptance=0.0, batch=0, chips=0, tps_per_user=o["max_tps_per_user"],
-                      ttft_s=float("nan"), output_tokens_per_s=d.sized_output_tokens_per_s,
+                      ttft_s=float("nan") if o["ttft_s"] is None else o["ttft_s"],
+                      output_tokens_per_s=d.sized_output_tokens_per_s,
                       prefill_tokens_per_s=d.sized_prefill_tokens_per_s, prefill_share=float("nan"), power_w=0.0,
                       source=API_KIND, measurement=o["name"], decode_slots=0.0, spare_pool=1.0, spare_share=0.0)
         for c in cols:

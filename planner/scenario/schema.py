@@ -281,6 +281,10 @@ class ApiOffer(_Section):
     usd_per_mtok_output: NonNegNumber = Field(description="USD per million output tokens (reasoning included)")
     max_tps_per_user: PosNumber = Field(
         description="output tokens/s per user it reaches: it serves the workload only at or above its tier")
+    ttft_s: PosNumber | None = Field(
+        None, description="time to first token its users see at the workload's TTFT percentile, measured at the "
+        "client (network, gateway and queue included): it serves the workload only at or under its ttft_s; "
+        "unstated, it is taken to meet it (said in the plan's assumptions)")
 
 
 class Workload(_Section):

@@ -273,16 +273,19 @@ def add_total_racks_row(m, problem, racks, tag: str = "", late=()) -> None:
                 row.set_coefficient(v, 1.0)
 
 
-def add_supply_rows(m, problem, racks, new=()) -> None:
+def add_supply_rows(m, problem, racks, new=(), tag: str = "", late=()) -> None:
     """(16): a system at several sites buys at most its supply cap over them all, sum_{h in k} new_h <= cap_k
-    (new_h = racks_h without an installed fleet); a type alone has the cap as its bound already."""
+    (new_h = racks_h without an installed fleet; with a robust sample's late racks y_h, racks_h + y_h); a type
+    alone has the cap as its bound already."""
+    bought = installed_terms(new or racks, late)
     for k, members in enumerate(problem.systems):
         cap = float(problem.max_racks[members].max())  # a type its site may not buy carries 0
         if not math.isfinite(cap):
             continue
-        row = m.add_linear_constraint(ub=cap, name=f"supply[k={k}]")
+        row = m.add_linear_constraint(ub=cap, name=f"supply[{tag}k={k}]")
         for h in members.tolist():
-            row.set_coefficient((new or racks)[h], 1.0)
+            for v in bought[h]:
+                row.set_coefficient(v, 1.0)
 
 
 def add_offer_rows(m, problem, rented) -> None:

@@ -211,14 +211,7 @@ def _add_cap_rows(m, p, s: int, racks, late, r_ub) -> None:
         row = m.add_linear_constraint(ub=float(caps[h]), name=f"cap[s={s},h={h}]")
         for v in installed[h]:
             row.set_coefficient(v, 1.0)
-    for k, members in enumerate(p.systems):
-        cap = float(p.max_racks[members].max())  # a type its site may not buy carries 0
-        if not math.isfinite(cap):
-            continue
-        row = m.add_linear_constraint(ub=cap, name=f"supply[s={s},k={k}]")
-        for h in members.tolist():
-            for v in installed[h]:
-                row.set_coefficient(v, 1.0)
+    formulation.add_supply_rows(m, p, racks, tag=f"s={s},", late=late)
 
 
 def build(problem: RobustProblem, solver_name: str = "scip", cap: float | None = None) -> RobustModel:

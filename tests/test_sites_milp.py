@@ -64,30 +64,44 @@ def same_objective(a: float, b: float) -> bool:
     return (math.isinf(a) and math.isinf(b)) or abs(a - b) <= REL * max(abs(a), abs(b))
 
 
-def test_the_brute_force_kernel_matches_its_twin_on_two_sites():
-    for seed in range(40):
-        p = two_site_problem(seed)
+def brute_force_twins_agree(problems) -> None:
+    """The jitted brute force and its plain-Python twin: the same feasibility and optimum on every problem."""
+    for seed, p in enumerate(problems):
         jit, py = bf.brute_force(p), bf.brute_force_python(p)
         assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), (seed, jit.objective,
                                                                                              py.objective)
+
+
+def test_the_brute_force_kernel_matches_its_twin_on_two_sites():
+    brute_force_twins_agree(two_site_problem(seed) for seed in range(40))
+    for seed in range(40):
+        p = two_site_problem(seed)
+        jit = bf.brute_force(p)
         if jit.feasible:
             ev = F.evaluate(p, jit.racks, jit.replicas)
             assert ev.feasible and ev.objective == pytest.approx(jit.objective, rel=1e-12), (seed, ev.violations)
 
 
-def test_scip_and_highs_agree_with_the_brute_force_on_two_sites():
-    feasible = 0
-    for seed in range(40):
-        p = two_site_problem(seed)
+def solved_as_the_brute_force(problems) -> list[tuple]:
+    """(brute-force result, solution) of SCIP and HiGHS on each problem: the same optimum, each plan re-checked by
+    evaluate (its rented chips with it)."""
+    out = []
+    for seed, p in enumerate(problems):
         want = bf.brute_force(p)
         for name in EXACT:
             sol = F.optimize(p, name, relative_gap=TIGHT)
             got = sol.objective if sol.status == "optimal" else INF
             assert same_objective(got, want.objective), (seed, name, got, want.objective)
             if sol.status == "optimal":
-                assert sol.violations == () and F.evaluate(p, sol.racks, sol.replicas).feasible
-        feasible += want.feasible
-    assert feasible >= 15
+                ev = F.evaluate(p, sol.racks, sol.replicas, rented=sol.rented)
+                assert sol.violations == () and ev.feasible, (seed, name, ev.violations)
+            out.append((want, sol))
+    return out
+
+
+def test_scip_and_highs_agree_with_the_brute_force_on_two_sites():
+    solved = solved_as_the_brute_force(two_site_problem(seed) for seed in range(40))
+    assert sum(want.feasible for want, _ in solved) >= 15 * len(EXACT)
 
 
 def one_system_two_sites(budget_a_w: float, budget_b_w: float, pue=(1.0, 1.0), cap=INF, least=0.0,
@@ -180,28 +194,12 @@ def with_shared_offers(p: F.FleetProblem, seed: int) -> F.FleetProblem:
 
 
 def test_the_brute_force_kernel_matches_its_twin_with_offers_over_two_sites():
-    for seed in range(40):
-        p = with_shared_offers(two_site_problem(seed), seed)
-        jit, py = bf.brute_force(p), bf.brute_force_python(p)
-        assert jit.feasible == py.feasible and same_objective(jit.objective, py.objective), (seed, jit.objective,
-                                                                                             py.objective)
+    brute_force_twins_agree(with_shared_offers(two_site_problem(seed), seed) for seed in range(40))
 
 
 def test_scip_and_highs_agree_with_the_brute_force_with_offers_over_two_sites():
-    renting = 0
-    for seed in range(40):
-        p = with_shared_offers(two_site_problem(seed), seed)
-        want = bf.brute_force(p)
-        for name in EXACT:
-            sol = F.optimize(p, name, relative_gap=TIGHT)
-            got = sol.objective if sol.status == "optimal" else INF
-            assert same_objective(got, want.objective), (seed, name, got, want.objective)
-            if sol.status == "optimal":
-                assert sol.violations == ()
-                ev = F.evaluate(p, sol.racks, sol.replicas, rented=sol.rented)
-                assert ev.feasible, (seed, name, ev.violations)
-                renting += bool(np.sum(sol.rented) > 0)
-    assert renting >= 10
+    solved = solved_as_the_brute_force(with_shared_offers(two_site_problem(seed), seed) for seed in range(40))
+    assert sum(sol.status == "optimal" and np.sum(sol.rented) > 0 for _, sol in solved) >= 10
 
 
 @pytest.mark.parametrize("solver", EXACT)
@@ -261,25 +259,9 @@ def two_site_samples(seed: int):
 
 
 def test_scip_and_highs_find_the_robust_brute_force_optimum_over_two_sites():
-    from solvers import robust as R
+    from tests.test_robust import robust_as_the_brute_force
 
-    solved = 0
-    for seed in range(30):
-        p = two_site_samples(seed)
-        try:
-            exact, fleet = bf.robust_brute_force(p)
-        except ValueError:
-            continue  # too big to enumerate
-        solved += 1
-        for name in EXACT:
-            sol = R.optimize(p, name, relative_gap=1e-9)
-            if math.isinf(exact):
-                assert sol.status == "infeasible", (seed, name)
-                continue
-            assert sol.status == "optimal" and sol.violations == (), (seed, name, sol.violations)
-            assert sol.value == pytest.approx(exact, rel=1e-6), (seed, name, sol.racks, fleet)
-            assert R.evaluate(p, sol.racks, sol.replicas, late=sol.late).violations == ()
-    assert solved >= 15
+    assert sum(robust_as_the_brute_force(two_site_samples(seed), seed) for seed in range(30)) >= 15
 
 
 def test_a_robust_fleet_holds_each_sites_budget_and_a_systems_cap_over_its_sites():

@@ -257,3 +257,23 @@ def test_each_site_sheds_at_its_own_peak(two_sites):
     moved["curtailment"][1]["site"] = "colo"
     assert any(c["check"].startswith("curtailment") for c in check(moved) if not c["ok"])
     assert "at city sheds" in " ".join(render_plan_html(two_sites).split())
+
+
+def test_a_sweep_over_sites_counts_each_sites_racks(tmp_path):
+    """A sweep of a scenario over several sites reports racks by system@site, as its plans buy them (before, its
+    racks.<system> columns looked up the plans' system@site rows by system id: every variant showed 0 racks of
+    every system, and the summary said "in the plan: no system")."""
+    from planner.sweep.report import summary_lines
+    from planner.sweep.run import run_sweep
+
+    base = scenario_with(SMALL.replace("8000", "300"), sites=[{"name": "a", "power_budget_mw": 0.1},
+                                                              {"name": "b", "power_budget_mw": 0.4}])
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base.model_dump(mode="json", exclude_unset=True)))
+    (tmp_path / "s.yaml").write_text("base: base.yaml\naxes:\n  - {path: workloads.0.requests_per_s, "
+                                     "values: [300, 480]}\n")
+    table = run_sweep(tmp_path / "s.yaml", workers=1, regret=False)
+    racks = [c for c in table.columns if c.startswith("racks.")]
+    assert racks and all("@" in c for c in racks), racks
+    assert all(sum(row[c] for c in racks) > 0 for row in table.to_dicts())
+    in_plan = next(line for line in summary_lines(table) if line.startswith("in the plan"))
+    assert "@" in in_plan and "no system" not in in_plan, in_plan

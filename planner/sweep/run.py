@@ -251,7 +251,7 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
             base_fleet = R.base_fleet_of(base_plan, reuse, late_premium)
         except InfeasibleError:
             base_plan = None  # no base plan: its regret columns stay null
-    hardware = sorted(base.resolved_hardware())
+    hardware = type_ids_of(base)  # the plans' hardware types: over several sites system@site (racks.<type> columns)
     workloads = [w.name for w in base.workloads]
     jobs = list(enumerate(drawn))
     workers = workers or os.cpu_count() or 1
@@ -281,8 +281,7 @@ def sweep(path, engine: str = "local", address: str | None = None, workers: int 
         limit = r.time_limit_s or max(ROBUST_MIN_SECONDS, base.solver.time_limit_s)
         gap = base.solver.relative_gap if r.relative_gap is None else r.relative_gap
         try:
-            res = R.robust_fleet(kept, type_ids_of(base), percentile, r.solver, limit, gap, late_premium,
-                                 base_fleet)  # its racks by hardware type (system@site over several sites)
+            res = R.robust_fleet(kept, hardware, percentile, r.solver, limit, gap, late_premium, base_fleet)
         except InputError:
             raise
         except PlannerError as exc:  # no robust fleet (infeasible, or the solver's limit): the variants still stand

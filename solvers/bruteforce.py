@@ -467,7 +467,7 @@ def buildout_brute_force(problem, most_racks: int = 3) -> tuple[float, np.ndarra
 def robust_brute_force(problem) -> tuple[float, np.ndarray]:
     """The least statistic (mean or percentile) of a tiny all-integer robust problem (``solvers.robust``) by
     enumeration, and its fleet: every rack vector within the samples' bounds (solvers.robust.rack_upper_bounds)
-    and (7)'s platform rules. In each sample the fleet's cost is its racks' plus, with a late premium e, the
+    and (7)'s platform rules (with a late premium, on what each sample installs, its late racks with it). In each sample the fleet's cost is its racks' plus, with a late premium e, the
     cheapest late racks (1 + e) p_s max(need - racks, 0) over the sample's covering needs (step 1 of
     ``brute_force``) whose installed racks fit its supply caps, power budget and rack limit; without a premium the
     fleet must hold a need as bought. Among equal statistics the lower mean wins (as (Q2) of solvers.robust).
@@ -521,7 +521,7 @@ def robust_brute_force(problem) -> tuple[float, np.ndarray]:
     best, best_mean, fleet = math.inf, math.inf, np.zeros(H)
     for r in itertools.product(*(range(int(t) + 1) for t in top)):
         racks = np.array(r, dtype=float)
-        if not platforms_hold(rules, racks):
+        if late is None and not platforms_hold(rules, racks):  # with late racks, each sample's installed holds them
             continue
         if not all(fits(p, racks) for p in samples):
             continue

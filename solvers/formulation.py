@@ -108,12 +108,17 @@ def rack_upper_bounds(problem) -> np.ndarray:
     need = np.maximum(need, problem.racks_at_least)  # (8): kept racks, within the caps
     ub = np.minimum(problem.max_racks + problem.installed_racks, np.ceil(need * (1.0 - 1e-12)))
     ub = np.minimum(ub, problem.max_new_racks + problem.installed_racks)  # (9)
-    site = problem.rack_sites  # (16): each type within its own site's limits
-    ub = np.minimum(ub, problem.site_rack_limits[site])
+    return np.floor(np.minimum(ub, site_caps(problem)) * (1.0 + 1e-12))
+
+
+def site_caps(problem) -> np.ndarray:
+    """[H] (16) the racks of each type its own site's floor space and power budget hold alone (inf where neither
+    limits it; a rack at rest drawing nothing is bounded by the floor space alone)."""
+    site = problem.rack_sites
     budget, pue = problem.site_budgets_w[site], problem.site_pues[site]
-    with np.errstate(divide="ignore", invalid="ignore"):  # a rack at rest drawing nothing is bounded by the rest alone
-        ub = np.where(np.isfinite(budget), np.minimum(ub, budget / (pue * problem.floor_power_w) * (1.0 + 1e-12)), ub)
-    return np.floor(ub * (1.0 + 1e-12))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = np.where(np.isfinite(budget), budget / (pue * problem.floor_power_w) * (1.0 + 1e-12), np.inf)
+    return np.minimum(problem.site_rack_limits[site], power)
 
 
 def rent_upper_bounds(problem) -> np.ndarray:

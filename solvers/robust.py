@@ -181,12 +181,7 @@ def rack_upper_bounds(problem: RobustProblem) -> np.ndarray:
 def hard_caps(p) -> np.ndarray:
     """K_sh of one sample: its supply cap, and its type's site's rack limit and power budget (solvers.milp (16); one
     site: the scenario's), in racks of each type."""
-    site = p.rack_sites
-    cap = np.minimum(p.max_racks, p.site_rack_limits[site])
-    budget, pue = p.site_budgets_w[site], p.site_pues[site]
-    with np.errstate(divide="ignore", invalid="ignore"):  # a rack drawing nothing at rest: the other caps hold it
-        cap = np.where(np.isfinite(budget), np.minimum(cap, budget / (pue * p.floor_power_w) * (1.0 + 1e-12)), cap)
-    return np.floor(cap * (1.0 + 1e-12))
+    return np.floor(np.minimum(p.max_racks, formulation.site_caps(p)) * (1.0 + 1e-12))
 
 
 def _primary(problem: RobustProblem) -> np.ndarray:

@@ -194,23 +194,25 @@ def family_of(hardware: dict, hw_id: str | None) -> str | None:
     return entry.get("family") if isinstance(entry, dict) else None
 
 
+def catalog_figure(hardware: dict, hw_id: str | None, *path: str) -> float | None:
+    """A figure of the system's entry in the plan's catalog (``path`` to its ``{value}``), where it has one of at
+    least 1."""
+    node: object = hardware.get(hw_id) if hw_id else None
+    for key in (*path, "value"):
+        node = node.get(key) if isinstance(node, dict) else None
+    return float(node) if isinstance(node, (int, float)) and node >= 1 else None
+
+
 def node_chips_of(hardware: dict, hw_id: str | None) -> int | None:
     """Chips one host of the system holds, from the plan's catalog entry (rack.node_chips), where it has one."""
-    entry = hardware.get(hw_id) if hw_id else None
-    rack = entry.get("rack") if isinstance(entry, dict) else None
-    node = rack.get("node_chips") if isinstance(rack, dict) else None
-    value = node.get("value") if isinstance(node, dict) else None
-    return int(value) if isinstance(value, (int, float)) and value >= 1 else None
+    value = catalog_figure(hardware, hw_id, "rack", "node_chips")
+    return int(value) if value is not None else None
 
 
 def domain_chips_of(hardware: dict, hw_id: str | None) -> float | None:
     """Chips in one scale-up domain of the system, from the plan's catalog entry (chip.scale_up.domain_chips),
     where it has one."""
-    entry = hardware.get(hw_id) if hw_id else None
-    node: object = entry
-    for key in ("chip", "scale_up", "domain_chips", "value"):
-        node = node.get(key) if isinstance(node, dict) else None
-    return float(node) if isinstance(node, (int, float)) and node >= 1 else None
+    return catalog_figure(hardware, hw_id, "chip", "scale_up", "domain_chips")
 
 
 # ---- what every target shares ----------------------------------------------------------------------------------

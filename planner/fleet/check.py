@@ -505,8 +505,7 @@ def rental_checks(rentals: list, inputs: Inputs) -> list[dict]:
     """Each rented row (OPTIMIZER.md 11): an offer of its system, within the offer's chips, at its price."""
     out = []
     for r in rentals:
-        hw = inputs.hardware.get(r.get("hardware"))
-        offer = next((o for o in hw.rental if o.name == r.get("offer")), None) if hw is not None else None
+        offer = rented_offer(r, inputs)
         name = f"rental {r.get('hardware')}/{r.get('offer')}"
         if offer is None:
             out.append(result(name, False, "no such rental offer among the plan's hardware"))
@@ -523,14 +522,19 @@ def rental_checks(rentals: list, inputs: Inputs) -> list[dict]:
     return out + offer_checks(rentals, inputs)
 
 
+def rented_offer(row: dict, inputs: Inputs):
+    """The rental offer a plan's ``rentals`` row names, among its system's offers; None where there is none."""
+    hw = inputs.hardware.get(row.get("hardware"))
+    return next((o for o in hw.rental if o.name == row.get("offer")), None) if hw is not None else None
+
+
 def offer_checks(rentals: list, inputs: Inputs) -> list[dict]:
     """(OPTIMIZER.md 21) each offer rented at several sites (its system's type at each) within its chips over them
     all: one offer rented at two sites is one provider's capacity, not two."""
     total: dict[tuple[str, str], float] = {}
     limit: dict[tuple[str, str], float] = {}
     for r in rentals:
-        hw = inputs.hardware.get(r.get("hardware"))
-        offer = next((o for o in hw.rental if o.name == r.get("offer")), None) if hw is not None else None
+        offer = rented_offer(r, inputs)
         if offer is None or site_of(str(r.get("hardware"))) is None:
             continue  # no such offer (rental_checks says so), or one site: the row's own check is the offer's
         key = (system_of(str(r["hardware"])), offer.name)

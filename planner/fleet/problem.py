@@ -256,10 +256,7 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
     of the systems it holds and the workloads it may serve, its types named system@site; the sites' tables
     concatenated into one problem (``solvers.components.concatenated``), hosted API columns once."""
     views = {name: scenario.at_site(name) for name in scenario.site_names()}
-    hardware: dict = {}
-    for view in views.values():
-        hardware.update(view.resolved_hardware())
-    hardware = dict(sorted(hardware.items()))
+    hardware, by_site = site_types(views)
     # (12, 16): an offer is numbered once over the sites, so that its chips rented at each share its limit
     offer_ids = {(h, o.name): i for i, (h, o) in enumerate((h, o) for h, hw in hardware.items() for o in hw.rental)}
     demands = demands_of(scenario)
@@ -275,8 +272,7 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
     engine_s = time.perf_counter() - t0
     parts, ids, hw_list = [], [], []
     for i, (name, view) in enumerate(views.items()):
-        mine = view.resolved_hardware()
-        types = {rack_id(h, name): hw for h, hw in hardware.items() if h in mine}
+        types = by_site[name]
         serves = {w.name for w in scenario.workloads if scenario.serves_at(w, name)}
         # scored options named for this site first; a reused Built's are named already, its hosted ones at site 0
         site_cols = of_site(cols if reuse else named_at(cols, name), set(types), serves, hosted=i == 0)
@@ -293,16 +289,27 @@ def sites_problem(scenario, progress=None, deadline: float = math.inf, options_f
                  rack_ids=ids, site_views=views)
 
 
+def site_types(views: dict) -> tuple[dict, dict]:
+    """(every system any site may hold, id -> catalog entry, sorted; per site, its hardware types, system@site ->
+    entry, in that order): the types of a problem over several sites, site after site (``sites_problem``)."""
+    hardware: dict = {}
+    for view in views.values():
+        hardware.update(view.resolved_hardware())
+    hardware = dict(sorted(hardware.items()))
+    by_site = {}
+    for name, view in views.items():
+        mine = view.resolved_hardware()
+        by_site[name] = {rack_id(h, name): hw for h, hw in hardware.items() if h in mine}
+    return hardware, by_site
+
+
 def type_ids_of(scenario) -> list[str]:
     """The names of a scenario's hardware types in its problem's order (``Built.type_ids``): its systems sorted, or
-    over several sites each site's systems sorted, named system@site, the sites in their order (``sites_problem``)."""
+    over several sites each site's (``site_types``)."""
     if not scenario.sites:
         return sorted(scenario.resolved_hardware())
-    views = {name: scenario.at_site(name) for name in scenario.site_names()}
-    every: set = set()
-    for view in views.values():
-        every |= set(view.resolved_hardware())
-    return [rack_id(h, name) for name, view in views.items() for h in sorted(every) if h in view.resolved_hardware()]
+    _, by_site = site_types({name: scenario.at_site(name) for name in scenario.site_names()})
+    return [t for types in by_site.values() for t in types]
 
 
 def named_at(cols: dict, site: str) -> dict:

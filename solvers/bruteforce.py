@@ -387,6 +387,21 @@ def brute_force_python(problem, rack_ub=None, replica_ub=None) -> BruteForceResu
                             True, 0, covering, np.array(best, dtype=float))
 
 
+def within_sites(problem, t: int, installed: np.ndarray) -> bool:
+    """A build-out's racks ``installed`` [H] in period ``t`` within (5) each system's cap over its sites and (3, 4)
+    each site's power and floor space (8; one site: the site's)."""
+    if any(installed[m].sum() > problem.max_racks[m].max() + 1e-9 for m in problem.systems):
+        return False
+    for k in range(problem.n_sites):
+        at = problem.rack_sites == k
+        if installed[at].sum() > problem.site_rack_limits[t, k] + 1e-9:
+            return False
+        if problem.site_pues[k] * float(problem.rack_power_w[at] @ installed[at]) > problem.site_budgets_w[t, k] * (
+                1 + 1e-9):
+            return False
+    return True
+
+
 def buildout_brute_force(problem, most_racks: int = 3) -> tuple[float, np.ndarray]:
     """The least expected present cost of a tiny all-integer build-out (``solvers.multiperiod``) by enumeration,
     and its purchases [T, S, H]: every first order, then in each scenario every later order, with at most
@@ -414,9 +429,7 @@ def buildout_brute_force(problem, most_racks: int = 3) -> tuple[float, np.ndarra
     cost = np.where(problem.available, problem.buy_cost, 0.0)
 
     def holds(t, s, installed) -> bool:
-        if np.any(installed > problem.max_racks + 1e-9) or installed.sum() > problem.max_total_racks[t] + 1e-9:
-            return False
-        if problem.pue * float(problem.rack_power_w @ installed) > problem.power_budget_w[t] * (1 + 1e-9):
+        if not within_sites(problem, t, installed):
             return False
         n = needs[s, t]
         return bool(len(n)) and bool(np.any(np.all(n <= installed + 1e-9, axis=1)))

@@ -32,6 +32,11 @@ systems can be bought, never what an option serves.
 #   (4) sum_h n_tsh <= max_total_racks_t                            the period's floor space
 #   (5) n_tsh <= max_racks_h                                        supply caps, on installed racks
 #   (6) fixed_first: b_0h = given (the mean-demand plan's first order, evaluated on the scenarios)
+#   (8) several sites (OPTIMIZER.md 21): each type h is a system k(h) at a site n(h) (rack_site, rack_system; by
+#       default one site and each type its own system). (3) and (4) become one row per period, scenario and site,
+#       pue_n sum_{h at n} rack_power_w_h n_tsh <= power_budget_tn and sum_{h at n} n_tsh <= max_total_racks_tn,
+#       and (5) one row per system over its sites, sum_{h in k} n_tsh <= max_racks_k (each type of k carries k's
+#       cap: its supply cap plus the racks installed at the start at every site). A column stands at one site.
 #   (7) max_revenue (group_value given): shares v_tsg in [0, 1] of each sold good g (a workload's rows); (1) becomes
 #       sum_j coverage_jw x_tsj >= v_ts,g(w) demand_stw, and (O) subtracts sum_s p_s sum_t sum_g value_stg v_tsg
 #       (value_stg: present value of serving g's whole demand in period t of scenario s). buy_cost is then USD.
@@ -84,6 +89,13 @@ class BuildOutProblem:
     group_value: np.ndarray | None = None  # [S, T, G] (7) max_revenue: present value of serving each good whole
     row_group: np.ndarray | None = None  # [W] (7) the good each demand row belongs to
     core_chips: np.ndarray | None = None  # [J, H] (2c) wide stages' core chips in rack chips (OPTIMIZER.md 17)
+    # (8) several sites: None is one site, whose figures are pue, power_budget_w and max_total_racks above (then
+    # left at no limit with sites: each site's own limits are the rows); read them through site_pues ... rack_systems
+    rack_site: np.ndarray | None = None  # [H] each type's site (default all at site 0)
+    site_pue: np.ndarray | None = None  # [N]
+    site_power_budget_w: np.ndarray | None = None  # [T, N] facility power, inf = none
+    site_max_racks: np.ndarray | None = None  # [T, N] inf = no limit
+    rack_system: np.ndarray | None = None  # [H] each type's system (default each its own); members carry its cap
 
     def __post_init__(self):
         T, H = self.n_periods, self.n_hardware
@@ -102,6 +114,10 @@ class BuildOutProblem:
             object.__setattr__(self, "fixed_first", frozen(self.fixed_first, float))
         if self.core_chips is not None:
             object.__setattr__(self, "core_chips", frozen(self.core_chips, float))
+        for name, kind in (("rack_site", np.int64), ("site_pue", float), ("site_power_budget_w", float),
+                           ("site_max_racks", float), ("rack_system", np.int64)):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, frozen(getattr(self, name), kind))
         if self.group_value is not None:
             object.__setattr__(self, "group_value", frozen(self.group_value, float))
             rows = np.arange(self.demand.shape[2]) if self.row_group is None else self.row_group
@@ -135,6 +151,39 @@ class BuildOutProblem:
             yield "buy_cost must be finite and > 0 where a system is available"
         if not np.all(np.isfinite(self.demand) & (self.demand >= 0)):
             yield "demand must be finite and >= 0"
+        yield from self._site_problems()
+
+    def _site_problems(self):
+        """(8): one site per type within the sites' arrays, each site's limits by period, no whole-fleet limit
+        beside them, each column at one site and each system's types carrying one cap."""
+        T, H, N = self.n_periods, self.n_hardware, self.n_sites
+        if self.rack_site is None:
+            if any(getattr(self, k) is not None for k in ("site_pue", "site_power_budget_w", "site_max_racks")):
+                yield "site_pue, site_power_budget_w and site_max_racks need rack_site"
+        else:
+            if self.rack_site.shape != (H,) or (H and (self.rack_site.min() < 0 or self.rack_site.max() >= N)):
+                yield f"rack_site must give each of the {H} types a site in 0..{N - 1} (one entry of site_pue each)"
+            if self.site_budgets_w.shape != (T, N) or self.site_rack_limits.shape != (T, N):
+                yield f"site_power_budget_w and site_max_racks must be [periods, sites] = ({T}, {N})"
+                return
+            if np.any(np.isfinite(self.power_budget_w)) or np.any(np.isfinite(self.max_total_racks)):
+                yield "with sites (rack_site), give each site's limits (site_power_budget_w, site_max_racks), not " \
+                      "power_budget_w or max_total_racks"
+            if not np.all(np.isfinite(self.site_pues) & (self.site_pues > 0)):
+                yield "site_pue must be finite and > 0"
+            if self.rack_site.shape == (H,) and self.chips.shape == (self.n_columns, H):
+                on = self.chips > 0
+                sites = np.where(on, self.rack_site[None, :], -1)
+                spans = np.flatnonzero(on.any(axis=1) & (sites.max(axis=1) != np.where(on, sites, N).min(axis=1)))
+                if len(spans):
+                    yield f"column {int(spans[0])} uses hardware types at two sites: a replica stands at one (8)"
+        if self.rack_systems.shape != (H,) or (H and self.rack_systems.min() < 0):
+            yield f"rack_system must give each of the {H} types a system >= 0"
+            return
+        for members in self.systems:
+            if self.max_racks.shape == (H,) and np.any(self.max_racks[members] != self.max_racks[members[0]]):
+                yield f"the types {members.tolist()} of one system must carry one cap (max_racks), got " \
+                      f"{self.max_racks[members].tolist()}"
 
     @property
     def sells(self) -> bool:
@@ -155,6 +204,45 @@ class BuildOutProblem:
     @property
     def n_columns(self) -> int:
         return int(np.asarray(self.chips).shape[0])
+
+    @property
+    def n_sites(self) -> int:
+        return 1 if self.site_pue is None else int(len(self.site_pue))
+
+    @property
+    def rack_sites(self) -> np.ndarray:
+        """[H] (8) each type's site (all at site 0 where not given)."""
+        return np.zeros(self.n_hardware, dtype=np.int64) if self.rack_site is None else self.rack_site
+
+    @property
+    def site_pues(self) -> np.ndarray:
+        """[N] (8) each site's PUE ([pue] with one site)."""
+        return np.array([self.pue]) if self.site_pue is None else self.site_pue
+
+    @property
+    def site_budgets_w(self) -> np.ndarray:
+        """[T, N] (8) each site's facility power budget by period (power_budget_w with one site)."""
+        return self.power_budget_w[:, None] if self.site_power_budget_w is None else self.site_power_budget_w
+
+    @property
+    def site_rack_limits(self) -> np.ndarray:
+        """[T, N] (8) each site's most racks by period (max_total_racks with one site)."""
+        return self.max_total_racks[:, None] if self.site_max_racks is None else self.site_max_racks
+
+    @property
+    def rack_systems(self) -> np.ndarray:
+        """[H] (8) each type's system (each its own where not given)."""
+        return np.arange(self.n_hardware, dtype=np.int64) if self.rack_system is None else self.rack_system
+
+    @property
+    def systems(self) -> list[np.ndarray]:
+        """(5, 8) the types of each system, in the order of their systems' numbers."""
+        return [np.flatnonzero(self.rack_systems == k) for k in np.unique(self.rack_systems)]
+
+    @property
+    def type_pue(self) -> np.ndarray:
+        """[H] the PUE of each type's site."""
+        return self.site_pues[self.rack_sites]
 
 
 @dataclass
@@ -208,9 +296,10 @@ def buy_upper_bounds(problem: BuildOutProblem) -> np.ndarray:
                                                                                x_ub @ problem.core_chips)
     need = np.ceil(chips / problem.chips_per_rack * (1.0 - 1e-12))  # [T, H]
     ub = np.minimum(need.max(axis=0, keepdims=True), problem.max_racks[None, :])
-    ub = np.minimum(ub, problem.max_total_racks[:, None])
+    site = problem.rack_sites
+    ub = np.minimum(ub, problem.site_rack_limits[:, site])  # (4, 8) its own site's floor space
     with np.errstate(divide="ignore"):
-        power = problem.power_budget_w[:, None] / (problem.pue * problem.rack_power_w[None, :])
+        power = problem.site_budgets_w[:, site] / (problem.type_pue * problem.rack_power_w)[None, :]
     ub = np.floor(np.minimum(ub, power) * (1.0 + 1e-12))
     return np.where(problem.available, np.maximum(ub, 0.0), 0.0)
 
@@ -250,7 +339,7 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
               for t in range(T)]
     share = problem.chips / problem.chips_per_rack
     core = None if problem.core_chips is None else problem.core_chips / problem.chips_per_rack
-    unit = problem.pue * float(problem.rack_power_w.max())
+    unit = float((problem.type_pue * problem.rack_power_w).max(initial=1.0))
     for t in range(T):
         for s in range(S):
             installed = _installed_terms(problem, buys, t, s)
@@ -273,23 +362,7 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
                     for j in np.flatnonzero(a[:, h] > 0):
                         if xs[j] is not None:
                             row.set_coefficient(xs[j], float(a[j, h]))
-                if math.isfinite(problem.max_racks[h]) and installed[h]:
-                    cap = m.add_linear_constraint(ub=float(problem.max_racks[h] - problem.existing[t, h]),
-                                                  name=f"cap[{t},{s},{h}]")
-                    for v in installed[h]:
-                        cap.set_coefficient(v, 1.0)
-            if math.isfinite(problem.power_budget_w[t]):
-                left = problem.power_budget_w[t] - problem.pue * float(problem.rack_power_w @ problem.existing[t])
-                row = m.add_linear_constraint(ub=left / unit, name=f"power[{t},{s}]")
-                for h in range(H):
-                    for v in installed[h]:
-                        row.set_coefficient(v, float(problem.pue * problem.rack_power_w[h] / unit))
-            if math.isfinite(problem.max_total_racks[t]):
-                row = m.add_linear_constraint(ub=float(problem.max_total_racks[t] - problem.existing[t].sum()),
-                                              name=f"racks[{t},{s}]")
-                for h in range(H):
-                    for v in installed[h]:
-                        row.set_coefficient(v, 1.0)
+            add_site_rows(m, problem, installed, t, s, unit)
     scale = float(np.max(np.where(problem.available, problem.buy_cost, 0.0), initial=1.0))
     m.objective.is_maximize = False
     for h in range(H):
@@ -308,6 +381,36 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
                 m.objective.set_linear_coefficient(v, float(-problem.probability[s] * problem.group_value[s, t, g]
                                                             / scale))
     return BuildOutModel(m, buys, replicas, shares, solver, scale, time.perf_counter() - t0)
+
+
+def add_site_rows(m, problem: BuildOutProblem, installed: list[list], t: int, s: int, unit: float) -> None:
+    """(5) each system's cap over its sites, (3) and (4) each site's power budget and floor space (8), in period
+    ``t`` of scenario ``s``; ``installed``: [H] the purchase variables installed then. One site's rows keep the
+    names they had before sites (power[t,s], racks[t,s]); several sites' carry the site (power[t,s,n])."""
+    for k, members in enumerate(problem.systems):
+        cap = float(problem.max_racks[members].max())
+        terms = [v for h in members for v in installed[h]]
+        if math.isfinite(cap) and terms:
+            row = m.add_linear_constraint(ub=cap - float(problem.existing[t, members].sum()),
+                                          name=f"cap[{t},{s},{k}]")
+            for v in terms:
+                row.set_coefficient(v, 1.0)
+    for n in range(problem.n_sites):
+        at = np.flatnonzero(problem.rack_sites == n)
+        key = f"{t},{s}" if problem.rack_site is None else f"{t},{s},{n}"
+        budget, pue = problem.site_budgets_w[t, n], float(problem.site_pues[n])
+        if math.isfinite(budget):
+            left = budget - pue * float(problem.rack_power_w[at] @ problem.existing[t, at])
+            row = m.add_linear_constraint(ub=left / unit, name=f"power[{key}]")
+            for h in at:
+                for v in installed[h]:
+                    row.set_coefficient(v, float(pue * problem.rack_power_w[h] / unit))
+        if math.isfinite(problem.site_rack_limits[t, n]):
+            row = m.add_linear_constraint(ub=float(problem.site_rack_limits[t, n] - problem.existing[t, at].sum()),
+                                          name=f"racks[{key}]")
+            for h in at:
+                for v in installed[h]:
+                    row.set_coefficient(v, 1.0)
 
 
 def _installed_terms(problem: BuildOutProblem, buys, t: int, s: int) -> list[list]:
@@ -447,7 +550,7 @@ def scenario_problem(problem: BuildOutProblem, s: int) -> BuildOutProblem:
 class BuildOutEvaluation:
     installed: np.ndarray  # [T, S, H]
     served: np.ndarray  # [T, S, W]
-    facility_power_w: np.ndarray  # [T, S]
+    facility_power_w: np.ndarray  # [T, S] over every site
     scenario_cost: np.ndarray  # [S] present cost of each scenario's purchases
     objective: float  # expected present cost (max_revenue: less the expected present revenue)
     violations: tuple
@@ -474,7 +577,12 @@ def evaluate(problem: BuildOutProblem, buys, replicas, tol: float = EVAL_TOL) ->
     chips_used = np.einsum("tsj,jh->tsh", x, problem.chips)
     core_used = (np.einsum("tsj,jh->tsh", x, problem.core_chips) if problem.core_chips is not None
                  else np.zeros_like(chips_used))
-    power = problem.pue * np.einsum("tsh,h->ts", n, problem.rack_power_w)
+    site_power = np.stack([np.einsum("tsh,h->ts", n[:, :, at], problem.type_pue[at] * problem.rack_power_w[at])
+                           for at in (problem.rack_sites == k for k in range(problem.n_sites))], axis=2)  # [T, S, N]
+    site_racks = np.stack([n[:, :, problem.rack_sites == k].sum(axis=2) for k in range(problem.n_sites)], axis=2)
+    system_racks = np.stack([n[:, :, members].sum(axis=2) for members in problem.systems], axis=2)
+    system_cap = np.array([problem.max_racks[members].max() for members in problem.systems])
+    power = site_power.sum(axis=2)
     cost = np.where(problem.available, problem.buy_cost, 0.0)
     scenario_cost = np.einsum("tsh,th->s", buys, cost)
     shares, revenue = np.zeros(0), 0.0
@@ -501,11 +609,13 @@ def evaluate(problem: BuildOutProblem, buys, replicas, tol: float = EVAL_TOL) ->
             short_core = np.flatnonzero((problem.chips_per_rack * n[t, s] - core_used[t, s])
                                         / problem.chips_per_rack < -tol)
             violations += [f"cores[{t},{s},{h}]" for h in short_core]
-            violations += [f"cap[{t},{s},{h}]" for h in np.flatnonzero(n[t, s] > problem.max_racks + tol)]
-            if power[t, s] > problem.power_budget_w[t] * (1 + tol) + tol:
-                violations.append(f"power[{t},{s}]")
-            if n[t, s].sum() > problem.max_total_racks[t] + tol:
-                violations.append(f"racks[{t},{s}]")
+            violations += [f"cap[{t},{s},{k}]" for k in np.flatnonzero(system_racks[t, s] > system_cap + tol)]
+            for k in range(problem.n_sites):  # (8) one site's names as before sites, several sites' with the site
+                key = f"{t},{s}" if problem.rack_site is None else f"{t},{s},{k}"
+                if site_power[t, s, k] > problem.site_budgets_w[t, k] * (1 + tol) + tol:
+                    violations.append(f"power[{key}]")
+                if site_racks[t, s, k] > problem.site_rack_limits[t, k] + tol:
+                    violations.append(f"racks[{key}]")
     bought_early = (buys > tol) & ~problem.available[:, None, :]
     violations += [f"unavailable[{t},{s},{h}]" for t, s, h in zip(*np.nonzero(bought_early))]
     violations += [f"integer[{t},{s},{h}]" for t, s, h in zip(*np.nonzero(np.abs(buys - np.rint(buys)) > tol))]

@@ -143,7 +143,7 @@ def test_installed_racks_stay_at_their_site():
     ({"sites": [{"name": "a"}], "site": {"power_budget_mw": 1}}, "site.power_budget_mw"),
     ({"sites": [{"name": "a"}], "installed": [{"hardware": "hgx-h100", "racks": 1, "bought": "2025-01-01"}]},
      "installed"),
-    ({"sites": [{"name": "a"}], "periods": ["2026-01-01", "2027-01-01"]}, "periods"),
+    ({"sites": [{"name": "a", "power_budget_mw": [1, 2]}]}, "sites[0].power_budget_mw"),  # per period: no periods
     ({"sites": [{"name": "a", "allow": ["hgx-h1000"]}]}, "sites[0].allow[0]"),
 ])
 def test_a_bad_site_names_its_field(changes, field):

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.errors import InfeasibleError, PlannerError
+from planner.fleet.diagnose import infeasibility_message
 from planner.fleet.finance import (annual_rack_cost_parts, annual_revenue, annuity_factor, finance_args,
                                    mean_tokens_per_year, present_rack_cost)
 from planner.fleet.options import systems_of
 from planner.fleet.plan import (allocation_rows, allocation_table, assumed_servers_above_pools, finite, provenance,
                                 round_up_small)
-from planner.fleet.problem import Built, build_problem, demand_rows, demands_of, refuse_spares
+from planner.fleet.problem import Built, build_problem, demand_rows, demands_of, refuse_spares, site_of
 from planner.fleet.solve import REPAIR_ROUNDS, carried_replicas, with_options_at
 from planner.scenario import Scenario
 from solvers.backends import on_worker
@@ -98,7 +99,8 @@ def capex_by_period(scenario, hardware: list, years: list[float]) -> np.ndarray:
 def build_buildout(scenario, progress=None, deadline: float = math.inf, built=None) -> BuiltOut:
     """Options once (the last period sees every system available by then; or ``built``'s, a Built of the last
     period whose options were sized again), then per period and demand scenario the demand, the site's limits,
-    the prices and which systems can be bought."""
+    the prices and which systems can be bought. Over several sites (OPTIMIZER.md 21, 7's (8)) each hardware type
+    is a system at a site (system@site) priced, limited and installed as its own site says."""
     T = len(scenario.periods)
     S = max(1, len(scenario.demand_scenarios))
     years = scenario.years_of()
@@ -113,11 +115,12 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf, built=No
     probability = np.array([d.probability for d in scenario.demand_scenarios] or [1.0])
     capex = capex_by_period(scenario, hardware, years)
     life = scenario.service_life_years or scenario.horizon_years
-    fin = finance_args(scenario.finance, scenario.horizon_years)
+    places = site_scenarios(scenario)
+    fins = [finance_args(places[n].finance, scenario.horizon_years) for n in fp.rack_sites]  # each type's site's
     buy_cost = np.array([[present_rack_cost(capex[t, k], h.rack_power_w, years[t], life, scenario.horizon_years,
-                                            fin["wacc"], fin["maintenance_share"], fin["electricity_usd_per_mwh"],
-                                            fin["pue"], fin["load_share"])
-                          for k, h in enumerate(hardware)] for t in range(T)])
+                                            f["wacc"], f["maintenance_share"], f["electricity_usd_per_mwh"],
+                                            f["pue"], f["load_share"])
+                          for k, (h, f) in enumerate(zip(hardware, fins))] for t in range(T)])
     objective = scenario.objective
     end = [*years[1:], scenario.horizon_years]
     if objective == "min_power":  # W-years of IT power within the horizon
@@ -126,18 +129,19 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf, built=No
     else:
         value = buy_cost
     group_value = None
+    fin = finance_args(scenario.finance, scenario.horizon_years)
     if objective == "max_revenue":  # a year's revenue of each workload's whole demand, valued over its period
         group_value = np.array([[[annual_revenue(d.output_tokens_per_s, d.peak_to_mean, d.price_usd_per_mtok)
                                   * (annuity_factor(fin["wacc"], end[t]) - annuity_factor(fin["wacc"], years[t]))
                                   for d in period_demands[s][t]] for t in range(T)] for s in range(S)])
     dates = scenario.periods
-    buyable = [scenario.purchase_exclusion(h.id, h) is None for h in hardware]  # installed-only: never bought
+    at = [places[n] for n in fp.rack_sites]
+    buyable = [sv.purchase_exclusion(h.id, h) is None for h, sv in zip(hardware, at)]  # installed-only: never bought
     available = np.array([[ok and h.rack.available.value <= dates[t] for h, ok in zip(hardware, buyable)]
                           for t in range(T)])
     alive = np.array([[tau <= t and years[t] < years[tau] + life - 1e-9 for t in range(T)] for tau in range(T)])
-    site = [views[0][t].site for t in range(T)]  # a demand scenario changes rates only
-    caps = scenario.new_rack_caps()
-    existing = installed_by_period(scenario, hardware)
+    existing = np.concatenate([installed_by_period(sv, [h for h, n in zip(hardware, fp.rack_sites) if n == i])
+                               for i, sv in enumerate(places)], axis=1)  # the types are site after site
     relaxed = T * S * int(fp.integer_replicas.sum()) > MAX_INTEGER_REPLICA_VARIABLES
     columns = relaxed_columns(built.options, fp.coverage, fp.chips) if relaxed else list(range(fp.n_columns))
     problem = BuildOutProblem(
@@ -147,13 +151,56 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf, built=No
         integer_replicas=np.zeros(len(columns), bool) if relaxed else fp.integer_replicas, demand=demand,
         probability=probability, buy_cost=value, group_value=group_value,
         row_group=np.repeat(np.arange(len(built.demands)), 2) if group_value is not None else None,
-        available=available, alive=alive, pue=scenario.finance.pue,
-        power_budget_w=np.array([(x.power_budget_mw or math.inf) * 1e6 for x in site]),
-        max_total_racks=np.array([x.max_racks or math.inf for x in site], dtype=float),
-        max_racks=np.array([caps.get(h.id, math.inf) for h in hardware], dtype=float) + existing[0],
-        existing=existing)
+        available=available, alive=alive, existing=existing,
+        max_racks=system_caps(hardware, at, existing[0]), rack_system=system_numbers(hardware) if scenario.sites
+        else None, **site_limits_by_period(scenario, places, fp.rack_sites, T))
     return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names(), relaxed, buy_cost, views,
                     period_demands, columns)
+
+
+def site_scenarios(scenario) -> list:
+    """Each site's own build-out scenario (``Scenario.at_site``: its finance, limits per period, installed racks
+    and allow list), in the problem's order of sites; the scenario itself with one site."""
+    return [scenario.at_site(name) for name in scenario.site_names()]
+
+
+def system_caps(hardware: list, at: list, installed: np.ndarray) -> np.ndarray:
+    """[H] (5, 8) each type's system's cap on installed racks: its supply cap (the largest its types' sites give: a
+    type its site may not buy carries 0) plus the racks of the system installed at the start at every site; each
+    type of one system carries it."""
+    caps = np.array([sv.new_rack_caps().get(h.id, math.inf) for h, sv in zip(hardware, at)], dtype=float)
+    ids = np.array([h.id for h in hardware])
+    out = np.zeros(len(hardware))
+    for system in set(ids.tolist()):
+        members = ids == system
+        out[members] = caps[members].max() + installed[members].sum()
+    return out
+
+
+def system_numbers(hardware: list) -> np.ndarray:
+    """[H] each type's system, numbered in the order of the systems' ids (one system at several sites: one)."""
+    ids = sorted({h.id for h in hardware})
+    return np.array([ids.index(h.id) for h in hardware], dtype=np.int64)
+
+
+def by_period(value, t: int):
+    """A limit given once or one per period (a list), in period ``t``."""
+    return value[t] if isinstance(value, list) else value
+
+
+def site_limits_by_period(scenario, places: list, rack_site: np.ndarray, T: int) -> dict:
+    """The BuildOutProblem's site arguments: one site's PUE, power budget [T] and floor space [T]; over several
+    sites (8) each site's, [T, N], with each type's site."""
+    def limits(sv):
+        return ([(by_period(sv.site.power_budget_mw, t) or math.inf) * 1e6 for t in range(T)],
+                [float(by_period(sv.site.max_racks, t) or math.inf) for t in range(T)])
+
+    if not scenario.sites:
+        budget, most = limits(scenario)
+        return {"pue": scenario.finance.pue, "power_budget_w": np.array(budget), "max_total_racks": np.array(most)}
+    both = [limits(sv) for sv in places]
+    return {"rack_site": rack_site, "site_pue": np.array([sv.finance.pue for sv in places]),
+            "site_power_budget_w": np.array([b for b, _ in both]).T, "site_max_racks": np.array([m for _, m in both]).T}
 
 
 def installed_by_period(scenario, hardware: list) -> np.ndarray:
@@ -198,7 +245,9 @@ def myopic_step(p, s: int, t: int, have: np.ndarray):
         p, demand=p.demand[s:s + 1, t:t + 1], probability=np.ones(1), buy_cost=p.buy_cost[t:t + 1],
         available=p.available[t:t + 1], alive=np.ones((1, 1), bool), power_budget_w=p.power_budget_w[t:t + 1],
         max_total_racks=p.max_total_racks[t:t + 1], existing=have[None, :], fixed_first=None,
-        group_value=p.group_value[s:s + 1, t:t + 1] if p.sells else None)
+        group_value=p.group_value[s:s + 1, t:t + 1] if p.sells else None,
+        site_power_budget_w=None if p.site_power_budget_w is None else p.site_power_budget_w[t:t + 1],
+        site_max_racks=None if p.site_max_racks is None else p.site_max_racks[t:t + 1])
 
 
 def step_key(step, t: int) -> tuple:
@@ -332,12 +381,14 @@ def _difference(a, b):
 
 
 def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int, shares=None) -> list[dict]:
-    """The periods of demand scenario ``s``: per system racks bought, installed and retired; totals (racks,
-    power, capex paid, the year's running cost, output tokens/s, USD per million tokens); per workload its demand
-    and USD per million tokens (the yearly cost of the chips it uses over its tokens)."""
+    """The periods of demand scenario ``s``: per hardware type racks bought, installed and retired (over several
+    sites, system@site with its site); totals (racks, power, capex paid, the year's running cost, output tokens/s,
+    USD per million tokens; over several sites each site's racks and facility power against its limits); per
+    workload its demand and USD per million tokens (the yearly cost of the chips it uses over its tokens)."""
     p, sc = bo.problem, bo.scenario
-    hardware, demands = bo.built.hardware, bo.built.demands
-    fin = finance_args(sc.finance, sc.horizon_years)
+    hardware, demands, names = bo.built.hardware, bo.built.demands, bo.built.type_ids
+    places, sites = site_scenarios(sc), sc.site_names()
+    fins = [finance_args(places[n].finance, sc.horizon_years) for n in p.rack_sites]  # each type's site's
     life = sc.service_life_years or sc.horizon_years
     T = p.n_periods
     installed = p.existing[:, None, :] + np.einsum("ut,ush->tsh", p.alive.astype(float), buys)
@@ -347,16 +398,13 @@ def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int, 
         yearly = np.zeros(len(hardware))
         for tau in range(t + 1):
             if p.alive[tau, t]:
-                parts = annual_rack_cost_parts(bo.capex[tau], p.rack_power_w, fin["wacc"], life,
-                                               fin["maintenance_share"], fin["electricity_usd_per_mwh"], fin["pue"],
-                                               fin["load_share"])
-                yearly += buys[tau, s] * (parts["capex_annuity"] + parts["maintenance"] + parts["energy"])
+                yearly += buys[tau, s] * yearly_rack_cost(bo.capex[tau], p.rack_power_w, fins, life)
         n = installed[t, s]
         retired = [sum(buys[tau, s, k] for tau in range(t) if p.alive[tau, t - 1] and not p.alive[tau, t])
                    for k in range(len(hardware))] if t else [0.0] * len(hardware)
-        fleet = [{"hardware": h.id, "racks_bought": int(buys[t, s, k]), "racks_installed": int(n[k]),
-                  "racks_retired": int(retired[k])}
-                 for k, h in enumerate(hardware) if buys[t, s, k] or n[k] or retired[k]]
+        fleet = [{"hardware": names[k], **({"site": sites[int(p.rack_sites[k])]} if sc.sites else {}),
+                  "racks_bought": int(buys[t, s, k]), "racks_installed": int(n[k]), "racks_retired": int(retired[k])}
+                 for k in range(len(hardware)) if buys[t, s, k] or n[k] or retired[k]]
         per_chip = np.where(n > 0, yearly / np.maximum(n * p.chips_per_rack, 1e-12), 0.0)
         chips_w = np.zeros((len(demands), len(hardware)))
         for j in np.flatnonzero(replicas[t, s] > 1e-9):
@@ -375,16 +423,41 @@ def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int, 
                               "annual_cost_usd": cost,
                               "cost_usd_per_mtok": cost / (served * tokens / 1e6) if tokens and served else None})
         power = float(n @ p.rack_power_w) / 1e6
-        totals = {"racks": int(n.sum()), "power_mw": power, "facility_power_mw": power * p.pue,
-                  "power_budget_mw": finite(p.power_budget_w[t] / 1e6),
+        budget = p.site_budgets_w[t]
+        totals = {"racks": int(n.sum()), "power_mw": power,
+                  "facility_power_mw": float(n @ (p.rack_power_w * p.type_pue)) / 1e6,
+                  "power_budget_mw": finite(float(budget.sum()) / 1e6),
                   "capex_paid_usd": float(buys[t, s] @ bo.capex[t]),
                   "annual_cost_usd": float(yearly.sum()),
                   "output_tokens_per_s": float(sum(w["demand_output_tokens_per_s"] * w["served_share"]
                                                    for w in workloads)),
                   "cost_usd_per_mtok": float(yearly.sum()) / (tokens_total / 1e6) if tokens_total else None}
+        if sc.sites:  # (8) each site's racks and facility power against its own limits in this period
+            totals["sites"] = [period_site_totals(p, n, yearly, t, k, name) for k, name in enumerate(sites)]
         out.append({"start_date": bo.dates[t].isoformat(), "fleet": fleet, "totals": totals,
                     "workloads": workloads})
     return out
+
+
+def yearly_rack_cost(capex: np.ndarray, power_w: np.ndarray, fins: list[dict], life: float) -> np.ndarray:
+    """[H] USD a year of one rack of each type bought at ``capex``: its capex annuity over its life, maintenance and
+    energy at its site's price and PUE (``fins``: each type's finance_args)."""
+    parts = annual_rack_cost_parts(capex, power_w, fins[0]["wacc"], life, fins[0]["maintenance_share"],
+                                   np.array([f["electricity_usd_per_mwh"] for f in fins]),
+                                   np.array([f["pue"] for f in fins]), np.array([f["load_share"] for f in fins]))
+    return parts["capex_annuity"] + parts["maintenance"] + parts["energy"]
+
+
+def period_site_totals(p, installed: np.ndarray, yearly: np.ndarray, t: int, k: int, name: str) -> dict:
+    """One site's sums in one period of a build-out over several sites: racks, facility power, the year's cost and
+    its limits then (the names of a single-period plan's ``totals.sites``)."""
+    at = p.rack_sites == k
+    most = p.site_rack_limits[t, k]
+    return {"name": name, "racks": int(installed[at].sum()),
+            "facility_power_mw": float(installed[at] @ p.rack_power_w[at]) * float(p.site_pues[k]) / 1e6,
+            "power_budget_mw": finite(float(p.site_budgets_w[t, k]) / 1e6),
+            "max_racks": int(most) if math.isfinite(most) else None,
+            "annual_cost_usd": float(yearly[at].sum())}
 
 
 def period_built(bo: BuiltOut, s: int, t: int):
@@ -462,6 +535,9 @@ ARRAYS = ("chips_per_rack", "rack_power_w", "chips", "coverage", "integer_replic
           "buy_cost", "available", "alive", "power_budget_w", "max_total_racks", "max_racks")
 
 
+SITE_ARRAYS = ("rack_site", "site_pue", "site_power_budget_w", "site_max_racks", "rack_system")
+
+
 def problem_inputs(bo: BuiltOut, sol) -> dict:
     """What ``check`` needs to re-check the build-out from plan.json alone: the MILP's arrays, the hardware ids in
     their order, the period dates and scenario names, the purchases and the replicas."""
@@ -469,11 +545,12 @@ def problem_inputs(bo: BuiltOut, sol) -> dict:
     # the installed racks and the wide stages' core chips too: without them check re-evaluated another problem (a
     # fleet with no installed racks failed every period's chips; core chips unheld passed what (2c) refuses)
     names = ARRAYS + ("existing",) + (("group_value", "row_group") if p.sells else ()) \
-        + (("core_chips",) if p.core_chips is not None else ())
+        + (("core_chips",) if p.core_chips is not None else ()) \
+        + (SITE_ARRAYS if p.rack_site is not None else ())  # (8) several sites: each site's limits by period
     arrays = {k: [finite(x) if isinstance(x, float) else x for x in np.asarray(getattr(p, k)).ravel().tolist()]
               for k in names}
     return {"buildout": {"shapes": {k: list(np.asarray(getattr(p, k)).shape) for k in names}, "arrays": arrays,
-                         "pue": p.pue, "hardware": [h.id for h in bo.built.hardware],
+                         "pue": p.pue, "hardware": bo.built.type_ids,
                          "periods": [d.isoformat() for d in bo.dates],
                          "scenario_names": bo.scenario_names},
             "buys": sol.buys.tolist(), "replicas": sol.replicas.tolist(), "objective": sol.objective,
@@ -538,7 +615,32 @@ def check_buildout(d: dict) -> list[dict]:
                    "purchases not yet retired" if ok else "a period's installed racks differ from its purchases"})
     if "columns" in inputs:  # plans written before the periods carried their allocation have none to hold
         checks.append(allocation_check(periods, problem, replicas, installed, inputs["columns"]))
+    if problem.rack_site is not None:
+        checks.append(sites_check(periods, problem, installed))
     return checks
+
+
+def sites_check(periods: list, problem, installed: np.ndarray) -> dict:
+    """(8) a build-out over several sites: each period's reported sites (``totals.sites``) are the racks installed
+    at each, their facility power at its own PUE, within its budget and floor space then."""
+    bad = []
+    for s, pers in enumerate(periods):
+        for t, per in enumerate(pers):
+            reported = per["totals"].get("sites") or []
+            for k, e in enumerate(reported[:problem.n_sites]):
+                at = problem.rack_sites == k
+                racks = float(installed[t, s, at].sum())
+                mw = float(installed[t, s, at] @ problem.rack_power_w[at]) * float(problem.site_pues[k]) / 1e6
+                budget, most = problem.site_budgets_w[t, k] / 1e6, problem.site_rack_limits[t, k]
+                if not (e["racks"] == round(racks) and math.isclose(e["facility_power_mw"], mw, rel_tol=1e-9,
+                                                                     abs_tol=1e-12)
+                        and mw <= budget * (1 + 1e-9) and racks <= most + 1e-9):
+                    bad.append(f"{per['start_date']} {e['name']}" + (f" ({s})" if len(periods) > 1 else ""))
+            if len(reported) != problem.n_sites:
+                bad.append(f"{per['start_date']}: {len(reported)} sites reported of {problem.n_sites}")
+    return {"check": "sites", "ok": not bad,
+            "detail": "each period's racks at each site within its power budget and floor space, as reported"
+            if not bad else "fails: " + ", ".join(bad)}
 
 
 def allocation_check(periods: list, problem, replicas: np.ndarray, installed: np.ndarray, columns: list) -> dict:
@@ -629,6 +731,28 @@ def best_of(problem, sol, mean, near):
                                solver=sol.solver, solve_seconds=sol.solve_seconds)
 
 
+def buildout_infeasibility(bo: BuiltOut, status: str, solver: str) -> str:
+    """Why no build-out exists: the first period (of the first demand scenario where they differ) that cannot be
+    served even alone, buying anything on sale by then beside the installed racks, with the single-period
+    diagnosis of that period (``diagnose.infeasibility_message``: which site, workload or limit); else that every
+    period alone can be served but not one after another (racks bought stay installed and draw power until they
+    retire, so a period whose limits fall below what an earlier one bought binds)."""
+    p = bo.problem
+    for s in range(p.n_scenarios):
+        for t in range(p.n_periods):
+            alone = optimize(myopic_step(p, s, t, p.existing[t]), solver, 30.0, 1e-3)
+            if alone.status in HAS_PLAN or alone.status != "infeasible":
+                continue
+            where = f"period {bo.dates[t]}" + (f" of demand scenario {bo.scenario_names[s]}"
+                                              if p.n_scenarios > 1 and t > 0 else "")
+            why = infeasibility_message(build_problem(bo.views[s][t], options_from=bo.built))
+            return f"no feasible build-out: {where} cannot be served even alone: " + why.removeprefix(
+                "no feasible fleet: ")
+    return (f"no feasible build-out ({status}): each period alone can be served, but not one after another: racks "
+            f"bought for an earlier period stay installed until they retire (service_life_years) and hold a later "
+            f"period's power and floor space")
+
+
 def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     """The build-out of least expected present cost, with its myopic and mean-demand comparisons and checks."""
     if scenario.hardware.max_platforms is not None or scenario.hardware.min_racks:
@@ -652,8 +776,7 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     bo, sol = repair_buildout_pools(scenario, bo, sol, settings, started + settings.time_limit_s, progress)
     left = max(started + settings.time_limit_s - time.monotonic(), 1.0)
     if sol.status not in HAS_PLAN:
-        raise InfeasibleError(f"no feasible build-out ({sol.status}): some period's demand cannot be served within "
-                              f"its power budget, floor space and the systems on sale by then")
+        raise InfeasibleError(buildout_infeasibility(bo, sol.status, settings.name))
     if not same_problem(bo.problem, compared):  # the pools' repair moved the MILP: its comparisons again
         mid = time.monotonic()
         near, mean = comparisons(bo, settings.name, left, settings.relative_gap)
@@ -665,8 +788,8 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
             myopic_value, myopic_cost = ev.objective, present_cost_of(bo, near[0])
     sol = best_of(bo.problem, sol, mean, near)
     buys, replicas = sol.buys, sol.replicas
-    hardware = bo.built.hardware
-    order = [{"hardware": h.id, "racks": int(buys[0, 0, k])} for k, h in enumerate(hardware) if buys[0, 0, k]]
+    order = [{"hardware": name, **({"site": site_of(name)} if scenario.sites else {}), "racks": int(buys[0, 0, k])}
+             for k, name in enumerate(bo.built.type_ids) if buys[0, 0, k]]
     solver = {"name": sol.solver, "status": sol.status, "relative_gap": finite(sol.relative_gap),
               "best_bound": finite(sol.best_bound), "candidates_scored": bo.built.candidates_scored,
               "columns": bo.problem.n_columns, "continuous_replicas": bo.continuous_replicas,
@@ -685,6 +808,8 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
         provenance(), {"engine_s": engine_s, "solve_s": sol.solve_seconds, "comparisons_s": comparisons_s},
         problem_inputs(bo, sol), OBJECTIVE_UNITS[scenario.objective], sol.objective, myopic_value,
         mean.objective if mean is not None else None, sol.revenue if bo.problem.sells else None)
+    if bo.problem.rack_site is not None:  # (8) each period's sites as reported, within their limits
+        plan.checks.append(sites_check(periods, bo.problem, installed))
     plan.built = bo
     failed = [c for c in plan.checks if not c["ok"]]
     if failed:

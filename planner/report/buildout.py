@@ -8,23 +8,29 @@ import click
 from planner.report import render
 from planner.report.summary import people, verified_words
 
-TABLES = ("buildout", "period_totals", "period_workloads")
+TABLES = ("buildout", "period_totals", "period_workloads", "period_sites")
 
 
 def frames(plan) -> dict:
-    """The plan's tables as Polars frames, one row per (demand scenario, period[, system | workload])."""
+    """The plan's tables as Polars frames, one row per (demand scenario, period[, hardware type | workload | site]);
+    ``period_sites`` only over several sites (OPTIMIZER.md 21): each site's racks and power against its limits."""
     import polars as pl
 
-    fleet, totals, workloads = [], [], []
+    fleet, totals, workloads, sites = [], [], [], []
     for name, periods in zip(plan.scenario_names, plan.periods):
         for k, per in enumerate(periods):
             key = {"demand_scenario": name, "period": k, "start_date": per["start_date"]}
             fleet += [{**key, **r} for r in per["fleet"]]
-            totals.append({**key, **per["totals"]})
+            totals.append({**key, **{c: v for c, v in per["totals"].items() if c != "sites"}})
             workloads += [{**key, **w} for w in per["workloads"]]
-    return {"buildout": pl.DataFrame(fleet, infer_schema_length=None),
-            "period_totals": pl.DataFrame(totals, infer_schema_length=None),
-            "period_workloads": pl.DataFrame(workloads, infer_schema_length=None)}
+            sites += [{**key, "site": e["name"], **{c: v for c, v in e.items() if c != "name"}}
+                      for e in per["totals"].get("sites") or ()]
+    out = {"buildout": pl.DataFrame(fleet, infer_schema_length=None),
+           "period_totals": pl.DataFrame(totals, infer_schema_length=None),
+           "period_workloads": pl.DataFrame(workloads, infer_schema_length=None)}
+    if sites:
+        out["period_sites"] = pl.DataFrame(sites, infer_schema_length=None)
+    return out
 
 
 def summary_lines(d: dict) -> list[str]:
@@ -73,11 +79,18 @@ def period_rows(periods: list[dict]) -> list[dict]:
             "retired": ", ".join(f"{r['racks_retired']} {r['hardware']}" for r in per["fleet"] if r["racks_retired"])
             or "-",
             "racks": t["racks"],
-            "facility MW": t["facility_power_mw"] if budget is None else f"{people(t['facility_power_mw'])} of "
-                                                                           f"{people(budget)}",
+            "facility MW": ("; ".join(_site_power(e) for e in t["sites"]) if t.get("sites")
+                            else t["facility_power_mw"] if budget is None
+                            else f"{people(t['facility_power_mw'])} of {people(budget)}"),
             "capex paid USD": t["capex_paid_usd"], "USD/year": t["annual_cost_usd"],
             "USD/Mtok": t["cost_usd_per_mtok"]})
     return rows
+
+
+def _site_power(e: dict) -> str:
+    """One site's facility power in a period of a build-out over several sites, against its budget there."""
+    budget = e.get("power_budget_mw")
+    return f"{e['name']} {people(e['facility_power_mw'])}" + (f" of {people(budget)}" if budget is not None else "")
 
 
 def show(plan) -> None:

@@ -480,13 +480,22 @@ def render_buildout_html(plan, title: str | None = None, simulation: dict | None
         label = f"demand scenario {s['name']} ({100 * s['probability']:.3g}%)" if s["name"] else "the build-out"
         body.append(f'<section class="buildout"><h2>{_e(label)}</h2>'
                     f"{_chart(charts.buildout_figure(s['periods'], 'installed racks per period, by system'))}"
-                    f"{table_html(period_rows(s['periods']))}</section>")
+                    f"{table_html(period_rows(s['periods']))}{_sites_by_period(s['periods'])}</section>")
     if simulation is not None:
         body.append(simulation_sections(simulation))
     body.append('<section id="assumptions"><h2>Assumptions</h2><ul>'
                 + "".join(f"<li>{_e(x)}</li>" for x in d["assumptions"]) + "</ul></section>")
     body.append('<section id="checks"><h2>Checks</h2>' + table_html(d["checks"]) + "</section>")
     return _document(f"planner report: {name}", f"build-out, status: {plan.status}", body)
+
+
+def _sites_by_period(periods: list[dict]) -> str:
+    """A build-out over several sites (docs/OPTIMIZER.md 21): what stands where in each period, each site's racks
+    and facility power against its limits then; nothing with one site."""
+    rows = [{"start": p["start_date"], "site": e["name"], "racks": e["racks"], "max racks": e.get("max_racks"),
+             "facility MW": e["facility_power_mw"], "budget MW": e.get("power_budget_mw"),
+             "USD/year": e["annual_cost_usd"]} for p in periods for e in p["totals"].get("sites") or ()]
+    return f"<h3>What stands where</h3>{table_html(rows)}" if rows else ""
 
 
 # ---- the sweep report ---------------------------------------------------------------------------------------------

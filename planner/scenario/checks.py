@@ -80,8 +80,8 @@ def _reference_problems(s):
 
 def _site_problems(s):
     """(loc, message) for several sites (docs/OPTIMIZER.md 21): unique names a rack type can carry, site's limits
-    and installed racks moved to the sites, known ids, workloads' sites that exist, and what one plan over several
-    sites does not take yet (periods, demand scenarios)."""
+    and installed racks moved to the sites, known ids, workloads' sites that exist (a build-out over several sites
+    takes each site's limits per period as a single site's: ``_period_problems``)."""
     if not s.sites:
         for i, w in enumerate(s.workloads):
             if w.sites is not None and w.sites != [ONE_SITE]:
@@ -100,10 +100,6 @@ def _site_problems(s):
             yield ("site", key), f"with sites, give each site its {key} (sites: [{{name, {key}}}]), not site.{key}"
     if s.installed:
         yield ("installed",), "with sites, list installed racks under their site (sites: [{name, installed}])"
-    if s.periods:
-        yield ("periods",), "a build-out over periods takes one site yet: plan several sites one period at a time"
-    if s.demand_scenarios:
-        yield ("demand_scenarios",), "demand scenarios take one site yet"
     known_hw = {**hardware_catalog(), **{h.id: h for h in s.hardware.custom}}
     for i, e in enumerate(s.sites):
         for k, hw_id in enumerate(e.allow or []):
@@ -134,6 +130,8 @@ def _period_problems(s):
         (("workloads", i, "peak_requests_per_s" if w.peak_requests_per_s is not None else "requests_per_s"),
          w.requests_per_s) for i, w in enumerate(s.workloads)]
     lists += [(("site", k), getattr(s.site, k)) for k in ("power_budget_mw", "max_racks")]
+    lists += [(("sites", i, k), getattr(e, k)) for i, e in enumerate(s.sites or ()) for k in ("power_budget_mw",
+                                                                                             "max_racks")]
     if s.periods is None:
         for loc, value in lists:
             if isinstance(value, list):

@@ -163,12 +163,14 @@ class SiteEntry(_Section):
     out is the scenario's (finance.pue, finance.electricity_usd_per_mwh) or no limit."""
 
     name: Name = Field(description="the site's name, unique (plans name its racks system@name)")
-    power_budget_mw: PosNumber | None = Field(
-        None, description="facility power budget in MW (rack power x the site's PUE); default: no limit")
+    power_budget_mw: PosNumber | list[PosNumber] | None = Field(
+        None, description="facility power budget in MW (rack power x the site's PUE), or one per period; default: "
+        "no limit")
     pue: Annotated[Number, Ge(1), Le(3)] | None = Field(None, description="the site's PUE; default finance.pue")
     electricity_usd_per_mwh: NonNegNumber | None = Field(
         None, description="the site's electricity price, USD per MWh of facility energy; default the finance's")
-    max_racks: PosCount | None = Field(None, description="most racks the site can hold, all types; default: no limit")
+    max_racks: PosCount | list[PosCount] | None = Field(
+        None, description="most racks the site can hold, all types, or one per period; default: no limit")
     grid_kg_co2_per_mwh: NonNegNumber | None = Field(
         None, description="emissions of the site's grid, kg CO2e per MWh of facility energy (as site's)")
     installed: list[Installed] = Field(
@@ -603,6 +605,10 @@ class Scenario(_Section):
             if isinstance(site.get(key), list):
                 site[key] = site[key][t]
         data["site"] = site
+        for entry in data.get("sites") or ():  # several sites: each its period's limits
+            for key in ("power_budget_mw", "max_racks"):
+                if isinstance(entry.get(key), list):
+                    entry[key] = entry[key][t]
         spec = self.demand_scenarios[scenario] if scenario is not None and self.demand_scenarios else None
         for w, raw in zip(self.workloads, data["workloads"]):
             rate = w.requests_per_s[t] if isinstance(w.requests_per_s, list) else (

@@ -258,3 +258,19 @@ def test_a_sites_per_period_limits_need_one_value_per_period():
     one = one[:one.index("demand_scenarios:")] + one[one.index("solver:"):]
     with pytest.raises(InputError, match=r"sites\[0\]\.power_budget_mw.*set periods"):
         scenario_from_yaml(one.replace("growth_per_year: 2.0, ", "").replace("growth_per_year: 1.5,", ""))
+
+
+def test_requests_decoded_at_another_site_than_their_prefill_are_said():
+    """Noticed, not yet a row of the MILP (OPTIMIZER.md 21): a workload that decodes at one site what another
+    prefills moves KV caches between sites. By hand: decode 100 at a, prompts 50 at a and 50 at b: half its
+    requests are decoded at a with their prompts prefilled at b; balanced places (a hosted API one of them) say
+    nothing."""
+    from planner.fleet.assumptions import cross_site_words
+
+    rows = [{"workload": "w", "site": "a", "output_tokens_per_s": 100.0, "prefill_tokens_per_s": 50.0},
+            {"workload": "w", "site": "b", "output_tokens_per_s": 0.0, "prefill_tokens_per_s": 50.0}]
+    (line,) = cross_site_words(rows, " then")
+    assert line.startswith("w: 50% of its requests then are decoded at another site")
+    balanced = [{"workload": "w", "site": "a", "output_tokens_per_s": 60.0, "prefill_tokens_per_s": 600.0},
+                {"workload": "w", "site": None, "output_tokens_per_s": 40.0, "prefill_tokens_per_s": 400.0}]
+    assert cross_site_words(balanced) == []

@@ -238,6 +238,28 @@ def carbon_words(sc: dict) -> list[str]:
             f"hosted API tokens not counted"]
 
 
+def cross_site_words(rows: list[dict], when: str = "") -> list[str]:
+    """A plan over several sites whose workload decodes at one place (a site, or a hosted API) requests whose
+    prompts another prefills (OPTIMIZER.md 21, not yet a row of the MILP): the share of its requests that must
+    move their KV cache between places, sum_n min(decode share_n, prompt share_n) short of all of them."""
+    by: dict[str, dict] = {}
+    for r in rows:
+        place = by.setdefault(r["workload"], {}).setdefault(r.get("site"), [0.0, 0.0])
+        place[0] += float(r.get("output_tokens_per_s") or 0.0)
+        place[1] += float(r.get("prefill_tokens_per_s") or 0.0)
+    out = []
+    for w, places in by.items():
+        decode, prompt = (sum(v[k] for v in places.values()) for k in (0, 1))
+        if len(places) < 2 or decode <= 0 or prompt <= 0:
+            continue
+        moved = 1.0 - sum(min(v[0] / decode, v[1] / prompt) for v in places.values())
+        if moved > 1e-3:
+            out.append(f"{w}: {100 * moved:.2g}% of its requests{when} are decoded at another site than the one that "
+                       f"prefills them: their KV cache moves between sites, which the plan does not price (docs/"
+                       f"OPTIMIZER.md 21)")
+    return out
+
+
 def assumptions(d: dict) -> list[str]:
     """What decides the cost and is easy to miss: load, peaks, drafters, prices, what $/Mtok includes."""
     sc = d["inputs"]["scenario"]
@@ -274,6 +296,7 @@ def assumptions(d: dict) -> list[str]:
            else f"{sc['serving_stack']}'s published figures where the corpus has them, vendor-best's elsewhere")
         + "; docs/MODEL.md 5.3)",
         layout_words(d),
+        *cross_site_words(d.get("allocation") or []),
         *installed_words(d),
         *carbon_words(sc),
     ]

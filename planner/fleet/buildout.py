@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.errors import InfeasibleError, PlannerError
+from planner.fleet.assumptions import cross_site_words
 from planner.fleet.diagnose import infeasibility_message
 from planner.fleet.finance import (annual_rack_cost_parts, annual_revenue, annuity_factor, finance_args,
                                    mean_tokens_per_year, present_rack_cost)
@@ -810,6 +811,10 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
         mean.objective if mean is not None else None, sol.revenue if bo.problem.sells else None)
     if bo.problem.rack_site is not None:  # (8) each period's sites as reported, within their limits
         plan.checks.append(sites_check(periods, bo.problem, installed))
+        plan.assumptions += [line for s, row in enumerate(periods) for period in row  # KV caches moved between sites
+                             for line in cross_site_words(period["allocation"], f" in the period of "
+                                                          f"{period['start_date']}" + (f" ({bo.scenario_names[s]})"
+                                                                                       if len(periods) > 1 else ""))]
     plan.built = bo
     failed = [c for c in plan.checks if not c["ok"]]
     if failed:

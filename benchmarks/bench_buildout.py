@@ -2,10 +2,12 @@
 the 2-core development machine): `python benchmarks/bench_buildout.py`. Prints the engine's time (options scored
 once for every period), the MILP's per solver, and the myopic and mean-demand comparisons.
 
-`python benchmarks/bench_buildout.py --generated --workloads 10 --periods 2,4,8 --scenarios 1,3 [--solver scip]
-[--time-limit 300]`: the curve of issue 44 item 5, generated build-outs (``tests.generators.scale_buildout`` of
-``scale_scenario``) of growing periods and demand scenarios, each in a process of its own: its columns, seconds,
-gap, status and peak memory, and one JSON line of them all."""
+`python benchmarks/bench_buildout.py --generated --workloads 10 --periods 2,4,8 --scenarios 1,3 [--sites 1,2,4]
+[--solver scip] [--time-limit 300]`: the curve of issue 44 item 5, generated build-outs (``tests.generators.
+scale_buildout`` of ``scale_scenario``, split into ``--sites`` sites by ``scale_sites``: its power shared, each
+site its own energy and PUE, a third of the workloads pinned to one) of growing periods, demand scenarios and
+sites, each in a process of its own: its columns, seconds, gap, status and peak memory, and one JSON line of them
+all."""
 
 from __future__ import annotations
 
@@ -22,18 +24,19 @@ sys.path.insert(0, str(ROOT))  # the shared generators live in tests/
 SCENARIO = ROOT / "scenarios" / "buildout-2027-2030.yaml"
 
 
-def generated(n: int, periods: int, scenarios: int, seed: int, solver: str, time_limit_s: float) -> dict:
+def generated(n: int, periods: int, scenarios: int, seed: int, solver: str, time_limit_s: float,
+              sites: int = 1) -> dict:
     """One generated build-out solved here (a fresh process: its peak memory is this solve's)."""
     import yaml
 
     from planner.errors import PlannerError
     from planner.fleet.solve import solve
     from planner.scenario import scenario_from_yaml
-    from tests.generators import scale_buildout, scale_scenario
+    from tests.generators import scale_buildout, scale_scenario, scale_sites
 
-    sc = scenario_from_yaml(yaml.safe_dump(scale_buildout(scale_scenario(n, seed), periods, scenarios, seed))).with_(
-        {"solver.time_limit_s": time_limit_s, "solver.name": solver})
-    row: dict = {"workloads": n, "periods": periods, "scenarios": scenarios, "seed": seed}
+    data = scale_buildout(scale_sites(scale_scenario(n, seed), sites, seed), periods, scenarios, seed)
+    sc = scenario_from_yaml(yaml.safe_dump(data)).with_({"solver.time_limit_s": time_limit_s, "solver.name": solver})
+    row: dict = {"workloads": n, "sites": sites, "periods": periods, "scenarios": scenarios, "seed": seed}
     t0 = time.perf_counter()
     try:
         plan = solve(sc)
@@ -50,12 +53,13 @@ def generated(n: int, periods: int, scenarios: int, seed: int, solver: str, time
 def curve(args) -> None:
     rows = []
     ctx = multiprocessing.get_context("spawn")
-    for p in (int(x) for x in args.periods.split(",")):
-        for s in (int(x) for x in args.scenarios.split(",")):
-            with ctx.Pool(1) as pool:
-                row = pool.apply(generated, (args.workloads, p, s, args.seed, args.solver, args.time_limit))
-            rows.append(row)
-            print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    sizes = [(int(n), int(p), int(s)) for n in args.sites.split(",") for p in args.periods.split(",")
+             for s in args.scenarios.split(",")]
+    for sites, p, s in sizes:
+        with ctx.Pool(1) as pool:
+            row = pool.apply(generated, (args.workloads, p, s, args.seed, args.solver, args.time_limit, sites))
+        rows.append(row)
+        print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     print(json.dumps(rows))
 
 
@@ -65,6 +69,7 @@ def main() -> None:
     ap.add_argument("--workloads", type=int, default=10)
     ap.add_argument("--periods", default="2,4,8")
     ap.add_argument("--scenarios", default="1,3")
+    ap.add_argument("--sites", default="1")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--solver", default="scip")
     ap.add_argument("--time-limit", type=float, default=300.0)

@@ -820,6 +820,13 @@ def repair_replicas(problem: FleetProblem, racks, replicas, rented=None) -> np.n
         row = m.add_linear_constraint(ub=float(residual_racks[h]), name=f"chips[h={h}]")
         for j in cont[share[cont, h] > 0].tolist():
             row.set_coefficient(y[j], float(share[j, h]))
+    if problem.core_chips is not None:  # (2c) wide stages' core chips within the racks too
+        core = problem.core_chips / problem.chips_per_rack
+        left = residual_racks + share.T @ fixed - core.T @ fixed
+        for h in np.flatnonzero(core[cont].sum(axis=0) > 0).tolist():
+            row = m.add_linear_constraint(ub=float(left[h]), name=f"cores[h={h}]")
+            for j in cont[core[cont, h] > 0].tolist():
+                row.set_coefficient(y[j], float(core[j, h]))
     weight = (replica_tie_coefficients(problem) / REPLICA_TIE
               + column_primary_coefficients(problem)) / primary_coefficients(problem).max()
     m.minimize(sum(float(weight[j]) * v for j, v in y.items()))

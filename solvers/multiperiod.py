@@ -276,6 +276,7 @@ class BuildOutSolution:
     scenario_cost: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [S] buy_cost of each scenario's buys
     shares: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [T, S, G] max_revenue: served shares
     revenue: float = 0.0  # max_revenue: expected present revenue
+    unsized: int = 0  # options the planner left sized for larger prefill pools when its time ran out
 
 
 def replica_upper_bounds(problem: BuildOutProblem) -> np.ndarray:
@@ -495,7 +496,7 @@ def trim_replicas(problem: BuildOutProblem, buys: np.ndarray, replicas: np.ndarr
                 chips_per_rack=problem.chips_per_rack, rack_power_w=problem.rack_power_w,
                 annual_cost_usd_per_rack=value, max_racks=np.full(problem.n_hardware, math.inf),
                 workload=problem.coverage.argmax(axis=1), capacity=problem.coverage.max(axis=1), chips=problem.chips,
-                integer_replicas=problem.integer_replicas, coverage=problem.coverage,
+                core_chips=problem.core_chips, integer_replicas=problem.integer_replicas, coverage=problem.coverage,
                 demand=np.minimum(problem.coverage.T @ x, problem.demand[s, t]) * (1 - 1e-9))
             out[t, s] = repair_replicas(single, n[t, s], x)
     return out

@@ -19,6 +19,7 @@ from planner.fleet.finance import annual_rack_cost, annuity_factor, present_rack
 from solvers import backends
 from solvers import bruteforce as bf
 from solvers import multiperiod as MP
+from solvers.vocabulary import NO_PLAN
 
 ROOT = Path(__file__).resolve().parents[1]
 TIGHT = 1e-9
@@ -356,6 +357,35 @@ def test_a_build_out_repair_that_leaves_the_milp_the_same_keeps_the_plan(monkeyp
         assert bo is again and got is sol and len(solved) == solves * (buildout.REPAIR_ROUNDS + 1)
 
 
+def test_a_build_out_whose_time_runs_out_while_sizing_pools_keeps_its_last_plan(monkeypatch):
+    """Issue 44 ("a time limit returns the best plan and its gap, never nothing"): the rounds that size prefill
+    pools again end at the deadline with the last plan found, status time_limit and the options left sized for
+    larger pools counted; before, PlannerError ("the time limit ... ran out while sizing prefill pools again").
+    A round whose re-solve finds no plan in the time left keeps the plan before it too."""
+    import time
+    import types
+
+    from planner.fleet import buildout
+
+    problem = one_type()
+    settings_ = types.SimpleNamespace(name="scip", relative_gap=1e-3, time_limit_s=60.0)
+    built = types.SimpleNamespace(options={"servers": np.array([2.0])})
+    first = types.SimpleNamespace(problem=problem, built=built, columns=[0])
+    sol = MP.optimize(problem, "scip", 20, TIGHT)
+    monkeypatch.setattr(buildout, "pools_smaller_than_assumed", lambda bo, sol: {0: 1.0, 3: 1.0})
+    bo, got = buildout.repair_buildout_pools(None, first, sol, settings_, time.monotonic() - 1.0)
+    assert bo is first and got.status == "time_limit" and got.unsized == 2
+    assert np.array_equal(got.buys, sol.buys) and got.objective == sol.objective
+    again = types.SimpleNamespace(problem=dataclasses.replace(problem, buy_cost=problem.buy_cost * 1.1), built=built,
+                                  columns=[0])
+    monkeypatch.setattr(buildout, "with_options_at", lambda built, caps: (None, np.ones(1, bool)))
+    monkeypatch.setattr(buildout, "build_buildout", lambda *a, **k: again)
+    monkeypatch.setattr(buildout, "optimize", lambda *a, **k: dataclasses.replace(sol, status=NO_PLAN,
+                                                                                   objective=math.nan))
+    bo, got = buildout.repair_buildout_pools(None, first, sol, settings_, time.monotonic() + 60)
+    assert bo is first and got.status == "time_limit" and got.objective == sol.objective
+
+
 @pytest.mark.integration
 def test_one_period_is_todays_solve():
     from planner.fleet.solve import solve
@@ -577,3 +607,17 @@ def test_min_power_and_max_revenue_build_outs():
         assert all(c["ok"] for c in d["checks"])
         assert d["objective_value"] == pytest.approx(d["net_present_cost_usd"] - d["net_present_revenue_usd"],
                                                      rel=1e-6, abs=1.0)
+
+
+def test_trimming_continuous_replicas_keeps_wide_stages_core_chips_within_the_racks():
+    """Found on a generated two-site build-out (4 periods, 3 forecasts: continuous replicas): the LP that trims idle
+    replicas after the solve held the chips of each type but not (2c) the core chips of wide stages, so it moved
+    the load onto the column of fewest chips and the plan failed its own check (cores[3,0,11]). By hand: column A
+    holds 2 chips but its stage's domain takes 8 cores, column B 4 and 4; 200 units on one 8-chip rack are B x 2."""
+    p = MP.BuildOutProblem(chips_per_rack=[8.0], rack_power_w=[1000.0], chips=[[2.0], [4.0]],
+                           core_chips=[[8.0], [4.0]], coverage=[[100.0], [100.0]], integer_replicas=[False, False],
+                           demand=[[[200.0]]], probability=[1.0], buy_cost=[[10.0]], available=[[True]],
+                           alive=[[True]], max_racks=[1.0])
+    sol = MP.optimize(p, "scip", 20, TIGHT)
+    assert sol.status == "optimal" and not sol.violations
+    assert sol.replicas[0, 0].tolist() == pytest.approx([0.0, 2.0], abs=1e-6)

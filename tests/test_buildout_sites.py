@@ -274,3 +274,20 @@ def test_requests_decoded_at_another_site_than_their_prefill_are_said():
     balanced = [{"workload": "w", "site": "a", "output_tokens_per_s": 60.0, "prefill_tokens_per_s": 600.0},
                 {"workload": "w", "site": None, "output_tokens_per_s": 40.0, "prefill_tokens_per_s": 400.0}]
     assert cross_site_words(balanced) == []
+
+
+@pytest.mark.integration
+def test_installed_racks_stay_at_their_site_in_every_period():
+    """A site's installed racks are that site's existing racks in each period of the build-out (OPTIMIZER.md 9),
+    counted in its power and in the system's cap over the sites, at no purchase."""
+    from planner.fleet.buildout import solve_buildout
+
+    installed = [{"hardware": "hgx-h100", "racks": 1, "bought": "2026-06-01"}]
+    sc = scenario_from_yaml(TWO).with_({"sites.0.installed": installed})
+    d = solve_buildout(sc).to_dict()
+    assert all(c["ok"] for c in d["checks"])
+    for s in d["scenarios"]:
+        for per in s["periods"]:
+            city = {r["hardware"]: r for r in per["fleet"] if r["site"] == "city"}
+            assert city["hgx-h100@city"]["racks_installed"] >= 1
+    assert all(r["hardware"] != "hgx-h100@city" for r in d["first_period_order"])  # the room holds one already

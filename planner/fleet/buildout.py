@@ -287,7 +287,7 @@ def starting_plan(problem, near, mean):
     (where it holds in every scenario), as (buys, replicas); None where neither is a plan. Started from the
     mean-demand plan, the shipped build-out (with the slots' join in its coverage) closed its gap of 1e-3 in 6.7 s
     with SCIP and 7.0 s with HiGHS; from nothing, SCIP took 105 s and HiGHS stopped at its 120 s limit 0.2% off."""
-    plans = [(mean.objective, mean.buys, mean.replicas)] if mean is not None else []
+    plans = [(mean.objective, mean.buys, mean.replicas)] if mean is not None and not mean.violations else []
     ev = held_myopic(problem, near)
     if ev is not None:
         plans.append((ev.objective, *near))
@@ -517,19 +517,42 @@ def repair_buildout_pools(scenario, bo: BuiltOut, sol, settings, deadline: float
             progress(0, 1, f"pools smaller than assumed in some period: {len(caps)} option(s) sized again, "
                            "solving again")
         old, before = bo, bo.problem
+        if deadline - time.monotonic() <= 0:
+            return old, out_of_time(sol, caps)
         again, kept = with_options_at(bo.built, caps)
         bo = build_buildout(scenario, progress, deadline, built=again)
         if sol.status == "optimal" and not sol.violations and same_problem(bo.problem, before):
             continue  # only pools' TTFTs and servers moved: the MILP already solved, its plan within the gap stands
         left = deadline - time.monotonic()
         if left <= 0:
-            raise PlannerError(f"the time limit of {settings.time_limit_s:g} s ran out while sizing prefill pools "
-                               "again; raise --time-limit (or solver.time_limit_s)")
+            return old, out_of_time(sol, caps)
         replicas = carried_replicas(np.asarray(sol.replicas), kept, old.problem.n_columns, bo.problem.n_columns,
                                     old.columns, bo.columns)  # a dropped column's left out
         start = (sol.buys, replicas) if replicas is not None else None
-        sol = optimize(bo.problem, settings.name, left, settings.relative_gap, start)
+        found = optimize(bo.problem, settings.name, left, settings.relative_gap, start)
+        if found.status not in HAS_PLAN and found.status != "infeasible":  # the time ran out before a plan
+            return old, out_of_time(sol, caps)
+        sol = found
     return bo, sol
+
+
+def started_plan(problem, sol, start: tuple):
+    """The plan the MILP started from (``starting_plan``: the cheaper comparison plan that holds), where the time
+    limit ended the MILP before it found one: a plan of the same problem, with the MILP's bound."""
+    ev = evaluate(problem, *start)
+    gap = (ev.objective - sol.best_bound) / max(abs(ev.objective), 1e-12) if math.isfinite(sol.best_bound) \
+        else math.inf
+    return dataclasses.replace(sol, buys=start[0], installed=ev.installed, replicas=start[1], status="time_limit",
+                               objective=ev.objective, relative_gap=max(gap, 0.0), violations=ev.violations,
+                               scenario_cost=ev.scenario_cost, shares=ev.shares, revenue=ev.revenue)
+
+
+def out_of_time(sol, caps: dict):
+    """The last plan found, when the time limit ends the rounds that size prefill pools again: the best plan and
+    its gap, never nothing (issue 44), with the number of options still sized for larger pools than some period
+    deploys (``unsized``; the plan's assumptions say so, and its simulation judges their TTFT)."""
+    return dataclasses.replace(sol, status="time_limit" if sol.status == "optimal" else sol.status,
+                               unsized=len(caps))
 
 
 ARRAYS = ("chips_per_rack", "rack_power_w", "chips", "coverage", "integer_replicas", "demand", "probability",
@@ -717,7 +740,7 @@ def best_of(problem, sol, mean, near):
     agree are plans of the same two-stage problem, so the answer is never worse than either. The bound stays the
     solver's (the comparisons solve restricted problems); the gap is recomputed against it."""
     candidates = [sol]
-    if mean is not None:
+    if mean is not None and not mean.violations:  # a plan of the problem only where it holds
         candidates.append(mean)
     ev = held_myopic(problem, near)
     if ev is not None:
@@ -773,7 +796,10 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
     compared, (near, mean) = bo.problem, comparisons(bo, settings.name, left, settings.relative_gap)
     comparisons_s = time.monotonic() - mid
     left = max(started + settings.time_limit_s - time.monotonic(), 1.0)
-    sol = optimize(bo.problem, settings.name, left, settings.relative_gap, starting_plan(bo.problem, near, mean))
+    start = starting_plan(bo.problem, near, mean)
+    sol = optimize(bo.problem, settings.name, left, settings.relative_gap, start)
+    if sol.status not in HAS_PLAN and sol.status != "infeasible" and start is not None:
+        sol = started_plan(bo.problem, sol, start)  # the time ran out before the MILP found a plan: its start
     bo, sol = repair_buildout_pools(scenario, bo, sol, settings, started + settings.time_limit_s, progress)
     left = max(started + settings.time_limit_s - time.monotonic(), 1.0)
     if sol.status not in HAS_PLAN:
@@ -787,6 +813,7 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
         ev = evaluate(bo.problem, *near)
         if not ev.violations:
             myopic_value, myopic_cost = ev.objective, present_cost_of(bo, near[0])
+    unsized = sol.unsized
     sol = best_of(bo.problem, sol, mean, near)
     buys, replicas = sol.buys, sol.replicas
     order = [{"hardware": name, **({"site": site_of(name)} if scenario.sites else {}), "racks": int(buys[0, 0, k])}
@@ -809,6 +836,11 @@ def solve_buildout(scenario, progress=None) -> BuildOutPlan:
         provenance(), {"engine_s": engine_s, "solve_s": sol.solve_seconds, "comparisons_s": comparisons_s},
         problem_inputs(bo, sol), OBJECTIVE_UNITS[scenario.objective], sol.objective, myopic_value,
         mean.objective if mean is not None else None, sol.revenue if bo.problem.sells else None)
+    if unsized:
+        plan.assumptions.append(f"time limit: it ended the rounds that size prefill pools again (docs/MODEL.md 9.2) "
+                                f"with {unsized} option(s) sized for a larger prefill pool than some period deploys; "
+                                f"their TTFT there is the larger pool's until the simulation judges it (raise "
+                                f"solver.time_limit_s for the rounds to finish)")
     if bo.problem.rack_site is not None:  # (8) each period's sites as reported, within their limits
         plan.checks.append(sites_check(periods, bo.problem, installed))
         plan.assumptions += [line for s, row in enumerate(periods) for period in row  # KV caches moved between sites

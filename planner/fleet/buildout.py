@@ -75,6 +75,7 @@ class BuiltOut:
     views: list  # [S][T] each period's single-period scenario (Scenario.at_period), made once
     period_demands: list  # [S][T] their Demands
     columns: list  # the problem's columns as columns of ``built.options`` (all, or relaxed_columns)
+    finances: list = field(default_factory=list)  # [H] each type's finance_args: its site's energy and PUE
 
     @property
     def dates(self) -> list[_dt.date]:
@@ -153,10 +154,11 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf, built=No
         probability=probability, buy_cost=value, group_value=group_value,
         row_group=np.repeat(np.arange(len(built.demands)), 2) if group_value is not None else None,
         available=available, alive=alive, existing=existing,
-        max_racks=system_caps(hardware, at, existing[0]), rack_system=system_numbers(hardware) if scenario.sites
+        max_racks=system_caps(hardware, [places[n].new_rack_caps() for n in range(len(places))], fp.rack_sites,
+                              existing[0]), rack_system=system_numbers(hardware) if scenario.sites
         else None, **site_limits_by_period(scenario, places, fp.rack_sites, T))
     return BuiltOut(scenario, built, problem, years, capex, scenario.scenario_names(), relaxed, buy_cost, views,
-                    period_demands, columns)
+                    period_demands, columns, fins)
 
 
 def site_scenarios(scenario) -> list:
@@ -165,11 +167,11 @@ def site_scenarios(scenario) -> list:
     return [scenario.at_site(name) for name in scenario.site_names()]
 
 
-def system_caps(hardware: list, at: list, installed: np.ndarray) -> np.ndarray:
-    """[H] (5, 8) each type's system's cap on installed racks: its supply cap (the largest its types' sites give: a
-    type its site may not buy carries 0) plus the racks of the system installed at the start at every site; each
-    type of one system carries it."""
-    caps = np.array([sv.new_rack_caps().get(h.id, math.inf) for h, sv in zip(hardware, at)], dtype=float)
+def system_caps(hardware: list, site_caps: list[dict], rack_site: np.ndarray, installed: np.ndarray) -> np.ndarray:
+    """[H] (5, 8) each type's system's cap on installed racks: its supply cap (the largest its types' sites give,
+    ``site_caps``: each site's ``new_rack_caps``; a type its site may not buy carries 0) plus the racks of the
+    system installed at the start at every site; each type of one system carries it."""
+    caps = np.array([site_caps[n].get(h.id, math.inf) for h, n in zip(hardware, rack_site)], dtype=float)
     ids = np.array([h.id for h in hardware])
     out = np.zeros(len(hardware))
     for system in set(ids.tolist()):
@@ -388,8 +390,7 @@ def period_tables(bo: BuiltOut, buys: np.ndarray, replicas: np.ndarray, s: int, 
     workload its demand and USD per million tokens (the yearly cost of the chips it uses over its tokens)."""
     p, sc = bo.problem, bo.scenario
     hardware, demands, names = bo.built.hardware, bo.built.demands, bo.built.type_ids
-    places, sites = site_scenarios(sc), sc.site_names()
-    fins = [finance_args(places[n].finance, sc.horizon_years) for n in p.rack_sites]  # each type's site's
+    sites, fins = sc.site_names(), bo.finances
     life = sc.service_life_years or sc.horizon_years
     T = p.n_periods
     installed = p.existing[:, None, :] + np.einsum("ut,ush->tsh", p.alive.astype(float), buys)

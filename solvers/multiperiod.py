@@ -19,7 +19,8 @@ systems can be bought, never what an option serves.
 # Variables:
 #   b_0h       integer >= 0              racks bought in the first period, shared by every scenario (first stage)
 #   b_tsh      integer >= 0, t >= 1      racks bought later in scenario s (recourse); b_tsh = 0 where not available
-#   x_tsj      >= 0 (integer where integer_replicas_j)   replicas of option j in period t, scenario s
+#   x_tsj      >= 0 (integer where integer_replicas_j, after the first period only where integer_later)
+#                                                        replicas of option j in period t, scenario s
 #   n_tsh  =   existing_th + sum_{tau <= t, alive_tau,t} b_tau,s,h      (installed racks; an expression)
 #
 #   min  sum_h buy_cost_0h b_0h + sum_s p_s sum_{t>=1} sum_h buy_cost_th b_tsh                                (O)
@@ -96,6 +97,9 @@ class BuildOutProblem:
     site_power_budget_w: np.ndarray | None = None  # [T, N] facility power, inf = none
     site_max_racks: np.ndarray | None = None  # [T, N] inf = no limit
     rack_system: np.ndarray | None = None  # [H] each type's system (default each its own); members carry its cap
+    # False: after the first period every replica is a share of a replica's time (racks stay whole): the first
+    # order is what is bought now and packs whole replicas; later periods are forecasts (OPTIMIZER.md 7.2)
+    integer_later: bool = True
 
     def __post_init__(self):
         T, H = self.n_periods, self.n_hardware
@@ -206,6 +210,13 @@ class BuildOutProblem:
         return int(np.asarray(self.chips).shape[0])
 
     @property
+    def integer_by_period(self) -> np.ndarray:
+        """[T, J] which replicas are whole in each period: integer_replicas, after the first period only where
+        integer_later."""
+        later = self.integer_replicas if self.integer_later else np.zeros_like(self.integer_replicas)
+        return np.vstack([self.integer_replicas] + [later] * (self.n_periods - 1))
+
+    @property
     def n_sites(self) -> int:
         return 1 if self.site_pue is None else int(len(self.site_pue))
 
@@ -286,7 +297,7 @@ def replica_upper_bounds(problem: BuildOutProblem) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         need = np.where((cov > 0) & (d > 0), d / np.where(cov > 0, cov, 1.0), 0.0)
     ub = need.max(axis=3, initial=0.0)
-    return np.where(problem.integer_replicas[None, None, :], np.ceil(ub * (1.0 - 1e-12)), ub)
+    return np.where(problem.integer_by_period[None, :, :], np.ceil(ub * (1.0 - 1e-12)), ub)
 
 
 def buy_upper_bounds(problem: BuildOutProblem) -> np.ndarray:
@@ -332,7 +343,8 @@ def build(problem: BuildOutProblem, solver_name: str = "scip") -> BuildOutModel:
         buys.append([[m.add_integer_variable(lb=0.0, ub=float(b_ub[t, h]), name=f"b[{t},{s},{h}]")
                       if problem.available[t, h] and b_ub[t, h] > 0 else None for h in range(H)]
                      for s in range(S)])
-    replicas = [[[m.add_variable(lb=0.0, ub=float(x_ub[s, t, j]), is_integer=bool(problem.integer_replicas[j]),
+    integer = problem.integer_by_period
+    replicas = [[[m.add_variable(lb=0.0, ub=float(x_ub[s, t, j]), is_integer=bool(integer[t, j]),
                                  name=f"x[{t},{s},{j}]") if x_ub[s, t, j] > 0 else None for j in range(J)]
                  for s in range(S)] for t in range(T)]
     G = problem.group_value.shape[2] if problem.group_value is not None else 0  # (7) sells
@@ -458,7 +470,7 @@ def extract(problem: BuildOutProblem, built: BuildOutModel, result, seconds: flo
         for s in range(S):
             buys[t, s] = np.rint(_values(result, built.buys[t][s]))
             x = np.maximum(_values(result, built.replicas[t][s]), 0.0)
-            replicas[t, s] = np.where(problem.integer_replicas, np.rint(x), x)
+            replicas[t, s] = np.where(problem.integer_by_period[t], np.rint(x), x)
     replicas = trim_replicas(problem, buys, replicas)
     ev = evaluate(problem, buys, replicas)
     if problem.sells:  # cost less revenue can be negative: the bound as the solver gives it
@@ -484,7 +496,7 @@ def trim_replicas(problem: BuildOutProblem, buys: np.ndarray, replicas: np.ndarr
     serves, racks and integer replicas held). Idle replicas cost nothing in (O), so a solver may leave some; they
     would inflate each workload's share of the fleet's cost."""
     out = replicas.copy()
-    if problem.integer_replicas.all() or not problem.n_columns:
+    if problem.integer_by_period.all() or not problem.n_columns:
         return out
     n = installed_of(problem, buys)
     value = np.where(problem.available, problem.buy_cost, 0.0).max(axis=0)
@@ -496,7 +508,7 @@ def trim_replicas(problem: BuildOutProblem, buys: np.ndarray, replicas: np.ndarr
                 chips_per_rack=problem.chips_per_rack, rack_power_w=problem.rack_power_w,
                 annual_cost_usd_per_rack=value, max_racks=np.full(problem.n_hardware, math.inf),
                 workload=problem.coverage.argmax(axis=1), capacity=problem.coverage.max(axis=1), chips=problem.chips,
-                core_chips=problem.core_chips, integer_replicas=problem.integer_replicas, coverage=problem.coverage,
+                core_chips=problem.core_chips, integer_replicas=problem.integer_by_period[t], coverage=problem.coverage,
                 demand=np.minimum(problem.coverage.T @ x, problem.demand[s, t]) * (1 - 1e-9))
             out[t, s] = repair_replicas(single, n[t, s], x)
     return out

@@ -621,3 +621,19 @@ def test_trimming_continuous_replicas_keeps_wide_stages_core_chips_within_the_ra
     sol = MP.optimize(p, "scip", 20, TIGHT)
     assert sol.status == "optimal" and not sol.violations
     assert sol.replicas[0, 0].tolist() == pytest.approx([0.0, 2.0], abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_later_periods_may_run_shares_of_replicas_while_the_first_order_packs_whole_ones(seed):
+    """OPTIMIZER.md 7.2: with integer_later off (the planner's build-outs) the first period's replicas stay whole
+    and later periods' are shares of a replica's time, racks whole everywhere: never dearer than all-integer, and
+    the first period's replicas integral."""
+    p = tiny(seed)
+    whole, later = MP.optimize(p, "scip", 20, TIGHT), MP.optimize(dataclasses.replace(p, integer_later=False),
+                                                                   "scip", 20, TIGHT)
+    if whole.status != "optimal":
+        return
+    assert later.status == "optimal" and not later.violations
+    assert later.objective <= whole.objective * (1 + 1e-6)
+    assert np.allclose(later.replicas[0], np.rint(later.replicas[0]))
+    assert np.allclose(later.buys, np.rint(later.buys))

@@ -153,7 +153,7 @@ def build_buildout(scenario, progress=None, deadline: float = math.inf, built=No
         integer_replicas=np.zeros(len(columns), bool) if relaxed else fp.integer_replicas, demand=demand,
         probability=probability, buy_cost=value, group_value=group_value,
         row_group=np.repeat(np.arange(len(built.demands)), 2) if group_value is not None else None,
-        available=available, alive=alive, existing=existing,
+        available=available, alive=alive, existing=existing, integer_later=False,  # OPTIMIZER.md 7.2
         max_racks=system_caps(hardware, [places[n].new_rack_caps() for n in range(len(places))], fp.rack_sites,
                               existing[0]), rack_system=system_numbers(hardware) if scenario.sites
         else None, **site_limits_by_period(scenario, places, fp.rack_sites, T))
@@ -575,7 +575,7 @@ def problem_inputs(bo: BuiltOut, sol) -> dict:
     arrays = {k: [finite(x) if isinstance(x, float) else x for x in np.asarray(getattr(p, k)).ravel().tolist()]
               for k in names}
     return {"buildout": {"shapes": {k: list(np.asarray(getattr(p, k)).shape) for k in names}, "arrays": arrays,
-                         "pue": p.pue, "hardware": bo.built.type_ids,
+                         "pue": p.pue, "integer_later": p.integer_later, "hardware": bo.built.type_ids,
                          "periods": [d.isoformat() for d in bo.dates],
                          "scenario_names": bo.scenario_names},
             "buys": sol.buys.tolist(), "replicas": sol.replicas.tolist(), "objective": sol.objective,
@@ -589,7 +589,7 @@ def problem_from_inputs(inputs: dict):
     b = inputs["buildout"]
     values = {k: np.array([math.inf if x is None else x for x in b["arrays"][k]]).reshape(b["shapes"][k])
               for k in b["arrays"]}
-    return BuildOutProblem(pue=b["pue"], **values)
+    return BuildOutProblem(pue=b["pue"], integer_later=b.get("integer_later", True), **values)
 
 
 def evaluation_checks(problem, buys, replicas, objective: float, dates: list[str], names: list[str]) -> list[dict]:
@@ -719,6 +719,10 @@ def buildout_assumptions(bo: BuiltOut) -> list[str]:
         lines.append(f"replicas are continuous (a share of a replica's time), racks whole: with "
                      f"{bo.problem.n_periods} periods and {bo.problem.n_scenarios} scenarios the integer replicas "
                      f"would be more than {MAX_INTEGER_REPLICA_VARIABLES:,} variables (docs/OPTIMIZER.md 7.2)")
+    elif bo.problem.n_periods > 1 and not bo.problem.integer_later:
+        lines.append("the first order packs whole replicas; after the first period replicas are shares of a "
+                     "replica's time, racks whole (later periods are forecasts, planned again when they come: "
+                     "docs/OPTIMIZER.md 7.2)")
     if sc.demand_scenarios:
         lines.append("two-stage plan: the first period's order is shared by every demand scenario, later orders "
                      "adapt to each; the cost is the expected present cost over "

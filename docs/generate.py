@@ -76,9 +76,12 @@ def answer(plans: Plans, args: list[str]) -> str:
     """The answer ``planner solve SCENARIO`` prints first (its summary lines), as a text block."""
     from planner.report.summary import summary_lines
 
+    from planner.report.buildout import summary_lines as buildout_lines
+
     scenario, settings = _split(args)
     command = "planner solve " + scenario + "".join(f" --set {s}" for s in settings)
-    lines = summary_lines(plans.get(scenario, settings))
+    d = plans.get(scenario, settings)
+    lines = buildout_lines(d) if "first_period_order" in d else summary_lines(d)
     return "```text\n$ " + command + "\n" + "\n".join(lines) + "\n```"
 
 

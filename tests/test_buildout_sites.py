@@ -291,3 +291,26 @@ def test_installed_racks_stay_at_their_site_in_every_period():
             city = {r["hardware"]: r for r in per["fleet"] if r["site"] == "city"}
             assert city["hgx-h100@city"]["racks_installed"] >= 1
     assert all(r["hardware"] != "hgx-h100@city" for r in d["first_period_order"])  # the room holds one already
+
+
+@pytest.mark.integration
+def test_the_shipped_two_site_build_out_against_its_golden_figures():
+    """scenarios/two-sites-buildout.yaml (the README's answer): the first order at each site, the cost within the
+    scenario's gap, every period of both forecasts within each site's limits, customer data in the city room."""
+    from pathlib import Path
+
+    from tests.shipped import shipped_plan
+
+    golden = json.loads((Path(__file__).parent / "golden" / "two-sites-buildout.json").read_text())
+    d = shipped_plan("two-sites-buildout").to_dict()
+    assert d["status"] == golden["status"] == "optimal" and all(c["ok"] for c in d["checks"])
+    assert d["net_present_cost_usd"] == pytest.approx(golden["net_present_cost_usd"], rel=2e-3)
+    order = {r["hardware"]: r["racks"] for r in d["first_period_order"]}
+    assert sum(order.values()) == pytest.approx(sum(golden["first_period_order"].values()), rel=0.1)
+    assert {r["site"] for r in d["first_period_order"]} == {"city", "colo"}
+    for s in d["scenarios"]:
+        for per in s["periods"]:
+            for e in per["totals"]["sites"]:
+                assert e["facility_power_mw"] <= e["power_budget_mw"] * (1 + 1e-9)
+            assert all(r["site"] == "city" for r in per["allocation"]
+                       if r["workload"] in ("customer-chatbot", "code-completion"))

@@ -42,6 +42,9 @@ def summary_lines(d: dict) -> list[str]:
     first = (many[0]["periods"] if many else d["periods"])[0]
     order = ", ".join(f"{r['racks']:,} x {r['hardware']}" for r in d["first_period_order"]) or "nothing"
     lines.append(f"order now ({first['start_date']}): {order}")
+    if first["totals"].get("sites"):  # several sites: where the first order stands, against each site's limits
+        lines.append("sites now: " + "; ".join(f"{e['name']} {e['racks']:,} racks, " + _site_power(e)
+                                               .removeprefix(e["name"] + " ") + " MW" for e in first["totals"]["sites"]))
     what = "expected net present cost" if many else "net present cost"
     lines.append(f"{what}: {people(d['net_present_cost_usd'], 'USD')}"
                  + (f" (objective {people(d['objective_value'])} {d['objective_unit']})"

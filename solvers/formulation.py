@@ -29,6 +29,34 @@ TIE_FACTOR = 1.0 + RACK_TIE + REPLICA_TIE
 DEFAULT: Any = None
 
 
+class SiteTypes:
+    """What a problem of hardware types standing at sites reads the same way (``solvers.milp.FleetProblem``'s (16),
+    ``solvers.multiperiod.BuildOutProblem``'s (8)): each type's site and system, and each site's PUE, from the
+    problem's fields where given, else one site and each type its own system."""
+
+    chips_per_rack: np.ndarray  # [H]
+    rack_site: np.ndarray | None
+    rack_system: np.ndarray | None
+    site_pue: np.ndarray | None
+    pue: float
+
+    @property
+    def rack_sites(self) -> np.ndarray:
+        """[H] each type's site (all at site 0 where not given)."""
+        n = len(self.chips_per_rack)
+        return np.zeros(n, dtype=np.int64) if self.rack_site is None else self.rack_site
+
+    @property
+    def rack_systems(self) -> np.ndarray:
+        """[H] each type's system (each its own where not given)."""
+        n = len(self.chips_per_rack)
+        return np.arange(n, dtype=np.int64) if self.rack_system is None else self.rack_system
+
+    @property
+    def site_pues(self) -> np.ndarray:
+        """[sites] each site's PUE ([pue] where not given)."""
+        return np.array([self.pue]) if self.site_pue is None else self.site_pue
+
 def frozen(a, dtype) -> np.ndarray:
     arr = np.array(a, dtype=dtype, copy=True)
     arr.setflags(write=False)

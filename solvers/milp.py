@@ -142,7 +142,7 @@ from solvers import backends
 from solvers.backends import (CPSAT_MAX_BOUND, CPSAT_MAX_SCALING, MAX_SOLVE_SECONDS, MIN_SOLVE_SECONDS,  # noqa: F401
                               SolverError, cpsat_var_scaling, interruptible, solve_parameters, solver_key,
                               solver_output_to_stderr, solver_seconds, status_of)
-from solvers.formulation import (DEFAULT, RACK_TIE, REPLICA_TIE, TIE_FACTOR, add_chip_rows,  # noqa: F401
+from solvers.formulation import (DEFAULT, RACK_TIE, REPLICA_TIE, TIE_FACTOR, SiteTypes, add_chip_rows,  # noqa: F401
                                  add_demand_rows, add_new_racks, add_pools, pool_chip_replicas, add_objective_cap, add_platform_rows,
                                  add_offer_rows, add_power_row, add_rent_variables, add_supply_rows, add_total_racks_row, add_used,
                                  column_primary_coefficients, frozen, kept_primary_coefficients, limits_platforms,
@@ -166,7 +166,7 @@ EVAL_TOL = 1e-6  # evaluate(): a row is violated when its scaled slack is below 
 
 # ---- the problem ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
-class FleetProblem:
+class FleetProblem(SiteTypes):
     """Everything the MILP needs, as numpy arrays and scalars (formulation at the top of this module)."""
 
     chips_per_rack: np.ndarray  # [H]
@@ -409,21 +409,6 @@ class FleetProblem:
     @property
     def n_sites(self) -> int:
         return int(len(self.site_pues))
-
-    @property
-    def rack_sites(self) -> np.ndarray:
-        """[H] (16) each type's site (all at site 0 where not given)."""
-        return np.zeros(self.n_hardware, dtype=np.int64) if self.rack_site is None else self.rack_site
-
-    @property
-    def rack_systems(self) -> np.ndarray:
-        """[H] (16) each type's system (each its own where not given)."""
-        return np.arange(self.n_hardware, dtype=np.int64) if self.rack_system is None else self.rack_system
-
-    @property
-    def site_pues(self) -> np.ndarray:
-        """[S] (16) each site's pue ([pue] where not given)."""
-        return np.array([self.pue]) if self.site_pue is None else self.site_pue
 
     @property
     def site_budgets_w(self) -> np.ndarray:

@@ -59,7 +59,7 @@ import numpy as np
 
 from solvers import backends
 from solvers.backends import SolverError
-from solvers.formulation import DEFAULT, frozen
+from solvers.formulation import DEFAULT, SiteTypes, frozen
 from solvers.milp import FleetProblem, repair_replicas
 from solvers.vocabulary import HAS_PLAN
 
@@ -67,7 +67,7 @@ EVAL_TOL = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
-class BuildOutProblem:
+class BuildOutProblem(SiteTypes):
     """Everything the build-out MILP needs, as arrays (formulation at the top of this module)."""
 
     chips_per_rack: np.ndarray  # [H]
@@ -221,16 +221,6 @@ class BuildOutProblem:
         return 1 if self.site_pue is None else int(len(self.site_pue))
 
     @property
-    def rack_sites(self) -> np.ndarray:
-        """[H] (8) each type's site (all at site 0 where not given)."""
-        return np.zeros(self.n_hardware, dtype=np.int64) if self.rack_site is None else self.rack_site
-
-    @property
-    def site_pues(self) -> np.ndarray:
-        """[N] (8) each site's PUE ([pue] with one site)."""
-        return np.array([self.pue]) if self.site_pue is None else self.site_pue
-
-    @property
     def site_budgets_w(self) -> np.ndarray:
         """[T, N] (8) each site's facility power budget by period (power_budget_w with one site)."""
         return self.power_budget_w[:, None] if self.site_power_budget_w is None else self.site_power_budget_w
@@ -239,11 +229,6 @@ class BuildOutProblem:
     def site_rack_limits(self) -> np.ndarray:
         """[T, N] (8) each site's most racks by period (max_total_racks with one site)."""
         return self.max_total_racks[:, None] if self.site_max_racks is None else self.site_max_racks
-
-    @property
-    def rack_systems(self) -> np.ndarray:
-        """[H] (8) each type's system (each its own where not given)."""
-        return np.arange(self.n_hardware, dtype=np.int64) if self.rack_system is None else self.rack_system
 
     @property
     def systems(self) -> list[np.ndarray]:

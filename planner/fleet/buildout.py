@@ -653,13 +653,12 @@ def sites_check(periods: list, problem, installed: np.ndarray) -> dict:
         for t, per in enumerate(pers):
             reported = per["totals"].get("sites") or []
             for k, e in enumerate(reported[:problem.n_sites]):
-                at = problem.rack_sites == k
-                racks = float(installed[t, s, at].sum())
-                mw = float(installed[t, s, at] @ problem.rack_power_w[at]) * float(problem.site_pues[k]) / 1e6
-                budget, most = problem.site_budgets_w[t, k] / 1e6, problem.site_rack_limits[t, k]
-                if not (e["racks"] == round(racks) and math.isclose(e["facility_power_mw"], mw, rel_tol=1e-9,
+                # recomputed from the plan's inputs by the function that wrote the report (its cost aside)
+                want = period_site_totals(problem, installed[t, s], np.zeros(problem.n_hardware), t, k, e["name"])
+                mw, budget = want["facility_power_mw"], problem.site_budgets_w[t, k] / 1e6
+                if not (e["racks"] == want["racks"] and math.isclose(e["facility_power_mw"], mw, rel_tol=1e-9,
                                                                      abs_tol=1e-12)
-                        and mw <= budget * (1 + 1e-9) and racks <= most + 1e-9):
+                        and mw <= budget * (1 + 1e-9) and want["racks"] <= problem.site_rack_limits[t, k] + 1e-9):
                     bad.append(f"{per['start_date']} {e['name']}" + (f" ({s})" if len(periods) > 1 else ""))
             if len(reported) != problem.n_sites:
                 bad.append(f"{per['start_date']}: {len(reported)} sites reported of {problem.n_sites}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from planner.report import render
-from planner.report.summary import people, verified_words
+from planner.report.summary import people, site_words, verified_words
 
 TABLES = ("buildout", "period_totals", "period_workloads", "period_sites")
 
@@ -43,8 +43,7 @@ def summary_lines(d: dict) -> list[str]:
     order = ", ".join(f"{r['racks']:,} x {r['hardware']}" for r in d["first_period_order"]) or "nothing"
     lines.append(f"order now ({first['start_date']}): {order}")
     if first["totals"].get("sites"):  # several sites: where the first order stands, against each site's limits
-        lines.append("sites now: " + "; ".join(f"{e['name']} {e['racks']:,} racks, " + _site_power(e)
-                                               .removeprefix(e["name"] + " ") + " MW" for e in first["totals"]["sites"]))
+        lines.append("sites now: " + "; ".join(site_words(e) for e in first["totals"]["sites"]))
     what = "expected net present cost" if many else "net present cost"
     lines.append(f"{what}: {people(d['net_present_cost_usd'], 'USD')}"
                  + (f" (objective {people(d['objective_value'])} {d['objective_unit']})"
